@@ -1,0 +1,43 @@
+# prox: the README's commands. CMake does the real work in build/.
+#   make          build everything; the CLI lands at build/prox
+#   make run      build and run the main job on the default workload
+#   make test     build and run every test (CTest)
+#   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/)
+#   make install  cmake --install build (PREFIX=/usr/local by default)
+BUILD   ?= build
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX  ?= /usr/local
+CMAKE_FLAGS ?=
+BUILD_DEPS = build-essential cmake libcmocka-dev
+RUN_DEPS   = gnuplot-nox
+
+.PHONY: all build run test asan install deps clean
+
+all: build
+
+deps:
+	@tools/deps.sh $(BUILD_DEPS)
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPROX_NATIVE=ON $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@tools/deps.sh $(RUN_DEPS)
+	tools/main-job.sh $(BUILD)/prox
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_SANITIZE=ON
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) build-asan

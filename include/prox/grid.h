@@ -1,0 +1,96 @@
+/* grid.h: fixed-radius neighbour search over points.
+ *
+ * The uniform grid (seeds 001, 002, 004; seed 000 section 2.1): cells of the
+ * search radius, points sorted by cell key into flat arrays, every pair found
+ * once through a half stencil. Two cell-key schemes:
+ *   PROX_KEYS_MORTON  exact integer cell coordinates interleaved into Morton
+ *                     order (also reorders points for cache locality);
+ *   PROX_KEYS_HASH    Teschner's XOR of big primes into a power-of-two table
+ *                     (seed 000 Eq. 1); colliding cells are told apart
+ *                     exactly, so collisions cost time, never correctness.
+ * Brute force (every pair tested) is the same interface with PROX_ALGO_BRUTE
+ * and is the oracle of the test suite.
+ *
+ * Boundary rule: points p, q are neighbours when the squared distance
+ * computed in double, dx*dx + dy*dy [+ dz*dz], is <= radius*radius: the
+ * closed ball. With periodic axes, dx is the minimum image.
+ */
+#ifndef PROX_GRID_H
+#define PROX_GRID_H
+
+#include "prox/core.h"
+#include "prox/pairs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum prox_algo {
+    PROX_ALGO_GRID = 0,
+    PROX_ALGO_BRUTE = 1,
+} prox_algo;
+
+typedef enum prox_keys {
+    PROX_KEYS_MORTON = 0,
+    PROX_KEYS_HASH = 1,
+} prox_keys;
+
+typedef struct prox_grid_desc {
+    double radius;        /* required, > 0 and finite */
+    prox_keys keys;       /* default PROX_KEYS_MORTON */
+    int cell_divisions;   /* cells per radius (1 = cell size r, 27-cell stencil;
+                             2 = cells of r/2 with a 5x5x5 stencil); default 1 */
+    int64_t table_size;   /* PROX_KEYS_HASH: slots, a power of two; 0 = auto (2-4x points) */
+    double period[3];     /* > 0: axis k is periodic over [0, period[k]) (minimum image;
+                             radius must be < period/2; coordinates are wrapped);
+                             0 = open axis. Default all 0. */
+    int threads;          /* 0 = OpenMP default, 1 = no threads, n = n threads */
+    prox_allocator allocator;
+} prox_grid_desc;
+
+prox_grid_desc prox_default_grid_desc(void);
+
+/* One-shot calls: build what `algo` needs, run, release. */
+prox_status prox_pairs(const prox_points *points, const prox_grid_desc *desc,
+                       prox_algo algo, prox_sink sink, prox_stats *stats);
+/* For each query point q, the points j of `points` within the radius:
+ * pairs (q, j), lists with one row per query. */
+prox_status prox_query(const prox_points *points, const prox_points *queries,
+                       const prox_grid_desc *desc, prox_algo algo, prox_sink sink,
+                       prox_stats *stats);
+
+/* A grid kept between calls: build once, query many times, update as points
+ * move. The grid keeps its own copy of the coordinates in cell order (for
+ * cache locality), never a pointer to the caller's points. */
+typedef struct prox_grid prox_grid;
+
+prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out);
+void prox_grid_destroy(prox_grid *grid);
+
+/* Build from scratch (counting/radix sort of the points by cell key). */
+prox_status prox_grid_build(prox_grid *grid, const prox_points *points);
+/* The same points (same count) have moved: relocate only those whose cell
+ * changed (seed 004); falls back to a rebuild when that is cheaper or the
+ * points left the cell range (stats->rebuilt tells). */
+prox_status prox_grid_update(prox_grid *grid, const prox_points *points, prox_stats *stats);
+/* Every pair of built points within the radius. */
+prox_status prox_grid_pairs(prox_grid *grid, prox_sink sink, prox_stats *stats);
+/* Ball queries of a second point set (same dim) against the built points. */
+prox_status prox_grid_query(prox_grid *grid, const prox_points *queries, prox_sink sink,
+                            prox_stats *stats);
+
+/* Skin (Verlet) lists, as LAMMPS does: pairs within radius + skin are kept;
+ * each call returns the pairs within radius for the current positions and
+ * rebuilds only after some point moved more than skin / 2 since the last
+ * rebuild (stats->rebuilt tells the caller). */
+typedef struct prox_skin_list prox_skin_list;
+
+prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_skin_list **out);
+void prox_skin_list_destroy(prox_skin_list *list);
+prox_status prox_skin_list_pairs(prox_skin_list *list, const prox_points *points,
+                                 prox_sink sink, prox_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

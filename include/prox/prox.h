@@ -1,0 +1,7 @@
+/* prox: the whole public API. */
+#ifndef PROX_PROX_H
+#define PROX_PROX_H
+#include "prox/core.h"
+#include "prox/pairs.h"
+#include "prox/grid.h"
+#endif
