@@ -1,0 +1,58 @@
+/* exact.h: the exact tests every structure and brute force share, written
+ * once so that every code path computes the same bits (the build forbids
+ * FMA contraction). */
+#ifndef PROX_EXACT_H
+#define PROX_EXACT_H
+
+#include <math.h>
+#include <stdbool.h>
+
+/* x wrapped into [0, L): x - L*floor(x/L); a result that rounds to L is
+ * mapped to 0 (the same place on the circle). */
+static inline double prox_wrap(double x, double L)
+{
+    double w = x - L * floor(x / L);
+    return (w >= L || w < 0) ? 0.0 : w;
+}
+
+/* Minimum-image difference along a periodic axis of length L, for
+ * coordinates already wrapped into [0, L). */
+static inline double prox_min_image(double d, double L)
+{
+    double half = 0.5 * L;
+    if (d > half)
+        d -= L;
+    else if (d < -half)
+        d += L;
+    return d;
+}
+
+/* Squared distance, summed x, y, z in this order. */
+static inline double prox_dist2(double dx, double dy, double dz)
+{
+    return dx * dx + dy * dy + dz * dz;
+}
+
+#endif
+
+/* The closed-ball test of one structure call: squared distance <= r*r, with
+ * minimum images along periodic axes (period[k] > 0). 2D passes dz = 0,
+ * which adds an exact zero. */
+typedef struct prox_metric {
+    double period[3]; /* 0 = open axis */
+    double r2;
+    bool periodic;    /* any axis periodic */
+} prox_metric;
+
+static inline double prox_metric_dist2(const prox_metric *m, double dx, double dy, double dz)
+{
+    if (m->periodic) {
+        if (m->period[0] > 0)
+            dx = prox_min_image(dx, m->period[0]);
+        if (m->period[1] > 0)
+            dy = prox_min_image(dy, m->period[1]);
+        if (m->period[2] > 0)
+            dz = prox_min_image(dz, m->period[2]);
+    }
+    return prox_dist2(dx, dy, dz);
+}

@@ -1,0 +1,852 @@
+/* grid.c: the uniform grid for fixed-radius neighbour search.
+ *
+ * Build (seeds 002 and 004): every point gets integer cell coordinates and a
+ * sort key (Morton code of the cell, or Teschner's hash slot of the cell,
+ * seed 000 Eq. 1); points are radix-sorted by key into flat arrays (ids and
+ * coordinates in cell order); consecutive points of one cell form a run.
+ * A lookup finds the runs that may hold a given cell: an open-addressing
+ * table over Morton keys, or the hash slot's range of runs (seed 002's
+ * cellStart). Runs carry their exact cell coordinates, so hash collisions
+ * cost a comparison, never a wrong or duplicated pair.
+ *
+ * Pairs (seed 001): each run meets its own later points, later runs of the
+ * same cell, and the runs of the forward half of the stencil, so every pair
+ * of cells, and so every pair of points, is examined exactly once.
+ *
+ * Exactness: cells are slightly larger than radius / divisions (by 2^-16
+ * relative), and at most 2^31 cells fit along an axis. Two points within
+ * the radius then always land within `divisions` cells of each other along
+ * every axis, even after the rounding of (x - origin) / cell, whose error is
+ * below 2^-21 cells there. The final decision is the shared exact test. */
+#include <math.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "error.h"
+#include "hash.h"
+#include "morton.h"
+#include "pair_sink.h"
+#include "radix_sort.h"
+#include "search.h"
+#include "threads.h"
+#include "views.h"
+
+#define CELL_MARGIN (1.0 + 1.0 / 65536.0)
+#define MAX_CELLS_PER_AXIS ((int64_t)1 << 31)
+#define MORTON3_CELLS ((int64_t)1 << PROX_MORTON3_BITS)
+/* Relocating moved points beats a full re-sort while fewer than this
+ * fraction moved. */
+#define UPDATE_REBUILD_FRACTION 0.25
+
+typedef struct cell3 {
+    int32_t c[3];
+} cell3;
+
+struct prox_grid {
+    prox_grid_desc desc;
+    prox_allocator allocator;
+    prox_metric metric;
+    int threads;
+    bool built;
+
+    /* geometry, fixed by prox_grid_build and kept by prox_grid_update */
+    int dim;
+    int keys; /* prox_keys in use */
+    double origin[3];
+    double inv_cell[3];
+    int64_t ncell[3];
+    int reach[3];
+    bool periodic[3];
+    uint64_t hash_mask; /* PROX_KEYS_HASH: table slots - 1 */
+
+    /* points in cell order */
+    int64_t n;
+    uint64_t *key;
+    prox_index *id;
+    double *pos; /* axis-major: x[0..n), y[0..n), z[0..n) */
+    uint64_t *tmp_key;
+    prox_index *tmp_id;
+    int64_t key_cap, id_cap, pos_cap, tmp_key_cap, tmp_id_cap;
+
+    /* runs of points in one cell: points [run_start[r], run_start[r+1]) */
+    int64_t nruns;
+    uint32_t *run_start;
+    cell3 *run_cell;
+    int64_t run_start_cap, run_cell_cap;
+
+    /* lookup: Morton: open addressing, entry = run + 1 (0 = empty);
+     * hash: first run of each slot, table_len = slots + 1 */
+    uint32_t *table;
+    int64_t table_len, table_cap;
+    int table_bits;
+
+    /* stencil offsets: the forward half (self pairs) first, then the rest;
+     * the full set serves ball queries */
+    cell3 *stencil;
+    int stencil_forward, stencil_full;
+};
+
+/* ---- geometry ----------------------------------------------------------- */
+
+static int64_t next_pow2(int64_t v)
+{
+    int64_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+static void reset_geometry(prox_grid *g)
+{
+    for (int k = 0; k < 3; k++) {
+        g->origin[k] = 0.0;
+        g->inv_cell[k] = 0.0;
+        g->ncell[k] = 1;
+        g->reach[k] = 0;
+        g->periodic[k] = false;
+    }
+}
+
+/* Cell size and count along a periodic axis: the largest count whose cells
+ * are still at least the minimum size; an axis too short for a stencil of
+ * distinct cells becomes one cell (every point a candidate along it). */
+static void periodic_axis(prox_grid *g, int k, double min_cell, int divisions)
+{
+    double L = g->desc.period[k];
+    double fit = floor(L / min_cell);
+    int64_t nc = fit > (double)(MAX_CELLS_PER_AXIS - 1) ? MAX_CELLS_PER_AXIS - 1 : (int64_t)fit;
+    if (nc < 2 * divisions + 1)
+        nc = 1;
+    g->periodic[k] = true;
+    g->ncell[k] = nc;
+    g->inv_cell[k] = (double)nc / L;
+    g->reach[k] = nc == 1 ? 0 : divisions;
+}
+
+static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double min_cell,
+                             int divisions)
+{
+    static const char axis_name[] = "xyz";
+    double span = (hi - lo) / min_cell;
+    if (!(span < (double)(MAX_CELLS_PER_AXIS - 2)))
+        return prox_fail(PROX_ERR_RANGE,
+                         "the points span %g cells of size %g along %c; at most 2^31 fit "
+                         "(use a larger radius, or split the domain)",
+                         span, min_cell, axis_name[k]);
+    g->origin[k] = lo;
+    g->inv_cell[k] = 1.0 / min_cell;
+    g->ncell[k] = (int64_t)floor((hi - lo) * g->inv_cell[k]) + 1;
+    g->reach[k] = divisions;
+    return PROX_OK;
+}
+
+/* Bounding box of the wrapped coordinates (open axes only matter). */
+static void bounding_box(const prox_points *p, const double *period, int threads, double *lo,
+                         double *hi)
+{
+    for (int k = 0; k < 3; k++) {
+        double mn = INFINITY, mx = -INFINITY;
+        if (k < p->dim) {
+            int64_t n = p->count;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n > 65536) \
+    reduction(min : mn) reduction(max : mx) schedule(static)
+            for (int64_t i = 0; i < n; i++) {
+                double v = prox_coord(p, i, k, period);
+                mn = v < mn ? v : mn;
+                mx = v > mx ? v : mx;
+            }
+        }
+        lo[k] = p->count ? mn : 0.0;
+        hi[k] = p->count ? mx : 0.0;
+    }
+}
+
+static prox_status choose_geometry(prox_grid *g, const prox_points *p)
+{
+    int d = g->desc.cell_divisions;
+    double min_cell = g->desc.radius * CELL_MARGIN / d;
+    double lo[3], hi[3];
+    reset_geometry(g);
+    bounding_box(p, g->desc.period, g->threads, lo, hi);
+    for (int k = 0; k < p->dim; k++) {
+        if (g->desc.period[k] > 0) {
+            periodic_axis(g, k, min_cell, d);
+        } else {
+            prox_status st = open_axis(g, k, lo[k], hi[k], min_cell, d);
+            if (st)
+                return st;
+        }
+    }
+    g->dim = p->dim;
+    g->keys = g->desc.keys;
+    if (g->keys == PROX_KEYS_MORTON && p->dim == 3)
+        for (int k = 0; k < 3; k++)
+            if (g->ncell[k] > MORTON3_CELLS)
+                g->keys = PROX_KEYS_HASH; /* documented: too many cells for 63-bit codes */
+    return PROX_OK;
+}
+
+/* Cell coordinate of a wrapped coordinate along axis k, for a built point
+ * (always inside 0 .. ncell-1). */
+static inline int32_t cell_of(const prox_grid *g, int k, double v)
+{
+    double u = floor((v - g->origin[k]) * g->inv_cell[k]);
+    if (u < 0)
+        return 0;
+    if (u > (double)(g->ncell[k] - 1))
+        return (int32_t)(g->ncell[k] - 1);
+    return (int32_t)u;
+}
+
+static inline cell3 cell_of_point(const prox_grid *g, double x, double y, double z)
+{
+    cell3 c = {{cell_of(g, 0, x), cell_of(g, 1, y), g->dim == 3 ? cell_of(g, 2, z) : 0}};
+    return c;
+}
+
+static inline uint64_t key_of_cell(const prox_grid *g, cell3 c)
+{
+    if (g->keys == PROX_KEYS_HASH)
+        return prox_teschner_hash(c.c[0], c.c[1], c.c[2], g->hash_mask);
+    if (g->dim == 3)
+        return prox_morton3((uint32_t)c.c[0], (uint32_t)c.c[1], (uint32_t)c.c[2]);
+    return prox_morton2((uint32_t)c.c[0], (uint32_t)c.c[1]);
+}
+
+static inline bool same_cell(cell3 a, cell3 b)
+{
+    return a.c[0] == b.c[0] && a.c[1] == b.c[1] && a.c[2] == b.c[2];
+}
+
+/* ---- stencil ------------------------------------------------------------ */
+
+/* An offset is in the forward half when its last non-zero component is
+ * positive: exactly one of o and -o is. */
+static bool is_forward(const int o[3])
+{
+    for (int k = 2; k >= 0; k--)
+        if (o[k] != 0)
+            return o[k] > 0;
+    return false;
+}
+
+/* Cells whose closest points are farther apart than the radius along the
+ * offset can hold no neighbour (only with cell_divisions >= 3). */
+static bool offset_can_reach(const prox_grid *g, const int o[3])
+{
+    double gap2 = 0.0;
+    for (int k = 0; k < g->dim; k++) {
+        if (g->periodic[k] || o[k] == 0)
+            continue; /* periodic cells can be wider: stay conservative */
+        double gap = (fabs((double)o[k]) - 1.0) / g->inv_cell[k];
+        gap2 += gap * gap;
+    }
+    return gap2 <= g->desc.radius * g->desc.radius;
+}
+
+static prox_status build_stencil(prox_grid *g)
+{
+    int side[3], total = 1;
+    for (int k = 0; k < 3; k++) {
+        side[k] = 2 * g->reach[k] + 1;
+        total *= side[k];
+    }
+    prox_free(&g->allocator, g->stencil);
+    g->stencil = prox_alloc_array(&g->allocator, total, sizeof *g->stencil);
+    if (!g->stencil)
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for the stencil");
+    /* forward offsets first, then the others (zero included) */
+    int count = 0, forward = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int a = 0; a < total; a++) {
+            int o[3] = {a % side[0] - g->reach[0], a / side[0] % side[1] - g->reach[1],
+                        a / (side[0] * side[1]) - g->reach[2]};
+            if (is_forward(o) == (pass == 0) && offset_can_reach(g, o))
+                g->stencil[count++] = (cell3){{o[0], o[1], o[2]}};
+        }
+        if (pass == 0)
+            forward = count;
+    }
+    g->stencil_forward = forward;
+    g->stencil_full = count;
+    return PROX_OK;
+}
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out)
+{
+    if (!out)
+        return prox_fail(PROX_ERR_INVALID, "prox_grid_create: out is NULL");
+    *out = NULL;
+    prox_status st = prox_grid_desc_check(desc, 3);
+    if (st)
+        return st;
+    prox_allocator al = prox_allocator_resolve(&desc->allocator);
+    prox_grid *g = prox_alloc_array(&al, 1, sizeof *g);
+    if (!g)
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory");
+    memset(g, 0, sizeof *g);
+    g->desc = *desc;
+    g->allocator = al;
+    g->threads = prox_threads_resolve(desc->threads);
+    *out = g;
+    return PROX_OK;
+}
+
+void prox_grid_destroy(prox_grid *g)
+{
+    if (!g)
+        return;
+    prox_allocator al = g->allocator;
+    void *blocks[] = {g->key, g->id, g->pos, g->tmp_key, g->tmp_id,
+                      g->run_start, g->run_cell, g->table, g->stencil};
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+        prox_free(&al, blocks[b]);
+    prox_free(&al, g);
+}
+
+static int64_t grid_bytes(const prox_grid *g)
+{
+    return g->key_cap * 8 + g->id_cap * 4 + g->pos_cap * 8 + g->tmp_key_cap * 8 +
+           g->tmp_id_cap * 4 + g->run_start_cap * 4 + g->run_cell_cap * (int64_t)sizeof(cell3) +
+           g->table_cap * 4 + (int64_t)sizeof *g;
+}
+
+static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t size)
+{
+    return prox_reserve(&g->allocator, (void **)ptr, cap, count, size);
+}
+
+static prox_status reserve_points(prox_grid *g, int64_t n)
+{
+    if (reserve(g, &g->key, &g->key_cap, n, sizeof *g->key) &&
+        reserve(g, &g->id, &g->id_cap, n, sizeof *g->id) &&
+        reserve(g, &g->pos, &g->pos_cap, 3 * n, sizeof *g->pos) &&
+        reserve(g, &g->tmp_key, &g->tmp_key_cap, n, sizeof *g->tmp_key) &&
+        reserve(g, &g->tmp_id, &g->tmp_id_cap, n, sizeof *g->tmp_id))
+        return PROX_OK;
+    return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld points", (long long)n);
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+/* Keys and identity ids in input order. */
+static void compute_keys(prox_grid *g, const prox_points *p)
+{
+    const double *period = g->desc.period;
+    int64_t n = p->count;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        double z = p->dim == 3 ? prox_coord(p, i, 2, period) : 0.0;
+        cell3 c = cell_of_point(g, prox_coord(p, i, 0, period), prox_coord(p, i, 1, period), z);
+        g->key[i] = key_of_cell(g, c);
+        g->id[i] = (prox_index)i;
+    }
+}
+
+/* Coordinates in cell order, from the caller's view. */
+static void gather_positions(prox_grid *g, const prox_points *p)
+{
+    int64_t n = g->n;
+    const double *period = g->desc.period;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t s = 0; s < n; s++)
+        for (int k = 0; k < 3; k++)
+            g->pos[k * n + s] = k < p->dim ? prox_coord(p, g->id[s], k, period) : 0.0;
+}
+
+static cell3 cell_of_sorted(const prox_grid *g, int64_t s)
+{
+    int64_t n = g->n;
+    return cell_of_point(g, g->pos[s], g->pos[n + s], g->pos[2 * n + s]);
+}
+
+/* Runs: maximal stretches of sorted points in one cell. */
+static prox_status find_runs(prox_grid *g)
+{
+    int64_t n = g->n, runs = 0;
+    if (!reserve(g, &g->run_start, &g->run_start_cap, n + 1, sizeof *g->run_start) ||
+        !reserve(g, &g->run_cell, &g->run_cell_cap, n > 0 ? n : 1, sizeof *g->run_cell))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for cells");
+    cell3 prev = {{0, 0, 0}};
+    for (int64_t s = 0; s < n; s++) {
+        cell3 c = cell_of_sorted(g, s);
+        if (s == 0 || g->key[s] != g->key[s - 1] || !same_cell(c, prev)) {
+            g->run_start[runs] = (uint32_t)s;
+            g->run_cell[runs] = c;
+            runs++;
+        }
+        prev = c;
+    }
+    g->run_start[runs] = (uint32_t)n;
+    g->nruns = runs;
+    return PROX_OK;
+}
+
+/* Morton keys: open addressing from a cell's key to its (single) run. */
+static prox_status index_morton_runs(prox_grid *g)
+{
+    int64_t len = next_pow2(2 * g->nruns > 16 ? 2 * g->nruns : 16);
+    if (!reserve(g, &g->table, &g->table_cap, len, sizeof *g->table))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for the cell table");
+    memset(g->table, 0, (size_t)len * sizeof *g->table);
+    g->table_len = len;
+    g->table_bits = 0;
+    while (((int64_t)1 << g->table_bits) < len)
+        g->table_bits++;
+    uint64_t mask = (uint64_t)len - 1;
+    for (int64_t r = 0; r < g->nruns; r++) {
+        uint64_t h = prox_hash64(g->key[g->run_start[r]], g->table_bits);
+        while (g->table[h])
+            h = (h + 1) & mask;
+        g->table[h] = (uint32_t)(r + 1);
+    }
+    return PROX_OK;
+}
+
+/* Hash keys: seed 002's cellStart, over runs: the runs of slot s are
+ * [table[s], table[s+1]). */
+static prox_status index_hash_runs(prox_grid *g)
+{
+    int64_t slots = (int64_t)g->hash_mask + 1;
+    if (!reserve(g, &g->table, &g->table_cap, slots + 1, sizeof *g->table))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld hash slots",
+                         (long long)slots);
+    g->table_len = slots + 1;
+    int64_t r = 0;
+    for (int64_t s = 0; s <= slots; s++) {
+        while (r < g->nruns && g->key[g->run_start[r]] < (uint64_t)s)
+            r++;
+        g->table[s] = (uint32_t)r;
+    }
+    return PROX_OK;
+}
+
+static prox_status index_runs(prox_grid *g)
+{
+    prox_status st = find_runs(g);
+    if (st)
+        return st;
+    return g->keys == PROX_KEYS_HASH ? index_hash_runs(g) : index_morton_runs(g);
+}
+
+static void choose_hash_table(prox_grid *g, int64_t n)
+{
+    int64_t slots = g->desc.table_size;
+    if (slots == 0)
+        slots = next_pow2(2 * n > 16 ? 2 * n : 16); /* 2-4x the points (seed 002) */
+    g->hash_mask = (uint64_t)slots - 1;
+}
+
+static prox_status check_build_input(prox_grid *g, const prox_points *p)
+{
+    prox_status st = prox_points_check(p, "points");
+    if (!st)
+        st = prox_grid_desc_check(&g->desc, p->dim);
+    if (!st)
+        st = prox_points_check_finite(p, "points", g->threads);
+    return st;
+}
+
+prox_status prox_grid_build(prox_grid *g, const prox_points *p)
+{
+    if (!g)
+        return prox_fail(PROX_ERR_INVALID, "prox_grid_build: grid is NULL");
+    g->built = false;
+    prox_status st = check_build_input(g, p);
+    if (!st)
+        st = choose_geometry(g, p);
+    if (st)
+        return st;
+    g->metric = prox_metric_of(&g->desc, p->dim);
+    g->n = p->count;
+    choose_hash_table(g, g->n);
+    st = reserve_points(g, g->n);
+    if (!st)
+        st = build_stencil(g);
+    if (st)
+        return st;
+    compute_keys(g, p);
+    prox_radix_sort64(g->key, g->id, g->tmp_key, g->tmp_id, g->n, g->threads);
+    gather_positions(g, p);
+    st = index_runs(g);
+    g->built = st == PROX_OK;
+    return st;
+}
+
+/* ---- lookup -------------------------------------------------------------- */
+
+/* The cell at `base + offset`, wrapped on periodic axes; false when it lies
+ * outside the occupied range of an open axis. */
+static inline bool neighbour_cell(const prox_grid *g, const int64_t base[3], cell3 off,
+                                  cell3 *out)
+{
+    for (int k = 0; k < 3; k++) {
+        int64_t c = base[k] + off.c[k];
+        if (c < 0 || c >= g->ncell[k]) {
+            if (!g->periodic[k])
+                return false;
+            c = c < 0 ? c + g->ncell[k] : c - g->ncell[k];
+        }
+        out->c[k] = (int32_t)c;
+    }
+    return true;
+}
+
+/* Runs that may hold cell c: [*first, *last); each must still be checked
+ * with same_cell (hash slots mix cells). */
+static inline void runs_of_cell(const prox_grid *g, cell3 c, int64_t *first, int64_t *last)
+{
+    uint64_t key = key_of_cell(g, c);
+    if (g->keys == PROX_KEYS_HASH) {
+        *first = g->table[key];
+        *last = g->table[key + 1];
+        return;
+    }
+    uint64_t mask = (uint64_t)g->table_len - 1;
+    for (uint64_t h = prox_hash64(key, g->table_bits);; h = (h + 1) & mask) {
+        uint32_t e = g->table[h];
+        if (e == 0)
+            break;
+        if (g->key[g->run_start[e - 1]] == key) {
+            *first = e - 1;
+            *last = e;
+            return;
+        }
+    }
+    *first = *last = 0;
+}
+
+/* ---- pair kernels ------------------------------------------------------- */
+
+typedef struct query_counters {
+    int64_t candidates;
+    int64_t cells_visited;
+} query_counters;
+
+static inline void emit_sorted_pair(prox_emitter *e, prox_index a, prox_index b)
+{
+    if (a < b)
+        prox_emit(e, a, b);
+    else
+        prox_emit(e, b, a);
+}
+
+/* Points [a0, a1) against [b0, b1) (same == true: the same run, j > i). */
+static void run_pairs(const prox_grid *g, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
+                      bool same, prox_emitter *e, query_counters *qc)
+{
+    const int64_t n = g->n;
+    const double *x = g->pos, *y = g->pos + n, *z = g->pos + 2 * n;
+    const prox_metric *m = &g->metric;
+    for (int64_t i = a0; i < a1; i++) {
+        int64_t j0 = same ? i + 1 : b0;
+        qc->candidates += b1 - j0;
+        for (int64_t j = j0; j < b1; j++) {
+            double d2 = prox_metric_dist2(m, x[i] - x[j], y[i] - y[j], z[i] - z[j]);
+            if (d2 <= m->r2) {
+                emit_sorted_pair(e, g->id[i], g->id[j]);
+                if (e->stop)
+                    return;
+            }
+        }
+    }
+}
+
+/* Every pair with a first point in run r, each pair of the grid exactly
+ * once over all runs. */
+static void pairs_of_run(const prox_grid *g, int64_t r, prox_emitter *e, query_counters *qc)
+{
+    int64_t a0 = g->run_start[r], a1 = g->run_start[r + 1];
+    cell3 a = g->run_cell[r];
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
+    run_pairs(g, a0, a1, a0, a1, true, e, qc);
+
+    /* the same cell split over several runs (hash slots shared by cells) */
+    int64_t first, last;
+    if (g->keys == PROX_KEYS_HASH) {
+        runs_of_cell(g, a, &first, &last);
+        for (int64_t s = r + 1; s < last && !e->stop; s++)
+            if (same_cell(g->run_cell[s], a))
+                run_pairs(g, a0, a1, g->run_start[s], g->run_start[s + 1], false, e, qc);
+    }
+    for (int o = 0; o < g->stencil_forward && !e->stop; o++) {
+        cell3 b;
+        if (!neighbour_cell(g, base, g->stencil[o], &b))
+            continue;
+        qc->cells_visited++;
+        runs_of_cell(g, b, &first, &last);
+        for (int64_t s = first; s < last && !e->stop; s++)
+            if (same_cell(g->run_cell[s], b))
+                run_pairs(g, a0, a1, g->run_start[s], g->run_start[s + 1], false, e, qc);
+    }
+}
+
+static void fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                       const query_counters *qc)
+{
+    if (!stats)
+        return;
+    *stats = (prox_stats){0};
+    stats->pairs = pairs;
+    stats->candidates = qc->candidates;
+    stats->cells_visited = qc->cells_visited;
+    stats->cells = g->nruns;
+    stats->bytes = grid_bytes(g);
+    stats->keys = g->keys;
+}
+
+static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
+{
+    if (!g)
+        return prox_fail(PROX_ERR_INVALID, "grid is NULL");
+    if (!g->built)
+        return prox_fail(PROX_ERR_INVALID, "the grid is not built: call prox_grid_build first");
+    return prox_sink_check(sink);
+}
+
+prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (st)
+        return st;
+    prox_chunks chunks = {0};
+    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink,
+                          &g->allocator);
+    if (st)
+        return st;
+    int64_t candidates = 0, cells_visited = 0;
+    int64_t runs = g->nruns;
+#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited)
+    for (int k = 0; k < chunks.count; k++) {
+        query_counters qc = {0, 0};
+        prox_emitter *e = &chunks.emitter[k];
+        int64_t r1 = runs * (k + 1) / chunks.count;
+        for (int64_t r = runs * k / chunks.count; r < r1 && !e->stop; r++)
+            pairs_of_run(g, r, e, &qc);
+        candidates += qc.candidates;
+        cells_visited += qc.cells_visited;
+    }
+    query_counters total = {candidates, cells_visited};
+    int64_t pairs = 0;
+    st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
+    fill_stats(g, stats, pairs, &total);
+    prox_chunks_free(&chunks);
+    return st;
+}
+
+/* ---- ball queries of a second set ---------------------------------------- */
+
+/* Cell coordinates of a query point, which may lie outside the built range
+ * on open axes: false when no stencil cell can be occupied. */
+static bool query_base_cell(const prox_grid *g, const double q[3], int64_t base[3])
+{
+    for (int k = 0; k < 3; k++) {
+        if (k >= g->dim) {
+            base[k] = 0;
+            continue;
+        }
+        double u = floor((q[k] - g->origin[k]) * g->inv_cell[k]);
+        if (g->periodic[k]) {
+            base[k] = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? g->ncell[k] - 1 : (int64_t)u;
+            continue;
+        }
+        if (u < (double)-g->reach[k] || u > (double)(g->ncell[k] - 1 + g->reach[k]))
+            return false;
+        base[k] = (int64_t)u;
+    }
+    return true;
+}
+
+static void query_point(const prox_grid *g, prox_index q, const double qp[3], prox_emitter *e,
+                        query_counters *qc)
+{
+    int64_t base[3];
+    if (!query_base_cell(g, qp, base))
+        return;
+    const int64_t n = g->n;
+    const double *x = g->pos, *y = g->pos + n, *z = g->pos + 2 * n;
+    const prox_metric *m = &g->metric;
+    for (int o = 0; o < g->stencil_full && !e->stop; o++) {
+        cell3 b;
+        if (!neighbour_cell(g, base, g->stencil[o], &b))
+            continue;
+        qc->cells_visited++;
+        int64_t first, last;
+        runs_of_cell(g, b, &first, &last);
+        for (int64_t s = first; s < last; s++) {
+            if (!same_cell(g->run_cell[s], b))
+                continue;
+            int64_t j1 = g->run_start[s + 1];
+            qc->candidates += j1 - g->run_start[s];
+            for (int64_t j = g->run_start[s]; j < j1; j++) {
+                double d2 = prox_metric_dist2(m, qp[0] - x[j], qp[1] - y[j], qp[2] - z[j]);
+                if (d2 <= m->r2) {
+                    prox_emit(e, q, g->id[j]);
+                    if (e->stop)
+                        return;
+                }
+            }
+        }
+    }
+}
+
+static prox_status check_queries(const prox_grid *g, const prox_points *queries)
+{
+    prox_status st = prox_points_check(queries, "queries");
+    if (!st && queries->dim != g->dim)
+        st = prox_fail(PROX_ERR_INVALID, "queries are %dD but the grid holds %dD points",
+                       queries->dim, g->dim);
+    if (!st)
+        st = prox_points_check_finite(queries, "queries", g->threads);
+    return st;
+}
+
+prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink sink,
+                            prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (!st)
+        st = check_queries(g, queries);
+    if (st)
+        return st;
+    prox_chunks chunks = {0};
+    int64_t nq = queries->count;
+    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, nq), sink, &g->allocator);
+    if (st)
+        return st;
+    int64_t candidates = 0, cells_visited = 0;
+#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited)
+    for (int k = 0; k < chunks.count; k++) {
+        query_counters qc = {0, 0};
+        prox_emitter *e = &chunks.emitter[k];
+        int64_t q1 = nq * (k + 1) / chunks.count;
+        for (int64_t q = nq * k / chunks.count; q < q1 && !e->stop; q++) {
+            double qp[3] = {0, 0, 0};
+            for (int a = 0; a < g->dim; a++)
+                qp[a] = prox_coord(queries, q, a, g->desc.period);
+            query_point(g, (prox_index)q, qp, e, &qc);
+        }
+        candidates += qc.candidates;
+        cells_visited += qc.cells_visited;
+    }
+    query_counters total = {candidates, cells_visited};
+    int64_t pairs = 0;
+    st = prox_chunks_deliver(&chunks, sink, nq, false, &pairs);
+    fill_stats(g, stats, pairs, &total);
+    prox_chunks_free(&chunks);
+    return st;
+}
+
+/* ---- moving points (seed 004: relocate only what changed cell) ----------- */
+
+/* New cell of sorted point s from the caller's view; false when it falls
+ * outside the built cell range of an open axis. */
+static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell3 *out)
+{
+    prox_index i = g->id[s];
+    for (int k = 0; k < 3; k++) {
+        if (k >= g->dim) {
+            out->c[k] = 0;
+            continue;
+        }
+        double v = prox_coord(p, i, k, g->desc.period);
+        double u = floor((v - g->origin[k]) * g->inv_cell[k]);
+        if (g->periodic[k]) {
+            u = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : u;
+        } else if (u < 0 || u > (double)(g->ncell[k] - 1)) {
+            return false;
+        }
+        out->c[k] = (int32_t)u;
+    }
+    return true;
+}
+
+/* Split sorted points into those that stayed (kept in order, in key/id)
+ * and those that moved (new keys, in tmp_key/tmp_id). Returns the number
+ * moved, or -1 when some point left the cell range. */
+static int64_t partition_moved(prox_grid *g, const prox_points *p)
+{
+    int64_t stay = 0, moved = 0;
+    for (int64_t r = 0; r < g->nruns; r++) {
+        cell3 old = g->run_cell[r];
+        for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
+            cell3 c;
+            if (!moved_cell(g, p, s, &c))
+                return -1;
+            if (same_cell(c, old)) {
+                g->key[stay] = g->key[s];
+                g->id[stay++] = g->id[s];
+            } else {
+                g->tmp_key[moved] = key_of_cell(g, c);
+                g->tmp_id[moved++] = g->id[s];
+            }
+        }
+    }
+    return moved;
+}
+
+/* Merge the stayed points (key/id, n - moved) with the sorted moved ones
+ * (tmp_key/tmp_id) from the back, in place. */
+static void merge_moved(prox_grid *g, int64_t moved)
+{
+    int64_t a = g->n - moved - 1, b = moved - 1, out = g->n - 1;
+    while (b >= 0) {
+        if (a >= 0 && g->key[a] > g->tmp_key[b]) {
+            g->key[out] = g->key[a];
+            g->id[out--] = g->id[a--];
+        } else {
+            g->key[out] = g->tmp_key[b];
+            g->id[out--] = g->tmp_id[b--];
+        }
+    }
+}
+
+static prox_status rebuild(prox_grid *g, const prox_points *p, prox_stats *stats)
+{
+    prox_status st = prox_grid_build(g, p);
+    if (stats) {
+        *stats = (prox_stats){0};
+        stats->rebuilt = true;
+        stats->relocated = p->count;
+        stats->cells = g->nruns;
+        stats->bytes = grid_bytes(g);
+        stats->keys = g->keys;
+    }
+    return st;
+}
+
+prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *stats)
+{
+    if (!g)
+        return prox_fail(PROX_ERR_INVALID, "prox_grid_update: grid is NULL");
+    prox_status st = check_build_input(g, p);
+    if (st)
+        return st;
+    if (!g->built || p->count != g->n || p->dim != g->dim)
+        return rebuild(g, p, stats);
+    int64_t moved = partition_moved(g, p);
+    if (moved < 0 || (double)moved > UPDATE_REBUILD_FRACTION * (double)g->n)
+        return rebuild(g, p, stats);
+    /* the moved points sort among themselves, using key/id's tail as scratch */
+    int64_t stay = g->n - moved;
+    prox_radix_sort64(g->tmp_key, g->tmp_id, g->key + stay, g->id + stay, moved, g->threads);
+    merge_moved(g, moved);
+    gather_positions(g, p);
+    g->built = false;
+    st = index_runs(g);
+    g->built = st == PROX_OK;
+    if (stats) {
+        *stats = (prox_stats){0};
+        stats->relocated = moved;
+        stats->cells = g->nruns;
+        stats->bytes = grid_bytes(g);
+        stats->keys = g->keys;
+    }
+    return st;
+}

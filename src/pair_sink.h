@@ -1,0 +1,81 @@
+/* pair_sink.h: how query loops hand pairs to the caller's sink.
+ *
+ * A query splits its work into chunks in a fixed order. Each chunk owns an
+ * emitter: it counts, calls the user's callback (only when the query runs
+ * on one thread, in traversal order), or stores pairs into the chunk's own
+ * growable array. prox_chunks_deliver then turns the stored chunks into
+ * the sorted buffer or CSR lists; since that output is sorted, it does not
+ * depend on how many threads produced the chunks. */
+#ifndef PROX_PAIR_SINK_H
+#define PROX_PAIR_SINK_H
+
+#include "prox/pairs.h"
+
+typedef struct prox_emitter {
+    prox_sink_kind kind;
+    int64_t count;
+    prox_pair *pairs; /* stored pairs (kind BUFFER or LISTS) */
+    int64_t capacity;
+    const prox_allocator *allocator;
+    prox_pair_fn fn;
+    void *user;
+    bool stop;   /* callback asked to stop, or an allocation failed */
+    bool failed; /* an allocation failed */
+} prox_emitter;
+
+bool prox_emitter_grow(prox_emitter *e);
+
+static inline void prox_emit(prox_emitter *e, prox_index i, prox_index j)
+{
+    switch (e->kind) {
+    case PROX_SINK_COUNT:
+        break;
+    case PROX_SINK_CALLBACK:
+        if (e->fn(i, j, e->user))
+            e->stop = true;
+        break;
+    default:
+        if (e->count == e->capacity && !prox_emitter_grow(e))
+            return;
+        e->pairs[e->count] = (prox_pair){i, j};
+        break;
+    }
+    e->count++;
+}
+
+typedef struct prox_chunks {
+    prox_emitter *emitter;
+    int count;
+    prox_allocator allocator;
+} prox_chunks;
+
+/* `count` emitters for `sink` (a callback sink needs count == 1). */
+prox_status prox_chunks_init(prox_chunks *c, int count, prox_sink sink,
+                             const prox_allocator *allocator);
+void prox_chunks_free(prox_chunks *c);
+
+/* Hand what the chunks gathered to the sink. symmetric: self pairs, stored
+ * as (i, j) with i < j, rows = points, lists get both directions;
+ * otherwise query pairs (q, j) with rows = queries. Sets *pairs to the
+ * number of pairs. Returns PROX_STOPPED, PROX_ERR_NO_MEMORY or PROX_OK. */
+prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bool symmetric,
+                                int64_t *pairs);
+
+/* Deliver one array of pairs (already oriented as above, any order). */
+prox_status prox_pairs_deliver(const prox_pair *pairs, int64_t count, prox_sink sink,
+                               int64_t rows, bool symmetric, const prox_allocator *allocator);
+
+
+
+/* The sink is usable: its buffer, lists or callback is there. */
+prox_status prox_sink_check(prox_sink sink);
+
+/* Chunks a query splits its work into: one for a callback (called in
+ * traversal order on the calling thread), else a few per thread. */
+static inline int prox_chunk_count(prox_sink sink, int threads, int64_t work)
+{
+    if (sink.kind == PROX_SINK_CALLBACK || threads <= 1 || work < 4096)
+        return 1;
+    return threads * 8;
+}
+#endif

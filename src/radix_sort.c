@@ -1,0 +1,123 @@
+#include "radix_sort.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#define DIGIT_BITS 8
+#define BUCKETS (1 << DIGIT_BITS)
+#define PASSES (64 / DIGIT_BITS)
+#define MAX_THREADS 32 /* histograms live on the stack: 64 KiB */
+#define PARALLEL_MIN 65536
+
+static inline unsigned digit_of(uint64_t key, int pass)
+{
+    return (unsigned)(key >> (pass * DIGIT_BITS)) & (BUCKETS - 1);
+}
+
+/* Which passes change anything: a digit position where every key has the
+ * same digit leaves the order as it is. */
+static unsigned needed_passes(const uint64_t *keys, int64_t n)
+{
+    uint64_t all_or = 0, all_and = ~0ULL;
+    for (int64_t i = 0; i < n; i++) {
+        all_or |= keys[i];
+        all_and &= keys[i];
+    }
+    uint64_t varying = all_or ^ all_and;
+    unsigned mask = 0;
+    for (int p = 0; p < PASSES; p++)
+        if (digit_of(varying, p))
+            mask |= 1u << p;
+    return mask;
+}
+
+/* One stable pass over block [begin, end) of thread t: histogram first. */
+static void histogram(const uint64_t *keys, int64_t begin, int64_t end, int pass,
+                      int64_t *count)
+{
+    memset(count, 0, BUCKETS * sizeof *count);
+    for (int64_t i = begin; i < end; i++)
+        count[digit_of(keys[i], pass)]++;
+}
+
+/* Turn per-thread counts into per-thread write positions: digit-major,
+ * then thread order, which keeps the sort stable. */
+static void offsets_from_counts(int64_t (*count)[BUCKETS], int threads)
+{
+    int64_t sum = 0;
+    for (int d = 0; d < BUCKETS; d++)
+        for (int t = 0; t < threads; t++) {
+            int64_t c = count[t][d];
+            count[t][d] = sum;
+            sum += c;
+        }
+}
+
+static void scatter(const uint64_t *keys, const uint32_t *values, uint64_t *out_keys,
+                    uint32_t *out_values, int64_t begin, int64_t end, int pass, int64_t *at)
+{
+    for (int64_t i = begin; i < end; i++) {
+        int64_t to = at[digit_of(keys[i], pass)]++;
+        out_keys[to] = keys[i];
+        out_values[to] = values[i];
+    }
+}
+
+void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                       uint32_t *tmp_values, int64_t n, int threads)
+{
+    if (n < 2)
+        return;
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    if (n < PARALLEL_MIN || threads < 1)
+        threads = 1;
+    unsigned passes = needed_passes(keys, n);
+    int64_t count[MAX_THREADS][BUCKETS];
+
+    uint64_t *src_k = keys, *dst_k = tmp_keys;
+    uint32_t *src_v = values, *dst_v = tmp_values;
+    for (int pass = 0; pass < PASSES; pass++) {
+        if (!(passes & (1u << pass)))
+            continue;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+        {
+            int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+            histogram(src_k, begin, end, pass, count[t]);
+#pragma omp barrier
+#pragma omp single
+            offsets_from_counts(count, nt);
+            scatter(src_k, src_v, dst_k, dst_v, begin, end, pass, count[t]);
+        }
+        uint64_t *sk = src_k; src_k = dst_k; dst_k = sk;
+        uint32_t *sv = src_v; src_v = dst_v; dst_v = sv;
+    }
+    if (src_k != keys) {
+        memcpy(keys, src_k, (size_t)n * sizeof *keys);
+        memcpy(values, src_v, (size_t)n * sizeof *values);
+    }
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void prox_sort_u32(uint32_t *a, int64_t n)
+{
+    if (n > 48) {
+        qsort(a, (size_t)n, sizeof *a, compare_u32);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {
+        uint32_t v = a[i];
+        int64_t j = i;
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
