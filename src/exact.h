@@ -33,7 +33,6 @@ static inline double prox_dist2(double dx, double dy, double dz)
     return dx * dx + dy * dy + dz * dz;
 }
 
-#endif
 
 /* The closed-ball test of one structure call: squared distance <= r*r, with
  * minimum images along periodic axes (period[k] > 0). 2D passes dz = 0,
@@ -56,3 +55,5 @@ static inline double prox_metric_dist2(const prox_metric *m, double dx, double d
     }
     return prox_dist2(dx, dy, dz);
 }
+
+#endif

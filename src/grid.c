@@ -24,6 +24,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "hash.h"
+#include "kernel.h"
 #include "morton.h"
 #include "pair_sink.h"
 #include "radix_sort.h"
@@ -69,7 +70,7 @@ struct prox_grid {
     int64_t key_cap, id_cap, pos_cap, tmp_key_cap, tmp_id_cap;
 
     /* runs of points in one cell: points [run_start[r], run_start[r+1]) */
-    int64_t nruns;
+    int64_t nruns, max_run; /* runs, and the most points in one */
     uint32_t *run_start;
     cell3 *run_cell;
     int64_t run_start_cap, run_cell_cap;
@@ -383,6 +384,10 @@ static prox_status find_runs(prox_grid *g)
     }
     g->run_start[runs] = (uint32_t)n;
     g->nruns = runs;
+    g->max_run = 0;
+    for (int64_t r = 0; r < runs; r++)
+        if (g->run_start[r + 1] - g->run_start[r] > g->max_run)
+            g->max_run = g->run_start[r + 1] - g->run_start[r];
     return PROX_OK;
 }
 
@@ -527,62 +532,324 @@ typedef struct query_counters {
     int64_t cells_visited;
 } query_counters;
 
-static inline void emit_sorted_pair(prox_emitter *e, prox_index a, prox_index b)
+/* Per-chunk scratch: the points a run meets, gathered contiguously so the
+ * kernel runs one long vector loop per point instead of one per cell. */
+typedef struct gathered {
+    double *x, *y, *z;
+    prox_index *id;
+    uint32_t *hits;
+    int64_t count, cap;
+    const prox_allocator *allocator;
+    bool failed;
+} gathered;
+
+static void gathered_free(gathered *b)
 {
-    if (a < b)
-        prox_emit(e, a, b);
-    else
-        prox_emit(e, b, a);
+    void *blocks[] = {b->x, b->y, b->z, b->id, b->hits};
+    for (int k = 0; k < 5; k++)
+        prox_free(b->allocator, blocks[k]);
 }
 
-/* Points [a0, a1) against [b0, b1) (same == true: the same run, j > i). */
-static void run_pairs(const prox_grid *g, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
-                      bool same, prox_emitter *e, query_counters *qc)
+static bool gathered_reserve(gathered *b, int64_t need)
 {
-    const int64_t n = g->n;
-    const double *x = g->pos, *y = g->pos + n, *z = g->pos + 2 * n;
-    const prox_metric *m = &g->metric;
-    for (int64_t i = a0; i < a1; i++) {
-        int64_t j0 = same ? i + 1 : b0;
-        qc->candidates += b1 - j0;
-        for (int64_t j = j0; j < b1; j++) {
-            double d2 = prox_metric_dist2(m, x[i] - x[j], y[i] - y[j], z[i] - z[j]);
-            if (d2 <= m->r2) {
-                emit_sorted_pair(e, g->id[i], g->id[j]);
-                if (e->stop)
-                    return;
-            }
-        }
+    if (need + PROX_KERNEL_SLACK <= b->cap)
+        return true;
+    int64_t cap = b->cap, want = need + need / 2 + 64 + PROX_KERNEL_SLACK;
+    bool ok = true;
+    int64_t c;
+#define GROW(field)                                                                         \
+    c = cap;                                                                                \
+    ok = ok && prox_grow(b->allocator, (void **)&b->field, &c, want, b->count, sizeof *b->field);
+    GROW(x) GROW(y) GROW(z) GROW(id) GROW(hits)
+#undef GROW
+    if (!ok) {
+        b->failed = true;
+        return false;
     }
+    b->cap = want;
+    return true;
 }
 
-/* Every pair with a first point in run r, each pair of the grid exactly
- * once over all runs. */
-static void pairs_of_run(const prox_grid *g, int64_t r, prox_emitter *e, query_counters *qc)
+/* Append sorted points [s0, s1) of the grid. */
+static bool gather_range(gathered *b, const prox_grid *g, int64_t s0, int64_t s1)
 {
-    int64_t a0 = g->run_start[r], a1 = g->run_start[r + 1];
+    int64_t len = s1 - s0, n = g->n;
+    if (!gathered_reserve(b, b->count + len))
+        return false;
+    memcpy(b->x + b->count, g->pos + s0, (size_t)len * sizeof(double));
+    memcpy(b->y + b->count, g->pos + n + s0, (size_t)len * sizeof(double));
+    memcpy(b->z + b->count, g->pos + 2 * n + s0, (size_t)len * sizeof(double));
+    memcpy(b->id + b->count, g->id + s0, (size_t)len * sizeof(prox_index));
+    b->count += len;
+    return true;
+}
+
+/* Run r's own points first, then every later run of its cell (hash slots
+ * can split a cell) and the runs of the forward half of the stencil. */
+static bool gather_forward(gathered *b, const prox_grid *g, int64_t r, query_counters *qc)
+{
     cell3 a = g->run_cell[r];
     int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
-    run_pairs(g, a0, a1, a0, a1, true, e, qc);
-
-    /* the same cell split over several runs (hash slots shared by cells) */
     int64_t first, last;
+    b->count = 0;
+    if (!gather_range(b, g, g->run_start[r], g->run_start[r + 1]))
+        return false;
     if (g->keys == PROX_KEYS_HASH) {
         runs_of_cell(g, a, &first, &last);
-        for (int64_t s = r + 1; s < last && !e->stop; s++)
-            if (same_cell(g->run_cell[s], a))
-                run_pairs(g, a0, a1, g->run_start[s], g->run_start[s + 1], false, e, qc);
+        for (int64_t s = r + 1; s < last; s++)
+            if (same_cell(g->run_cell[s], a) &&
+                !gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
+                return false;
     }
-    for (int o = 0; o < g->stencil_forward && !e->stop; o++) {
-        cell3 b;
-        if (!neighbour_cell(g, base, g->stencil[o], &b))
+    for (int o = 0; o < g->stencil_forward; o++) {
+        cell3 c;
+        if (!neighbour_cell(g, base, g->stencil[o], &c))
             continue;
         qc->cells_visited++;
-        runs_of_cell(g, b, &first, &last);
-        for (int64_t s = first; s < last && !e->stop; s++)
-            if (same_cell(g->run_cell[s], b))
-                run_pairs(g, a0, a1, g->run_start[s], g->run_start[s + 1], false, e, qc);
+        runs_of_cell(g, c, &first, &last);
+        for (int64_t s = first; s < last; s++)
+            if (same_cell(g->run_cell[s], c) &&
+                !gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
+                return false;
     }
+    return true;
+}
+
+/* Pairs (id of i, id of each hit), smaller index first. */
+static void emit_hits(prox_emitter *e, prox_index self, const prox_index *ids,
+                      const uint32_t *hits, int64_t count)
+{
+    if (e->kind == PROX_SINK_CALLBACK) {
+        for (int64_t t = 0; t < count && !e->stop; t++) {
+            prox_index j = ids[hits[t]];
+            prox_emit(e, self < j ? self : j, self < j ? j : self);
+        }
+        return;
+    }
+    if (!prox_emitter_reserve(e, count))
+        return;
+    prox_pair *out = e->pairs + e->count;
+    for (int64_t t = 0; t < count; t++) {
+        prox_index j = ids[hits[t]];
+        out[t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
+    }
+    e->count += count;
+}
+
+/* Every pair with a first point in run r: each pair of the grid is found
+ * exactly once over all runs (seed 001). */
+static void pairs_of_run(const prox_grid *g, int64_t r, gathered *b, prox_emitter *e,
+                         query_counters *qc)
+{
+    if (!gather_forward(b, g, r, qc)) {
+        e->stop = e->failed = true;
+        return;
+    }
+    prox_block block = {b->x, b->y, g->dim == 3 ? b->z : NULL};
+    const prox_metric *m = &g->metric;
+    int64_t own = g->run_start[r + 1] - g->run_start[r];
+    for (int64_t p = 0; p < own && !e->stop; p++) {
+        double q[3] = {b->x[p], b->y[p], b->z[p]};
+        qc->candidates += b->count - (p + 1);
+        if (e->kind == PROX_SINK_COUNT) {
+            e->count += prox_kernel_count(&block, p + 1, b->count, q, m);
+            continue;
+        }
+        int64_t hits = prox_kernel_hits(&block, p + 1, b->count, q, m, b->hits);
+        emit_hits(e, b->id[p], b->id, b->hits, hits);
+    }
+}
+
+static void fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                       const query_counters *qc);
+
+/* ---- rows: sorted buffers and full lists without a scatter of pairs ------
+ *
+ * For the buffer and list sinks each point meets its whole stencil and
+ * writes its own row (all neighbours for lists, those with a larger index
+ * for the buffer), sorted. Rows come out in cell order, chunk by chunk;
+ * whole rows are then copied to their place in input order. Every pair is
+ * tested twice, but no pair is ever scattered on its own, which costs less
+ * and is identical for every thread count. */
+
+typedef struct row_chunk {
+    prox_index *entries;
+    int64_t count, cap;
+    bool failed;
+} row_chunk;
+
+/* Every run of every stencil cell (the run's own cell included); the
+ * position of run r's first point in the gathered block goes to *own_at. */
+static bool gather_full(gathered *b, const prox_grid *g, int64_t r, int64_t *own_at,
+                        query_counters *qc)
+{
+    cell3 a = g->run_cell[r];
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
+    b->count = 0;
+    *own_at = -1;
+    for (int o = 0; o < g->stencil_full; o++) {
+        cell3 c;
+        if (!neighbour_cell(g, base, g->stencil[o], &c))
+            continue;
+        qc->cells_visited++;
+        int64_t first, last;
+        runs_of_cell(g, c, &first, &last);
+        for (int64_t s = first; s < last; s++) {
+            if (!same_cell(g->run_cell[s], c))
+                continue;
+            if (s == r)
+                *own_at = b->count;
+            if (!gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void sort_ids(prox_index *a, int64_t n)
+{
+    prox_sort_u32(a, n);
+}
+
+/* Rows of the points of run r, appended to the chunk; row lengths go to
+ * row_len[sorted position]. greater_only: keep neighbours j > i. */
+static void rows_of_run(const prox_grid *g, int64_t r, gathered *b, row_chunk *rc,
+                        uint32_t *row_len, bool greater_only, query_counters *qc)
+{
+    int64_t own_at;
+    if (!gather_full(b, g, r, &own_at, qc)) {
+        rc->failed = true;
+        return;
+    }
+    prox_block block = {b->x, b->y, g->dim == 3 ? b->z : NULL};
+    int64_t own = g->run_start[r + 1] - g->run_start[r];
+    for (int64_t p = 0; p < own; p++) {
+        int64_t u = own_at + p;
+        double q[3] = {b->x[u], b->y[u], b->z[u]};
+        if (rc->count + b->count > rc->cap &&
+            !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, rc->count + b->count,
+                       rc->count, sizeof *rc->entries)) {
+            rc->failed = true;
+            return;
+        }
+        qc->candidates += b->count - 1;
+        int64_t hits = prox_kernel_hits(&block, 0, u, q, &g->metric, b->hits);
+        hits += prox_kernel_hits(&block, u + 1, b->count, q, &g->metric, b->hits + hits);
+        prox_index self = b->id[u], *out = rc->entries + rc->count;
+        int64_t kept = 0;
+        for (int64_t t = 0; t < hits; t++) {
+            prox_index j = b->id[b->hits[t]];
+            out[kept] = j;
+            kept += !greater_only || j > self;
+        }
+        sort_ids(out, kept);
+        rc->count += kept;
+        row_len[g->run_start[r] + p] = (uint32_t)kept;
+    }
+}
+
+/* offsets[id + 1] = row length of point id, then prefix sums. */
+static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *offsets)
+{
+    offsets[0] = 0;
+    for (int64_t s = 0; s < g->n; s++)
+        offsets[g->id[s] + 1] = row_len[s];
+    for (int64_t i = 0; i < g->n; i++)
+        offsets[i + 1] += offsets[i];
+}
+
+/* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */
+static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
+                       const uint32_t *row_len, const int64_t *offsets, prox_sink sink)
+{
+    const prox_index *from = rc->entries;
+    for (int64_t s = s0; s < s1; s++) {
+        prox_index self = g->id[s];
+        int64_t len = row_len[s], at = offsets[self];
+        if (sink.kind == PROX_SINK_LISTS) {
+            memcpy(sink.lists->indices + at, from, (size_t)len * sizeof *from);
+        } else {
+            prox_pair *to = sink.buffer->pairs + at;
+            for (int64_t t = 0; t < len; t++)
+                to[t] = (prox_pair){self, from[t]};
+        }
+        from += len;
+    }
+}
+
+static prox_status reserve_rows_output(prox_grid *g, prox_sink sink, int64_t total,
+                                       int64_t **offsets)
+{
+    if (sink.kind == PROX_SINK_LISTS) {
+        prox_lists *l = sink.lists;
+        l->rows = 0;
+        if (!prox_reserve(&l->allocator, (void **)&l->indices, &l->indices_capacity, total,
+                          sizeof *l->indices) ||
+            !prox_reserve(&l->allocator, (void **)&l->offsets, &l->offsets_capacity, g->n + 1,
+                          sizeof *l->offsets))
+            return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",
+                             (long long)total);
+        *offsets = l->offsets;
+        return PROX_OK;
+    }
+    sink.buffer->count = 0;
+    prox_status st = prox_pair_buffer_reserve(sink.buffer, total);
+    if (st)
+        return st;
+    *offsets = prox_alloc_array(&g->allocator, g->n + 1, sizeof **offsets);
+    return *offsets ? PROX_OK : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row offsets");
+}
+
+static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    int count = prox_chunk_count(sink, g->threads, g->n);
+    row_chunk *rows = prox_alloc_array(&g->allocator, count, sizeof *rows);
+    uint32_t *row_len = prox_alloc_array(&g->allocator, g->n, sizeof *row_len);
+    int64_t candidates = 0, cells_visited = 0, runs = g->nruns;
+    bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
+    if (rows)
+        memset(rows, 0, (size_t)count * sizeof *rows);
+    if (!failed) {
+#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited)
+        for (int k = 0; k < count; k++) {
+            query_counters qc = {0, 0};
+            gathered scratch = {.allocator = &g->allocator};
+            for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rows[k].failed; r++)
+                rows_of_run(g, r, &scratch, &rows[k], row_len, !lists, &qc);
+            gathered_free(&scratch);
+            candidates += qc.candidates;
+            cells_visited += qc.cells_visited;
+        }
+    }
+    int64_t total = 0;
+    for (int k = 0; rows && k < count; k++) {
+        failed |= rows[k].failed;
+        total += rows[k].count;
+    }
+    int64_t *offsets = NULL;
+    prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
+                            : reserve_rows_output(g, sink, total, &offsets);
+    if (!st) {
+        offsets_by_id(g, row_len, offsets);
+#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(static)
+        for (int k = 0; k < count; k++)
+            place_rows(g, &rows[k], g->run_start[runs * k / count],
+                       g->run_start[runs * (k + 1) / count], row_len, offsets, sink);
+        if (lists)
+            sink.lists->rows = g->n;
+        else
+            sink.buffer->count = total;
+    }
+    if (!lists)
+        prox_free(&g->allocator, offsets);
+    for (int k = 0; rows && k < count; k++)
+        prox_free(&g->allocator, rows[k].entries);
+    prox_free(&g->allocator, rows);
+    prox_free(&g->allocator, row_len);
+    query_counters qc = {candidates, cells_visited};
+    fill_stats(g, stats, lists ? total / 2 : total, &qc);
+    return st;
 }
 
 static void fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
@@ -613,6 +880,8 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     prox_status st = check_query_ready(g, sink);
     if (st)
         return st;
+    if (sink.kind == PROX_SINK_BUFFER || sink.kind == PROX_SINK_LISTS)
+        return grid_rows(g, sink, stats);
     prox_chunks chunks = {0};
     st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink,
                           &g->allocator);
@@ -625,9 +894,11 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     for (int k = 0; k < chunks.count; k++) {
         query_counters qc = {0, 0};
         prox_emitter *e = &chunks.emitter[k];
+        gathered scratch = {.allocator = &g->allocator};
         int64_t r1 = runs * (k + 1) / chunks.count;
         for (int64_t r = runs * k / chunks.count; r < r1 && !e->stop; r++)
-            pairs_of_run(g, r, e, &qc);
+            pairs_of_run(g, r, &scratch, e, &qc);
+        gathered_free(&scratch);
         candidates += qc.candidates;
         cells_visited += qc.cells_visited;
     }
@@ -662,14 +933,14 @@ static bool query_base_cell(const prox_grid *g, const double q[3], int64_t base[
     return true;
 }
 
-static void query_point(const prox_grid *g, prox_index q, const double qp[3], prox_emitter *e,
-                        query_counters *qc)
+static void query_point(const prox_grid *g, prox_index q, const double qp[3], uint32_t *hits,
+                        prox_emitter *e, query_counters *qc)
 {
     int64_t base[3];
     if (!query_base_cell(g, qp, base))
         return;
     const int64_t n = g->n;
-    const double *x = g->pos, *y = g->pos + n, *z = g->pos + 2 * n;
+    prox_block block = {g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
     const prox_metric *m = &g->metric;
     for (int o = 0; o < g->stencil_full && !e->stop; o++) {
         cell3 b;
@@ -678,19 +949,18 @@ static void query_point(const prox_grid *g, prox_index q, const double qp[3], pr
         qc->cells_visited++;
         int64_t first, last;
         runs_of_cell(g, b, &first, &last);
-        for (int64_t s = first; s < last; s++) {
+        for (int64_t s = first; s < last && !e->stop; s++) {
             if (!same_cell(g->run_cell[s], b))
                 continue;
-            int64_t j1 = g->run_start[s + 1];
-            qc->candidates += j1 - g->run_start[s];
-            for (int64_t j = g->run_start[s]; j < j1; j++) {
-                double d2 = prox_metric_dist2(m, qp[0] - x[j], qp[1] - y[j], qp[2] - z[j]);
-                if (d2 <= m->r2) {
-                    prox_emit(e, q, g->id[j]);
-                    if (e->stop)
-                        return;
-                }
+            int64_t j0 = g->run_start[s], j1 = g->run_start[s + 1];
+            qc->candidates += j1 - j0;
+            if (e->kind == PROX_SINK_COUNT) {
+                e->count += prox_kernel_count(&block, j0, j1, qp, m);
+                continue;
             }
+            int64_t count = prox_kernel_hits(&block, j0, j1, qp, m, hits);
+            for (int64_t t = 0; t < count && !e->stop; t++)
+                prox_emit(e, q, g->id[hits[t]]);
         }
     }
 }
@@ -725,13 +995,17 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     for (int k = 0; k < chunks.count; k++) {
         query_counters qc = {0, 0};
         prox_emitter *e = &chunks.emitter[k];
+        gathered scratch = {.allocator = &g->allocator};
+        if (!gathered_reserve(&scratch, g->max_run))
+            e->stop = e->failed = true;
         int64_t q1 = nq * (k + 1) / chunks.count;
         for (int64_t q = nq * k / chunks.count; q < q1 && !e->stop; q++) {
             double qp[3] = {0, 0, 0};
             for (int a = 0; a < g->dim; a++)
                 qp[a] = prox_coord(queries, q, a, g->desc.period);
-            query_point(g, (prox_index)q, qp, e, &qc);
+            query_point(g, (prox_index)q, qp, scratch.hits, e, &qc);
         }
+        gathered_free(&scratch);
         candidates += qc.candidates;
         cells_visited += qc.cells_visited;
     }

@@ -23,7 +23,13 @@ typedef struct prox_emitter {
     bool failed; /* an allocation failed */
 } prox_emitter;
 
-bool prox_emitter_grow(prox_emitter *e);
+/* Room for `more` pairs beyond count (false, and stop set, on failure). */
+bool prox_emitter_grow(prox_emitter *e, int64_t more);
+
+static inline bool prox_emitter_reserve(prox_emitter *e, int64_t more)
+{
+    return e->count + more <= e->capacity || prox_emitter_grow(e, more);
+}
 
 static inline void prox_emit(prox_emitter *e, prox_index i, prox_index j)
 {
@@ -35,7 +41,7 @@ static inline void prox_emit(prox_emitter *e, prox_index i, prox_index j)
             e->stop = true;
         break;
     default:
-        if (e->count == e->capacity && !prox_emitter_grow(e))
+        if (!prox_emitter_reserve(e, 1))
             return;
         e->pairs[e->count] = (prox_pair){i, j};
         break;

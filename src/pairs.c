@@ -72,10 +72,10 @@ prox_sink prox_sink_callback(prox_pair_fn fn, void *user)
 
 /* ---- emitters and chunks ----------------------------------------------- */
 
-bool prox_emitter_grow(prox_emitter *e)
+bool prox_emitter_grow(prox_emitter *e, int64_t more)
 {
     void *p = e->pairs;
-    if (!prox_grow(e->allocator, &p, &e->capacity, e->count + 1, e->count, sizeof(prox_pair))) {
+    if (!prox_grow(e->allocator, &p, &e->capacity, e->count + more, e->count, sizeof(prox_pair))) {
         e->failed = e->stop = true;
         return false;
     }
