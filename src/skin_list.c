@@ -42,9 +42,10 @@ prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_
      * displacement test can never lose a pair */
     prox_grid_desc wide = *desc;
     wide.radius = (desc->radius + skin) * (1.0 + 0x1p-40);
-    st = prox_grid_desc_check(&wide, 3);
-    if (st)
-        return prox_fail(st, "radius + skin: %s", prox_last_error());
+    if (prox_grid_desc_check(&wide, 3))
+        return prox_fail(PROX_ERR_INVALID,
+                         "radius + skin (%g + %g) must stay below half of every period",
+                         desc->radius, skin);
     prox_allocator al = prox_allocator_resolve(&desc->allocator);
     prox_skin_list *l = prox_alloc_array(&al, 1, sizeof *l);
     if (!l)

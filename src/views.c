@@ -40,7 +40,9 @@ prox_status prox_points_check(const prox_points *p, const char *what)
         return prox_fail(PROX_ERR_INVALID, "%s: dim is %d; prox handles 2 or 3", what, p->dim);
     if (p->scalar != PROX_F64 && p->scalar != PROX_F32)
         return prox_fail(PROX_ERR_INVALID, "%s: unknown scalar type %d", what, (int)p->scalar);
-    if (p->count < 0 || p->count > PROX_MAX_POINTS)
+    if (p->count < 0)
+        return prox_fail(PROX_ERR_INVALID, "%s: count is %lld", what, (long long)p->count);
+    if (p->count > PROX_MAX_POINTS)
         return prox_fail(PROX_ERR_RANGE, "%s: count %lld outside 0..%lld", what,
                          (long long)p->count, (long long)PROX_MAX_POINTS);
     if (p->count > 0)
