@@ -101,6 +101,59 @@ void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
     }
 }
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+/* Bitonic sorting networks for AVX-512 (generated): each step pairs lane i
+ * with lane i ^ j; the lane takes the max when (i & j) != 0 differs from the
+ * direction of its block of size k ((i & k) != 0: descending). */
+static const uint16_t net16_mask[10] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint8_t net16_xor[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
+static const uint16_t net32_mask_lo[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa, 0x0000, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint16_t net32_mask_hi[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0x00ff, 0x0f0f, 0x3333, 0x5555, 0x0000, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint8_t net32_xor[15] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1, 16, 8, 4, 2, 1};
+
+
+/* One compare-exchange step of a network inside a 16-lane register. */
+static inline __m512i exchange16(__m512i v, int j, __mmask16 take_max)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i partner = _mm512_permutexvar_epi32(_mm512_xor_si512(lane, _mm512_set1_epi32(j)), v);
+    return _mm512_mask_blend_epi32(take_max, _mm512_min_epu32(v, partner),
+                                   _mm512_max_epu32(v, partner));
+}
+
+/* n <= 16 (pads with UINT32_MAX, which no index reaches) */
+static void sort_upto16(uint32_t *a, int64_t n)
+{
+    __mmask16 live = (__mmask16)((1u << n) - 1);
+    __m512i v = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live, a);
+    for (int s = 0; s < 10; s++)
+        v = exchange16(v, net16_xor[s], net16_mask[s]);
+    _mm512_mask_storeu_epi32(a, live, v);
+}
+
+/* 16 < n <= 32 */
+static void sort_upto32(uint32_t *a, int64_t n)
+{
+    __mmask16 live = (__mmask16)((1u << (n - 16)) - 1);
+    __m512i lo = _mm512_loadu_si512(a);
+    __m512i hi = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live, a + 16);
+    for (int s = 0; s < 15; s++) {
+        if (net32_xor[s] == 16) {
+            __m512i mn = _mm512_min_epu32(lo, hi);
+            hi = _mm512_max_epu32(lo, hi);
+            lo = mn;
+        } else {
+            lo = exchange16(lo, net32_xor[s], net32_mask_lo[s]);
+            hi = exchange16(hi, net32_xor[s], net32_mask_hi[s]);
+        }
+    }
+    _mm512_storeu_si512(a, lo);
+    _mm512_mask_storeu_epi32(a + 16, live, hi);
+}
+#endif
+
 static int compare_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -109,6 +162,16 @@ static int compare_u32(const void *a, const void *b)
 
 void prox_sort_u32(uint32_t *a, int64_t n)
 {
+#if defined(__AVX512F__)
+    if (n > 1 && n <= 16) {
+        sort_upto16(a, n);
+        return;
+    }
+    if (n > 16 && n <= 32) {
+        sort_upto32(a, n);
+        return;
+    }
+#endif
     if (n > 48) {
         qsort(a, (size_t)n, sizeof *a, compare_u32);
         return;

@@ -1,8 +1,7 @@
 /* pairs.h: where results go.
  *
  * Every query writes into a prox_sink, one of:
- *   - count only (nothing stored; the count is in prox_stats.pairs and in
- *     the sink's `count` field);
+ *   - count only (nothing stored; the count is in prox_stats.pairs);
  *   - a growable pair buffer: each unordered pair once, i < j, sorted by
  *     (i, j); for queries of a second set, pairs (q, j) sorted by (q, j);
  *   - CSR lists: row i holds every neighbour of i (both directions for self

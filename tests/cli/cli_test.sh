@@ -1,0 +1,493 @@
+#!/bin/sh
+# End-to-end tests of the prox command-line tool.
+# Usage: cli_test.sh PATH/TO/prox SCRATCH_DIR
+# Every case prints "ok NAME" or "FAIL NAME: why"; the last line is
+# "N passed, M failed" and the exit status is non-zero if any case failed.
+# POSIX sh and utilities only (no python): the expected values below were
+# computed once with an independent implementation of WORKLOADS.md.
+
+PROX=${1:?usage: cli_test.sh PATH/TO/prox SCRATCH_DIR}
+DIR=${2:?usage: cli_test.sh PATH/TO/prox SCRATCH_DIR}
+case $PROX in /*) ;; *) PROX=$(pwd)/$PROX ;; esac
+rm -rf "$DIR" && mkdir -p "$DIR" && cd "$DIR" || exit 1
+
+passed=0
+failed=0
+why=""
+
+# ---- helpers -------------------------------------------------------------
+
+# run CMD...: stdout to ./stdout, stderr to ./stderr, exit status in $rc.
+run() {
+    "$@" >stdout 2>stderr
+    rc=$?
+}
+
+# check NAME FUNCTION: run a case; it returns non-zero and sets $why on failure.
+check() {
+    why=""
+    if "$2"; then
+        passed=$((passed + 1))
+        echo "ok   $1"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $1: $why"
+    fi
+}
+
+expect_exit() {
+    [ "$rc" -eq "$1" ] && return 0
+    why="exit status $rc, expected $1; stderr: $(head -c 400 stderr)"
+    return 1
+}
+
+# expect_stdout FILE: stdout is exactly FILE's content.
+expect_stdout() {
+    cmp -s stdout "$1" && return 0
+    why="stdout differs from $1:
+$(diff "$1" stdout | head -20)"
+    return 1
+}
+
+expect_stderr_has() {
+    grep -F -q -- "$1" stderr && return 0
+    why="stderr lacks '$1'; stderr: $(head -c 400 stderr)"
+    return 1
+}
+
+# expect_no_temp PATH: no PATH.tmp.* temporary file is left.
+expect_no_temp() {
+    for f in "$1".tmp.*; do
+        if [ -e "$f" ]; then
+            why="temporary file $f left behind"
+            return 1
+        fi
+    done
+    return 0
+}
+
+# expect_no_output PATH: neither PATH nor a PATH.tmp.* temporary exists.
+expect_no_output() {
+    if [ -e "$1" ]; then
+        why="$1 exists after a failure"
+        return 1
+    fi
+    expect_no_temp "$1"
+}
+
+# expect_fail STATUS TEXT OUT CMD...: CMD fails with STATUS, says TEXT on
+# stderr and leaves no OUT.
+expect_fail() {
+    status=$1 text=$2 out=$3
+    shift 3
+    run "$@"
+    expect_exit "$status" && expect_stderr_has "$text" && expect_no_output "$out"
+}
+
+same_files() {
+    cmp -s "$1" "$2" && return 0
+    why="$1 and $2 differ:
+$(diff "$1" "$2" | head -20)"
+    return 1
+}
+
+# ---- fixtures ------------------------------------------------------------
+
+# Six points: 0-1 exactly at distance 1 (a neighbour at r = 1), 0-2 just
+# beyond 1 (1.0000000000000002 is the next double after 1), and three points
+# 3, 4, 5 pairwise within 1.
+cat >tiny.txt <<'EOF'
+0 0 0
+1 0 0
+0 1.0000000000000002 0
+5 5 5
+5 5 4
+5.5 5 4.5
+EOF
+
+# The same points with commas, tabs, comments, blank lines and CRLF.
+printf '# a comment line\n\n0,0,0\n1,\t0, 0   # trailing comment\n\t0 1.0000000000000002 0\r\n\n5,5,5\n5 5 4\n#\n5.5\t5\t4.5' >tiny-mixed.txt
+
+printf '0 1\n3 4\n3 5\n4 5\n' >tiny-pairs.expected
+printf '4\n' >tiny-count.expected
+printf '# lists rows=6 entries=8\n0: 1\n1: 0\n2:\n3: 4 5\n4: 3 5\n5: 3 4\n' >tiny-lists.expected
+
+cat >sph3d-3.expected <<'EOF'
+# prox gen sph3d n=3 seed=1
+# dim=3
+# radius=1.3365046175719759
+0.5665615751722809 0.74578175726270113 0.97100275358679622
+0.44435921705577208 0.44426470082635805 0.76289439191176101
+0.87734868676417299 0.52306717985098139 0.28550868439696664
+EOF
+
+cat >nns2d-2.expected <<'EOF'
+# prox gen nns2d n=2 seed=1 k=20
+# dim=2
+# radius=1870789.7292190082
+594082.87024784961 782008.8519034941
+1018170.1833450284 465944.41038347327
+EOF
+
+cat >mixed2d-boxes.expected <<'EOF'
+# prox gen mixed2d n=3 seed=1 queries=2
+# boxes: minx miny maxx maxy
+3635.7621092706481 3634.1883123836292 3645.7283633287498 3645.9563344123235
+2335.7411824878391 6497.921698640278 2346.7599719819523 6506.1062360790856
+4337.7194665649822 3568.097996271043 4346.5628295167844 3575.7374995308055
+EOF
+
+cat >mixed2d-segments.expected <<'EOF'
+# prox gen mixed2d n=3 seed=1 queries=2
+# segments: x0 y0 x1 y1
+1368.3506310393941 5286.5813726781935 1372.7044738723757 5276.5807326840213
+7244.3868245179583 540.3459022485622 7251.3052625501696 544.22982144826403
+EOF
+
+# ---- gen -----------------------------------------------------------------
+
+t_gen_sph3d_values() {
+    run "$PROX" gen sph3d --n 3 --seed 1
+    expect_exit 0 && expect_stdout sph3d-3.expected
+}
+
+t_gen_nns2d_values() {
+    run "$PROX" gen nns2d --n 2 --k 20
+    expect_exit 0 && expect_stdout nns2d-2.expected
+}
+
+t_gen_spheres3d_values() {
+    run "$PROX" gen spheres3d --n 2
+    expect_exit 0 || return 1
+    grep -q '^# L=4.3756193577915514$' stdout || { why="no '# L=4.3756193577915514' line"; return 1; }
+    grep -q '^2.4790577957047053 3.2632570937664749 4.2487384450632852$' stdout ||
+        { why="first centre wrong: $(grep -v '^#' stdout | head -1)"; return 1; }
+}
+
+t_gen_mixed2d_values() {
+    run "$PROX" gen mixed2d --n 3 --queries 2 -o boxes.txt
+    expect_exit 0 && same_files boxes.txt mixed2d-boxes.expected &&
+        same_files boxes.segments.txt mixed2d-segments.expected
+}
+
+# 20000 points span several parallel formatting blocks: the whole file's
+# POSIX cksum against the independent implementation's.
+t_gen_many_blocks() {
+    run "$PROX" gen sph3d --n 20000 --seed 7 -o big.txt
+    expect_exit 0 || return 1
+    sum=$(cksum <big.txt)
+    [ "$sum" = "4251613098 1199923" ] && return 0
+    why="cksum '$sum', expected '4251613098 1199923'"
+    return 1
+}
+
+t_gen_deterministic() {
+    "$PROX" gen sph3d --n 2000 -o det1.txt && "$PROX" gen sph3d --n 2000 -o det2.txt &&
+        same_files det1.txt det2.txt
+}
+
+t_gen_binary() {
+    run "$PROX" gen nns2d --n 5 -o five.f64
+    expect_exit 0 || return 1
+    run "$PROX" gen nns2d --n 5 -o five.f32
+    expect_exit 0 || return 1
+    s64=$(cksum <five.f64)
+    s32=$(cksum <five.f32)
+    [ "$s64" = "1770506489 80" ] && [ "$s32" = "3819667007 40" ] && return 0
+    why="cksums '$s64' / '$s32', expected '1770506489 80' / '3819667007 40'"
+    return 1
+}
+
+# ---- pairs: exact results ------------------------------------------------
+
+t_pairs_tiny() {
+    run "$PROX" pairs --radius 1 tiny.txt
+    expect_exit 0 && expect_stdout tiny-pairs.expected
+}
+
+t_pairs_tiny_brute() {
+    run "$PROX" pairs --radius 1 --algo brute tiny.txt
+    expect_exit 0 && expect_stdout tiny-pairs.expected
+}
+
+t_pairs_tiny_hash() {
+    run "$PROX" pairs --radius 1 --keys hash tiny.txt
+    expect_exit 0 && expect_stdout tiny-pairs.expected
+}
+
+t_pairs_count() {
+    run "$PROX" pairs --radius 1 --count tiny.txt
+    expect_exit 0 && expect_stdout tiny-count.expected
+}
+
+t_pairs_lists() {
+    run "$PROX" pairs --radius 1 --lists tiny.txt
+    expect_exit 0 && expect_stdout tiny-lists.expected
+}
+
+t_pairs_separators() {
+    run "$PROX" pairs --radius 1 tiny-mixed.txt
+    expect_exit 0 && expect_stdout tiny-pairs.expected
+}
+
+t_pairs_stdin() {
+    "$PROX" pairs --radius 1 - <tiny.txt >stdout 2>stderr
+    rc=$?
+    expect_exit 0 && expect_stdout tiny-pairs.expected
+}
+
+t_pairs_output_file() {
+    run "$PROX" pairs --radius 1 -o tiny-out.txt tiny.txt
+    expect_exit 0 && [ ! -s stdout ] && same_files tiny-out.txt tiny-pairs.expected &&
+        expect_no_temp tiny-out.txt
+}
+
+t_pairs_2d() {
+    printf '0 0\n0.5 0\n3 3\n' >two-d.txt
+    printf '0 1\n' >two-d.expected
+    run "$PROX" pairs --radius 1 --dim 2 two-d.txt
+    expect_exit 0 && expect_stdout two-d.expected
+}
+
+t_pairs_periodic() {
+    printf '0.05 0.5 0.5\n0.95 0.5 0.5\n' >wrap.txt
+    printf '0 1\n' >wrap.expected
+    run "$PROX" pairs --radius 0.2 wrap.txt
+    expect_exit 0 || return 1
+    [ ! -s stdout ] || { why="pairs without --periodic: $(cat stdout)"; return 1; }
+    run "$PROX" pairs --radius 0.2 --periodic 1,1,1 wrap.txt
+    expect_exit 0 && expect_stdout wrap.expected
+}
+
+# ---- pairs: agreement ----------------------------------------------------
+
+t_pairs_grid_equals_brute() {
+    "$PROX" gen sph3d --n 2000 -o s2000.txt || { why="gen failed"; return 1; }
+    for task in "" --lists; do
+        "$PROX" pairs --algo brute $task s2000.txt >brute.out || { why="brute $task failed"; return 1; }
+        "$PROX" pairs --algo grid $task s2000.txt >grid.out || { why="grid $task failed"; return 1; }
+        "$PROX" pairs --algo grid --keys hash $task s2000.txt >hash.out ||
+            { why="hash $task failed"; return 1; }
+        same_files brute.out grid.out && same_files brute.out hash.out || return 1
+    done
+    [ -s brute.out ] || { why="no pairs at all"; return 1; }
+}
+
+t_pairs_text_equals_f64() {
+    "$PROX" gen sph3d --n 2000 -o s2000.txt && "$PROX" gen sph3d --n 2000 -o s2000.f64 ||
+        { why="gen failed"; return 1; }
+    # The text file gives its radius in its header; the binary one cannot.
+    "$PROX" pairs s2000.txt >text.out &&
+        "$PROX" pairs --radius 0.15299158709729344 s2000.f64 >f64.out ||
+        { why="pairs failed"; return 1; }
+    same_files text.out f64.out
+}
+
+t_pairs_f32() {
+    "$PROX" gen sph3d --n 2000 -o s2000.f32 || { why="gen failed"; return 1; }
+    run "$PROX" pairs --radius 0.15299158709729344 --count --stats s2000.f32
+    expect_exit 0 && expect_stderr_has "scalar=f32" && expect_stderr_has "n=2000"
+}
+
+t_pairs_stats() {
+    run "$PROX" pairs --radius 1 --stats tiny.txt
+    expect_exit 0 || return 1
+    for key in algo= keys= n=6 radius=1 threads= read_s= build_s= query_s= write_s= \
+        pairs=4 candidates= cells= peak_rss_mb=; do
+        expect_stderr_has "$key" || return 1
+    done
+}
+
+t_pairs_write_in_place() {
+    # A device is written in place, never renamed over.
+    run "$PROX" pairs --radius 1 -o /dev/null tiny.txt
+    expect_exit 0 || return 1
+    [ -c /dev/null ] || { why="/dev/null is no longer a character device"; return 1; }
+}
+
+# ---- errors: status, message, and no output left behind -------------------
+
+t_err_missing_file() {
+    expect_fail 4 "no-such-file.txt" out.txt "$PROX" pairs --radius 1 -o out.txt no-such-file.txt
+}
+
+t_err_wrong_count() {
+    printf '1 2 3\n4 5\n' >short.txt
+    expect_fail 3 "short.txt:2: expected 3 numbers, found 2" out.txt \
+        "$PROX" pairs --radius 1 -o out.txt short.txt
+}
+
+t_err_not_a_number() {
+    printf '1 2 3\n# fine\n4 5 abc\n' >word.txt
+    expect_fail 3 "word.txt:3: not a number: 'abc'" out.txt \
+        "$PROX" pairs --radius 1 -o out.txt word.txt
+}
+
+t_err_nan() {
+    printf '1 2 3\nnan 5 6\n' >nan.txt
+    expect_fail 3 "nan.txt:2: coordinate is not finite" out.txt \
+        "$PROX" pairs --radius 1 -o out.txt nan.txt
+}
+
+t_err_inf() {
+    printf '1 2 3\n4 1e999 6\n' >inf.txt
+    expect_fail 3 "inf.txt:2: coordinate is not finite" out.txt \
+        "$PROX" pairs --radius 1 -o out.txt inf.txt
+}
+
+t_err_radius_zero() {
+    expect_fail 3 "radius" out.txt "$PROX" pairs --radius 0 -o out.txt tiny.txt
+}
+
+t_err_radius_negative() {
+    expect_fail 3 "radius" out.txt "$PROX" pairs --radius -1 -o out.txt tiny.txt
+}
+
+t_err_radius_not_number() {
+    expect_fail 2 "not a number" out.txt "$PROX" pairs --radius abc -o out.txt tiny.txt
+}
+
+t_err_radius_missing() {
+    expect_fail 2 "radius" out.txt "$PROX" pairs -o out.txt tiny.txt
+}
+
+t_err_unknown_flag() {
+    expect_fail 2 "--frobnicate" out.txt "$PROX" pairs --frobnicate --radius 1 -o out.txt tiny.txt
+}
+
+t_err_missing_value() {
+    expect_fail 2 "needs a value" out.txt "$PROX" pairs tiny.txt -o out.txt --radius
+}
+
+t_err_count_and_lists() {
+    expect_fail 2 "--count" out.txt "$PROX" pairs --count --lists --radius 1 -o out.txt tiny.txt
+}
+
+t_err_periodic_dims() {
+    expect_fail 2 "periodic" out.txt "$PROX" pairs --radius 0.1 --periodic 1,1 -o out.txt tiny.txt
+}
+
+t_err_library_rejects() {
+    # radius must be below half the period: the library says why (exit 3).
+    printf '0.05 0.5 0.5\n0.95 0.5 0.5\n' >wrap.txt
+    expect_fail 3 "prox: " out.txt "$PROX" pairs --radius 0.6 --periodic 1,1,1 -o out.txt wrap.txt
+}
+
+t_err_binary_size() {
+    printf 'abcdefghij' >ten.f64
+    expect_fail 3 "ten.f64: size 10 bytes" out.txt "$PROX" pairs --radius 1 -o out.txt ten.f64
+}
+
+t_err_output_dir_missing() {
+    expect_fail 4 "no-such-dir/out.txt" no-such-dir/out.txt \
+        "$PROX" pairs --radius 1 -o no-such-dir/out.txt tiny.txt
+}
+
+t_err_keeps_old_output() {
+    printf 'precious\n' >old.txt
+    run "$PROX" pairs --radius 0 -o old.txt tiny.txt
+    expect_exit 3 || return 1
+    [ "$(cat old.txt)" = precious ] || { why="old.txt was changed by a failed run"; return 1; }
+    expect_no_temp old.txt
+}
+
+t_err_gen_unknown_workload() {
+    expect_fail 2 "unknown workload" out.txt "$PROX" gen nosuch -o out.txt
+}
+
+t_err_gen_bad_n() {
+    expect_fail 2 "--n" out.txt "$PROX" gen sph3d --n 12x -o out.txt
+}
+
+t_err_gen_output_dir_missing() {
+    expect_fail 4 "no-such-dir/g.txt" no-such-dir/g.txt "$PROX" gen sph3d --n 10 -o no-such-dir/g.txt
+}
+
+t_err_unknown_command() {
+    run "$PROX" frobnicate
+    expect_exit 2 && expect_stderr_has "unknown command"
+}
+
+t_err_no_command() {
+    run "$PROX"
+    expect_exit 2
+}
+
+# ---- help, version, bench --------------------------------------------------
+
+t_help() {
+    for args in "--help" "-h" "gen --help" "pairs --help" "pairs -h" "bench --help" "--version"; do
+        # shellcheck disable=SC2086 # split args on purpose
+        run "$PROX" $args
+        expect_exit 0 || { why="prox $args: $why"; return 1; }
+        [ -s stdout ] || { why="prox $args printed nothing on stdout"; return 1; }
+    done
+    run "$PROX" --help
+    expect_stdout_has_exit_codes
+}
+
+expect_stdout_has_exit_codes() {
+    for code in "  2  usage" "  3  bad data" "  4  I/O" "  5  out of memory"; do
+        grep -F -q -- "$code" stdout || { why="prox --help does not document '$code'"; return 1; }
+    done
+}
+
+t_bench_small() {
+    run "$PROX" bench sph3d --n 2000 --runs 1
+    expect_exit 0 || return 1
+    for row in "| grid | morton | pairs |" "| grid | hash | lists |" "| brute | - | count |"; do
+        grep -F -q -- "$row" stdout || { why="no row '$row' in: $(cat stdout)"; return 1; }
+    done
+}
+
+# ---- run -------------------------------------------------------------------
+
+check gen_sph3d_known_values t_gen_sph3d_values
+check gen_nns2d_known_values t_gen_nns2d_values
+check gen_spheres3d_known_values t_gen_spheres3d_values
+check gen_mixed2d_known_values t_gen_mixed2d_values
+check gen_sph3d_20000_checksum t_gen_many_blocks
+check gen_deterministic t_gen_deterministic
+check gen_binary_f64_f32 t_gen_binary
+check pairs_tiny_closed_ball t_pairs_tiny
+check pairs_tiny_brute t_pairs_tiny_brute
+check pairs_tiny_hash t_pairs_tiny_hash
+check pairs_count t_pairs_count
+check pairs_lists t_pairs_lists
+check pairs_commas_tabs_comments t_pairs_separators
+check pairs_stdin t_pairs_stdin
+check pairs_output_file t_pairs_output_file
+check pairs_2d t_pairs_2d
+check pairs_periodic t_pairs_periodic
+check pairs_grid_equals_brute t_pairs_grid_equals_brute
+check pairs_text_equals_f64 t_pairs_text_equals_f64
+check pairs_f32 t_pairs_f32
+check pairs_stats t_pairs_stats
+check pairs_device_written_in_place t_pairs_write_in_place
+check err_missing_file t_err_missing_file
+check err_wrong_count t_err_wrong_count
+check err_not_a_number t_err_not_a_number
+check err_nan t_err_nan
+check err_inf t_err_inf
+check err_radius_zero t_err_radius_zero
+check err_radius_negative t_err_radius_negative
+check err_radius_not_a_number t_err_radius_not_number
+check err_radius_missing t_err_radius_missing
+check err_unknown_flag t_err_unknown_flag
+check err_missing_value t_err_missing_value
+check err_count_and_lists t_err_count_and_lists
+check err_periodic_dims t_err_periodic_dims
+check err_library_rejects t_err_library_rejects
+check err_binary_size t_err_binary_size
+check err_output_dir_missing t_err_output_dir_missing
+check err_keeps_old_output t_err_keeps_old_output
+check err_gen_unknown_workload t_err_gen_unknown_workload
+check err_gen_bad_n t_err_gen_bad_n
+check err_gen_output_dir_missing t_err_gen_output_dir_missing
+check err_unknown_command t_err_unknown_command
+check err_no_command t_err_no_command
+check help_and_version t_help
+check bench_small t_bench_small
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,335 @@
+/* cmd_bench.c: `prox bench`: time every algorithm on a standard workload and
+ * print a table that can be pasted into the docs as it is. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "prox/prox.h"
+#include "workloads.h"
+
+static const char usage[] =
+    "usage: prox bench sph3d|nns2d [OPTIONS]\n"
+    "Generate a standard workload (WORKLOADS.md) in memory and time every\n"
+    "algorithm and task on it: grid with Morton keys, grid with hash keys, and\n"
+    "brute force when N <= 20000.\n"
+    "  sph3d  tasks: pairs into a buffer, count only, full lists\n"
+    "  nns2d  task: full lists\n"
+    "\n"
+    "Options:\n"
+    "  -n, --n N          points (default 1000000)\n"
+    "  -k, --k K          nns2d: mean neighbours per point (default 5)\n"
+    "  -s, --seed S       workload seed (default 1)\n"
+    "  -t, --threads T    threads, 0 = OpenMP default (default 0)\n"
+    "      --runs R       runs per measurement; the table shows medians (default 5)\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "Columns: build_s (grid build), query_s (search), total_s (build + query),\n"
+    "seconds, medians over the runs; pairs (unordered pairs found); candidates\n"
+    "(exact distance tests); struct_MB (memory the structure held, from the\n"
+    "library's statistics); peak_MB (peak RSS of the whole process so far).\n"
+    "Exit status 1 if the algorithms disagree on the number of pairs.\n";
+
+#define BRUTE_MAX_N 20000
+
+typedef enum bench_task { TASK_PAIRS, TASK_COUNT, TASK_LISTS } bench_task;
+static const char *const task_names[] = { "pairs", "count", "lists" };
+
+typedef struct variant {
+    const char *algo_name, *keys_name;
+    prox_algo algo;
+    prox_keys keys;
+} variant;
+
+static const variant variants[] = {
+    { "grid", "morton", PROX_ALGO_GRID, PROX_KEYS_MORTON },
+    { "grid", "hash", PROX_ALGO_GRID, PROX_KEYS_HASH },
+    { "brute", "-", PROX_ALGO_BRUTE, PROX_KEYS_MORTON },
+};
+
+typedef struct bench_options {
+    const char *workload;
+    bool nns2d;
+    int64_t n;
+    double k;
+    uint64_t seed;
+    int threads;
+    int runs;
+} bench_options;
+
+enum { OPT_N = 1, OPT_K, OPT_SEED, OPT_THREADS, OPT_RUNS, OPT_HELP };
+
+static const opt_spec bench_specs[] = {
+    { "n", 'n', true, OPT_N },
+    { "k", 'k', true, OPT_K },
+    { "seed", 's', true, OPT_SEED },
+    { "threads", 't', true, OPT_THREADS },
+    { "runs", 0, true, OPT_RUNS },
+    { "help", 'h', false, OPT_HELP },
+};
+
+/* ---- options ----------------------------------------------------------- */
+
+static bool apply_option(opt_parser *p, bench_options *o, int id, const char *v)
+{
+    switch (id) {
+    case OPT_N: o->n = parse_count(p, v, 1, PROX_MAX_POINTS); break;
+    case OPT_K: o->k = parse_double(p, v); break;
+    case OPT_SEED: o->seed = parse_u64(p, v); break;
+    case OPT_THREADS: o->threads = (int)parse_count(p, v, 0, 4096); break;
+    case OPT_RUNS: o->runs = (int)parse_count(p, v, 1, 1000); break;
+    case OPT_HELP: return false;
+    }
+    if (id == OPT_K && !(o->k > 0))
+        die_usage("bench", "option '%s' must be > 0", p->current);
+    return true;
+}
+
+/* Returns false when --help was asked for. */
+static bool parse_options(int argc, char **argv, bench_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->n = 1000000;
+    o->k = 5.0;
+    o->seed = PROX_WL_DEFAULT_SEED;
+    o->runs = 5;
+    opt_parser p = opt_init("bench", bench_specs, sizeof bench_specs / sizeof bench_specs[0],
+                            argc, argv);
+    p.next = 1;
+    const char *v;
+    int id;
+    while ((id = opt_next(&p, &v)) != OPT_END) {
+        if (id == OPT_ARG) {
+            if (o->workload != NULL)
+                die_usage("bench", "one workload only ('%s' and '%s')", o->workload, v);
+            if (strcmp(v, "sph3d") != 0 && strcmp(v, "nns2d") != 0)
+                die_usage("bench", "unknown workload '%s' (sph3d or nns2d)", v);
+            o->workload = v;
+        } else if (!apply_option(&p, o, id, v)) {
+            return false;
+        }
+    }
+    if (o->workload == NULL)
+        die_usage("bench", "missing workload (sph3d or nns2d)");
+    o->nns2d = strcmp(o->workload, "nns2d") == 0;
+    return true;
+}
+
+/* ---- the header: machine and command ------------------------------------ */
+
+static void read_cpu_model(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL) {
+        const char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon != NULL) {
+            snprintf(buf, size, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static const char *instruction_sets(void)
+{
+#if defined(__AVX512F__)
+    return "avx512f";
+#elif defined(__AVX2__)
+    return "avx2";
+#elif defined(__SSE4_2__)
+    return "sse4.2";
+#elif defined(__ARM_NEON)
+    return "neon";
+#else
+    return "baseline";
+#endif
+}
+
+/* The command as typed, quoting the words a shell would split. */
+static void print_command(int argc, char **argv)
+{
+    printf("command: prox");
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] != '\0' && strpbrk(argv[i], " \t'\"$\\*?;&|<>()") == NULL)
+            printf(" %s", argv[i]);
+        else
+            printf(" '%s'", argv[i]);
+    }
+    printf("\n");
+}
+
+static void print_header(int argc, char **argv, const bench_options *o, double radius)
+{
+    struct utsname un;
+    char cpu[256];
+    read_cpu_model(cpu, sizeof cpu);
+    if (uname(&un) != 0)
+        snprintf(un.machine, sizeof un.machine, "unknown");
+    print_command(argc, argv);
+    printf("machine: %s, %ld CPUs online, %s\n", un.machine, sysconf(_SC_NPROCESSORS_ONLN), cpu);
+    printf("build: prox %s, %s, cc %s\n", PROX_VERSION_STRING, instruction_sets(), __VERSION__);
+    printf("workload: %s n=%lld seed=%llu radius=%.17g", o->workload, (long long)o->n,
+           (unsigned long long)o->seed, radius);
+    if (o->nns2d)
+        printf(" k=%g", o->k);
+    printf("\nthreads: %d; times in seconds, median of %d runs\n\n", effective_threads(o->threads),
+           o->runs);
+    printf("| algo | keys | task | build_s | query_s | total_s | pairs | candidates | struct_MB "
+           "| peak_MB |\n");
+    printf("|------|------|------|--------:|--------:|--------:|------:|-----------:|----------:"
+           "|--------:|\n");
+    fflush(stdout);
+}
+
+/* ---- measuring --------------------------------------------------------- */
+
+typedef struct sinks {
+    prox_pair_buffer buffer;
+    prox_lists lists;
+} sinks;
+
+typedef struct timing {
+    double build_s, query_s;
+    prox_stats stats;
+} timing;
+
+static prox_sink sink_for(bench_task task, sinks *s)
+{
+    if (task == TASK_COUNT)
+        return prox_sink_count();
+    if (task == TASK_LISTS)
+        return prox_sink_lists(&s->lists);
+    return prox_sink_buffer(&s->buffer);
+}
+
+static timing run_once(const variant *v, bench_task task, const prox_points *points,
+                       const prox_grid_desc *desc, sinks *s)
+{
+    timing t;
+    memset(&t, 0, sizeof t);
+    prox_status st;
+    if (v->algo == PROX_ALGO_BRUTE) {
+        double t0 = now_seconds();
+        st = prox_pairs(points, desc, PROX_ALGO_BRUTE, sink_for(task, s), &t.stats);
+        t.query_s = now_seconds() - t0;
+        if (st != PROX_OK)
+            die_status(st, "brute-force search failed");
+        return t;
+    }
+    prox_grid *grid = NULL;
+    st = prox_grid_create(desc, &grid);
+    if (st != PROX_OK)
+        die_status(st, "cannot create the grid");
+    double t0 = now_seconds();
+    st = prox_grid_build(grid, points);
+    double t1 = now_seconds();
+    if (st != PROX_OK)
+        die_status(st, "cannot build the grid");
+    st = prox_grid_pairs(grid, sink_for(task, s), &t.stats);
+    t.build_s = t1 - t0;
+    t.query_s = now_seconds() - t1;
+    prox_grid_destroy(grid);
+    if (st != PROX_OK)
+        die_status(st, "grid search failed");
+    return t;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *values, int n)
+{
+    qsort(values, (size_t)n, sizeof *values, compare_doubles);
+    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+/* Runs one table row; returns its pair count, or -1 if the runs disagree. */
+static int64_t measure_row(const variant *v, bench_task task, const prox_points *points,
+                           const prox_grid_desc *base, int runs, sinks *s)
+{
+    prox_grid_desc desc = *base;
+    desc.keys = v->keys;
+    double *build = xmalloc(sizeof(double) * 3 * (size_t)runs);
+    double *query = build + runs, *total = query + runs;
+    timing first = run_once(v, task, points, &desc, s);
+    bool consistent = true;
+    for (int r = 0; r < runs; r++) {
+        timing t = r == 0 ? first : run_once(v, task, points, &desc, s);
+        consistent = consistent && t.stats.pairs == first.stats.pairs;
+        build[r] = t.build_s;
+        query[r] = t.query_s;
+        total[r] = t.build_s + t.query_s;
+    }
+    printf("| %s | %s | %s | %.4f | %.4f | %.4f | %lld | %lld | %.1f | %.1f |\n", v->algo_name,
+           v->keys_name, task_names[task], median(build, runs), median(query, runs),
+           median(total, runs), (long long)first.stats.pairs, (long long)first.stats.candidates,
+           (double)first.stats.bytes / (1024.0 * 1024.0), peak_rss_mb());
+    fflush(stdout);
+    free(build);
+    return consistent ? first.stats.pairs : -1;
+}
+
+/* Every row; returns false if two rows (or two runs) disagree on the pairs. */
+static bool run_table(const bench_options *o, const prox_points *points, const prox_grid_desc *desc)
+{
+    sinks s;
+    prox_pair_buffer_init(&s.buffer, NULL);
+    prox_lists_init(&s.lists, NULL);
+    int variant_count = o->n <= BRUTE_MAX_N ? 3 : 2;
+    int64_t expected = -2;
+    bool agree = true;
+    for (int v = 0; v < variant_count; v++) {
+        for (int task = o->nns2d ? TASK_LISTS : TASK_PAIRS; task <= TASK_LISTS; task++) {
+            int64_t pairs = measure_row(&variants[v], (bench_task)task, points, desc, o->runs, &s);
+            agree = agree && pairs >= 0 && (expected == -2 || pairs == expected);
+            expected = pairs;
+        }
+    }
+    if (variant_count == 2)
+        printf("\nbrute force skipped: n = %lld > %d\n", (long long)o->n, BRUTE_MAX_N);
+    prox_pair_buffer_free(&s.buffer);
+    prox_lists_free(&s.lists);
+    return agree;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_options o;
+    if (!parse_options(argc, argv, &o)) {
+        fputs(usage, stdout);
+        return EXIT_OK;
+    }
+    set_thread_limit(o.threads);
+    int dim = o.nns2d ? 2 : 3;
+    double *xyz = xmalloc(checked_size(o.n * dim, sizeof(double)));
+    prox_grid_desc desc = prox_default_grid_desc();
+    desc.threads = o.threads;
+    if (o.nns2d) {
+        prox_wl_nns2d(o.n, o.seed, xyz);
+        desc.radius = prox_wl_nns2d_radius(o.n, o.k);
+    } else {
+        prox_wl_sph3d(o.n, o.seed, xyz);
+        desc.radius = prox_wl_sph3d_radius(o.n);
+    }
+    prox_points points = prox_points_f64(xyz, o.n, dim);
+    print_header(argc, argv, &o, desc.radius);
+    bool agree = run_table(&o, &points, &desc);
+    free(xyz);
+    if (!agree) {
+        fprintf(stderr, "prox: bench: the algorithms disagree on the number of pairs\n");
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}

@@ -1,0 +1,11 @@
+/* commands.h: the `prox` subcommands. Each takes the arguments after
+ * "prox" (argv[0] is the command's name) and returns the exit code; fatal
+ * errors exit through die(). */
+#ifndef PROX_TOOLS_COMMANDS_H
+#define PROX_TOOLS_COMMANDS_H
+
+int cmd_gen(int argc, char **argv);
+int cmd_pairs(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif

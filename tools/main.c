@@ -1,0 +1,60 @@
+/* main.c: `prox COMMAND ...`: dispatch to the subcommands. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "prox/core.h"
+
+static const char usage[] =
+    "usage: prox COMMAND [OPTIONS]\n"
+    "       prox --help | --version\n"
+    "Fixed-radius neighbour search with the prox library.\n"
+    "\n"
+    "Commands:\n"
+    "  gen     write a standard workload (sph3d, nns2d, spheres3d, mixed2d) to a file\n"
+    "  pairs   every pair of points of a file within a radius (pairs, counts, lists)\n"
+    "  bench   time every algorithm on a standard workload; prints a Markdown table\n"
+    "Run 'prox COMMAND --help' for the options of a command.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  internal error: a self-check failed (bench: algorithms disagree)\n"
+    "  2  usage error: unknown command or option, missing argument, malformed\n"
+    "     number or value out of range in an option\n"
+    "  3  bad data: malformed input file, NaN or infinite coordinate, radius <= 0,\n"
+    "     or data the library rejects (invalid argument, bad data, out of range)\n"
+    "  4  I/O error: a file cannot be opened, read or written\n"
+    "  5  out of memory\n"
+    "\n"
+    "Errors go to stderr as 'prox: FILE:LINE: message' when they are about a\n"
+    "place in a file, else 'prox: message'. An output file (-o OUT) is written to\n"
+    "OUT.tmp.XXXXXX next to it and renamed to OUT once complete: a failed or\n"
+    "interrupted run leaves neither OUT nor the temporary file.\n";
+
+int main(int argc, char **argv)
+{
+    cleanup_install_signal_handlers();
+    if (argc < 2)
+        die_usage(NULL, "missing COMMAND (gen, pairs or bench)");
+    const char *command = argv[1];
+    if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0
+        || strcmp(command, "help") == 0) {
+        fputs(usage, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(command, "--version") == 0 || strcmp(command, "version") == 0) {
+        printf("prox %s\n", PROX_VERSION_STRING);
+        return EXIT_OK;
+    }
+    if (strcmp(command, "gen") == 0)
+        return cmd_gen(argc - 1, argv + 1);
+    if (strcmp(command, "pairs") == 0)
+        return cmd_pairs(argc - 1, argv + 1);
+    if (strcmp(command, "bench") == 0)
+        return cmd_bench(argc - 1, argv + 1);
+    fprintf(stderr, "prox: unknown command '%s'\n\n", command);
+    fputs(usage, stderr);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,112 @@
+/* workloads.c: the standard workloads, exactly as WORKLOADS.md defines them.
+ * Any change here changes every published number: don't reorder draws. */
+#include "workloads.h"
+
+#include <math.h>
+
+/* Not in strict C11's math.h. */
+static const double pi = 3.14159265358979323846;
+
+prox_wl_rng prox_wl_rng_seed(uint64_t seed)
+{
+    prox_wl_rng rng = { seed };
+    return rng;
+}
+
+uint64_t prox_wl_next(prox_wl_rng *rng)
+{
+    rng->state += 0x9E3779B97F4A7C15u;
+    uint64_t z = rng->state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
+double prox_wl_unit(prox_wl_rng *rng)
+{
+    return (double)(prox_wl_next(rng) >> 11) * 0x1p-53;
+}
+
+double prox_wl_uniform(prox_wl_rng *rng, double a, double b)
+{
+    return a + (b - a) * prox_wl_unit(rng);
+}
+
+/* n points whose `dim` coordinates are each U(0, side). */
+static void uniform_points(int64_t n, int dim, double side, uint64_t seed, double *out)
+{
+    prox_wl_rng rng = prox_wl_rng_seed(seed);
+    for (int64_t i = 0; i < n * dim; i++)
+        out[i] = prox_wl_uniform(&rng, 0.0, side);
+}
+
+void prox_wl_sph3d(int64_t n, uint64_t seed, double *xyz)
+{
+    uniform_points(n, 3, 1.0, seed, xyz);
+}
+
+double prox_wl_sph3d_radius(int64_t n)
+{
+    /* Written as the spec writes it, evaluated left to right. */
+    return cbrt(30.0 / ((double)n * 4.0 / 3.0 * pi));
+}
+
+void prox_wl_nns2d(int64_t n, uint64_t seed, double *xy)
+{
+    uniform_points(n, 2, 1048576.0, seed, xy);
+}
+
+double prox_wl_nns2d_radius(int64_t n, double k)
+{
+    return 1048576.0 * sqrt(k / (pi * (double)n));
+}
+
+void prox_wl_spheres3d(int64_t n, double d, uint64_t seed, double *xyz)
+{
+    uniform_points(n, 3, prox_wl_spheres3d_side(n, d), seed, xyz);
+}
+
+double prox_wl_spheres3d_side(int64_t n, double d)
+{
+    return cbrt((double)n * 4.0 / 3.0 * pi / d);
+}
+
+/* Box draws, in order: class, width, height, lower corner x, y. */
+static void mixed2d_box(prox_wl_rng *rng, double *box)
+{
+    const double side = PROX_WL_MIXED2D_SIDE;
+    double c = prox_wl_uniform(rng, 0.0, 1.0);
+    double a = c < 0.10 ? 1024.0 : c < 0.35 ? 64.0 : 8.0;
+    double w = prox_wl_uniform(rng, 0.5 * a, 1.5 * a);
+    double h = prox_wl_uniform(rng, 0.5 * a, 1.5 * a);
+    double x = prox_wl_uniform(rng, 0.0, side - w);
+    double y = prox_wl_uniform(rng, 0.0, side - h);
+    box[0] = x;
+    box[1] = y;
+    box[2] = x + w;
+    box[3] = y + h;
+}
+
+/* Segment draws, in order: start x, y, angle, length. */
+static void mixed2d_segment(prox_wl_rng *rng, double *seg)
+{
+    const double side = PROX_WL_MIXED2D_SIDE;
+    double x = prox_wl_uniform(rng, 0.0, side);
+    double y = prox_wl_uniform(rng, 0.0, side);
+    double angle = prox_wl_uniform(rng, 0.0, 2.0 * pi);
+    double len = prox_wl_uniform(rng, 0.0, 16.0);
+    seg[0] = x;
+    seg[1] = y;
+    seg[2] = x + len * cos(angle);
+    seg[3] = y + len * sin(angle);
+}
+
+void prox_wl_mixed2d(int64_t n_boxes, int64_t n_segments, uint64_t seed,
+                     double *boxes, double *segments)
+{
+    prox_wl_rng rng = prox_wl_rng_seed(seed);
+    for (int64_t i = 0; i < n_boxes; i++)
+        mixed2d_box(&rng, boxes + 4 * i);
+    for (int64_t i = 0; i < n_segments; i++)
+        mixed2d_segment(&rng, segments + 4 * i);
+}
