@@ -80,6 +80,7 @@ struct prox_grid {
     uint32_t *table;
     int64_t table_len, table_cap;
     int table_bits;
+    bool table_dense; /* Morton: table[key] directly */
 
     /* stencil offsets: the forward half (self pairs) first, then the rest;
      * the full set serves ball queries */
@@ -391,14 +392,26 @@ static prox_status find_runs(prox_grid *g)
     return PROX_OK;
 }
 
-/* Morton keys: open addressing from a cell's key to its (single) run. */
+/* Morton keys: a direct table indexed by key when the codes of the
+ * occupied box are few (at most 2 entries per point); otherwise open
+ * addressing from a cell's key to its (single) run. Entries are run + 1. */
 static prox_status index_morton_runs(prox_grid *g)
 {
-    int64_t len = next_pow2(2 * g->nruns > 16 ? 2 * g->nruns : 16);
+    cell3 corner = {{(int32_t)(g->ncell[0] - 1), (int32_t)(g->ncell[1] - 1),
+                     (int32_t)(g->ncell[2] - 1)}};
+    uint64_t codes = key_of_cell(g, corner) + 1; /* Morton codes grow with each coordinate */
+    int64_t dense_limit = 2 * g->n > 4096 ? 2 * g->n : 4096;
+    g->table_dense = codes <= (uint64_t)dense_limit;
+    int64_t len = g->table_dense ? (int64_t)codes : next_pow2(2 * g->nruns > 16 ? 2 * g->nruns : 16);
     if (!reserve(g, &g->table, &g->table_cap, len, sizeof *g->table))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for the cell table");
     memset(g->table, 0, (size_t)len * sizeof *g->table);
     g->table_len = len;
+    if (g->table_dense) {
+        for (int64_t r = 0; r < g->nruns; r++)
+            g->table[g->key[g->run_start[r]]] = (uint32_t)(r + 1);
+        return PROX_OK;
+    }
     g->table_bits = 0;
     while (((int64_t)1 << g->table_bits) < len)
         g->table_bits++;
@@ -509,6 +522,12 @@ static inline void runs_of_cell(const prox_grid *g, cell3 c, int64_t *first, int
     if (g->keys == PROX_KEYS_HASH) {
         *first = g->table[key];
         *last = g->table[key + 1];
+        return;
+    }
+    if (g->table_dense) {
+        uint32_t e = g->table[key];
+        *first = e ? e - 1 : 0;
+        *last = e ? e : 0;
         return;
     }
     uint64_t mask = (uint64_t)g->table_len - 1;
