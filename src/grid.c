@@ -38,6 +38,8 @@
 /* Relocating moved points beats a full re-sort while fewer than this
  * fraction moved. */
 #define UPDATE_REBUILD_FRACTION 0.25
+/* How many iterations ahead random reads are prefetched. */
+#define PREFETCH_AHEAD 16
 
 typedef struct cell3 {
     int32_t c[3];
@@ -355,9 +357,12 @@ static void gather_positions(prox_grid *g, const prox_points *p)
     const double *period = g->desc.period;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
-    for (int64_t s = 0; s < n; s++)
+    for (int64_t s = 0; s < n; s++) {
+        if (s + PREFETCH_AHEAD < n) /* reads follow the sort: random in the input */
+            __builtin_prefetch((const char *)p->axis[0] + g->id[s + PREFETCH_AHEAD] * p->stride);
         for (int k = 0; k < 3; k++)
             g->pos[k * n + s] = k < p->dim ? prox_coord(p, g->id[s], k, period) : 0.0;
+    }
 }
 
 static cell3 cell_of_sorted(const prox_grid *g, int64_t s)
@@ -393,14 +398,16 @@ static prox_status find_runs(prox_grid *g)
 }
 
 /* Morton keys: a direct table indexed by key when the codes of the
- * occupied box are few (at most 2 entries per point); otherwise open
- * addressing from a cell's key to its (single) run. Entries are run + 1. */
+ * occupied box are few (at most 8 per point): neighbouring cells then sit
+ * near each other in the table, which matters most for sparse grids (W2,
+ * k = 1: about one point per cell). Otherwise open addressing from a cell's
+ * key to its (single) run. Entries are run + 1. */
 static prox_status index_morton_runs(prox_grid *g)
 {
     cell3 corner = {{(int32_t)(g->ncell[0] - 1), (int32_t)(g->ncell[1] - 1),
                      (int32_t)(g->ncell[2] - 1)}};
     uint64_t codes = key_of_cell(g, corner) + 1; /* Morton codes grow with each coordinate */
-    int64_t dense_limit = 2 * g->n > 4096 ? 2 * g->n : 4096;
+    int64_t dense_limit = 8 * g->n > 4096 ? 8 * g->n : 4096;
     g->table_dense = codes <= (uint64_t)dense_limit;
     int64_t len = g->table_dense ? (int64_t)codes : next_pow2(2 * g->nruns > 16 ? 2 * g->nruns : 16);
     if (!reserve(g, &g->table, &g->table_cap, len, sizeof *g->table))
@@ -544,6 +551,26 @@ static inline void runs_of_cell(const prox_grid *g, cell3 c, int64_t *first, int
     *first = *last = 0;
 }
 
+/* Start loading the table entry of cell c: stencil lookups are independent,
+ * so issuing them all before using any lets their cache misses overlap. */
+static inline void prefetch_cell(const prox_grid *g, cell3 c)
+{
+    uint64_t key = key_of_cell(g, c);
+    if (g->keys == PROX_KEYS_MORTON && !g->table_dense)
+        key = prox_hash64(key, g->table_bits);
+    __builtin_prefetch(&g->table[key]);
+}
+
+/* Prefetch the table entries of the stencil offsets [o0, o1) around base. */
+static inline void prefetch_stencil(const prox_grid *g, const int64_t base[3], int o0, int o1)
+{
+    for (int o = o0; o < o1; o++) {
+        cell3 c;
+        if (neighbour_cell(g, base, g->stencil[o], &c))
+            prefetch_cell(g, c);
+    }
+}
+
 /* ---- pair kernels ------------------------------------------------------- */
 
 typedef struct query_counters {
@@ -569,10 +596,15 @@ static void gathered_free(gathered *b)
         prox_free(b->allocator, blocks[k]);
 }
 
-static bool gathered_reserve(gathered *b, int64_t need)
+static bool gathered_grow(gathered *b, int64_t need);
+
+static inline bool gathered_reserve(gathered *b, int64_t need)
 {
-    if (need + PROX_KERNEL_SLACK <= b->cap)
-        return true;
+    return need + PROX_KERNEL_SLACK <= b->cap || gathered_grow(b, need);
+}
+
+static bool gathered_grow(gathered *b, int64_t need)
+{
     int64_t cap = b->cap, want = need + need / 2 + 64 + PROX_KERNEL_SLACK;
     bool ok = true;
     int64_t c;
@@ -589,17 +621,22 @@ static bool gathered_reserve(gathered *b, int64_t need)
     return true;
 }
 
-/* Append sorted points [s0, s1) of the grid. */
-static bool gather_range(gathered *b, const prox_grid *g, int64_t s0, int64_t s1)
+/* Append sorted points [s0, s1) of the grid. Ranges are short (a cell's
+ * points), so a plain loop beats four memcpy calls. */
+static inline bool gather_range(gathered *b, const prox_grid *g, int64_t s0, int64_t s1)
 {
-    int64_t len = s1 - s0, n = g->n;
-    if (!gathered_reserve(b, b->count + len))
+    int64_t len = s1 - s0, n = g->n, at = b->count;
+    if (!gathered_reserve(b, at + len))
         return false;
-    memcpy(b->x + b->count, g->pos + s0, (size_t)len * sizeof(double));
-    memcpy(b->y + b->count, g->pos + n + s0, (size_t)len * sizeof(double));
-    memcpy(b->z + b->count, g->pos + 2 * n + s0, (size_t)len * sizeof(double));
-    memcpy(b->id + b->count, g->id + s0, (size_t)len * sizeof(prox_index));
-    b->count += len;
+    const double *x = g->pos + s0, *y = g->pos + n + s0, *z = g->pos + 2 * n + s0;
+    const prox_index *id = g->id + s0;
+    for (int64_t k = 0; k < len; k++) {
+        b->x[at + k] = x[k];
+        b->y[at + k] = y[k];
+        b->z[at + k] = z[k];
+        b->id[at + k] = id[k];
+    }
+    b->count = at + len;
     return true;
 }
 
@@ -620,6 +657,7 @@ static bool gather_forward(gathered *b, const prox_grid *g, int64_t r, query_cou
                 !gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
                 return false;
     }
+    prefetch_stencil(g, base, 0, g->stencil_forward);
     for (int o = 0; o < g->stencil_forward; o++) {
         cell3 c;
         if (!neighbour_cell(g, base, g->stencil[o], &c))
@@ -706,6 +744,7 @@ static bool gather_full(gathered *b, const prox_grid *g, int64_t r, int64_t *own
     int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
     b->count = 0;
     *own_at = -1;
+    prefetch_stencil(g, base, 0, g->stencil_full);
     for (int o = 0; o < g->stencil_full; o++) {
         cell3 c;
         if (!neighbour_cell(g, base, g->stencil[o], &c))
@@ -783,6 +822,8 @@ static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int6
 {
     const prox_index *from = rc->entries;
     for (int64_t s = s0; s < s1; s++) {
+        if (s + PREFETCH_AHEAD < s1)
+            __builtin_prefetch(&offsets[g->id[s + PREFETCH_AHEAD]]);
         prox_index self = g->id[s];
         int64_t len = row_len[s], at = offsets[self];
         if (sink.kind == PROX_SINK_LISTS) {
