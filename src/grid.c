@@ -371,29 +371,59 @@ static cell3 cell_of_sorted(const prox_grid *g, int64_t s)
     return cell_of_point(g, g->pos[s], g->pos[n + s], g->pos[2 * n + s]);
 }
 
-/* Runs: maximal stretches of sorted points in one cell. */
+/* Sorted point s begins a run: its key or (hash slots mix cells) its cell
+ * differs from its predecessor's. */
+static inline bool starts_run(const prox_grid *g, int64_t s)
+{
+    if (s == 0 || g->key[s] != g->key[s - 1])
+        return true;
+    return g->keys == PROX_KEYS_HASH && !same_cell(cell_of_sorted(g, s), cell_of_sorted(g, s - 1));
+}
+
+#define MAX_BLOCKS 64
+
+/* Runs: maximal stretches of sorted points in one cell. Parallel in two
+ * passes over blocks of points: count the runs each block starts, then
+ * write them at the block's prefix-sum position. */
 static prox_status find_runs(prox_grid *g)
 {
-    int64_t n = g->n, runs = 0;
+    int64_t n = g->n;
     if (!reserve(g, &g->run_start, &g->run_start_cap, n + 1, sizeof *g->run_start) ||
         !reserve(g, &g->run_cell, &g->run_cell_cap, n > 0 ? n : 1, sizeof *g->run_cell))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for cells");
-    cell3 prev = {{0, 0, 0}};
-    for (int64_t s = 0; s < n; s++) {
-        cell3 c = cell_of_sorted(g, s);
-        if (s == 0 || g->key[s] != g->key[s - 1] || !same_cell(c, prev)) {
-            g->run_start[runs] = (uint32_t)s;
-            g->run_cell[runs] = c;
-            runs++;
+    int blocks = g->threads > 1 && n > 65536 ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS) : 1;
+    int64_t first_run[MAX_BLOCKS + 1] = {0}, max_run = 0;
+#pragma omp parallel num_threads(blocks) if (blocks > 1)
+    {
+#pragma omp for schedule(static)
+        for (int k = 0; k < blocks; k++) {
+            int64_t runs = 0;
+            for (int64_t s = n * k / blocks; s < n * (k + 1) / blocks; s++)
+                runs += starts_run(g, s);
+            first_run[k + 1] = runs;
         }
-        prev = c;
+#pragma omp single
+        for (int k = 0; k < blocks; k++)
+            first_run[k + 1] += first_run[k];
+#pragma omp for schedule(static) reduction(max : max_run)
+        for (int k = 0; k < blocks; k++) {
+            int64_t r = first_run[k], s1 = n * (k + 1) / blocks;
+            for (int64_t s = n * k / blocks; s < s1; s++) {
+                if (!starts_run(g, s))
+                    continue;
+                g->run_start[r] = (uint32_t)s;
+                g->run_cell[r++] = cell_of_sorted(g, s);
+            }
+        }
     }
+    int64_t runs = first_run[blocks];
     g->run_start[runs] = (uint32_t)n;
     g->nruns = runs;
-    g->max_run = 0;
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) reduction(max : max_run)
     for (int64_t r = 0; r < runs; r++)
-        if (g->run_start[r + 1] - g->run_start[r] > g->max_run)
-            g->max_run = g->run_start[r + 1] - g->run_start[r];
+        if (g->run_start[r + 1] - g->run_start[r] > max_run)
+            max_run = g->run_start[r + 1] - g->run_start[r];
+    g->max_run = max_run;
     return PROX_OK;
 }
 
@@ -415,7 +445,10 @@ static prox_status index_morton_runs(prox_grid *g)
     memset(g->table, 0, (size_t)len * sizeof *g->table);
     g->table_len = len;
     if (g->table_dense) {
-        for (int64_t r = 0; r < g->nruns; r++)
+        int64_t runs = g->nruns; /* distinct keys: every entry written once */
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
+    schedule(static)
+        for (int64_t r = 0; r < runs; r++)
             g->table[g->key[g->run_start[r]]] = (uint32_t)(r + 1);
         return PROX_OK;
     }
@@ -441,11 +474,16 @@ static prox_status index_hash_runs(prox_grid *g)
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld hash slots",
                          (long long)slots);
     g->table_len = slots + 1;
-    int64_t r = 0;
-    for (int64_t s = 0; s <= slots; s++) {
-        while (r < g->nruns && g->key[g->run_start[r]] < (uint64_t)s)
-            r++;
-        g->table[s] = (uint32_t)r;
+    /* table[s] = first run whose slot is >= s: run r owns the slots after
+     * its predecessor's slot, up to its own (each slot written once) */
+    int64_t runs = g->nruns;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
+    schedule(static)
+    for (int64_t r = 0; r <= runs; r++) {
+        int64_t from = r == 0 ? 0 : (int64_t)g->key[g->run_start[r - 1]] + 1;
+        int64_t to = r == runs ? slots : (int64_t)g->key[g->run_start[r]];
+        for (int64_t slot = from; slot <= to; slot++)
+            g->table[slot] = (uint32_t)r;
     }
     return PROX_OK;
 }
