@@ -15,8 +15,8 @@
 static const char usage[] =
     "usage: prox bench sph3d|nns2d [OPTIONS]\n"
     "Generate a standard workload (WORKLOADS.md) in memory and time every\n"
-    "algorithm and task on it: grid with Morton keys, grid with hash keys, and\n"
-    "brute force when N <= 20000.\n"
+    "algorithm and task on it: grid with Morton keys (cells of r and of r/2),\n"
+    "grid with hash keys, and brute force when N <= 20000.\n"
     "  sph3d  tasks: pairs into a buffer, count only, full lists\n"
     "  nns2d  task: full lists\n"
     "\n"
@@ -40,16 +40,20 @@ typedef enum bench_task { TASK_PAIRS, TASK_COUNT, TASK_LISTS } bench_task;
 static const char *const task_names[] = { "pairs", "count", "lists" };
 
 typedef struct variant {
-    const char *algo_name, *keys_name;
+    const char *algo_name, *keys_name, *cell_name;
     prox_algo algo;
     prox_keys keys;
+    int cell_divisions;
 } variant;
 
+/* Brute force stays last: it is skipped for large N. */
 static const variant variants[] = {
-    { "grid", "morton", PROX_ALGO_GRID, PROX_KEYS_MORTON },
-    { "grid", "hash", PROX_ALGO_GRID, PROX_KEYS_HASH },
-    { "brute", "-", PROX_ALGO_BRUTE, PROX_KEYS_MORTON },
+    { "grid", "morton", "r", PROX_ALGO_GRID, PROX_KEYS_MORTON, 1 },
+    { "grid", "morton", "r/2", PROX_ALGO_GRID, PROX_KEYS_MORTON, 2 },
+    { "grid", "hash", "r", PROX_ALGO_GRID, PROX_KEYS_HASH, 1 },
+    { "brute", "-", "-", PROX_ALGO_BRUTE, PROX_KEYS_MORTON, 1 },
 };
+#define VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
 typedef struct bench_options {
     const char *workload;
@@ -183,9 +187,9 @@ static void print_header(int argc, char **argv, const bench_options *o, double r
         printf(" k=%g", o->k);
     printf("\nthreads: %d; times in seconds, median of %d runs\n\n", effective_threads(o->threads),
            o->runs);
-    printf("| algo | keys | task | build_s | query_s | total_s | pairs | candidates | struct_MB "
+    printf("| algo | keys | cell | task | build_s | query_s | total_s | pairs | candidates | struct_MB "
            "| peak_MB |\n");
-    printf("|------|------|------|--------:|--------:|--------:|------:|-----------:|----------:"
+    printf("|------|------|------|------|--------:|--------:|--------:|------:|-----------:|----------:"
            "|--------:|\n");
     fflush(stdout);
 }
@@ -261,6 +265,7 @@ static int64_t measure_row(const variant *v, bench_task task, const prox_points 
 {
     prox_grid_desc desc = *base;
     desc.keys = v->keys;
+    desc.cell_divisions = v->cell_divisions;
     double *build = xmalloc(sizeof(double) * 3 * (size_t)runs);
     double *query = build + runs, *total = query + runs;
     timing first = run_once(v, task, points, &desc, s);
@@ -272,8 +277,8 @@ static int64_t measure_row(const variant *v, bench_task task, const prox_points 
         query[r] = t.query_s;
         total[r] = t.build_s + t.query_s;
     }
-    printf("| %s | %s | %s | %.4f | %.4f | %.4f | %lld | %lld | %.1f | %.1f |\n", v->algo_name,
-           v->keys_name, task_names[task], median(build, runs), median(query, runs),
+    printf("| %s | %s | %s | %s | %.4f | %.4f | %.4f | %lld | %lld | %.1f | %.1f |\n", v->algo_name,
+           v->keys_name, v->cell_name, task_names[task], median(build, runs), median(query, runs),
            median(total, runs), (long long)first.stats.pairs, (long long)first.stats.candidates,
            (double)first.stats.bytes / (1024.0 * 1024.0), peak_rss_mb());
     fflush(stdout);
@@ -287,7 +292,7 @@ static bool run_table(const bench_options *o, const prox_points *points, const p
     sinks s;
     prox_pair_buffer_init(&s.buffer, NULL);
     prox_lists_init(&s.lists, NULL);
-    int variant_count = o->n <= BRUTE_MAX_N ? 3 : 2;
+    int variant_count = o->n <= BRUTE_MAX_N ? VARIANTS : VARIANTS - 1;
     int64_t expected = -2;
     bool agree = true;
     for (int v = 0; v < variant_count; v++) {
@@ -297,7 +302,7 @@ static bool run_table(const bench_options *o, const prox_points *points, const p
             expected = pairs;
         }
     }
-    if (variant_count == 2)
+    if (variant_count < VARIANTS)
         printf("\nbrute force skipped: n = %lld > %d\n", (long long)o->n, BRUTE_MAX_N);
     prox_pair_buffer_free(&s.buffer);
     prox_lists_free(&s.lists);
