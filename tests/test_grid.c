@@ -1,0 +1,453 @@
+/* test_grid.c: PROX_ALGO_GRID (Morton keys, hash keys, cells of r/2, a hash
+ * table of 8 slots) against the oracle on every input class, dimension,
+ * scalar and periodicity, through every sink; the object API; large inputs;
+ * thread independence. */
+#include "class_tests.h"
+#include "closed_forms.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+DEFINE_CLASS_TESTS(grid, GRID_CONFIGS, GRID_CONFIG_COUNT)
+
+static void grid_matches_closed_form_counts(void **state)
+{
+    (void)state;
+    for (int c = 0; c < GRID_CONFIG_COUNT; c++)
+        check_closed_forms(GRID_CONFIGS[c]);
+}
+
+static void grid_results_do_not_depend_on_thread_count(void **state)
+{
+    (void)state;
+    for (int c = 0; c < GRID_CONFIG_COUNT; c++)
+        check_thread_independence_on_samples(GRID_CONFIGS[c]);
+}
+
+/* ---- large inputs ------------------------------------------------------ */
+
+static void expect_every_config_finds(const cloud *c, double radius, const double period[3],
+                                      const char *what)
+{
+    pair_list want;
+    oracle_pairs(c, radius, period, &want);
+    for (int n = 0; n < GRID_CONFIG_COUNT; n++) {
+        char context[256];
+        snprintf(context, sizeof context, "%s: N=%" PRId64 " dim=%d r=%g algo=%s", what,
+                 c->count, c->dim, radius, GRID_CONFIGS[n]->name);
+        prox_grid_desc desc = config_desc(GRID_CONFIGS[n], radius, period, 2);
+        prox_points view = prox_points_f64(c->xyz, c->count, c->dim);
+        prox_pair_buffer buffer;
+        prox_pair_buffer_init(&buffer, NULL);
+        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_buffer(&buffer), NULL),
+                     PROX_OK, context);
+        subject s = {context, c, c, radius, period};
+        expect_same_pairs(&s, &want, buffer.pairs, buffer.count);
+        prox_pair_buffer_free(&buffer);
+    }
+    pair_list_free(&want);
+}
+
+static void grid_large_uniform_periodic_3d_matches_oracle(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(2024);
+    cloud c;
+    cloud_uniform(&c, 3, 20000, -16.0, 48.0, &r); /* periods 16: most points wrap */
+    static const double period[3] = {16, 16, 16};
+    expect_every_config_finds(&c, 0.8, period, "large uniform, periodic");
+    cloud_free(&c);
+}
+
+static void grid_large_clustered_2d_matches_oracle(void **state)
+{
+    (void)state;
+    enum { BLOBS = 20, COUNT = 20000 };
+    rng r = rng_seeded(99);
+    cloud centres, c;
+    cloud_uniform(&centres, 2, BLOBS, 0.0, 64.0, &r);
+    cloud_alloc(&c, 2, COUNT);
+    for (int64_t i = 0; i < COUNT; i++) {
+        const double *centre = cloud_point(&centres, rng_below(&r, BLOBS));
+        double spread = (i % 7 == 0) ? 8.0 : 0.5;
+        for (int k = 0; k < 2; k++)
+            cloud_point(&c, i)[k] = centre[k] + spread * (rng_uniform(&r) - 0.5);
+    }
+    expect_every_config_finds(&c, 0.05, NULL, "large clustered, open");
+    cloud_free(&centres);
+    cloud_free(&c);
+}
+
+/* An extent of ~1e14 cells per axis (points near 0 and near 1e12, r = 0.01)
+ * may exceed what the grid represents: the documented answer is then
+ * PROX_ERR_RANGE with a message; otherwise the exact pairs. Never a crash,
+ * never wrong pairs. */
+static void grid_extreme_extent_is_exact_or_a_range_error(void **state)
+{
+    (void)state;
+    static const double far[] = {1e12, -1e15, 1e300};
+    for (size_t f = 0; f < sizeof far / sizeof far[0]; f++) {
+        rng r = rng_seeded(404);
+        cloud c;
+        cloud_uniform(&c, 3, 300, 0.0, 0.2, &r);
+        for (int k = 0; k < 3; k++) {
+            cloud_point(&c, 298)[k] = far[f];
+            cloud_point(&c, 299)[k] = far[f];
+        }
+        pair_list want;
+        oracle_pairs(&c, 0.01, NULL, &want);
+        prox_points view = prox_points_f64(c.xyz, c.count, 3);
+        for (int n = 0; n < GRID_CONFIG_COUNT; n++) {
+            char context[160];
+            snprintf(context, sizeof context, "two points at %g among 298 in [0, 0.2)^3, r = 0.01, "
+                     "algo=%s", far[f], GRID_CONFIGS[n]->name);
+            prox_grid_desc desc = config_desc(GRID_CONFIGS[n], 0.01, NULL, 2);
+            prox_pair_buffer buffer;
+            prox_pair_buffer_init(&buffer, NULL);
+            prox_status status =
+                prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_buffer(&buffer), NULL);
+            CHECK(status == PROX_OK || status == PROX_ERR_RANGE, context, "status %s (%s)",
+                  prox_status_string(status), prox_last_error());
+            if (status == PROX_OK) {
+                subject s = {context, &c, &c, 0.01, NULL};
+                expect_same_pairs(&s, &want, buffer.pairs, buffer.count);
+            } else {
+                CHECK(prox_last_error()[0] != '\0', context, "PROX_ERR_RANGE without a message");
+            }
+            prox_pair_buffer_free(&buffer);
+        }
+        pair_list_free(&want);
+        cloud_free(&c);
+    }
+}
+
+/* 70000 points and 5000 queries: beyond the sizes from which the library
+ * splits queries into chunks (4096) and builds in parallel (65536). Sampled
+ * rows against the oracle, then byte identity across thread counts. */
+static void grid_parallel_paths_match_oracle_and_each_other(void **state)
+{
+    (void)state;
+    enum { SAMPLED = 300 };
+    test_case tc;
+    test_case_make_large_uniform(&tc, 3, 70000, 5000, 32.0, 0.9, PERIODIC_ALL);
+    int64_t rows[SAMPLED];
+    for (int64_t n = 0; n < SAMPLED; n++)
+        rows[n] = (n * 7919 + 13) % tc.points.count;
+    csr want;
+    oracle_selected_rows(&tc.points, rows, SAMPLED, tc.radius, tc.period, &want);
+    prox_points view = test_case_points(&tc);
+    for (int c = 0; c < GRID_CONFIG_COUNT; c++) {
+        char context[200];
+        snprintf(context, sizeof context, "70000 uniform points, 3D periodic, r = 0.9, algo=%s "
+                 "threads=2, lists (300 sampled rows)", GRID_CONFIGS[c]->name);
+        prox_grid_desc desc = config_desc(GRID_CONFIGS[c], tc.radius, tc.period, 2);
+        prox_lists lists;
+        prox_lists_init(&lists, NULL);
+        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_lists(&lists), NULL),
+                     PROX_OK, context);
+        subject s = {context, &tc.points, &tc.points, tc.radius, tc.period};
+        expect_sampled_rows(&s, &want, rows, &lists);
+        prox_lists_free(&lists);
+    }
+    check_thread_independence(&tc, &CONFIG_MORTON);
+    check_thread_independence(&tc, &CONFIG_HASH);
+    csr_free(&want);
+    test_case_free(&tc);
+}
+
+/* A radius whose square underflows (1e-170: r*r == 1e-340 rounds to 0) or
+ * which is itself subnormal (1e-310: 1/r overflows): only exact duplicates
+ * are neighbours; a cell grid may refuse with PROX_ERR_RANGE. */
+static void grid_radius_near_underflow_is_exact_or_a_range_error(void **state)
+{
+    (void)state;
+    static const double radii[] = {1e-170, 1e-310};
+    test_case tc;
+    test_case_make(&tc, INPUT_DUPLICATES, 3, PROX_F64, PERIODIC_NONE);
+    prox_points view = test_case_points(&tc);
+    for (size_t n = 0; n < sizeof radii / sizeof radii[0]; n++) {
+        pair_list want;
+        oracle_pairs(&tc.points, radii[n], NULL, &want);
+        CHECK(want.count > 0, "underflow", "no duplicates in the sample");
+        for (int c = 0; c < GRID_CONFIG_COUNT; c++) {
+            char context[160];
+            snprintf(context, sizeof context, "600 points on 40 sites, r = %g, algo=%s", radii[n],
+                     GRID_CONFIGS[c]->name);
+            prox_grid_desc desc = config_desc(GRID_CONFIGS[c], radii[n], NULL, 2);
+            prox_pair_buffer buffer;
+            prox_pair_buffer_init(&buffer, NULL);
+            prox_status status =
+                prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_buffer(&buffer), NULL);
+            CHECK(status == PROX_OK || status == PROX_ERR_RANGE, context, "status %s (%s)",
+                  prox_status_string(status), prox_last_error());
+            if (status == PROX_OK) {
+                subject s = {context, &tc.points, &tc.points, radii[n], NULL};
+                expect_same_pairs(&s, &want, buffer.pairs, buffer.count);
+            }
+            prox_pair_buffer_free(&buffer);
+        }
+        pair_list_free(&want);
+    }
+    test_case_free(&tc);
+}
+
+/* No queries at all: an empty buffer, lists of zero rows. */
+static void grid_query_of_no_points_is_empty(void **state)
+{
+    (void)state;
+    test_case tc;
+    test_case_make(&tc, INPUT_UNIFORM, 3, PROX_F64, PERIODIC_ALL);
+    prox_points view = test_case_points(&tc);
+    prox_points none = prox_points_f64(tc.queries.xyz, 0, 3);
+    const algo_config *configs[] = {&CONFIG_MORTON, &CONFIG_HASH, &CONFIG_BRUTE};
+    for (int c = 0; c < 3; c++) {
+        const char *context = configs[c]->name;
+        prox_grid_desc desc = config_desc(configs[c], tc.radius, tc.period, 2);
+        prox_pair_buffer buffer;
+        prox_lists lists;
+        prox_pair_buffer_init(&buffer, NULL);
+        prox_lists_init(&lists, NULL);
+        CHECK_STATUS(prox_query(&view, &none, &desc, configs[c]->algo, prox_sink_buffer(&buffer),
+                                NULL),
+                     PROX_OK, context);
+        CHECK(buffer.count == 0, context, "%lld pairs for no queries", (long long)buffer.count);
+        CHECK_STATUS(prox_query(&view, &none, &desc, configs[c]->algo, prox_sink_lists(&lists),
+                                NULL),
+                     PROX_OK, context);
+        CHECK(lists.rows == 0, context, "%lld rows for no queries", (long long)lists.rows);
+        CHECK(lists.offsets != NULL && lists.offsets[0] == 0, context,
+              "lists of zero rows need offsets[0] == 0");
+        prox_pair_buffer_free(&buffer);
+        prox_lists_free(&lists);
+    }
+    test_case_free(&tc);
+}
+
+/* ---- hash tables far too small ----------------------------------------- */
+
+static void grid_hash_table_of_one_or_two_slots_is_exact(void **state)
+{
+    (void)state;
+    static const algo_config one_slot = {"grid-hash-table1", PROX_ALGO_GRID, PROX_KEYS_HASH, 1, 1};
+    static const algo_config two_slots = {"grid-hash-table2-div2", PROX_ALGO_GRID,
+                                          PROX_KEYS_HASH, 2, 2};
+    static const input_class classes[] = {INPUT_UNIFORM, INPUT_LATTICE, INPUT_OUTLIER,
+                                          INPUT_NARROW_PERIOD};
+    for (size_t n = 0; n < sizeof classes / sizeof classes[0]; n++) {
+        for (int p = 0; p < PERIODICITY_COUNT; p++) {
+            test_case tc;
+            test_case_make(&tc, classes[n], 3, PROX_F64, (periodicity)p);
+            expectation e;
+            expectation_compute(&e, &tc);
+            check_case(&tc, &e, &one_slot, 2);
+            check_case(&tc, &e, &two_slots, 1);
+            expectation_free(&e);
+            test_case_free(&tc);
+        }
+    }
+}
+
+/* ---- the object API ---------------------------------------------------- */
+
+static void grid_object_api_matches_oracle(void **state)
+{
+    (void)state;
+    static const struct {
+        input_class cls;
+        int dim;
+        prox_scalar scalar;
+        periodicity periodic;
+    } cases[] = {
+        {INPUT_UNIFORM, 3, PROX_F64, PERIODIC_ALL},   {INPUT_UNIFORM, 2, PROX_F32, PERIODIC_NONE},
+        {INPUT_CLUSTERED, 3, PROX_F32, PERIODIC_X_ONLY}, {INPUT_LATTICE, 3, PROX_F64, PERIODIC_ALL},
+        {INPUT_HALF_LATTICE, 2, PROX_F64, PERIODIC_NONE}, {INPUT_HUGE_OFFSET, 3, PROX_F64, PERIODIC_NONE},
+        {INPUT_EMPTY, 3, PROX_F64, PERIODIC_NONE},    {INPUT_SINGLE, 2, PROX_F64, PERIODIC_ALL},
+        {INPUT_OUTLIER, 3, PROX_F64, PERIODIC_NONE},  {INPUT_NARROW_PERIOD, 3, PROX_F64, PERIODIC_ALL},
+        {INPUT_HUGE_RADIUS, 3, PROX_F64, PERIODIC_ALL},
+    };
+    for (size_t n = 0; n < sizeof cases / sizeof cases[0]; n++) {
+        test_case tc;
+        test_case_make(&tc, cases[n].cls, cases[n].dim, cases[n].scalar, cases[n].periodic);
+        expectation e;
+        expectation_compute(&e, &tc);
+        for (int c = 0; c < GRID_CONFIG_COUNT; c++)
+            check_case_on_grid(&tc, &e, GRID_CONFIGS[c], 2);
+        expectation_free(&e);
+        test_case_free(&tc);
+    }
+}
+
+/* One grid, built from three different point sets in turn (different counts
+ * and extents), each time giving that set's pairs. */
+static void grid_can_be_rebuilt_with_other_points(void **state)
+{
+    (void)state;
+    for (int p = 0; p < 2; p++) {
+        periodicity periodic = p ? PERIODIC_ALL : PERIODIC_NONE;
+        test_case sets[3];
+        expectation e[3];
+        test_case_make(&sets[0], INPUT_UNIFORM, 3, PROX_F64, periodic);
+        test_case_make(&sets[1], INPUT_NEGATIVE, 3, PROX_F64, periodic);
+        test_case_make(&sets[2], INPUT_SINGLE, 3, PROX_F64, periodic);
+        for (int s = 0; s < 3; s++)
+            expectation_compute(&e[s], &sets[s]);
+        for (int c = 0; c < GRID_CONFIG_COUNT; c++) {
+            prox_grid_desc desc = config_desc(GRID_CONFIGS[c], sets[0].radius, sets[0].period, 2);
+            prox_grid *grid = NULL;
+            CHECK_STATUS(prox_grid_create(&desc, &grid), PROX_OK, GRID_CONFIGS[c]->name);
+            static const int order[5] = {0, 1, 2, 0, 1};
+            for (int step = 0; step < 5; step++) {
+                const test_case *tc = &sets[order[step]];
+                prox_points view = test_case_points(tc);
+                char label[64];
+                snprintf(label, sizeof label, "build number %d", step + 1);
+                CHECK_STATUS(prox_grid_build(grid, &view), PROX_OK, label);
+                check_grid_against(grid, tc, &e[order[step]], GRID_CONFIGS[c], label);
+            }
+            prox_grid_destroy(grid);
+        }
+        for (int s = 0; s < 3; s++) {
+            expectation_free(&e[s]);
+            test_case_free(&sets[s]);
+        }
+    }
+}
+
+/* After build the caller's array may change or go away. */
+static void grid_keeps_its_own_copy_of_the_points(void **state)
+{
+    (void)state;
+    test_case tc;
+    test_case_make(&tc, INPUT_CLUSTERED, 3, PROX_F64, PERIODIC_NONE);
+    expectation e;
+    expectation_compute(&e, &tc);
+    for (int c = 0; c < GRID_CONFIG_COUNT; c++) {
+        cloud scratch;
+        cloud_copy(&scratch, &tc.points);
+        prox_points view = prox_points_f64(scratch.xyz, scratch.count, 3);
+        prox_grid_desc desc = config_desc(GRID_CONFIGS[c], tc.radius, tc.period, 2);
+        prox_grid *grid = NULL;
+        CHECK_STATUS(prox_grid_create(&desc, &grid), PROX_OK, GRID_CONFIGS[c]->name);
+        CHECK_STATUS(prox_grid_build(grid, &view), PROX_OK, GRID_CONFIGS[c]->name);
+        for (int64_t i = 0; i < scratch.count * 3; i++)
+            scratch.xyz[i] = NAN;
+        cloud_free(&scratch);
+        check_grid_against(grid, &tc, &e, GRID_CONFIGS[c], "after the caller's array was freed");
+        prox_grid_destroy(grid);
+    }
+    expectation_free(&e);
+    test_case_free(&tc);
+}
+
+/* ---- sinks ------------------------------------------------------------- */
+
+/* A buffer or lists that already hold a result are replaced, not appended. */
+static void grid_sinks_replace_previous_results(void **state)
+{
+    (void)state;
+    test_case big, small;
+    test_case_make(&big, INPUT_UNIFORM, 3, PROX_F64, PERIODIC_NONE);
+    test_case_make(&small, INPUT_LATTICE, 3, PROX_F64, PERIODIC_NONE);
+    expectation e;
+    expectation_compute(&e, &small);
+    prox_grid_desc desc = config_desc(&CONFIG_MORTON, 1.0, NULL, 2);
+    prox_points big_view = test_case_points(&big), small_view = test_case_points(&small);
+    prox_pair_buffer buffer;
+    prox_lists lists;
+    prox_pair_buffer_init(&buffer, NULL);
+    prox_lists_init(&lists, NULL);
+    const char *context = "second call into the same buffer / lists";
+    CHECK_STATUS(prox_pairs(&big_view, &desc, PROX_ALGO_GRID, prox_sink_buffer(&buffer), NULL),
+                 PROX_OK, context);
+    CHECK_STATUS(prox_pairs(&big_view, &desc, PROX_ALGO_GRID, prox_sink_lists(&lists), NULL),
+                 PROX_OK, context);
+    CHECK_STATUS(prox_pairs(&small_view, &desc, PROX_ALGO_GRID, prox_sink_buffer(&buffer), NULL),
+                 PROX_OK, context);
+    CHECK_STATUS(prox_pairs(&small_view, &desc, PROX_ALGO_GRID, prox_sink_lists(&lists), NULL),
+                 PROX_OK, context);
+    subject s = {context, &small.points, &small.points, small.radius, NULL};
+    expect_same_pairs(&s, &e.pairs, buffer.pairs, buffer.count);
+    expect_same_lists(&s, &e.lists, &lists);
+    prox_pair_buffer_free(&buffer);
+    prox_lists_free(&lists);
+    expectation_free(&e);
+    test_case_free(&big);
+    test_case_free(&small);
+}
+
+static void pair_buffer_reserve_keeps_content(void **state)
+{
+    (void)state;
+    prox_pair_buffer buffer;
+    prox_pair_buffer_init(&buffer, NULL);
+    assert_int_equal(buffer.count, 0);
+    assert_int_equal(prox_pair_buffer_reserve(&buffer, 3), PROX_OK);
+    assert_true(buffer.capacity >= 3);
+    for (prox_index n = 0; n < 3; n++) {
+        buffer.pairs[n].i = n;
+        buffer.pairs[n].j = 10 * n + 7;
+    }
+    buffer.count = 3;
+    assert_int_equal(prox_pair_buffer_reserve(&buffer, 100000), PROX_OK);
+    assert_true(buffer.capacity >= 100000);
+    assert_int_equal(buffer.count, 3);
+    for (prox_index n = 0; n < 3; n++) {
+        assert_int_equal(buffer.pairs[n].i, n);
+        assert_int_equal(buffer.pairs[n].j, 10 * n + 7);
+    }
+    buffer.pairs[99999].i = 1; /* the whole reservation is writable */
+    prox_pair_buffer_free(&buffer);
+    prox_lists lists;
+    prox_lists_init(&lists, NULL);
+    prox_lists_free(&lists);
+}
+
+static void grid_stats_report_keys_and_cells(void **state)
+{
+    (void)state;
+    test_case tc;
+    test_case_make(&tc, INPUT_UNIFORM, 3, PROX_F64, PERIODIC_NONE);
+    prox_points view = test_case_points(&tc);
+    for (int c = 0; c < GRID_CONFIG_COUNT; c++) {
+        const algo_config *config = GRID_CONFIGS[c];
+        prox_grid_desc desc = config_desc(config, tc.radius, NULL, 2);
+        prox_stats stats;
+        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_count(), &stats),
+                     PROX_OK, config->name);
+        CHECK(stats.keys == (int)config->keys, config->name, "stats.keys = %d, expected %d",
+              stats.keys, (int)config->keys);
+        CHECK(stats.cells >= 1 && stats.cells <= tc.points.count, config->name,
+              "stats.cells = %" PRId64 " for %" PRId64 " points", stats.cells,
+              tc.points.count);
+        CHECK(stats.cells_visited >= stats.cells, config->name,
+              "stats.cells_visited = %" PRId64 " < occupied cells %" PRId64,
+              stats.cells_visited, stats.cells);
+    }
+    test_case_free(&tc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        CLASS_TEST_ENTRIES(grid),
+        cmocka_unit_test(grid_matches_closed_form_counts),
+        cmocka_unit_test(grid_results_do_not_depend_on_thread_count),
+        cmocka_unit_test(grid_large_uniform_periodic_3d_matches_oracle),
+        cmocka_unit_test(grid_large_clustered_2d_matches_oracle),
+        cmocka_unit_test(grid_parallel_paths_match_oracle_and_each_other),
+        cmocka_unit_test(grid_extreme_extent_is_exact_or_a_range_error),
+        cmocka_unit_test(grid_radius_near_underflow_is_exact_or_a_range_error),
+        cmocka_unit_test(grid_query_of_no_points_is_empty),
+        cmocka_unit_test(grid_hash_table_of_one_or_two_slots_is_exact),
+        cmocka_unit_test(grid_object_api_matches_oracle),
+        cmocka_unit_test(grid_can_be_rebuilt_with_other_points),
+        cmocka_unit_test(grid_keeps_its_own_copy_of_the_points),
+        cmocka_unit_test(grid_sinks_replace_previous_results),
+        cmocka_unit_test(pair_buffer_reserve_keeps_content),
+        cmocka_unit_test(grid_stats_report_keys_and_cells),
+    };
+    return cmocka_run_group_tests_name("grid", tests, NULL, NULL);
+}
