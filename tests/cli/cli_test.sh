@@ -435,7 +435,7 @@ expect_stdout_has_exit_codes() {
 t_bench_small() {
     run "$PROX" bench sph3d --n 2000 --runs 1
     expect_exit 0 || return 1
-    for row in "| grid | morton | pairs |" "| grid | hash | lists |" "| brute | - | count |"; do
+    for row in "| grid | morton | r | pairs |" "| grid | morton | r/2 | count |" "| grid | hash | r | lists |" "| brute | - | - | count |"; do
         grep -F -q -- "$row" stdout || { why="no row '$row' in: $(cat stdout)"; return 1; }
     done
 }
