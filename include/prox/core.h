@@ -55,7 +55,9 @@ const char *prox_last_error(void);
 
 /* Allocator hook. A zeroed struct (or a NULL pointer wherever one is
  * accepted) means malloc/free. alloc must return memory aligned for any
- * scalar type, or NULL on failure; free(NULL) must be harmless. */
+ * scalar type, or NULL on failure; free(NULL) must be harmless. With
+ * threads != 1 the hook is called from several threads at once: it must be
+ * thread-safe. */
 typedef struct prox_allocator {
     void *(*alloc)(size_t size, void *user);
     void (*free)(void *ptr, void *user);
@@ -69,7 +71,9 @@ typedef enum prox_scalar {
 
 /* A read-only view of the caller's points: coordinate k of point i is the
  * prox_scalar at (const char *)axis[k] + i * stride. Covers packed arrays,
- * arrays of particle structs (AoS) and separate x/y/z arrays (SoA). */
+ * arrays of particle structs (AoS) and separate x/y/z arrays (SoA); any
+ * stride works, zero and negative ones included. Views are read during a
+ * call and never kept. */
 typedef struct prox_points {
     const void *axis[3]; /* address of point 0's x, y, z (z unused in 2D) */
     ptrdiff_t stride;    /* bytes from one point to the next */
@@ -99,12 +103,16 @@ static inline double prox_points_get(const prox_points *p, int64_t i, int axis)
 
 /* Cheap figures every query reports (pass NULL if not wanted). */
 typedef struct prox_stats {
-    int64_t pairs;         /* results delivered (pairs, or list entries / 2 for full lists) */
-    int64_t candidates;    /* exact distance tests performed */
+    int64_t pairs;         /* pairs found: unordered pairs for self queries (each once, also
+                              for full lists), (query, point) pairs for queries; with a
+                              callback that stopped, the pairs delivered */
+    int64_t candidates;    /* exact distance tests performed (a pair tested from both
+                              sides counts twice) */
     int64_t cells;         /* occupied cells in the structure */
     int64_t cells_visited; /* cell lookups made by the query */
     int64_t relocated;     /* update: points that changed cell */
-    int64_t bytes;         /* memory held by the structure after the call */
+    int64_t bytes;         /* memory the structure held after the call (for one-shot calls:
+                              the structure built for the call, released since) */
     bool rebuilt;          /* update / skin list: the structure was rebuilt from scratch */
     int keys;              /* cell keys actually used (prox_keys) */
 } prox_stats;

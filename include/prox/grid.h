@@ -42,8 +42,9 @@ typedef struct prox_grid_desc {
                              2 = cells of r/2 with a 5x5x5 stencil); default 1 */
     int64_t table_size;   /* PROX_KEYS_HASH: slots, a power of two; 0 = auto (2-4x points) */
     double period[3];     /* > 0: axis k is periodic over [0, period[k]) (minimum image;
-                             radius must be < period/2; coordinates are wrapped);
-                             0 = open axis. Default all 0. */
+                             radius must be < period/2; coordinates are wrapped as
+                             x - L*floor(x/L)); 0 = open axis. Default all 0.
+                             period[2] must stay 0 for 2D points. */
     int threads;          /* 0 = OpenMP default, 1 = no threads, n = n threads */
     prox_allocator allocator;
 } prox_grid_desc;
@@ -64,14 +65,18 @@ prox_status prox_query(const prox_points *points, const prox_points *queries,
  * cache locality), never a pointer to the caller's points. */
 typedef struct prox_grid prox_grid;
 
+/* On failure *out is set to NULL. destroy(NULL) does nothing. */
 prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out);
 void prox_grid_destroy(prox_grid *grid);
 
-/* Build from scratch (counting/radix sort of the points by cell key). */
+/* Build from scratch (radix sort of the points by cell key). Fails with
+ * PROX_ERR_RANGE when more than 2^31 cells would lie along an axis (a tiny
+ * radius over a huge extent; brute force has no such limit). */
 prox_status prox_grid_build(prox_grid *grid, const prox_points *points);
-/* The same points (same count) have moved: relocate only those whose cell
- * changed (seed 004); falls back to a rebuild when that is cheaper or the
- * points left the cell range (stats->rebuilt tells). */
+/* The points have moved: relocate only those whose cell changed (seed 004).
+ * Rebuilds instead (stats->rebuilt tells) when that is cheaper (over a
+ * quarter moved), when a point left the grid's cell range, or when the count
+ * or dimension differs from the last build. */
 prox_status prox_grid_update(prox_grid *grid, const prox_points *points, prox_stats *stats);
 /* Every pair of built points within the radius. */
 prox_status prox_grid_pairs(prox_grid *grid, prox_sink sink, prox_stats *stats);
@@ -82,7 +87,9 @@ prox_status prox_grid_query(prox_grid *grid, const prox_points *queries, prox_si
 /* Skin (Verlet) lists, as LAMMPS does: pairs within radius + skin are kept;
  * each call returns the pairs within radius for the current positions and
  * rebuilds only after some point moved more than skin / 2 since the last
- * rebuild (stats->rebuilt tells the caller). */
+ * rebuild, or the count changed (stats->rebuilt tells the caller). On
+ * periodic axes radius + skin (plus 2^-40 relative, a rounding guard) must
+ * stay below half the period. */
 typedef struct prox_skin_list prox_skin_list;
 
 prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_skin_list **out);

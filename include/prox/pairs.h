@@ -7,8 +7,10 @@
  *   - CSR lists: row i holds every neighbour of i (both directions for self
  *     pairs; the hits of query q for queries), each row sorted ascending;
  *   - a callback called once per pair (same pairs and orientation as the
- *     buffer, in a deterministic traversal order that is not sorted); it
- *     returns nonzero to stop, and the query then returns PROX_STOPPED.
+ *     buffer, in a deterministic traversal order that is not sorted), always
+ *     on the calling thread and never concurrently (a query with a callback
+ *     sink runs its search on one thread); it returns nonzero to stop, and
+ *     the query then returns PROX_STOPPED.
  * The same input always gives the same output in the same order, whatever
  * the number of threads.
  */
