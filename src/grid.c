@@ -678,36 +678,49 @@ static inline bool gather_range(gathered *b, const prox_grid *g, int64_t s0, int
     return true;
 }
 
+/* Append every run of the stencil cells [o0, o1) around `base`; when run
+ * `own` is among them, *own_at gets the position of its first point. */
+static bool gather_stencil(gathered *b, const prox_grid *g, const int64_t base[3], int o0,
+                           int o1, int64_t own, int64_t *own_at, query_counters *qc)
+{
+    prefetch_stencil(g, base, o0, o1);
+    for (int o = o0; o < o1; o++) {
+        cell3 c;
+        if (!neighbour_cell(g, base, g->stencil[o], &c))
+            continue;
+        qc->cells_visited++;
+        int64_t first, last;
+        runs_of_cell(g, c, &first, &last);
+        for (int64_t s = first; s < last; s++) {
+            if (!same_cell(g->run_cell[s], c))
+                continue;
+            if (s == own)
+                *own_at = b->count;
+            if (!gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
+                return false;
+        }
+    }
+    return true;
+}
+
 /* Run r's own points first, then every later run of its cell (hash slots
  * can split a cell) and the runs of the forward half of the stencil. */
 static bool gather_forward(gathered *b, const prox_grid *g, int64_t r, query_counters *qc)
 {
     cell3 a = g->run_cell[r];
-    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
-    int64_t first, last;
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]}, unused = -1;
     b->count = 0;
     if (!gather_range(b, g, g->run_start[r], g->run_start[r + 1]))
         return false;
     if (g->keys == PROX_KEYS_HASH) {
+        int64_t first, last;
         runs_of_cell(g, a, &first, &last);
         for (int64_t s = r + 1; s < last; s++)
             if (same_cell(g->run_cell[s], a) &&
                 !gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
                 return false;
     }
-    prefetch_stencil(g, base, 0, g->stencil_forward);
-    for (int o = 0; o < g->stencil_forward; o++) {
-        cell3 c;
-        if (!neighbour_cell(g, base, g->stencil[o], &c))
-            continue;
-        qc->cells_visited++;
-        runs_of_cell(g, c, &first, &last);
-        for (int64_t s = first; s < last; s++)
-            if (same_cell(g->run_cell[s], c) &&
-                !gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
-                return false;
-    }
-    return true;
+    return gather_stencil(b, g, base, 0, g->stencil_forward, -1, &unused, qc);
 }
 
 /* Pairs (id of i, id of each hit), smaller index first. */
@@ -782,24 +795,7 @@ static bool gather_full(gathered *b, const prox_grid *g, int64_t r, int64_t *own
     int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
     b->count = 0;
     *own_at = -1;
-    prefetch_stencil(g, base, 0, g->stencil_full);
-    for (int o = 0; o < g->stencil_full; o++) {
-        cell3 c;
-        if (!neighbour_cell(g, base, g->stencil[o], &c))
-            continue;
-        qc->cells_visited++;
-        int64_t first, last;
-        runs_of_cell(g, c, &first, &last);
-        for (int64_t s = first; s < last; s++) {
-            if (!same_cell(g->run_cell[s], c))
-                continue;
-            if (s == r)
-                *own_at = b->count;
-            if (!gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
-                return false;
-        }
-    }
-    return true;
+    return gather_stencil(b, g, base, 0, g->stencil_full, r, own_at, qc);
 }
 
 static void sort_ids(prox_index *a, int64_t n)

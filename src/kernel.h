@@ -37,6 +37,30 @@ static inline __m512d prox_v_min_image(__m512d d, double L)
     return _mm512_mask_add_pd(d, below, d, vl);
 }
 
+/* Lanes of the 8 candidates from k on that exist (left = end - k). */
+static inline __mmask8 prox_v_live(int64_t left)
+{
+    return left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
+}
+
+/* Squared distances from q to candidates k .. k+7 (dead lanes read as 0),
+ * the same operations in the same order as prox_metric_dist2. */
+static inline __m512d prox_v_dist2(const prox_block *b, int64_t k, __mmask8 live,
+                                   const double q[3], const prox_metric *m)
+{
+    __m512d dx = _mm512_sub_pd(_mm512_set1_pd(q[0]), _mm512_maskz_loadu_pd(live, b->x + k));
+    __m512d dy = _mm512_sub_pd(_mm512_set1_pd(q[1]), _mm512_maskz_loadu_pd(live, b->y + k));
+    __m512d dz = b->z ? _mm512_sub_pd(_mm512_set1_pd(q[2]), _mm512_maskz_loadu_pd(live, b->z + k))
+                      : _mm512_setzero_pd();
+    if (m->periodic) {
+        dx = prox_v_min_image(dx, m->period[0]);
+        dy = prox_v_min_image(dy, m->period[1]);
+        dz = prox_v_min_image(dz, m->period[2]);
+    }
+    return _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
+                         _mm512_mul_pd(dz, dz));
+}
+
 /* Candidates [begin, end) of the block within the radius of q: their
  * indices go to hits[], which needs room for end - begin + PROX_KERNEL_SLACK
  * entries; returns how many. */
@@ -44,24 +68,12 @@ static inline int64_t prox_kernel_hits(const prox_block *b, int64_t begin, int64
                                        const double q[3], const prox_metric *m,
                                        uint32_t *hits)
 {
-    const __m512d qx = _mm512_set1_pd(q[0]), qy = _mm512_set1_pd(q[1]), qz = _mm512_set1_pd(q[2]);
     const __m512d r2 = _mm512_set1_pd(m->r2);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += 8) {
-        int64_t left = end - k;
-        __mmask8 live = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
-        __m512d dx = _mm512_sub_pd(qx, _mm512_maskz_loadu_pd(live, b->x + k));
-        __m512d dy = _mm512_sub_pd(qy, _mm512_maskz_loadu_pd(live, b->y + k));
-        __m512d dz = b->z ? _mm512_sub_pd(qz, _mm512_maskz_loadu_pd(live, b->z + k))
-                          : _mm512_setzero_pd();
-        if (m->periodic) {
-            dx = prox_v_min_image(dx, m->period[0]);
-            dy = prox_v_min_image(dy, m->period[1]);
-            dz = prox_v_min_image(dz, m->period[2]);
-        }
-        __m512d d2 = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
-                                   _mm512_mul_pd(dz, dz));
+        __mmask8 live = prox_v_live(end - k);
+        __m512d d2 = prox_v_dist2(b, k, live, q, m);
         __mmask8 hit = _mm512_mask_cmp_pd_mask(live, d2, r2, _CMP_LE_OQ);
         __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)k), lane);
         /* compress in a register, then a plain store: a compressing store
@@ -76,23 +88,11 @@ static inline int64_t prox_kernel_hits(const prox_block *b, int64_t begin, int64
 static inline int64_t prox_kernel_count(const prox_block *b, int64_t begin, int64_t end,
                                         const double q[3], const prox_metric *m)
 {
-    const __m512d qx = _mm512_set1_pd(q[0]), qy = _mm512_set1_pd(q[1]), qz = _mm512_set1_pd(q[2]);
     const __m512d r2 = _mm512_set1_pd(m->r2);
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += 8) {
-        int64_t left = end - k;
-        __mmask8 live = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
-        __m512d dx = _mm512_sub_pd(qx, _mm512_maskz_loadu_pd(live, b->x + k));
-        __m512d dy = _mm512_sub_pd(qy, _mm512_maskz_loadu_pd(live, b->y + k));
-        __m512d dz = b->z ? _mm512_sub_pd(qz, _mm512_maskz_loadu_pd(live, b->z + k))
-                          : _mm512_setzero_pd();
-        if (m->periodic) {
-            dx = prox_v_min_image(dx, m->period[0]);
-            dy = prox_v_min_image(dy, m->period[1]);
-            dz = prox_v_min_image(dz, m->period[2]);
-        }
-        __m512d d2 = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
-                                   _mm512_mul_pd(dz, dz));
+        __mmask8 live = prox_v_live(end - k);
+        __m512d d2 = prox_v_dist2(b, k, live, q, m);
         count += __builtin_popcount(_mm512_mask_cmp_pd_mask(live, d2, r2, _CMP_LE_OQ));
     }
     return count;
