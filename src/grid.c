@@ -66,10 +66,9 @@ struct prox_grid {
     int64_t n;
     uint64_t *key;
     prox_index *id;
-    double *pos; /* axis-major: x[0..n), y[0..n), z[0..n) */
-    uint64_t *tmp_key;
-    prox_index *tmp_id;
-    int64_t key_cap, id_cap, pos_cap, tmp_key_cap, tmp_id_cap;
+    double *pos; /* axis-major: x[0..n), y[0..n), z[0..n); before the
+                    coordinates are gathered it is the sort's scratch */
+    int64_t key_cap, id_cap, pos_cap;
 
     /* runs of points in one cell: points [run_start[r], run_start[r+1]) */
     int64_t nruns, max_run; /* runs, and the most points in one */
@@ -303,8 +302,7 @@ void prox_grid_destroy(prox_grid *g)
     if (!g)
         return;
     prox_allocator al = g->allocator;
-    void *blocks[] = {g->key, g->id, g->pos, g->tmp_key, g->tmp_id,
-                      g->run_start, g->run_cell, g->table, g->stencil};
+    void *blocks[] = {g->key, g->id, g->pos, g->run_start, g->run_cell, g->table, g->stencil};
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
         prox_free(&al, blocks[b]);
     prox_free(&al, g);
@@ -312,8 +310,8 @@ void prox_grid_destroy(prox_grid *g)
 
 static int64_t grid_bytes(const prox_grid *g)
 {
-    return g->key_cap * 8 + g->id_cap * 4 + g->pos_cap * 8 + g->tmp_key_cap * 8 +
-           g->tmp_id_cap * 4 + g->run_start_cap * 4 + g->run_cell_cap * (int64_t)sizeof(cell3) +
+    return g->key_cap * 8 + g->id_cap * 4 + g->pos_cap * 8 + g->run_start_cap * 4 +
+           g->run_cell_cap * (int64_t)sizeof(cell3) +
            g->table_cap * 4 + (int64_t)sizeof *g;
 }
 
@@ -326,11 +324,23 @@ static prox_status reserve_points(prox_grid *g, int64_t n)
 {
     if (reserve(g, &g->key, &g->key_cap, n, sizeof *g->key) &&
         reserve(g, &g->id, &g->id_cap, n, sizeof *g->id) &&
-        reserve(g, &g->pos, &g->pos_cap, 3 * n, sizeof *g->pos) &&
-        reserve(g, &g->tmp_key, &g->tmp_key_cap, n, sizeof *g->tmp_key) &&
-        reserve(g, &g->tmp_id, &g->tmp_id_cap, n, sizeof *g->tmp_id))
+        reserve(g, &g->pos, &g->pos_cap, 3 * n, sizeof *g->pos))
         return PROX_OK;
     return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld points", (long long)n);
+}
+
+/* The sort's scratch keys and ids live in the coordinate array, which holds
+ * nothing until the coordinates are gathered after the sort: 8 + 4 bytes of
+ * its 24 per point (the storage is malloc'd, so reusing it under another
+ * type is well defined). */
+static uint64_t *scratch_keys(const prox_grid *g)
+{
+    return (uint64_t *)(void *)g->pos;
+}
+
+static prox_index *scratch_ids(const prox_grid *g)
+{
+    return (prox_index *)(void *)(g->pos + g->n);
 }
 
 /* ---- building ------------------------------------------------------------ */
@@ -388,35 +398,31 @@ static inline bool starts_run(const prox_grid *g, int64_t s)
 static prox_status find_runs(prox_grid *g)
 {
     int64_t n = g->n;
-    if (!reserve(g, &g->run_start, &g->run_start_cap, n + 1, sizeof *g->run_start) ||
-        !reserve(g, &g->run_cell, &g->run_cell_cap, n > 0 ? n : 1, sizeof *g->run_cell))
-        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for cells");
     int blocks = g->threads > 1 && n > 65536 ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS) : 1;
     int64_t first_run[MAX_BLOCKS + 1] = {0}, max_run = 0;
-#pragma omp parallel num_threads(blocks) if (blocks > 1)
-    {
-#pragma omp for schedule(static)
-        for (int k = 0; k < blocks; k++) {
-            int64_t runs = 0;
-            for (int64_t s = n * k / blocks; s < n * (k + 1) / blocks; s++)
-                runs += starts_run(g, s);
-            first_run[k + 1] = runs;
-        }
-#pragma omp single
-        for (int k = 0; k < blocks; k++)
-            first_run[k + 1] += first_run[k];
-#pragma omp for schedule(static) reduction(max : max_run)
-        for (int k = 0; k < blocks; k++) {
-            int64_t r = first_run[k], s1 = n * (k + 1) / blocks;
-            for (int64_t s = n * k / blocks; s < s1; s++) {
-                if (!starts_run(g, s))
-                    continue;
-                g->run_start[r] = (uint32_t)s;
-                g->run_cell[r++] = cell_of_sorted(g, s);
-            }
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t runs = 0;
+        for (int64_t s = n * k / blocks; s < n * (k + 1) / blocks; s++)
+            runs += starts_run(g, s);
+        first_run[k + 1] = runs;
+    }
+    for (int k = 0; k < blocks; k++)
+        first_run[k + 1] += first_run[k];
+    int64_t runs = first_run[blocks];
+    if (!reserve(g, &g->run_start, &g->run_start_cap, runs + 1, sizeof *g->run_start) ||
+        !reserve(g, &g->run_cell, &g->run_cell_cap, runs > 0 ? runs : 1, sizeof *g->run_cell))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells", (long long)runs);
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t r = first_run[k], s1 = n * (k + 1) / blocks;
+        for (int64_t s = n * k / blocks; s < s1; s++) {
+            if (!starts_run(g, s))
+                continue;
+            g->run_start[r] = (uint32_t)s;
+            g->run_cell[r++] = cell_of_sorted(g, s);
         }
     }
-    int64_t runs = first_run[blocks];
     g->run_start[runs] = (uint32_t)n;
     g->nruns = runs;
 #pragma omp parallel for num_threads(blocks) if (blocks > 1) reduction(max : max_run)
@@ -533,7 +539,7 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
     if (st)
         return st;
     compute_keys(g, p);
-    prox_radix_sort64(g->key, g->id, g->tmp_key, g->tmp_id, g->n, g->threads);
+    prox_radix_sort64(g->key, g->id, scratch_keys(g), scratch_ids(g), g->n, g->threads);
     gather_positions(g, p);
     st = index_runs(g);
     g->built = st == PROX_OK;
@@ -1136,10 +1142,12 @@ static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell
 }
 
 /* Split sorted points into those that stayed (kept in order, in key/id)
- * and those that moved (new keys, in tmp_key/tmp_id). Returns the number
- * moved, or -1 when some point left the cell range. */
+ * and those that moved (new keys and ids, in the scratch). Returns the
+ * number moved, or -1 when some point left the cell range. */
 static int64_t partition_moved(prox_grid *g, const prox_points *p)
 {
+    uint64_t *moved_key = scratch_keys(g);
+    prox_index *moved_id = scratch_ids(g);
     int64_t stay = 0, moved = 0;
     for (int64_t r = 0; r < g->nruns; r++) {
         cell3 old = g->run_cell[r];
@@ -1151,8 +1159,8 @@ static int64_t partition_moved(prox_grid *g, const prox_points *p)
                 g->key[stay] = g->key[s];
                 g->id[stay++] = g->id[s];
             } else {
-                g->tmp_key[moved] = key_of_cell(g, c);
-                g->tmp_id[moved++] = g->id[s];
+                moved_key[moved] = key_of_cell(g, c);
+                moved_id[moved++] = g->id[s];
             }
         }
     }
@@ -1160,17 +1168,19 @@ static int64_t partition_moved(prox_grid *g, const prox_points *p)
 }
 
 /* Merge the stayed points (key/id, n - moved) with the sorted moved ones
- * (tmp_key/tmp_id) from the back, in place. */
+ * (in the scratch) from the back, in place. */
 static void merge_moved(prox_grid *g, int64_t moved)
 {
+    const uint64_t *moved_key = scratch_keys(g);
+    const prox_index *moved_id = scratch_ids(g);
     int64_t a = g->n - moved - 1, b = moved - 1, out = g->n - 1;
     while (b >= 0) {
-        if (a >= 0 && g->key[a] > g->tmp_key[b]) {
+        if (a >= 0 && g->key[a] > moved_key[b]) {
             g->key[out] = g->key[a];
             g->id[out--] = g->id[a--];
         } else {
-            g->key[out] = g->tmp_key[b];
-            g->id[out--] = g->tmp_id[b--];
+            g->key[out] = moved_key[b];
+            g->id[out--] = moved_id[b--];
         }
     }
 }
@@ -1203,7 +1213,7 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
         return rebuild(g, p, stats);
     /* the moved points sort among themselves, using key/id's tail as scratch */
     int64_t stay = g->n - moved;
-    prox_radix_sort64(g->tmp_key, g->tmp_id, g->key + stay, g->id + stay, moved, g->threads);
+    prox_radix_sort64(scratch_keys(g), scratch_ids(g), g->key + stay, g->id + stay, moved, g->threads);
     merge_moved(g, moved);
     gather_positions(g, p);
     g->built = false;
