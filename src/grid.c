@@ -64,11 +64,10 @@ struct prox_grid {
 
     /* points in cell order */
     int64_t n;
-    uint64_t *key;
     prox_index *id;
     double *pos; /* axis-major: x[0..n), y[0..n), z[0..n); before the
-                    coordinates are gathered it is the sort's scratch */
-    int64_t key_cap, id_cap, pos_cap;
+                    coordinates are gathered it holds the sort keys */
+    int64_t id_cap, pos_cap;
 
     /* runs of points in one cell: points [run_start[r], run_start[r+1]) */
     int64_t nruns, max_run; /* runs, and the most points in one */
@@ -302,7 +301,7 @@ void prox_grid_destroy(prox_grid *g)
     if (!g)
         return;
     prox_allocator al = g->allocator;
-    void *blocks[] = {g->key, g->id, g->pos, g->run_start, g->run_cell, g->table, g->stencil};
+    void *blocks[] = {g->id, g->pos, g->run_start, g->run_cell, g->table, g->stencil};
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
         prox_free(&al, blocks[b]);
     prox_free(&al, g);
@@ -310,7 +309,7 @@ void prox_grid_destroy(prox_grid *g)
 
 static int64_t grid_bytes(const prox_grid *g)
 {
-    return g->key_cap * 8 + g->id_cap * 4 + g->pos_cap * 8 + g->run_start_cap * 4 +
+    return g->id_cap * 4 + g->pos_cap * 8 + g->run_start_cap * 4 +
            g->run_cell_cap * (int64_t)sizeof(cell3) +
            g->table_cap * 4 + (int64_t)sizeof *g;
 }
@@ -322,25 +321,31 @@ static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t
 
 static prox_status reserve_points(prox_grid *g, int64_t n)
 {
-    if (reserve(g, &g->key, &g->key_cap, n, sizeof *g->key) &&
-        reserve(g, &g->id, &g->id_cap, n, sizeof *g->id) &&
+    if (reserve(g, &g->id, &g->id_cap, n, sizeof *g->id) &&
         reserve(g, &g->pos, &g->pos_cap, 3 * n, sizeof *g->pos))
         return PROX_OK;
     return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld points", (long long)n);
 }
 
-/* The sort's scratch keys and ids live in the coordinate array, which holds
- * nothing until the coordinates are gathered after the sort: 8 + 4 bytes of
- * its 24 per point (the storage is malloc'd, so reusing it under another
- * type is well defined). */
-static uint64_t *scratch_keys(const prox_grid *g)
+/* Sorting happens before the coordinates are gathered, so the coordinate
+ * array (24 bytes per point) holds the sort's keys and scratch meanwhile:
+ * bytes [0, 8n) the keys, [8n, 16n) scratch keys, [16n, 20n) scratch ids.
+ * The storage is malloc'd, so reusing it under another type is well
+ * defined. The grid keeps no key per point afterwards: runs carry their
+ * exact cells, and a run's key is computed from its cell when needed. */
+static uint64_t *sort_keys(const prox_grid *g)
 {
     return (uint64_t *)(void *)g->pos;
 }
 
+static uint64_t *scratch_keys(const prox_grid *g)
+{
+    return (uint64_t *)(void *)(g->pos + g->n);
+}
+
 static prox_index *scratch_ids(const prox_grid *g)
 {
-    return (prox_index *)(void *)(g->pos + g->n);
+    return (prox_index *)(void *)(g->pos + 2 * g->n);
 }
 
 /* ---- building ------------------------------------------------------------ */
@@ -348,6 +353,7 @@ static prox_index *scratch_ids(const prox_grid *g)
 /* Keys and identity ids in input order. */
 static void compute_keys(prox_grid *g, const prox_points *p)
 {
+    uint64_t *keys = sort_keys(g);
     const double *period = g->desc.period;
     int64_t n = p->count;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
@@ -355,7 +361,7 @@ static void compute_keys(prox_grid *g, const prox_points *p)
     for (int64_t i = 0; i < n; i++) {
         double z = p->dim == 3 ? prox_coord(p, i, 2, period) : 0.0;
         cell3 c = cell_of_point(g, prox_coord(p, i, 0, period), prox_coord(p, i, 1, period), z);
-        g->key[i] = key_of_cell(g, c);
+        keys[i] = key_of_cell(g, c);
         g->id[i] = (prox_index)i;
     }
 }
@@ -381,30 +387,40 @@ static cell3 cell_of_sorted(const prox_grid *g, int64_t s)
     return cell_of_point(g, g->pos[s], g->pos[n + s], g->pos[2 * n + s]);
 }
 
-/* Sorted point s begins a run: its key or (hash slots mix cells) its cell
- * differs from its predecessor's. */
-static inline bool starts_run(const prox_grid *g, int64_t s)
+/* Sorted point s begins a run. With Morton keys (exact), when its key
+ * differs from its predecessor's, read from the sorted keys before the
+ * coordinates overwrite them; with hash keys (a slot mixes cells), when its
+ * cell differs, read from the gathered coordinates. */
+static inline bool starts_run(const prox_grid *g, const uint64_t *keys, int64_t s)
 {
-    if (s == 0 || g->key[s] != g->key[s - 1])
+    if (s == 0)
         return true;
-    return g->keys == PROX_KEYS_HASH && !same_cell(cell_of_sorted(g, s), cell_of_sorted(g, s - 1));
+    if (keys)
+        return keys[s] != keys[s - 1];
+    return !same_cell(cell_of_sorted(g, s), cell_of_sorted(g, s - 1));
+}
+
+static inline uint64_t run_key(const prox_grid *g, int64_t r)
+{
+    return key_of_cell(g, g->run_cell[r]);
 }
 
 #define MAX_BLOCKS 64
 
-/* Runs: maximal stretches of sorted points in one cell. Parallel in two
- * passes over blocks of points: count the runs each block starts, then
- * write them at the block's prefix-sum position. */
-static prox_status find_runs(prox_grid *g)
+/* Runs: maximal stretches of sorted points in one cell. Finds where they
+ * start, in parallel over blocks of points: count the runs each block
+ * starts, then write them at the block's prefix-sum position. keys: the
+ * sorted Morton keys, or NULL to compare cells. */
+static prox_status find_run_starts(prox_grid *g, const uint64_t *keys)
 {
     int64_t n = g->n;
     int blocks = g->threads > 1 && n > 65536 ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS) : 1;
-    int64_t first_run[MAX_BLOCKS + 1] = {0}, max_run = 0;
+    int64_t first_run[MAX_BLOCKS + 1] = {0};
 #pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
     for (int k = 0; k < blocks; k++) {
         int64_t runs = 0;
         for (int64_t s = n * k / blocks; s < n * (k + 1) / blocks; s++)
-            runs += starts_run(g, s);
+            runs += starts_run(g, keys, s);
         first_run[k + 1] = runs;
     }
     for (int k = 0; k < blocks; k++)
@@ -416,21 +432,27 @@ static prox_status find_runs(prox_grid *g)
 #pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
     for (int k = 0; k < blocks; k++) {
         int64_t r = first_run[k], s1 = n * (k + 1) / blocks;
-        for (int64_t s = n * k / blocks; s < s1; s++) {
-            if (!starts_run(g, s))
-                continue;
-            g->run_start[r] = (uint32_t)s;
-            g->run_cell[r++] = cell_of_sorted(g, s);
-        }
+        for (int64_t s = n * k / blocks; s < s1; s++)
+            if (starts_run(g, keys, s))
+                g->run_start[r++] = (uint32_t)s;
     }
     g->run_start[runs] = (uint32_t)n;
     g->nruns = runs;
-#pragma omp parallel for num_threads(blocks) if (blocks > 1) reduction(max : max_run)
-    for (int64_t r = 0; r < runs; r++)
-        if (g->run_start[r + 1] - g->run_start[r] > max_run)
-            max_run = g->run_start[r + 1] - g->run_start[r];
-    g->max_run = max_run;
     return PROX_OK;
+}
+
+/* Each run's exact cell (from its first point) and the longest run. */
+static void describe_runs(prox_grid *g)
+{
+    int64_t runs = g->nruns, max_run = 0;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
+    schedule(static) reduction(max : max_run)
+    for (int64_t r = 0; r < runs; r++) {
+        g->run_cell[r] = cell_of_sorted(g, g->run_start[r]);
+        int64_t len = g->run_start[r + 1] - g->run_start[r];
+        max_run = len > max_run ? len : max_run;
+    }
+    g->max_run = max_run;
 }
 
 /* Morton keys: a direct table indexed by key when the codes of the
@@ -455,7 +477,7 @@ static prox_status index_morton_runs(prox_grid *g)
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
     schedule(static)
         for (int64_t r = 0; r < runs; r++)
-            g->table[g->key[g->run_start[r]]] = (uint32_t)(r + 1);
+            g->table[run_key(g, r)] = (uint32_t)(r + 1);
         return PROX_OK;
     }
     g->table_bits = 0;
@@ -463,7 +485,7 @@ static prox_status index_morton_runs(prox_grid *g)
         g->table_bits++;
     uint64_t mask = (uint64_t)len - 1;
     for (int64_t r = 0; r < g->nruns; r++) {
-        uint64_t h = prox_hash64(g->key[g->run_start[r]], g->table_bits);
+        uint64_t h = prox_hash64(run_key(g, r), g->table_bits);
         while (g->table[h])
             h = (h + 1) & mask;
         g->table[h] = (uint32_t)(r + 1);
@@ -486,20 +508,26 @@ static prox_status index_hash_runs(prox_grid *g)
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
     schedule(static)
     for (int64_t r = 0; r <= runs; r++) {
-        int64_t from = r == 0 ? 0 : (int64_t)g->key[g->run_start[r - 1]] + 1;
-        int64_t to = r == runs ? slots : (int64_t)g->key[g->run_start[r]];
+        int64_t from = r == 0 ? 0 : (int64_t)run_key(g, r - 1) + 1;
+        int64_t to = r == runs ? slots : (int64_t)run_key(g, r);
         for (int64_t slot = from; slot <= to; slot++)
             g->table[slot] = (uint32_t)r;
     }
     return PROX_OK;
 }
 
-static prox_status index_runs(prox_grid *g)
+/* After the sort (keys in sort_keys): runs, coordinates, cell table. */
+static prox_status index_runs(prox_grid *g, const prox_points *p)
 {
-    prox_status st = find_runs(g);
+    bool exact_keys = g->keys == PROX_KEYS_MORTON;
+    prox_status st = exact_keys ? find_run_starts(g, sort_keys(g)) : PROX_OK;
     if (st)
         return st;
-    return g->keys == PROX_KEYS_HASH ? index_hash_runs(g) : index_morton_runs(g);
+    gather_positions(g, p); /* overwrites the keys */
+    if (!exact_keys && (st = find_run_starts(g, NULL)))
+        return st;
+    describe_runs(g);
+    return exact_keys ? index_morton_runs(g) : index_hash_runs(g);
 }
 
 static void choose_hash_table(prox_grid *g, int64_t n)
@@ -539,9 +567,8 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
     if (st)
         return st;
     compute_keys(g, p);
-    prox_radix_sort64(g->key, g->id, scratch_keys(g), scratch_ids(g), g->n, g->threads);
-    gather_positions(g, p);
-    st = index_runs(g);
+    prox_radix_sort64(sort_keys(g), g->id, scratch_keys(g), scratch_ids(g), g->n, g->threads);
+    st = index_runs(g, p);
     g->built = st == PROX_OK;
     return st;
 }
@@ -586,7 +613,7 @@ static inline void runs_of_cell(const prox_grid *g, cell3 c, int64_t *first, int
         uint32_t e = g->table[h];
         if (e == 0)
             break;
-        if (g->key[g->run_start[e - 1]] == key) {
+        if (same_cell(g->run_cell[e - 1], c)) {
             *first = e - 1;
             *last = e;
             return;
@@ -1141,12 +1168,23 @@ static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell
     return true;
 }
 
-/* Split sorted points into those that stayed (kept in order, in key/id)
- * and those that moved (new keys and ids, in the scratch). Returns the
- * number moved, or -1 when some point left the cell range. */
+/* Update's scratch, in the coordinate array like the build's (they are
+ * regathered afterwards): keys of the points that stayed in [0, 8n), keys
+ * and ids of the moved ones at the build's scratch keys and ids. Sorting the
+ * moved ones borrows [8 * stayed, 8n) for keys (exactly 8 * moved bytes)
+ * and [20n, 24n) for ids. */
+static prox_index *update_sort_ids(const prox_grid *g)
+{
+    return scratch_ids(g) + g->n;
+}
+
+/* Split sorted points into those that stayed (kept in order: ids at the
+ * front of id[], keys in sort_keys) and those that moved (new keys and ids
+ * in the scratch). Returns the number moved, or -1 when some point left the
+ * cell range. */
 static int64_t partition_moved(prox_grid *g, const prox_points *p)
 {
-    uint64_t *moved_key = scratch_keys(g);
+    uint64_t *stay_key = sort_keys(g), *moved_key = scratch_keys(g);
     prox_index *moved_id = scratch_ids(g);
     int64_t stay = 0, moved = 0;
     for (int64_t r = 0; r < g->nruns; r++) {
@@ -1156,7 +1194,7 @@ static int64_t partition_moved(prox_grid *g, const prox_points *p)
             if (!moved_cell(g, p, s, &c))
                 return -1;
             if (same_cell(c, old)) {
-                g->key[stay] = g->key[s];
+                stay_key[stay] = key_of_cell(g, old);
                 g->id[stay++] = g->id[s];
             } else {
                 moved_key[moved] = key_of_cell(g, c);
@@ -1167,19 +1205,21 @@ static int64_t partition_moved(prox_grid *g, const prox_points *p)
     return moved;
 }
 
-/* Merge the stayed points (key/id, n - moved) with the sorted moved ones
- * (in the scratch) from the back, in place. */
+/* Merge the stayed points (n - moved) with the sorted moved ones, by key,
+ * from the back, in place: ids into id[], keys into sort_keys (whose tail
+ * the moved points' sort has finished with). */
 static void merge_moved(prox_grid *g, int64_t moved)
 {
+    uint64_t *key = sort_keys(g);
     const uint64_t *moved_key = scratch_keys(g);
     const prox_index *moved_id = scratch_ids(g);
     int64_t a = g->n - moved - 1, b = moved - 1, out = g->n - 1;
     while (b >= 0) {
-        if (a >= 0 && g->key[a] > moved_key[b]) {
-            g->key[out] = g->key[a];
+        if (a >= 0 && key[a] > moved_key[b]) {
+            key[out] = key[a];
             g->id[out--] = g->id[a--];
         } else {
-            g->key[out] = moved_key[b];
+            key[out] = moved_key[b];
             g->id[out--] = moved_id[b--];
         }
     }
@@ -1211,13 +1251,13 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
     int64_t moved = partition_moved(g, p);
     if (moved < 0 || (double)moved > UPDATE_REBUILD_FRACTION * (double)g->n)
         return rebuild(g, p, stats);
-    /* the moved points sort among themselves, using key/id's tail as scratch */
+    /* the moved points sort among themselves */
     int64_t stay = g->n - moved;
-    prox_radix_sort64(scratch_keys(g), scratch_ids(g), g->key + stay, g->id + stay, moved, g->threads);
+    prox_radix_sort64(scratch_keys(g), scratch_ids(g), sort_keys(g) + stay, update_sort_ids(g), moved,
+                      g->threads);
     merge_moved(g, moved);
-    gather_positions(g, p);
     g->built = false;
-    st = index_runs(g);
+    st = index_runs(g, p);
     g->built = st == PROX_OK;
     if (stats) {
         *stats = (prox_stats){0};
