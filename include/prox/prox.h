@@ -4,4 +4,5 @@
 #include "prox/core.h"
 #include "prox/pairs.h"
 #include "prox/grid.h"
+#include "prox/boxes.h"
 #endif

@@ -1,0 +1,141 @@
+/* boxes.h: broad-phase collision detection over axis-aligned boxes.
+ *
+ * One API for every structure: a set of boxes (2D or 3D, float or double,
+ * strided views, box i identified by its index) is built into the structure
+ * named by prox_broad_algo; then
+ *   - self pairs: every pair of overlapping boxes, each once, i < j;
+ *   - queries of a second set: boxes, segments (a moving particle's path,
+ *     seed 000 section 3.2) and swept boxes (a box moving over a step);
+ *   - updates: boxes moved, added or removed (or a rebuild when cheaper).
+ * Results go to the same sinks as the points family (pairs.h): sorted
+ * buffers, CSR lists (one row per box, or per query), a callback, or
+ * count only.
+ *
+ * Overlap rule: intervals are closed, so boxes that touch overlap:
+ * a.min[k] <= b.max[k] && b.min[k] <= a.max[k] on every axis, compared in
+ * double. A box with min == max on an axis (zero extent) is valid; a box with
+ * min > max, or a NaN or infinite bound, is rejected (PROX_ERR_DATA, naming
+ * the box). Every structure returns exactly the pairs brute force returns:
+ * candidates a structure considers internally are always checked with the
+ * exact test before they reach a sink; prox_stats.candidates counts them.
+ */
+#ifndef PROX_BOXES_H
+#define PROX_BOXES_H
+
+#include "prox/core.h"
+#include "prox/pairs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A read-only view of the caller's boxes: bound k of box i is the
+ * prox_scalar at (const char *)min[k] + i * stride (and max[k] likewise). */
+typedef struct prox_boxes {
+    const void *min[3];
+    const void *max[3];
+    ptrdiff_t stride;
+    int64_t count;
+    int dim;
+    prox_scalar scalar;
+} prox_boxes;
+
+/* Packed boxes: min x, min y[, min z], max x, max y[, max z] per box (the
+ * `prox collide` file format). */
+prox_boxes prox_boxes_f64(const double *bounds, int64_t count, int dim);
+prox_boxes prox_boxes_f32(const float *bounds, int64_t count, int dim);
+/* Boxes inside structs: min_first / max_first = addresses of box 0's min x
+ * and max x (the other axes follow contiguously); stride in bytes. */
+prox_boxes prox_boxes_strided(const void *min_first, const void *max_first, int64_t count,
+                              int dim, prox_scalar scalar, ptrdiff_t stride);
+
+static inline double prox_boxes_min(const prox_boxes *b, int64_t i, int axis)
+{
+    const char *at = (const char *)b->min[axis] + i * b->stride;
+    return b->scalar == PROX_F64 ? *(const double *)(const void *)at
+                                 : (double)*(const float *)(const void *)at;
+}
+
+static inline double prox_boxes_max(const prox_boxes *b, int64_t i, int axis)
+{
+    const char *at = (const char *)b->max[axis] + i * b->stride;
+    return b->scalar == PROX_F64 ? *(const double *)(const void *)at
+                                 : (double)*(const float *)(const void *)at;
+}
+
+/* The structures. Names are the same everywhere: this enum, `--algo` of
+ * the CLI, the docs and the benchmark tables. */
+typedef enum prox_broad_algo {
+    PROX_BROAD_BRUTE = 0,        /* "brute": every pair tested */
+    PROX_BROAD_GRID = 1,         /* "grid": uniform hashing, one cell size (seed 000 section 2.1) */
+    PROX_BROAD_MULTILEVEL = 2,   /* "multilevel": Eitz & Lixu (seed 000 section 2.2) */
+    PROX_BROAD_HIERARCHICAL = 3, /* "hierarchical": seed 000 section 3 */
+    PROX_BROAD_KDTREE = 4,       /* "kdtree": linear kd-tree (seed 003) */
+    PROX_BROAD_SAP = 5,          /* "sap": sweep and prune */
+} prox_broad_algo;
+
+/* "brute", "grid", ... ; NULL for an unknown value. */
+const char *prox_broad_algo_name(prox_broad_algo algo);
+/* The enum value of a name; PROX_ERR_INVALID (listing the names) if unknown. */
+prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out);
+
+typedef struct prox_broad_desc {
+    prox_broad_algo algo;    /* default PROX_BROAD_HIERARCHICAL */
+    int threads;             /* 0 = OpenMP default, 1 = no threads; output identical for all */
+    prox_allocator allocator;
+
+    /* grid: cell edge; 0 = fit the data (the median longest box edge) */
+    double cell_size;
+    /* multilevel, hierarchical: hash table slots; 0 = automatic. The paper's
+     * rule of thumb for fixed tables is ~100 x the number of objects. */
+    int64_t table_size;
+    /* hierarchical: false = fixed-length open-addressing table (seed 000
+     * section 4.3), true = growable table */
+    bool growable_table;
+    /* multilevel, hierarchical: the size classes 2^c for c in
+     * [min_class, max_class]; both 0 = fit the data at build (Eq. 2) */
+    int min_class, max_class;
+} prox_broad_desc;
+
+prox_broad_desc prox_default_broad_desc(void);
+
+typedef struct prox_broad prox_broad;
+
+/* On failure *out is set to NULL. destroy(NULL) does nothing. */
+prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out);
+void prox_broad_destroy(prox_broad *broad);
+
+/* Build from scratch over `boxes` (the structure keeps its own copy). */
+prox_status prox_broad_build(prox_broad *broad, const prox_boxes *boxes);
+
+/* Every pair of built boxes that overlap: i < j; buffer sorted by (i, j);
+ * lists with both directions. */
+prox_status prox_broad_pairs(prox_broad *broad, prox_sink sink, prox_stats *stats);
+
+/* For each query box q, the built boxes j it overlaps: pairs (q, j). */
+prox_status prox_broad_query_boxes(prox_broad *broad, const prox_boxes *queries,
+                                   prox_sink sink, prox_stats *stats);
+
+/* Segments from starts[q] to ends[q] (a particle's path over a step).
+ * exact = true: the built boxes the segment really crosses (a closed box,
+ * a segment of length 0 crossing a box it lies in); exact = false: the boxes
+ * overlapping the segment's bounding box (the broad phase alone). */
+prox_status prox_broad_query_segments(prox_broad *broad, const prox_points *starts,
+                                      const prox_points *ends, bool exact, prox_sink sink,
+                                      prox_stats *stats);
+
+/* Boxes moving from `from` to `to` over a step: the built boxes each swept
+ * box (the bounding box of its two positions) overlaps. */
+prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
+                                   const prox_boxes *to, prox_sink sink, prox_stats *stats);
+
+/* The built boxes changed: `boxes` is the new set. Boxes 0 .. kept-1 keep
+ * their identity (moved or resized: relocated where their cells changed);
+ * boxes beyond the old count are added; a smaller count removes the tail.
+ * The structure rebuilds instead when that is cheaper (stats->rebuilt). */
+prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxes, prox_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
