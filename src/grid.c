@@ -38,6 +38,10 @@
 /* Relocating moved points beats a full re-sort while fewer than this
  * fraction moved. */
 #define UPDATE_REBUILD_FRACTION 0.25
+/* Empty cells around the data's box along open axes: a 64th of the span
+ * plus two cells on each side. */
+#define UPDATE_PAD_FRACTION 64.0
+#define UPDATE_PAD_CELLS 2.0
 /* How many iterations ahead random reads are prefetched. */
 #define PREFETCH_AHEAD 16
 
@@ -135,9 +139,14 @@ static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double m
                          "the points span %g cells of size %g along %c; at most 2^31 fit "
                          "(use a larger radius, or split the domain)",
                          span, min_cell, axis_name[k]);
-    g->origin[k] = lo;
+    /* Empty cells on both sides give moving points room, so that
+     * prox_grid_update relocates them instead of rebuilding (seed 004). */
+    double pad = floor(span / UPDATE_PAD_FRACTION) + UPDATE_PAD_CELLS;
+    if (!(span + 2 * pad < (double)(MAX_CELLS_PER_AXIS - 4)))
+        pad = 0;
+    g->origin[k] = lo - pad * min_cell;
     g->inv_cell[k] = 1.0 / min_cell;
-    g->ncell[k] = (int64_t)floor((hi - lo) * g->inv_cell[k]) + 1;
+    g->ncell[k] = (int64_t)floor((hi - g->origin[k]) * g->inv_cell[k]) + 1 + (int64_t)pad;
     g->reach[k] = divisions;
     return PROX_OK;
 }
@@ -1189,12 +1198,15 @@ static int64_t partition_moved(prox_grid *g, const prox_points *p)
     int64_t stay = 0, moved = 0;
     for (int64_t r = 0; r < g->nruns; r++) {
         cell3 old = g->run_cell[r];
+        uint64_t old_key = run_key(g, r);
         for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
+            if (s + PREFETCH_AHEAD < g->n) /* sorted order: random in the input */
+                __builtin_prefetch((const char *)p->axis[0] + g->id[s + PREFETCH_AHEAD] * p->stride);
             cell3 c;
             if (!moved_cell(g, p, s, &c))
                 return -1;
             if (same_cell(c, old)) {
-                stay_key[stay] = key_of_cell(g, old);
+                stay_key[stay] = old_key;
                 g->id[stay++] = g->id[s];
             } else {
                 moved_key[moved] = key_of_cell(g, c);

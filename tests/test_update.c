@@ -518,10 +518,44 @@ static void skin_list_of_many_points_matches_oracle_rows(void **state)
     moving_free(&m);
 }
 
+/* Points drifting a little past the box they were built in (nothing
+ * pinned, so the bounding box moves every step) are relocated, not rebuilt:
+ * the grid keeps room around the data for them. */
+static void grid_update_relocates_points_drifting_past_the_box(void **state)
+{
+    (void)state;
+    enum { N = 3000, STEPS = 10 };
+    static double xyz[N * 3];
+    rng r = rng_seeded(11);
+    for (int i = 0; i < N * 3; i++)
+        xyz[i] = rng_uniform(&r);
+    prox_points points = prox_points_f64(xyz, N, 3);
+    prox_grid_desc desc = prox_default_grid_desc();
+    desc.radius = 0.05;
+    prox_grid *grid = NULL;
+    CHECK_STATUS(prox_grid_create(&desc, &grid), PROX_OK, "create");
+    CHECK_STATUS(prox_grid_build(grid, &points), PROX_OK, "build");
+    for (int step = 0; step < STEPS; step++) {
+        for (int i = 0; i < N * 3; i++) /* outward on average: the box grows */
+            xyz[i] += (xyz[i] < 0.5 ? -1.0 : 1.0) * 0.001 * rng_uniform(&r);
+        prox_stats moved, by_grid, by_brute;
+        CHECK_STATUS(prox_grid_update(grid, &points, &moved), PROX_OK, "update");
+        if (moved.rebuilt || moved.relocated <= 0 || moved.relocated >= N / 4)
+            fail_msg("step %d: rebuilt=%d relocated=%" PRId64 " (want a partial relocation)",
+                     step, (int)moved.rebuilt, moved.relocated);
+        CHECK_STATUS(prox_grid_pairs(grid, prox_sink_count(), &by_grid), PROX_OK, "grid pairs");
+        CHECK_STATUS(prox_pairs(&points, &desc, PROX_ALGO_BRUTE, prox_sink_count(), &by_brute),
+                     PROX_OK, "brute pairs");
+        assert_int_equal(by_grid.pairs, by_brute.pairs);
+    }
+    prox_grid_destroy(grid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(grid_update_follows_random_walk_3d),
+        cmocka_unit_test(grid_update_relocates_points_drifting_past_the_box),
         cmocka_unit_test(grid_update_follows_random_walk_2d_f32),
         cmocka_unit_test(skin_list_rebuilds_only_beyond_half_skin),
         cmocka_unit_test(skin_list_serves_every_sink),
