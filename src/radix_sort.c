@@ -1,5 +1,6 @@
 #include "radix_sort.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +153,65 @@ static void sort_upto32(uint32_t *a, int64_t n)
     _mm512_storeu_si512(a, lo);
     _mm512_mask_storeu_epi32(a + 16, live, hi);
 }
+
+static const uint8_t net64_k[21] = {2, 4, 4, 8, 8, 8, 16, 16, 16, 16, 32, 32, 32, 32, 32, 64, 64, 64, 64, 64, 64};
+static const uint8_t net64_xor[21] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1, 16, 8, 4, 2, 1, 32, 16, 8, 4, 2, 1};
+static const uint16_t net64_mask[21][4] = {
+    {0x6666, 0x6666, 0x6666, 0x6666},
+    {0x3c3c, 0x3c3c, 0x3c3c, 0x3c3c},
+    {0x5a5a, 0x5a5a, 0x5a5a, 0x5a5a},
+    {0x0ff0, 0x0ff0, 0x0ff0, 0x0ff0},
+    {0x33cc, 0x33cc, 0x33cc, 0x33cc},
+    {0x55aa, 0x55aa, 0x55aa, 0x55aa},
+    {0xff00, 0x00ff, 0xff00, 0x00ff},
+    {0xf0f0, 0x0f0f, 0xf0f0, 0x0f0f},
+    {0xcccc, 0x3333, 0xcccc, 0x3333},
+    {0xaaaa, 0x5555, 0xaaaa, 0x5555},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0xff00, 0xff00, 0x00ff, 0x00ff},
+    {0xf0f0, 0xf0f0, 0x0f0f, 0x0f0f},
+    {0xcccc, 0xcccc, 0x3333, 0x3333},
+    {0xaaaa, 0xaaaa, 0x5555, 0x5555},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0xff00, 0xff00, 0xff00, 0xff00},
+    {0xf0f0, 0xf0f0, 0xf0f0, 0xf0f0},
+    {0xcccc, 0xcccc, 0xcccc, 0xcccc},
+    {0xaaaa, 0xaaaa, 0xaaaa, 0xaaaa}};
+
+
+/* 32 < n <= 64: four registers; distances of 16 and 32 lanes exchange whole
+ * registers, whose block direction depends only on the register. */
+static void sort_upto64(uint32_t *a, int64_t n)
+{
+    __m512i v[4];
+    __mmask16 live[4];
+    for (int r = 0; r < 4; r++) {
+        int64_t left = n - 16 * r;
+        live[r] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        v[r] = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live[r], a + 16 * r);
+    }
+    for (int s = 0; s < 21; s++) {
+        int j = net64_xor[s], k = net64_k[s];
+        if (j < 16) {
+            for (int r = 0; r < 4; r++)
+                v[r] = exchange16(v[r], j, net64_mask[s][r]);
+            continue;
+        }
+        int jr = j / 16;
+        for (int r = 0; r < 4; r++) {
+            if (r & jr)
+                continue;
+            int q = r | jr;
+            bool descending = k < 64 && ((16 * r) & k) != 0;
+            __m512i mn = _mm512_min_epu32(v[r], v[q]), mx = _mm512_max_epu32(v[r], v[q]);
+            v[r] = descending ? mx : mn;
+            v[q] = descending ? mn : mx;
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        _mm512_mask_storeu_epi32(a + 16 * r, live[r], v[r]);
+}
 #endif
 
 static int compare_u32(const void *a, const void *b)
@@ -169,6 +229,10 @@ void prox_sort_u32(uint32_t *a, int64_t n)
     }
     if (n > 16 && n <= 32) {
         sort_upto32(a, n);
+        return;
+    }
+    if (n > 32 && n <= 64) {
+        sort_upto64(a, n);
         return;
     }
 #endif
