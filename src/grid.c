@@ -701,31 +701,55 @@ static bool gathered_grow(gathered *b, int64_t need)
     return true;
 }
 
-/* Append sorted points [s0, s1) of the grid. Ranges are short (a cell's
- * points), so a plain loop beats four memcpy calls. */
+/* Copy len coordinates and ids; ranges are short (a cell's points), so
+ * masked 8-wide moves where AVX-512 is there, a plain loop otherwise. */
+static inline void copy_points(double *restrict bx, double *restrict by, double *restrict bz,
+                               prox_index *restrict bid, const double *x, const double *y,
+                               const double *z, const prox_index *id, int64_t len)
+{
+#ifdef PROX_KERNEL_AVX512
+    for (int64_t k = 0; k < len; k += 8) {
+        __mmask8 live = prox_v_live(len - k);
+        _mm512_mask_storeu_pd(bx + k, live, _mm512_maskz_loadu_pd(live, x + k));
+        _mm512_mask_storeu_pd(by + k, live, _mm512_maskz_loadu_pd(live, y + k));
+        _mm512_mask_storeu_pd(bz + k, live, _mm512_maskz_loadu_pd(live, z + k));
+        _mm256_mask_storeu_epi32(bid + k, live, _mm256_maskz_loadu_epi32(live, id + k));
+    }
+#else
+    for (int64_t k = 0; k < len; k++) {
+        bx[k] = x[k];
+        by[k] = y[k];
+        bz[k] = z[k];
+        bid[k] = id[k];
+    }
+#endif
+}
+
+/* Append sorted points [s0, s1) of the grid. */
 static inline bool gather_range(gathered *b, const prox_grid *g, int64_t s0, int64_t s1)
 {
     int64_t len = s1 - s0, n = g->n, at = b->count;
     if (!gathered_reserve(b, at + len))
         return false;
-    const double *x = g->pos + s0, *y = g->pos + n + s0, *z = g->pos + 2 * n + s0;
-    const prox_index *id = g->id + s0;
-    for (int64_t k = 0; k < len; k++) {
-        b->x[at + k] = x[k];
-        b->y[at + k] = y[k];
-        b->z[at + k] = z[k];
-        b->id[at + k] = id[k];
-    }
+    copy_points(b->x + at, b->y + at, b->z + at, b->id + at, g->pos + s0, g->pos + n + s0,
+                g->pos + 2 * n + s0, g->id + s0, len);
     b->count = at + len;
     return true;
 }
 
+/* Up to this many point ranges are resolved before any is copied. */
+#define GATHER_BATCH 128
+
 /* Append every run of the stencil cells [o0, o1) around `base`; when run
- * `own` is among them, *own_at gets the position of its first point. */
+ * `own` is among them, *own_at gets the position of its first point. Two
+ * passes: resolve the cells to point ranges and prefetch their data, then
+ * copy, so that the cache misses of different cells overlap. */
 static bool gather_stencil(gathered *b, const prox_grid *g, const int64_t base[3], int o0,
                            int o1, int64_t own, int64_t *own_at, query_counters *qc)
 {
     prefetch_stencil(g, base, o0, o1);
+    int64_t range[GATHER_BATCH][2], n = g->n;
+    int ranges = 0, own_range = -1;
     for (int o = o0; o < o1; o++) {
         cell3 c;
         if (!neighbour_cell(g, base, g->stencil[o], &c))
@@ -736,11 +760,32 @@ static bool gather_stencil(gathered *b, const prox_grid *g, const int64_t base[3
         for (int64_t s = first; s < last; s++) {
             if (!same_cell(g->run_cell[s], c))
                 continue;
+            if (ranges == GATHER_BATCH) { /* flush a full batch */
+                for (int q = 0; q < ranges; q++) {
+                    if (q == own_range)
+                        *own_at = b->count;
+                    if (!gather_range(b, g, range[q][0], range[q][1]))
+                        return false;
+                }
+                ranges = 0;
+                own_range = -1;
+            }
+            int64_t s0 = g->run_start[s];
+            __builtin_prefetch(g->pos + s0);
+            __builtin_prefetch(g->pos + n + s0);
+            __builtin_prefetch(g->pos + 2 * n + s0);
+            __builtin_prefetch(g->id + s0);
             if (s == own)
-                *own_at = b->count;
-            if (!gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
-                return false;
+                own_range = ranges;
+            range[ranges][0] = s0;
+            range[ranges++][1] = g->run_start[s + 1];
         }
+    }
+    for (int q = 0; q < ranges; q++) {
+        if (q == own_range)
+            *own_at = b->count;
+        if (!gather_range(b, g, range[q][0], range[q][1]))
+            return false;
     }
     return true;
 }
@@ -825,8 +870,23 @@ static void fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
 typedef struct row_chunk {
     prox_index *entries;
     int64_t count, cap;
+    int64_t points_done, points_left;
+    bool sized; /* reserved from the first run's neighbours per point */
     bool failed;
 } row_chunk;
+
+/* After the chunk's first run, reserve what its rate of neighbours per
+ * point predicts for the rest (plus a quarter): one allocation instead of a
+ * chain of doublings and copies. */
+static void size_row_chunk(const prox_grid *g, row_chunk *rc)
+{
+    rc->sized = true;
+    double per_point = (double)rc->count / (double)rc->points_done;
+    int64_t want = rc->count + (int64_t)(1.25 * per_point * (double)rc->points_left) + 64;
+    if (want > rc->cap)
+        prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, want, rc->count,
+                  sizeof *rc->entries); /* on failure, growth on demand still works */
+}
 
 /* Every run of every stencil cell (the run's own cell included); the
  * position of run r's first point in the gathered block goes to *own_at. */
@@ -880,6 +940,10 @@ static void rows_of_run(const prox_grid *g, int64_t r, gathered *b, row_chunk *r
         rc->count += kept;
         row_len[g->run_start[r] + p] = (uint32_t)kept;
     }
+    rc->points_done += own;
+    rc->points_left -= own;
+    if (!rc->sized && rc->points_done >= 32)
+        size_row_chunk(g, rc);
 }
 
 /* offsets[id + 1] = row length of point id, then prefix sums. */
@@ -951,6 +1015,8 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
         for (int k = 0; k < count; k++) {
             query_counters qc = {0, 0};
             gathered scratch = {.allocator = &g->allocator};
+            rows[k].points_left =
+                g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
             for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rows[k].failed; r++)
                 rows_of_run(g, r, &scratch, &rows[k], row_len, !lists, &qc);
             gathered_free(&scratch);
