@@ -1,0 +1,166 @@
+/* grid_private.h: the uniform grid's data, shared by grid.c (geometry,
+ * build, update) and grid_search.c (pairs, lists, queries). */
+#ifndef PROX_GRID_PRIVATE_H
+#define PROX_GRID_PRIVATE_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "exact.h"
+#include "hash.h"
+#include "morton.h"
+#include "prox/grid.h"
+
+/* How many iterations ahead random reads are prefetched. */
+#define PREFETCH_AHEAD 16
+
+typedef struct cell3 {
+    int32_t c[3];
+} cell3;
+
+struct prox_grid {
+    prox_grid_desc desc;
+    prox_allocator allocator;
+    prox_metric metric;
+    int threads;
+    bool built;
+
+    /* geometry, fixed by prox_grid_build and kept by prox_grid_update */
+    int dim;
+    int keys; /* prox_keys in use */
+    double origin[3];
+    double inv_cell[3];
+    int64_t ncell[3];
+    int reach[3];
+    bool periodic[3];
+    uint64_t hash_mask; /* PROX_KEYS_HASH: table slots - 1 */
+
+    /* points in cell order */
+    int64_t n;
+    prox_index *id;
+    double *pos; /* axis-major: x[0..n), y[0..n), z[0..n); before the
+                    coordinates are gathered it holds the sort keys */
+    int64_t id_cap, pos_cap;
+
+    /* runs of points in one cell: points [run_start[r], run_start[r+1]) */
+    int64_t nruns, max_run; /* runs, and the most points in one */
+    uint32_t *run_start;
+    cell3 *run_cell;
+    int64_t run_start_cap, run_cell_cap;
+
+    /* lookup: Morton: open addressing, entry = run + 1 (0 = empty);
+     * hash: first run of each slot, table_len = slots + 1 */
+    uint32_t *table;
+    int64_t table_len, table_cap;
+    int table_bits;
+    bool table_dense; /* Morton: table[key] directly */
+
+    /* stencil offsets: the forward half (self pairs) first, then the rest;
+     * the full set serves ball queries */
+    cell3 *stencil;
+    int stencil_forward, stencil_full;
+};
+
+/* Memory the grid holds, in bytes. */
+int64_t prox_grid_bytes(const prox_grid *g);
+
+/* Cell coordinate of a wrapped coordinate along axis k, for a built point
+ * (always inside 0 .. ncell-1). */
+static inline int32_t cell_of(const prox_grid *g, int k, double v)
+{
+    double u = floor((v - g->origin[k]) * g->inv_cell[k]);
+    if (u < 0)
+        return 0;
+    if (u > (double)(g->ncell[k] - 1))
+        return (int32_t)(g->ncell[k] - 1);
+    return (int32_t)u;
+}
+
+static inline cell3 cell_of_point(const prox_grid *g, double x, double y, double z)
+{
+    cell3 c = {{cell_of(g, 0, x), cell_of(g, 1, y), g->dim == 3 ? cell_of(g, 2, z) : 0}};
+    return c;
+}
+
+static inline uint64_t key_of_cell(const prox_grid *g, cell3 c)
+{
+    if (g->keys == PROX_KEYS_HASH)
+        return prox_teschner_hash(c.c[0], c.c[1], c.c[2], g->hash_mask);
+    if (g->dim == 3)
+        return prox_morton3((uint32_t)c.c[0], (uint32_t)c.c[1], (uint32_t)c.c[2]);
+    return prox_morton2((uint32_t)c.c[0], (uint32_t)c.c[1]);
+}
+
+static inline bool same_cell(cell3 a, cell3 b)
+{
+    return a.c[0] == b.c[0] && a.c[1] == b.c[1] && a.c[2] == b.c[2];
+}
+
+/* The cell at `base + offset`, wrapped on periodic axes; false when it lies
+ * outside the occupied range of an open axis. */
+static inline bool neighbour_cell(const prox_grid *g, const int64_t base[3], cell3 off,
+                                  cell3 *out)
+{
+    for (int k = 0; k < 3; k++) {
+        int64_t c = base[k] + off.c[k];
+        if (c < 0 || c >= g->ncell[k]) {
+            if (!g->periodic[k])
+                return false;
+            c = c < 0 ? c + g->ncell[k] : c - g->ncell[k];
+        }
+        out->c[k] = (int32_t)c;
+    }
+    return true;
+}
+
+/* Runs that may hold cell c: [*first, *last); each must still be checked
+ * with same_cell (hash slots mix cells). */
+static inline void runs_of_cell(const prox_grid *g, cell3 c, int64_t *first, int64_t *last)
+{
+    uint64_t key = key_of_cell(g, c);
+    if (g->keys == PROX_KEYS_HASH) {
+        *first = g->table[key];
+        *last = g->table[key + 1];
+        return;
+    }
+    if (g->table_dense) {
+        uint32_t e = g->table[key];
+        *first = e ? e - 1 : 0;
+        *last = e ? e : 0;
+        return;
+    }
+    uint64_t mask = (uint64_t)g->table_len - 1;
+    for (uint64_t h = prox_hash64(key, g->table_bits);; h = (h + 1) & mask) {
+        uint32_t e = g->table[h];
+        if (e == 0)
+            break;
+        if (same_cell(g->run_cell[e - 1], c)) {
+            *first = e - 1;
+            *last = e;
+            return;
+        }
+    }
+    *first = *last = 0;
+}
+
+/* Start loading the table entry of cell c: stencil lookups are independent,
+ * so issuing them all before using any lets their cache misses overlap. */
+static inline void prefetch_cell(const prox_grid *g, cell3 c)
+{
+    uint64_t key = key_of_cell(g, c);
+    if (g->keys == PROX_KEYS_MORTON && !g->table_dense)
+        key = prox_hash64(key, g->table_bits);
+    __builtin_prefetch(&g->table[key]);
+}
+
+/* Prefetch the table entries of the stencil offsets [o0, o1) around base. */
+static inline void prefetch_stencil(const prox_grid *g, const int64_t base[3], int o0, int o1)
+{
+    for (int o = o0; o < o1; o++) {
+        cell3 c;
+        if (neighbour_cell(g, base, g->stencil[o], &c))
+            prefetch_cell(g, c);
+    }
+}
+
+#endif

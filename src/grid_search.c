@@ -1,0 +1,582 @@
+/* grid_search.c: searching the uniform grid: self pairs through the half
+ * stencil (seed 001: each pair once) for counts and callbacks, rows through
+ * the full stencil for sorted buffers and full lists, and ball queries of a
+ * second point set. The structure itself is built in grid.c. */
+#include <string.h>
+
+#include "alloc.h"
+#include "error.h"
+#include "grid_private.h"
+#include "kernel.h"
+#include "pair_sink.h"
+#include "radix_sort.h"
+#include "search.h"
+#include "views.h"
+
+/* ---- pair kernels ------------------------------------------------------- */
+
+typedef struct query_counters {
+    int64_t candidates;
+    int64_t cells_visited;
+} query_counters;
+
+/* Per-chunk scratch: the points a run meets, gathered contiguously so the
+ * kernel runs one long vector loop per point instead of one per cell. */
+typedef struct gathered {
+    double *x, *y, *z;
+    prox_index *id;
+    uint32_t *hits;
+    int64_t count, cap;
+    const prox_allocator *allocator;
+    bool failed;
+} gathered;
+
+static void gathered_free(gathered *b)
+{
+    void *blocks[] = {b->x, b->y, b->z, b->id, b->hits};
+    for (int k = 0; k < 5; k++)
+        prox_free(b->allocator, blocks[k]);
+}
+
+static bool gathered_grow(gathered *b, int64_t need);
+
+static inline bool gathered_reserve(gathered *b, int64_t need)
+{
+    return need + PROX_KERNEL_SLACK <= b->cap || gathered_grow(b, need);
+}
+
+static bool gathered_grow(gathered *b, int64_t need)
+{
+    int64_t cap = b->cap, want = need + need / 2 + 64 + PROX_KERNEL_SLACK;
+    bool ok = true;
+    int64_t c;
+#define GROW(field)                                                                         \
+    c = cap;                                                                                \
+    ok = ok && prox_grow(b->allocator, (void **)&b->field, &c, want, b->count, sizeof *b->field);
+    GROW(x) GROW(y) GROW(z) GROW(id) GROW(hits)
+#undef GROW
+    if (!ok) {
+        b->failed = true;
+        return false;
+    }
+    b->cap = want;
+    return true;
+}
+
+/* Copy len coordinates and ids; ranges are short (a cell's points), so
+ * masked 8-wide moves where AVX-512 is there, a plain loop otherwise. */
+static inline void copy_points(double *restrict bx, double *restrict by, double *restrict bz,
+                               prox_index *restrict bid, const double *x, const double *y,
+                               const double *z, const prox_index *id, int64_t len)
+{
+#ifdef PROX_KERNEL_AVX512
+    for (int64_t k = 0; k < len; k += 8) {
+        __mmask8 live = prox_v_live(len - k);
+        _mm512_mask_storeu_pd(bx + k, live, _mm512_maskz_loadu_pd(live, x + k));
+        _mm512_mask_storeu_pd(by + k, live, _mm512_maskz_loadu_pd(live, y + k));
+        _mm512_mask_storeu_pd(bz + k, live, _mm512_maskz_loadu_pd(live, z + k));
+        _mm256_mask_storeu_epi32(bid + k, live, _mm256_maskz_loadu_epi32(live, id + k));
+    }
+#else
+    for (int64_t k = 0; k < len; k++) {
+        bx[k] = x[k];
+        by[k] = y[k];
+        bz[k] = z[k];
+        bid[k] = id[k];
+    }
+#endif
+}
+
+/* Append sorted points [s0, s1) of the grid. */
+static inline bool gather_range(gathered *b, const prox_grid *g, int64_t s0, int64_t s1)
+{
+    int64_t len = s1 - s0, n = g->n, at = b->count;
+    if (!gathered_reserve(b, at + len))
+        return false;
+    copy_points(b->x + at, b->y + at, b->z + at, b->id + at, g->pos + s0, g->pos + n + s0,
+                g->pos + 2 * n + s0, g->id + s0, len);
+    b->count = at + len;
+    return true;
+}
+
+/* Up to this many point ranges are resolved before any is copied. */
+#define GATHER_BATCH 128
+
+/* Append every run of the stencil cells [o0, o1) around `base`; when run
+ * `own` is among them, *own_at gets the position of its first point. Two
+ * passes: resolve the cells to point ranges and prefetch their data, then
+ * copy, so that the cache misses of different cells overlap. */
+static bool gather_stencil(gathered *b, const prox_grid *g, const int64_t base[3], int o0,
+                           int o1, int64_t own, int64_t *own_at, query_counters *qc)
+{
+    prefetch_stencil(g, base, o0, o1);
+    int64_t range[GATHER_BATCH][2], n = g->n;
+    int ranges = 0, own_range = -1;
+    for (int o = o0; o < o1; o++) {
+        cell3 c;
+        if (!neighbour_cell(g, base, g->stencil[o], &c))
+            continue;
+        qc->cells_visited++;
+        int64_t first, last;
+        runs_of_cell(g, c, &first, &last);
+        for (int64_t s = first; s < last; s++) {
+            if (!same_cell(g->run_cell[s], c))
+                continue;
+            if (ranges == GATHER_BATCH) { /* flush a full batch */
+                for (int q = 0; q < ranges; q++) {
+                    if (q == own_range)
+                        *own_at = b->count;
+                    if (!gather_range(b, g, range[q][0], range[q][1]))
+                        return false;
+                }
+                ranges = 0;
+                own_range = -1;
+            }
+            int64_t s0 = g->run_start[s];
+            __builtin_prefetch(g->pos + s0);
+            __builtin_prefetch(g->pos + n + s0);
+            __builtin_prefetch(g->pos + 2 * n + s0);
+            __builtin_prefetch(g->id + s0);
+            if (s == own)
+                own_range = ranges;
+            range[ranges][0] = s0;
+            range[ranges++][1] = g->run_start[s + 1];
+        }
+    }
+    for (int q = 0; q < ranges; q++) {
+        if (q == own_range)
+            *own_at = b->count;
+        if (!gather_range(b, g, range[q][0], range[q][1]))
+            return false;
+    }
+    return true;
+}
+
+/* Run r's own points first, then every later run of its cell (hash slots
+ * can split a cell) and the runs of the forward half of the stencil. */
+static bool gather_forward(gathered *b, const prox_grid *g, int64_t r, query_counters *qc)
+{
+    cell3 a = g->run_cell[r];
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]}, unused = -1;
+    b->count = 0;
+    if (!gather_range(b, g, g->run_start[r], g->run_start[r + 1]))
+        return false;
+    if (g->keys == PROX_KEYS_HASH) {
+        int64_t first, last;
+        runs_of_cell(g, a, &first, &last);
+        for (int64_t s = r + 1; s < last; s++)
+            if (same_cell(g->run_cell[s], a) &&
+                !gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
+                return false;
+    }
+    return gather_stencil(b, g, base, 0, g->stencil_forward, -1, &unused, qc);
+}
+
+/* Pairs (id of i, id of each hit), smaller index first. */
+static void emit_hits(prox_emitter *e, prox_index self, const prox_index *ids,
+                      const uint32_t *hits, int64_t count)
+{
+    if (e->kind == PROX_SINK_CALLBACK) {
+        for (int64_t t = 0; t < count && !e->stop; t++) {
+            prox_index j = ids[hits[t]];
+            prox_emit(e, self < j ? self : j, self < j ? j : self);
+        }
+        return;
+    }
+    if (!prox_emitter_reserve(e, count))
+        return;
+    prox_pair *out = e->pairs + e->count;
+    for (int64_t t = 0; t < count; t++) {
+        prox_index j = ids[hits[t]];
+        out[t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
+    }
+    e->count += count;
+}
+
+/* Every pair with a first point in run r: each pair of the grid is found
+ * exactly once over all runs (seed 001). */
+static void pairs_of_run(const prox_grid *g, int64_t r, gathered *b, prox_emitter *e,
+                         query_counters *qc)
+{
+    if (!gather_forward(b, g, r, qc)) {
+        e->stop = e->failed = true;
+        return;
+    }
+    prox_block block = {b->x, b->y, g->dim == 3 ? b->z : NULL};
+    const prox_metric *m = &g->metric;
+    int64_t own = g->run_start[r + 1] - g->run_start[r];
+    for (int64_t p = 0; p < own && !e->stop; p++) {
+        double q[3] = {b->x[p], b->y[p], b->z[p]};
+        qc->candidates += b->count - (p + 1);
+        if (e->kind == PROX_SINK_COUNT) {
+            e->count += prox_kernel_count(&block, p + 1, b->count, q, m);
+            continue;
+        }
+        int64_t hits = prox_kernel_hits(&block, p + 1, b->count, q, m, b->hits);
+        emit_hits(e, b->id[p], b->id, b->hits, hits);
+    }
+}
+
+static void fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                       const query_counters *qc);
+
+/* ---- rows: sorted buffers and full lists without a scatter of pairs ------
+ *
+ * For the buffer and list sinks each point meets its whole stencil and
+ * writes its own row (all neighbours for lists, those with a larger index
+ * for the buffer), sorted. Rows come out in cell order, chunk by chunk;
+ * whole rows are then copied to their place in input order. Every pair is
+ * tested twice, but no pair is ever scattered on its own, which costs less
+ * and is identical for every thread count. */
+
+typedef struct row_chunk {
+    prox_index *entries;
+    int64_t count, cap;
+    int64_t points_done, points_left;
+    bool sized; /* reserved from the first run's neighbours per point */
+    bool failed;
+} row_chunk;
+
+/* After the chunk's first run, reserve what its rate of neighbours per
+ * point predicts for the rest (plus a quarter): one allocation instead of a
+ * chain of doublings and copies. */
+static void size_row_chunk(const prox_grid *g, row_chunk *rc)
+{
+    rc->sized = true;
+    double per_point = (double)rc->count / (double)rc->points_done;
+    int64_t want = rc->count + (int64_t)(1.25 * per_point * (double)rc->points_left) + 64;
+    if (want > rc->cap)
+        prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, want, rc->count,
+                  sizeof *rc->entries); /* on failure, growth on demand still works */
+}
+
+/* Every run of every stencil cell (the run's own cell included); the
+ * position of run r's first point in the gathered block goes to *own_at. */
+static bool gather_full(gathered *b, const prox_grid *g, int64_t r, int64_t *own_at,
+                        query_counters *qc)
+{
+    cell3 a = g->run_cell[r];
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
+    b->count = 0;
+    *own_at = -1;
+    return gather_stencil(b, g, base, 0, g->stencil_full, r, own_at, qc);
+}
+
+static void sort_ids(prox_index *a, int64_t n)
+{
+    prox_sort_u32(a, n);
+}
+
+/* Rows of the points of run r, appended to the chunk; row lengths go to
+ * row_len[sorted position]. greater_only: keep neighbours j > i. */
+static void rows_of_run(const prox_grid *g, int64_t r, gathered *b, row_chunk *rc,
+                        uint32_t *row_len, bool greater_only, query_counters *qc)
+{
+    int64_t own_at;
+    if (!gather_full(b, g, r, &own_at, qc)) {
+        rc->failed = true;
+        return;
+    }
+    prox_block block = {b->x, b->y, g->dim == 3 ? b->z : NULL};
+    int64_t own = g->run_start[r + 1] - g->run_start[r];
+    for (int64_t p = 0; p < own; p++) {
+        int64_t u = own_at + p;
+        double q[3] = {b->x[u], b->y[u], b->z[u]};
+        if (rc->count + b->count > rc->cap &&
+            !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, rc->count + b->count,
+                       rc->count, sizeof *rc->entries)) {
+            rc->failed = true;
+            return;
+        }
+        qc->candidates += b->count - 1;
+        int64_t hits = prox_kernel_hits(&block, 0, u, q, &g->metric, b->hits);
+        hits += prox_kernel_hits(&block, u + 1, b->count, q, &g->metric, b->hits + hits);
+        prox_index self = b->id[u], *out = rc->entries + rc->count;
+        int64_t kept = 0;
+        for (int64_t t = 0; t < hits; t++) {
+            prox_index j = b->id[b->hits[t]];
+            out[kept] = j;
+            kept += !greater_only || j > self;
+        }
+        sort_ids(out, kept);
+        rc->count += kept;
+        row_len[g->run_start[r] + p] = (uint32_t)kept;
+    }
+    rc->points_done += own;
+    rc->points_left -= own;
+    if (!rc->sized && rc->points_done >= 32)
+        size_row_chunk(g, rc);
+}
+
+/* offsets[id + 1] = row length of point id, then prefix sums. */
+static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *offsets)
+{
+    offsets[0] = 0;
+    for (int64_t s = 0; s < g->n; s++)
+        offsets[g->id[s] + 1] = row_len[s];
+    for (int64_t i = 0; i < g->n; i++)
+        offsets[i + 1] += offsets[i];
+}
+
+/* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */
+static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
+                       const uint32_t *row_len, const int64_t *offsets, prox_sink sink)
+{
+    const prox_index *from = rc->entries;
+    for (int64_t s = s0; s < s1; s++) {
+        if (s + PREFETCH_AHEAD < s1)
+            __builtin_prefetch(&offsets[g->id[s + PREFETCH_AHEAD]]);
+        prox_index self = g->id[s];
+        int64_t len = row_len[s], at = offsets[self];
+        if (sink.kind == PROX_SINK_LISTS) {
+            memcpy(sink.lists->indices + at, from, (size_t)len * sizeof *from);
+        } else {
+            prox_pair *to = sink.buffer->pairs + at;
+            for (int64_t t = 0; t < len; t++)
+                to[t] = (prox_pair){self, from[t]};
+        }
+        from += len;
+    }
+}
+
+static prox_status reserve_rows_output(prox_grid *g, prox_sink sink, int64_t total,
+                                       int64_t **offsets)
+{
+    if (sink.kind == PROX_SINK_LISTS) {
+        prox_lists *l = sink.lists;
+        l->rows = 0;
+        if (!prox_reserve(&l->allocator, (void **)&l->indices, &l->indices_capacity, total,
+                          sizeof *l->indices) ||
+            !prox_reserve(&l->allocator, (void **)&l->offsets, &l->offsets_capacity, g->n + 1,
+                          sizeof *l->offsets))
+            return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",
+                             (long long)total);
+        *offsets = l->offsets;
+        return PROX_OK;
+    }
+    sink.buffer->count = 0;
+    prox_status st = prox_pair_buffer_reserve(sink.buffer, total);
+    if (st)
+        return st;
+    *offsets = prox_alloc_array(&g->allocator, g->n + 1, sizeof **offsets);
+    return *offsets ? PROX_OK : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row offsets");
+}
+
+static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    int count = prox_chunk_count(sink, g->threads, g->n);
+    row_chunk *rows = prox_alloc_array(&g->allocator, count, sizeof *rows);
+    uint32_t *row_len = prox_alloc_array(&g->allocator, g->n, sizeof *row_len);
+    int64_t candidates = 0, cells_visited = 0, runs = g->nruns;
+    bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
+    if (rows)
+        memset(rows, 0, (size_t)count * sizeof *rows);
+    if (!failed) {
+#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited)
+        for (int k = 0; k < count; k++) {
+            query_counters qc = {0, 0};
+            gathered scratch = {.allocator = &g->allocator};
+            rows[k].points_left =
+                g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
+            for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rows[k].failed; r++)
+                rows_of_run(g, r, &scratch, &rows[k], row_len, !lists, &qc);
+            gathered_free(&scratch);
+            candidates += qc.candidates;
+            cells_visited += qc.cells_visited;
+        }
+    }
+    int64_t total = 0;
+    for (int k = 0; rows && k < count; k++) {
+        failed |= rows[k].failed;
+        total += rows[k].count;
+    }
+    int64_t *offsets = NULL;
+    prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
+                            : reserve_rows_output(g, sink, total, &offsets);
+    if (!st) {
+        offsets_by_id(g, row_len, offsets);
+#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(static)
+        for (int k = 0; k < count; k++)
+            place_rows(g, &rows[k], g->run_start[runs * k / count],
+                       g->run_start[runs * (k + 1) / count], row_len, offsets, sink);
+        if (lists)
+            sink.lists->rows = g->n;
+        else
+            sink.buffer->count = total;
+    }
+    if (!lists)
+        prox_free(&g->allocator, offsets);
+    for (int k = 0; rows && k < count; k++)
+        prox_free(&g->allocator, rows[k].entries);
+    prox_free(&g->allocator, rows);
+    prox_free(&g->allocator, row_len);
+    query_counters qc = {candidates, cells_visited};
+    fill_stats(g, stats, lists ? total / 2 : total, &qc);
+    return st;
+}
+
+static void fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                       const query_counters *qc)
+{
+    if (!stats)
+        return;
+    *stats = (prox_stats){0};
+    stats->pairs = pairs;
+    stats->candidates = qc->candidates;
+    stats->cells_visited = qc->cells_visited;
+    stats->cells = g->nruns;
+    stats->bytes = prox_grid_bytes(g);
+    stats->keys = g->keys;
+}
+
+static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
+{
+    if (!g)
+        return prox_fail(PROX_ERR_INVALID, "grid is NULL");
+    if (!g->built)
+        return prox_fail(PROX_ERR_INVALID, "the grid is not built: call prox_grid_build first");
+    return prox_sink_check(sink);
+}
+
+prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (st)
+        return st;
+    if (sink.kind == PROX_SINK_BUFFER || sink.kind == PROX_SINK_LISTS)
+        return grid_rows(g, sink, stats);
+    prox_chunks chunks = {0};
+    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink,
+                          &g->allocator);
+    if (st)
+        return st;
+    int64_t candidates = 0, cells_visited = 0;
+    int64_t runs = g->nruns;
+#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited)
+    for (int k = 0; k < chunks.count; k++) {
+        query_counters qc = {0, 0};
+        prox_emitter *e = &chunks.emitter[k];
+        gathered scratch = {.allocator = &g->allocator};
+        int64_t r1 = runs * (k + 1) / chunks.count;
+        for (int64_t r = runs * k / chunks.count; r < r1 && !e->stop; r++)
+            pairs_of_run(g, r, &scratch, e, &qc);
+        gathered_free(&scratch);
+        candidates += qc.candidates;
+        cells_visited += qc.cells_visited;
+    }
+    query_counters total = {candidates, cells_visited};
+    int64_t pairs = 0;
+    st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
+    fill_stats(g, stats, pairs, &total);
+    prox_chunks_free(&chunks);
+    return st;
+}
+
+/* ---- ball queries of a second set ---------------------------------------- */
+
+/* Cell coordinates of a query point, which may lie outside the built range
+ * on open axes: false when no stencil cell can be occupied. */
+static bool query_base_cell(const prox_grid *g, const double q[3], int64_t base[3])
+{
+    for (int k = 0; k < 3; k++) {
+        if (k >= g->dim) {
+            base[k] = 0;
+            continue;
+        }
+        double u = floor((q[k] - g->origin[k]) * g->inv_cell[k]);
+        if (g->periodic[k]) {
+            base[k] = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? g->ncell[k] - 1 : (int64_t)u;
+            continue;
+        }
+        if (u < (double)-g->reach[k] || u > (double)(g->ncell[k] - 1 + g->reach[k]))
+            return false;
+        base[k] = (int64_t)u;
+    }
+    return true;
+}
+
+static void query_point(const prox_grid *g, prox_index q, const double qp[3], uint32_t *hits,
+                        prox_emitter *e, query_counters *qc)
+{
+    int64_t base[3];
+    if (!query_base_cell(g, qp, base))
+        return;
+    const int64_t n = g->n;
+    prox_block block = {g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+    const prox_metric *m = &g->metric;
+    for (int o = 0; o < g->stencil_full && !e->stop; o++) {
+        cell3 b;
+        if (!neighbour_cell(g, base, g->stencil[o], &b))
+            continue;
+        qc->cells_visited++;
+        int64_t first, last;
+        runs_of_cell(g, b, &first, &last);
+        for (int64_t s = first; s < last && !e->stop; s++) {
+            if (!same_cell(g->run_cell[s], b))
+                continue;
+            int64_t j0 = g->run_start[s], j1 = g->run_start[s + 1];
+            qc->candidates += j1 - j0;
+            if (e->kind == PROX_SINK_COUNT) {
+                e->count += prox_kernel_count(&block, j0, j1, qp, m);
+                continue;
+            }
+            int64_t count = prox_kernel_hits(&block, j0, j1, qp, m, hits);
+            for (int64_t t = 0; t < count && !e->stop; t++)
+                prox_emit(e, q, g->id[hits[t]]);
+        }
+    }
+}
+
+static prox_status check_queries(const prox_grid *g, const prox_points *queries)
+{
+    prox_status st = prox_points_check(queries, "queries");
+    if (!st && queries->dim != g->dim)
+        st = prox_fail(PROX_ERR_INVALID, "queries are %dD but the grid holds %dD points",
+                       queries->dim, g->dim);
+    if (!st)
+        st = prox_points_check_finite(queries, "queries", g->threads);
+    return st;
+}
+
+prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink sink,
+                            prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (!st)
+        st = check_queries(g, queries);
+    if (st)
+        return st;
+    prox_chunks chunks = {0};
+    int64_t nq = queries->count;
+    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, nq), sink, &g->allocator);
+    if (st)
+        return st;
+    int64_t candidates = 0, cells_visited = 0;
+#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited)
+    for (int k = 0; k < chunks.count; k++) {
+        query_counters qc = {0, 0};
+        prox_emitter *e = &chunks.emitter[k];
+        gathered scratch = {.allocator = &g->allocator};
+        if (!gathered_reserve(&scratch, g->max_run))
+            e->stop = e->failed = true;
+        int64_t q1 = nq * (k + 1) / chunks.count;
+        for (int64_t q = nq * k / chunks.count; q < q1 && !e->stop; q++) {
+            double qp[3] = {0, 0, 0};
+            for (int a = 0; a < g->dim; a++)
+                qp[a] = prox_coord(queries, q, a, g->desc.period);
+            query_point(g, (prox_index)q, qp, scratch.hits, e, &qc);
+        }
+        gathered_free(&scratch);
+        candidates += qc.candidates;
+        cells_visited += qc.cells_visited;
+    }
+    query_counters total = {candidates, cells_visited};
+    int64_t pairs = 0;
+    st = prox_chunks_deliver(&chunks, sink, nq, false, &pairs);
+    fill_stats(g, stats, pairs, &total);
+    prox_chunks_free(&chunks);
+    return st;
+}
