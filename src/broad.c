@@ -1,0 +1,444 @@
+/* broad.c: the prox_broad object: checks, the built copy of the boxes, and
+ * one query driver for every structure and every query kind.
+ *
+ * Each query (a box of the built set for self pairs, a query box, a
+ * segment's bounding box, a swept box) asks the structure for candidates;
+ * the driver drops repeated candidates (a per-thread stamp per built box),
+ * runs the exact test of box_exact.h and emits through the chunked emitters
+ * of pair_sink.h, which produce the same sorted output for every thread
+ * count. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "broad.h"
+#include "error.h"
+#include "pair_sink.h"
+#include "threads.h"
+#include "views.h"
+
+struct prox_broad {
+    prox_broad_desc desc;
+    prox_allocator allocator;
+    int threads;
+    const broad_ops *ops;
+    void *impl;
+    bool built;
+    int dim;
+    int64_t n;
+    prox_aabb *box;
+    int64_t box_capacity;
+};
+
+/* ---- the structures ---------------------------------------------------- */
+
+static const broad_ops *ops_of(prox_broad_algo algo)
+{
+    switch (algo) {
+    case PROX_BROAD_BRUTE: return &prox_broad_brute_ops;
+    case PROX_BROAD_GRID: return &prox_broad_grid_ops;
+    case PROX_BROAD_MULTILEVEL: return &prox_broad_multilevel_ops;
+    case PROX_BROAD_HIERARCHICAL: return &prox_broad_hierarchical_ops;
+    default: return NULL;
+    }
+}
+
+prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out)
+{
+    if (!out)
+        return prox_fail(PROX_ERR_INVALID, "out is NULL");
+    *out = NULL;
+    prox_status st = prox_broad_desc_check(desc);
+    if (st)
+        return st;
+    const broad_ops *ops = ops_of(desc->algo);
+    if (!ops)
+        return prox_fail(PROX_ERR_INVALID, "algorithm '%s' is not available yet",
+                         prox_broad_algo_name(desc->algo));
+    prox_allocator al = prox_allocator_resolve(&desc->allocator);
+    prox_broad *b = prox_alloc_array(&al, 1, sizeof *b);
+    if (!b)
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for the broad-phase object");
+    *b = (prox_broad){.desc = *desc, .allocator = al, .ops = ops,
+                      .threads = prox_threads_resolve(desc->threads)};
+    b->desc.allocator = al;
+    *out = b;
+    return PROX_OK;
+}
+
+void prox_broad_destroy(prox_broad *b)
+{
+    if (!b)
+        return;
+    if (b->impl)
+        b->ops->destroy(b->impl, &b->allocator);
+    prox_free(&b->allocator, b->box);
+    prox_allocator al = b->allocator;
+    prox_free(&al, b);
+}
+
+/* ---- build ------------------------------------------------------------- */
+
+static void copy_boxes(prox_broad *b, const prox_boxes *boxes)
+{
+    int64_t n = boxes->count;
+#pragma omp parallel for num_threads(b->threads) if (b->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        b->box[i] = prox_boxes_aabb(boxes, i);
+}
+
+static void bounding_box(const prox_aabb *box, int64_t n, double *lo, double *hi)
+{
+    for (int k = 0; k < 3; k++) {
+        lo[k] = n ? box[0].lo[k] : 0.0;
+        hi[k] = n ? box[0].hi[k] : 0.0;
+    }
+    for (int64_t i = 1; i < n; i++)
+        for (int k = 0; k < 3; k++) {
+            lo[k] = box[i].lo[k] < lo[k] ? box[i].lo[k] : lo[k];
+            hi[k] = box[i].hi[k] > hi[k] ? box[i].hi[k] : hi[k];
+        }
+}
+
+prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
+{
+    if (!b)
+        return prox_fail(PROX_ERR_INVALID, "the broad-phase object is NULL");
+    b->built = false;
+    prox_status st = prox_boxes_check(boxes, "boxes");
+    if (!st)
+        st = prox_boxes_check_values(boxes, "boxes", b->threads);
+    if (st)
+        return st;
+    void *p = b->box;
+    if (!prox_reserve(&b->allocator, &p, &b->box_capacity, boxes->count, sizeof(prox_aabb))) {
+        b->box = NULL;
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld boxes",
+                         (long long)boxes->count);
+    }
+    b->box = p;
+    copy_boxes(b, boxes);
+    b->n = boxes->count;
+    b->dim = boxes->dim;
+    broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
+                      {0, 0, 0}, {0, 0, 0}};
+    bounding_box(b->box, b->n, in.lo, in.hi);
+    st = b->ops->build(&b->impl, &in);
+    b->built = st == PROX_OK;
+    return st;
+}
+
+prox_status prox_broad_update(prox_broad *b, const prox_boxes *boxes, prox_stats *stats)
+{
+    /* Rebuilding is always correct; the hash structures reuse their tables
+     * (timestamps, seed 000 section 4.3), so a rebuild sweeps nothing. */
+    prox_status st = prox_broad_build(b, boxes);
+    if (stats) {
+        *stats = (prox_stats){0};
+        stats->rebuilt = true;
+        if (st == PROX_OK) {
+            stats->bytes = b->ops->bytes(b->impl) + b->box_capacity * (int64_t)sizeof(prox_aabb);
+            stats->cells = b->ops->cells(b->impl);
+        }
+    }
+    return st;
+}
+
+/* ---- queries ----------------------------------------------------------- */
+
+typedef enum query_kind { QUERY_SELF, QUERY_BOXES, QUERY_SEGMENTS, QUERY_SWEPT } query_kind;
+
+typedef struct query_set {
+    query_kind kind;
+    const prox_boxes *boxes, *to; /* QUERY_BOXES; QUERY_SWEPT: from, to */
+    const prox_points *starts, *ends;
+    bool exact; /* QUERY_SEGMENTS: the segment test, not only its bounding box */
+    int64_t count;
+} query_set;
+
+typedef struct query_shape {
+    prox_aabb box;      /* what the structure is asked about */
+    double p0[3], p1[3]; /* the segment, when the exact segment test decides */
+    bool segment;
+} query_shape;
+
+static query_shape shape_of(const prox_broad *b, const query_set *qs, int64_t q)
+{
+    query_shape s = {.segment = false};
+    switch (qs->kind) {
+    case QUERY_SELF: s.box = b->box[q]; break;
+    case QUERY_BOXES: s.box = prox_boxes_aabb(qs->boxes, q); break;
+    case QUERY_SWEPT: {
+        prox_aabb from = prox_boxes_aabb(qs->boxes, q), to = prox_boxes_aabb(qs->to, q);
+        s.box = prox_aabb_union(&from, &to);
+        break;
+    }
+    case QUERY_SEGMENTS:
+        for (int k = 0; k < 3; k++) {
+            s.p0[k] = k < b->dim ? prox_points_get(qs->starts, q, k) : 0.0;
+            s.p1[k] = k < b->dim ? prox_points_get(qs->ends, q, k) : 0.0;
+        }
+        s.box = prox_aabb_of_segment(s.p0, s.p1);
+        s.segment = qs->exact;
+        break;
+    }
+    return s;
+}
+
+static inline bool shape_hits(const query_shape *s, const prox_aabb *box)
+{
+    return s->segment ? prox_segment_hits_aabb(s->p0, s->p1, box)
+                      : prox_aabb_overlap(&s->box, box);
+}
+
+/* Brute force (the structure has no gather): every built box is tested. */
+static void scan_all(const prox_broad *b, const query_shape *s, int64_t q, bool self,
+                     prox_emitter *e, int64_t *candidates)
+{
+    int64_t first = self ? q + 1 : 0;
+    *candidates += b->n - first;
+    for (int64_t j = first; j < b->n && !e->stop; j++)
+        if (shape_hits(s, &b->box[j]))
+            prox_emit(e, (prox_index)q, (prox_index)j);
+}
+
+/* The structure's candidates, each tested once (stamp = query + 1). */
+static void test_candidates(const prox_broad *b, const query_shape *s, int64_t q, bool self,
+                            broad_scratch *scratch, uint32_t *stamp, prox_emitter *e,
+                            int64_t *candidates)
+{
+    uint32_t mark = (uint32_t)(q + 1);
+    scratch->count = 0;
+    b->ops->gather(b->impl, &s->box, scratch);
+    for (int64_t c = 0; c < scratch->count && !e->stop; c++) {
+        uint32_t j = scratch->ids[c];
+        if (stamp[j] == mark || (self && (int64_t)j <= q))
+            continue;
+        stamp[j] = mark;
+        ++*candidates;
+        if (shape_hits(s, &b->box[j]))
+            prox_emit(e, (prox_index)q, (prox_index)j);
+    }
+}
+
+typedef struct chunk_job {
+    const prox_broad *broad;
+    const query_set *queries;
+    prox_chunks chunks;
+    broad_scratch *scratch; /* one per chunk */
+    uint32_t *stamps;       /* n per thread */
+    int64_t *candidates;    /* one per chunk */
+} chunk_job;
+
+/* Chunk boundaries: brute-force self pairs shrink row by row, so balance
+ * the triangle by area; everything else by count. */
+static int64_t chunk_begin(const chunk_job *job, int k)
+{
+    int chunks = job->chunks.count;
+    int64_t n = job->queries->count;
+    bool triangle = job->queries->kind == QUERY_SELF && !job->broad->ops->gather;
+    if (!triangle || k == 0 || k == chunks)
+        return n * k / chunks;
+    double frac = (double)k / chunks;
+    return (int64_t)((double)n * (1.0 - sqrt(1.0 - frac)));
+}
+
+static void run_chunk(chunk_job *job, int k)
+{
+    const prox_broad *b = job->broad;
+    bool self = job->queries->kind == QUERY_SELF;
+    prox_emitter *e = &job->chunks.emitter[k];
+    uint32_t *stamp = b->ops->gather ? job->stamps + (int64_t)omp_get_thread_num() * b->n : NULL;
+    int64_t end = chunk_begin(job, k + 1);
+    for (int64_t q = chunk_begin(job, k); q < end && !e->stop && !job->scratch[k].failed; q++) {
+        query_shape s = shape_of(b, job->queries, q);
+        if (stamp)
+            test_candidates(b, &s, q, self, &job->scratch[k], stamp, e, &job->candidates[k]);
+        else
+            scan_all(b, &s, q, self, e, &job->candidates[k]);
+    }
+}
+
+static prox_status job_init(chunk_job *job, const prox_broad *b, const query_set *qs,
+                            prox_sink sink)
+{
+    int64_t work = b->ops->gather ? qs->count : qs->count * (b->n > 64 ? 64 : b->n + 1);
+    int count = prox_chunk_count(sink, b->threads, work);
+    prox_status st = prox_chunks_init(&job->chunks, count, sink, &b->allocator);
+    if (st)
+        return st;
+    int threads = count > 1 ? b->threads : 1;
+    job->scratch = prox_alloc_array(&b->allocator, count, sizeof *job->scratch);
+    job->candidates = prox_alloc_array(&b->allocator, count, sizeof *job->candidates);
+    job->stamps = b->ops->gather ? prox_alloc_array(&b->allocator, threads * b->n, 4) : NULL;
+    if (!job->scratch || !job->candidates || (b->ops->gather && !job->stamps))
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for query scratch");
+    for (int k = 0; k < count; k++) {
+        job->scratch[k] = (broad_scratch){.allocator = &b->allocator};
+        job->candidates[k] = 0;
+    }
+    if (job->stamps)
+        memset(job->stamps, 0, (size_t)(threads * b->n) * sizeof(uint32_t));
+    return PROX_OK;
+}
+
+static void job_free(chunk_job *job, const prox_allocator *al)
+{
+    if (job->scratch)
+        for (int k = 0; k < job->chunks.count; k++) {
+            prox_free(al, job->scratch[k].ids);
+            prox_free(al, job->scratch[k].stack);
+        }
+    prox_free(al, job->scratch);
+    prox_free(al, job->candidates);
+    prox_free(al, job->stamps);
+    prox_chunks_free(&job->chunks);
+}
+
+static void fill_stats(const prox_broad *b, const chunk_job *job, int64_t pairs,
+                       prox_stats *stats)
+{
+    if (!stats)
+        return;
+    *stats = (prox_stats){0};
+    stats->pairs = pairs;
+    for (int k = 0; job->candidates && k < job->chunks.count; k++) {
+        stats->candidates += job->candidates[k];
+        stats->cells_visited += job->scratch[k].cells_visited;
+    }
+    stats->cells = b->ops->cells(b->impl);
+    stats->bytes = b->ops->bytes(b->impl) + b->box_capacity * (int64_t)sizeof(prox_aabb);
+}
+
+static prox_status run_queries(const prox_broad *b, const query_set *qs, prox_sink sink,
+                               prox_stats *stats)
+{
+    chunk_job job = {.broad = b, .queries = qs};
+    prox_status st = job_init(&job, b, qs, sink);
+    int64_t pairs = 0;
+    if (!st) {
+        int threads = job.chunks.count > 1 ? b->threads : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+        for (int k = 0; k < job.chunks.count; k++)
+            run_chunk(&job, k);
+        bool failed = false;
+        for (int k = 0; k < job.chunks.count; k++)
+            failed |= job.scratch[k].failed;
+        st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "out of memory for candidates")
+                    : prox_chunks_deliver(&job.chunks, sink, qs->kind == QUERY_SELF ? b->n
+                                                                                    : qs->count,
+                                          qs->kind == QUERY_SELF, &pairs);
+    }
+    fill_stats(b, &job, pairs, stats);
+    job_free(&job, &b->allocator);
+    return st;
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+static prox_status check_ready(const prox_broad *b, prox_sink sink, prox_stats *stats)
+{
+    if (stats)
+        *stats = (prox_stats){0};
+    if (!b)
+        return prox_fail(PROX_ERR_INVALID, "the broad-phase object is NULL");
+    if (!b->built)
+        return prox_fail(PROX_ERR_INVALID, "the broad-phase structure is not built "
+                                           "(call prox_broad_build first)");
+    return prox_sink_check(sink);
+}
+
+static prox_status check_box_queries(const prox_broad *b, const prox_boxes *q, const char *what)
+{
+    prox_status st = prox_boxes_check(q, what);
+    if (!st && q->dim != b->dim)
+        st = prox_fail(PROX_ERR_INVALID, "%s are %dD but the built boxes are %dD", what, q->dim,
+                       b->dim);
+    if (!st)
+        st = prox_boxes_check_values(q, what, b->threads);
+    return st;
+}
+
+static prox_status check_points(const prox_broad *b, const prox_points *p, const char *what)
+{
+    prox_status st = prox_points_check(p, what);
+    if (!st && p->dim != b->dim)
+        st = prox_fail(PROX_ERR_INVALID, "%s are %dD but the built boxes are %dD", what, p->dim,
+                       b->dim);
+    if (!st)
+        st = prox_points_check_finite(p, what, b->threads);
+    return st;
+}
+
+prox_status prox_broad_pairs(prox_broad *b, prox_sink sink, prox_stats *stats)
+{
+    prox_status st = check_ready(b, sink, stats);
+    if (st)
+        return st;
+    query_set qs = {.kind = QUERY_SELF, .count = b->n};
+    return run_queries(b, &qs, sink, stats);
+}
+
+prox_status prox_broad_query_boxes(prox_broad *b, const prox_boxes *queries, prox_sink sink,
+                                   prox_stats *stats)
+{
+    prox_status st = check_ready(b, sink, stats);
+    if (!st)
+        st = check_box_queries(b, queries, "queries");
+    if (st)
+        return st;
+    query_set qs = {.kind = QUERY_BOXES, .boxes = queries, .count = queries->count};
+    return run_queries(b, &qs, sink, stats);
+}
+
+prox_status prox_broad_query_segments(prox_broad *b, const prox_points *starts,
+                                      const prox_points *ends, bool exact, prox_sink sink,
+                                      prox_stats *stats)
+{
+    prox_status st = check_ready(b, sink, stats);
+    if (!st)
+        st = check_points(b, starts, "segment starts");
+    if (!st)
+        st = check_points(b, ends, "segment ends");
+    if (!st && starts->count != ends->count)
+        st = prox_fail(PROX_ERR_INVALID, "%lld segment starts but %lld ends",
+                       (long long)starts->count, (long long)ends->count);
+    if (st)
+        return st;
+    query_set qs = {.kind = QUERY_SEGMENTS, .starts = starts, .ends = ends, .exact = exact,
+                    .count = starts->count};
+    return run_queries(b, &qs, sink, stats);
+}
+
+prox_status prox_broad_query_swept(prox_broad *b, const prox_boxes *from, const prox_boxes *to,
+                                   prox_sink sink, prox_stats *stats)
+{
+    prox_status st = check_ready(b, sink, stats);
+    if (!st)
+        st = check_box_queries(b, from, "swept boxes (from)");
+    if (!st)
+        st = check_box_queries(b, to, "swept boxes (to)");
+    if (!st && from->count != to->count)
+        st = prox_fail(PROX_ERR_INVALID, "%lld swept boxes 'from' but %lld 'to'",
+                       (long long)from->count, (long long)to->count);
+    if (st)
+        return st;
+    query_set qs = {.kind = QUERY_SWEPT, .boxes = from, .to = to, .count = from->count};
+    return run_queries(b, &qs, sink, stats);
+}
+
+/* ---- scratch ----------------------------------------------------------- */
+
+bool prox_scratch_reserve(broad_scratch *s, int64_t more)
+{
+    void *p = s->ids;
+    if (!prox_grow(s->allocator, &p, &s->capacity, s->count + more, s->count,
+                   sizeof(uint32_t))) {
+        s->failed = true;
+        return false;
+    }
+    s->ids = p;
+    return true;
+}

@@ -1,0 +1,128 @@
+/* broad.h: what the box-family structures share with the front (broad.c):
+ * box checks, the built boxes, per-chunk scratch, and the table of
+ * functions each structure provides.
+ *
+ * A structure only finds candidates: gather() appends the ids of built boxes
+ * that may overlap a query box (duplicates allowed). The front removes
+ * duplicates, runs the exact test (box_exact.h) and emits, so that every
+ * structure returns exactly what brute force returns. */
+#ifndef PROX_BROAD_H
+#define PROX_BROAD_H
+
+#include "box_exact.h"
+#include "prox/boxes.h"
+
+/* ---- checks (boxes.c) ---------------------------------------------------- */
+
+/* Shape: pointers, dim, scalar, count. `what` names the view. */
+prox_status prox_boxes_check(const prox_boxes *b, const char *what);
+/* Values: every bound finite and min <= max (reports the lowest bad box). */
+prox_status prox_boxes_check_values(const prox_boxes *b, const char *what, int threads);
+prox_status prox_broad_desc_check(const prox_broad_desc *desc);
+
+/* Box i of a view as doubles (z = 0 in 2D). */
+static inline prox_aabb prox_boxes_aabb(const prox_boxes *b, int64_t i)
+{
+    prox_aabb a = {{0, 0, 0}, {0, 0, 0}};
+    for (int k = 0; k < b->dim; k++) {
+        a.lo[k] = prox_boxes_min(b, i, k);
+        a.hi[k] = prox_boxes_max(b, i, k);
+    }
+    return a;
+}
+
+/* ---- the built set ------------------------------------------------------- */
+
+typedef struct broad_input {
+    const prox_aabb *box; /* n boxes, z = 0 in 2D */
+    int64_t n;
+    int dim;
+    int threads;
+    const prox_broad_desc *desc;
+    const prox_allocator *allocator;
+    double lo[3], hi[3]; /* bounding box of every built box (0 when n == 0) */
+} broad_input;
+
+/* ---- per-chunk scratch -------------------------------------------------- */
+
+typedef struct broad_scratch {
+    uint32_t *ids; /* candidates of the current query */
+    int64_t count, capacity;
+    void *stack; /* structure-private traversal stack */
+    int64_t stack_capacity;
+    int64_t cells_visited;
+    bool failed; /* an allocation failed */
+    const prox_allocator *allocator;
+} broad_scratch;
+
+/* Room for `more` ids; false (and failed set) if memory ran out. */
+bool prox_scratch_reserve(broad_scratch *s, int64_t more);
+
+static inline void prox_scratch_push(broad_scratch *s, uint32_t id)
+{
+    if (s->count < s->capacity || prox_scratch_reserve(s, 1))
+        s->ids[s->count++] = id;
+}
+
+/* ---- the structures ----------------------------------------------------- */
+
+typedef struct broad_ops {
+    const char *name;
+    /* Build from scratch into *impl (NULL the first time; reused after). */
+    prox_status (*build)(void **impl, const broad_input *in);
+    void (*destroy)(void *impl, const prox_allocator *allocator);
+    /* Append candidate ids for query box q to s. NULL: test every box. */
+    void (*gather)(const void *impl, const prox_aabb *q, broad_scratch *s);
+    int64_t (*bytes)(const void *impl);
+    int64_t (*cells)(const void *impl);
+} broad_ops;
+
+extern const broad_ops prox_broad_brute_ops;
+extern const broad_ops prox_broad_grid_ops;
+extern const broad_ops prox_broad_multilevel_ops;
+extern const broad_ops prox_broad_hierarchical_ops;
+
+/* ---- shared helpers of the hash structures ------------------------------ */
+
+/* Eq. 2 of seed 000: the class c of a box whose longest edge is l, so that
+ * 2^c >= l > 2^(c-1): c = ceil(log2(l)), exactly (frexp, no log). l <= 0
+ * returns INT32_MIN (a point fits any class). */
+int prox_size_class(double l);
+
+static inline double prox_longest_edge(const prox_aabb *b, int dim)
+{
+    double l = 0.0;
+    for (int k = 0; k < dim; k++)
+        l = b->hi[k] - b->lo[k] > l ? b->hi[k] - b->lo[k] : l;
+    return l;
+}
+
+/* The size classes [min, max] of a build: desc->min_class/max_class, or
+ * (both 0) fitted to the boxes' longest edges by Eq. 2; the minimum is
+ * raised so that the finest class has at most 2^40 cells along an axis of
+ * the data (a box smaller than its class still fits it). */
+void prox_fit_classes(const broad_input *in, int *min_class, int *max_class);
+
+/* The uniform-hashing engine (multilevel_hash.c): nlevels levels with the
+ * given cell sizes (ascending). classes: a box goes to the level of its
+ * Eq. 2 class (sizes[0] = 2^min_class); otherwise every box to level 0. */
+prox_status prox_levels_build(void **impl, const broad_input *in, const double *sizes,
+                              int nlevels, int min_class, bool classes);
+void prox_levels_gather(const void *impl, const prox_aabb *q, broad_scratch *s);
+void prox_levels_destroy(void *impl, const prox_allocator *allocator);
+int64_t prox_levels_bytes(const void *impl);
+int64_t prox_levels_cells(const void *impl);
+
+/* floor(v) as an integer, clamped to [-2^62, 2^62] (monotonic, never UB). */
+static inline int64_t prox_cell_floor(double v)
+{
+    const double limit = 4611686018427387904.0; /* 2^62 */
+    if (!(v > -limit))
+        return -((int64_t)1 << 62);
+    if (!(v < limit))
+        return (int64_t)1 << 62;
+    double f = (double)(int64_t)v;
+    return (int64_t)(f > v ? f - 1 : f);
+}
+
+#endif

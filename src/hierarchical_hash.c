@@ -1,0 +1,549 @@
+/* hierarchical_hash.c: the hierarchical hash of seed 000 section 3
+ * (Pouchol, Ahmad, Crespin, Terraz).
+ *
+ * Classes: sizes 2^c for c from `top` down to `bottom`. [bottom, max_class]
+ * are the classes of the boxes (Eq. 2, as in multilevel hashing); above
+ * max_class, coarser classes up to the one whose cells hold the whole data
+ * in at most 2 per axis, so that every query starts from at most 2^dim cells
+ * and descends only where something is stored (the pruning of the
+ * `hasChildren` flag, section 3.3). Classes are contiguous, so each cell of
+ * class c has 2^dim children of class c - 1.
+ *
+ * Keys: Eq. 4, additive top-down: the key of a cell of class c is the sum of
+ * h^j over its ancestors j = top .. c (h^j = Eq. 3 with the class mixed in),
+ * in 64-bit wrapping arithmetic; the table slot is the key reduced by
+ * Fibonacci hashing. Two tables (section 4.3):
+ *   - fixed length (growable_table = false): the slot is the key reduced to
+ *     the table, as the paper's fixed-length vector; colliding cells share
+ *     a slot (their ids and flags merge: more candidates, never a missed
+ *     one);
+ *   - growable: open addressing over the full 64-bit key, doubled when half
+ *     full (the paper's hash map, n = +inf).
+ * Each slot carries a timestamp (section 4.3): a slot is valid only for the
+ * build that wrote it, so a rebuild never sweeps the table.
+ *
+ * Insertion (Listing 1): a box of class c is inserted at the cells of class c
+ * holding its corners (the cells it covers: at most 2 per axis); the walk
+ * from the top sets hasChildren on every ancestor. Ids are not kept in
+ * per-cell lists: the build records (slot, id) entries, radix-sorts them by
+ * slot, and each slot keeps the range of its ids.
+ *
+ * Query (Listing 2): the cells of the top class that the query box covers;
+ * each visited cell yields its ids, and if it has children, its children
+ * that the query covers are visited (the subdivision of Listing 2). Each cell
+ * is visited at most once (the cells form a tree).
+ *
+ * Cell coordinates: u = x - origin (origin = the data's minimum corner, so
+ * u >= 0 for every built box); cell of class c = floor(u * 2^-bottom) >>
+ * (c - bottom), which equals floor(u / 2^c) and makes parents and children
+ * agree exactly. Queries are clipped to the data's extent first. */
+#include <math.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "broad.h"
+#include "error.h"
+#include "hash.h"
+#include "radix_sort.h"
+
+#define MAX_CELLS_PER_BOX 1024
+
+typedef struct hh_slot {
+    uint32_t stamp; /* valid when == the structure's frame */
+    uint32_t begin; /* its ids: entry_id[begin .. begin + count) */
+    uint32_t count;
+    uint32_t children; /* hasChildren */
+} hh_slot;
+
+typedef struct hh_node {
+    int64_t cell[3];
+    uint64_t key;
+    int cls;
+} hh_node;
+
+typedef struct hier {
+    int dim;
+    int top, bottom, max_class;
+    double origin[3], umax[3];
+    double inv_bottom; /* 2^-bottom */
+    /* the table */
+    hh_slot *slot;
+    uint64_t *slot_key; /* growable only */
+    int64_t slots, used, slot_capacity, key_capacity;
+    int bits;
+    bool growable;
+    uint32_t frame;
+    /* entries: (key -> slot, id), sorted by slot */
+    uint64_t *entry_key, *tmp_key;
+    uint32_t *entry_id, *tmp_id;
+    int64_t entries, entry_key_cap, tmp_key_cap, entry_id_cap, tmp_id_cap;
+    uint32_t *oversize;
+    int64_t noversize, oversize_cap;
+    int64_t n;
+    bool failed; /* out of memory while growing the table */
+    const prox_allocator *allocator;
+} hier;
+
+/* ---- hashing ------------------------------------------------------------ */
+
+/* h^c of Eq. 3 for one cell of class c (the class mixed in). */
+static inline uint64_t cell_hash(int cls, const int64_t cell[3])
+{
+    return prox_teschner_hash(cell[0], cell[1], cell[2], ~0ULL) ^
+           ((uint64_t)(cls + 4096) * 0xD6E8FEB86659FD93ULL);
+}
+
+static inline uint64_t home_slot(const hier *h, uint64_t key)
+{
+    return h->bits ? prox_hash64(key, h->bits) : 0;
+}
+
+/* The valid slot of `key`, or -1. */
+static inline int64_t find_slot(const hier *h, uint64_t key)
+{
+    uint64_t mask = (uint64_t)h->slots - 1, s = home_slot(h, key);
+    if (!h->growable)
+        return h->slot[s].stamp == h->frame ? (int64_t)s : -1;
+    for (; h->slot[s].stamp == h->frame; s = (s + 1) & mask)
+        if (h->slot_key[s] == key)
+            return (int64_t)s;
+    return -1;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static bool allocate_table(hier *h, int64_t slots)
+{
+    void *p = h->slot, *k = h->slot_key;
+    prox_free(h->allocator, p);
+    prox_free(h->allocator, k);
+    h->slot = prox_alloc_array(h->allocator, slots, sizeof(hh_slot));
+    h->slot_key = h->growable ? prox_alloc_array(h->allocator, slots, sizeof(uint64_t)) : NULL;
+    if (!h->slot || (h->growable && !h->slot_key)) {
+        h->slots = h->slot_capacity = h->key_capacity = 0;
+        return false;
+    }
+    memset(h->slot, 0, (size_t)slots * sizeof(hh_slot));
+    h->slots = h->slot_capacity = slots;
+    h->key_capacity = h->growable ? slots : 0;
+    h->bits = 0;
+    while (((int64_t)1 << h->bits) < slots)
+        h->bits++;
+    h->frame = 1;
+    return true;
+}
+
+static int64_t claim_slot(hier *h, uint64_t key);
+
+/* Growable table: double it, re-inserting this build's slots (the new
+ * table starts a fresh frame). */
+static bool grow_table(hier *h)
+{
+    hh_slot *old = h->slot;
+    uint64_t *old_key = h->slot_key;
+    int64_t old_slots = h->slots;
+    uint32_t old_frame = h->frame;
+    h->slot = NULL;
+    h->slot_key = NULL;
+    bool ok = allocate_table(h, old_slots * 2);
+    if (ok) {
+        h->used = 0;
+        for (int64_t s = 0; s < old_slots; s++)
+            if (old[s].stamp == old_frame) {
+                int64_t t = claim_slot(h, old_key[s]);
+                h->slot[t].children = old[s].children;
+            }
+    }
+    prox_free(h->allocator, old);
+    prox_free(h->allocator, old_key);
+    return ok;
+}
+
+/* The slot of `key` in this build, created if needed. */
+static int64_t claim_slot(hier *h, uint64_t key)
+{
+    uint64_t mask = (uint64_t)h->slots - 1, s = home_slot(h, key);
+    if (h->growable) {
+        for (; h->slot[s].stamp == h->frame; s = (s + 1) & mask)
+            if (h->slot_key[s] == key)
+                return (int64_t)s;
+        h->slot_key[s] = key;
+    } else if (h->slot[s].stamp == h->frame) {
+        return (int64_t)s;
+    }
+    h->slot[s] = (hh_slot){.stamp = h->frame};
+    h->used++;
+    return (int64_t)s;
+}
+
+static void mark_children(hier *h, uint64_t key)
+{
+    if (h->failed)
+        return;
+    h->slot[claim_slot(h, key)].children = 1;
+    if (h->growable && 2 * h->used > h->slots && !grow_table(h))
+        h->failed = true;
+}
+
+/* ---- insertion (Listing 1) -------------------------------------------------- */
+
+typedef struct box_cells {
+    int64_t lo[3], hi[3]; /* cells of the bottom class */
+} box_cells;
+
+static inline int64_t cell_at(int64_t bottom_cell, int shift)
+{
+    return bottom_cell >> shift; /* bottom cells are >= 0: a floor division */
+}
+
+static bool append_entry(hier *h, uint64_t key, uint32_t id)
+{
+    void *k = h->entry_key, *i = h->entry_id;
+    if (!prox_grow(h->allocator, &k, &h->entry_key_cap, h->entries + 1, h->entries,
+                   sizeof(uint64_t)))
+        return false;
+    h->entry_key = k;
+    if (!prox_grow(h->allocator, &i, &h->entry_id_cap, h->entries + 1, h->entries,
+                   sizeof(uint32_t)))
+        return false;
+    h->entry_id = i;
+    h->entry_key[h->entries] = key;
+    h->entry_id[h->entries++] = id;
+    return true;
+}
+
+/* Visit cell `cell` of class cls (key = its Eq. 4 key) for box id, which is
+ * stored at class target: store it there, or flag the cell and descend. */
+static void insert_walk(hier *h, const box_cells *b, int cls, const int64_t cell[3],
+                        uint64_t key, int target, uint32_t id)
+{
+    if (h->failed)
+        return;
+    if (cls == target) {
+        claim_slot(h, key);
+        if (h->growable && 2 * h->used > h->slots && !grow_table(h))
+            h->failed = true;
+        if (!h->failed && !append_entry(h, key, id))
+            h->failed = true;
+        return;
+    }
+    mark_children(h, key); /* hm[hashKey].hasChildren = true */
+    int shift = cls - 1 - h->bottom;
+    int64_t lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+        int64_t first = 2 * cell[k], last = 2 * cell[k] + 1;
+        int64_t blo = cell_at(b->lo[k], shift), bhi = cell_at(b->hi[k], shift);
+        lo[k] = first > blo ? first : blo;
+        hi[k] = last < bhi ? last : bhi;
+    }
+    int64_t child[3];
+    for (child[2] = lo[2]; child[2] <= hi[2]; child[2]++)
+        for (child[1] = lo[1]; child[1] <= hi[1]; child[1]++)
+            for (child[0] = lo[0]; child[0] <= hi[0]; child[0]++)
+                insert_walk(h, b, cls - 1, child, key + cell_hash(cls - 1, child), target, id);
+}
+
+static box_cells cells_of(const hier *h, const prox_aabb *box)
+{
+    box_cells c;
+    for (int k = 0; k < 3; k++) {
+        double lo = box->lo[k] - h->origin[k], hi = box->hi[k] - h->origin[k];
+        lo = lo < 0 ? 0 : lo > h->umax[k] ? h->umax[k] : lo;
+        hi = hi < 0 ? 0 : hi > h->umax[k] ? h->umax[k] : hi;
+        c.lo[k] = prox_cell_floor(lo * h->inv_bottom);
+        c.hi[k] = prox_cell_floor(hi * h->inv_bottom);
+    }
+    return c;
+}
+
+static double cells_at(const box_cells *b, int shift)
+{
+    double cells = 1.0;
+    for (int k = 0; k < 3; k++)
+        cells *= (double)(cell_at(b->hi[k], shift) - cell_at(b->lo[k], shift)) + 1.0;
+    return cells;
+}
+
+static int class_of(const hier *h, const prox_aabb *box)
+{
+    int c = prox_size_class(prox_longest_edge(box, h->dim));
+    c = c < h->bottom ? h->bottom : c;
+    return c > h->max_class ? h->max_class : c;
+}
+
+static void insert_box(hier *h, const prox_aabb *box, uint32_t id)
+{
+    box_cells b = cells_of(h, box);
+    int target = class_of(h, box);
+    if (cells_at(&b, target - h->bottom) > MAX_CELLS_PER_BOX) {
+        void *p = h->oversize;
+        if (!prox_grow(h->allocator, &p, &h->oversize_cap, h->noversize + 1, h->noversize,
+                       sizeof(uint32_t))) {
+            h->failed = true;
+            return;
+        }
+        h->oversize = p;
+        h->oversize[h->noversize++] = id;
+        return;
+    }
+    int shift = h->top - h->bottom;
+    int64_t cell[3];
+    for (cell[2] = cell_at(b.lo[2], shift); cell[2] <= cell_at(b.hi[2], shift); cell[2]++)
+        for (cell[1] = cell_at(b.lo[1], shift); cell[1] <= cell_at(b.hi[1], shift); cell[1]++)
+            for (cell[0] = cell_at(b.lo[0], shift); cell[0] <= cell_at(b.hi[0], shift);
+                 cell[0]++)
+                insert_walk(h, &b, h->top, cell, cell_hash(h->top, cell), target, id);
+}
+
+/* ---- build ----------------------------------------------------------------- */
+
+static void choose_geometry(hier *h, const broad_input *in)
+{
+    int lo, hi;
+    prox_fit_classes(in, &lo, &hi);
+    double extent = 0.0;
+    for (int k = 0; k < 3; k++) {
+        h->origin[k] = in->lo[k];
+        h->umax[k] = in->hi[k] - in->lo[k];
+        extent = h->umax[k] > extent ? h->umax[k] : extent;
+    }
+    int extent_class = extent > 0 ? prox_size_class(extent) : lo;
+    h->bottom = lo;
+    h->max_class = hi;
+    h->top = extent_class > hi ? extent_class : hi;
+    h->inv_bottom = ldexp(1.0, -lo);
+    h->dim = in->dim;
+    h->n = in->n;
+}
+
+static int64_t pow2_at_least(int64_t v)
+{
+    int64_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+/* The table for this build: the same one (timestamps make it empty) unless
+ * its size must change. */
+static bool prepare_table(hier *h, const broad_input *in)
+{
+    bool growable = in->desc->growable_table;
+    int64_t want = in->desc->table_size > 0 ? pow2_at_least(in->desc->table_size)
+                   : growable ? pow2_at_least(2 * in->n + 64)
+                              : pow2_at_least(((int64_t)2 << in->dim) * in->n + 64);
+    if (growable && h->growable && in->desc->table_size == 0 && h->slots >= want)
+        want = h->slots; /* keep what an earlier build grew to */
+    if (!h->slot || h->slots != want || h->growable != growable) {
+        h->growable = growable;
+        return allocate_table(h, want);
+    }
+    if (++h->frame == 0) { /* 2^32 builds: clear once */
+        memset(h->slot, 0, (size_t)h->slots * sizeof(hh_slot));
+        h->frame = 1;
+    }
+    return true;
+}
+
+static bool reserve_sort_scratch(hier *h)
+{
+    void *k = h->tmp_key, *i = h->tmp_id;
+    bool ok = prox_reserve(h->allocator, &k, &h->tmp_key_cap, h->entries, sizeof(uint64_t));
+    h->tmp_key = k;
+    ok = ok && prox_reserve(h->allocator, &i, &h->tmp_id_cap, h->entries, sizeof(uint32_t));
+    h->tmp_id = i;
+    return ok;
+}
+
+/* Entries sorted by slot; each slot gets the range of its ids. */
+static prox_status index_entries(hier *h, int threads)
+{
+    if (h->entries >= (int64_t)UINT32_MAX)
+        return prox_fail(PROX_ERR_RANGE, "%lld cell entries; at most 2^32 - 2 fit",
+                         (long long)h->entries);
+    if (!reserve_sort_scratch(h))
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory sorting %lld cell entries",
+                         (long long)h->entries);
+    for (int64_t e = 0; e < h->entries; e++)
+        h->entry_key[e] = (uint64_t)find_slot(h, h->entry_key[e]);
+    prox_radix_sort64(h->entry_key, h->entry_id, h->tmp_key, h->tmp_id, h->entries, threads);
+    for (int64_t e = 0; e < h->entries;) {
+        int64_t begin = e;
+        uint64_t s = h->entry_key[e];
+        while (e < h->entries && h->entry_key[e] == s)
+            e++;
+        h->slot[s].begin = (uint32_t)begin;
+        h->slot[s].count = (uint32_t)(e - begin);
+    }
+    return PROX_OK;
+}
+
+static prox_status hier_build(void **impl, const broad_input *in)
+{
+    hier *h = *impl;
+    if (!h) {
+        h = prox_alloc_array(in->allocator, 1, sizeof *h);
+        if (!h)
+            return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for the hierarchical hash");
+        *h = (hier){.allocator = in->allocator};
+        *impl = h;
+    }
+    choose_geometry(h, in);
+    h->entries = h->noversize = h->used = 0;
+    h->failed = false;
+    if (!prepare_table(h, in))
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for a hash table of %lld slots",
+                         (long long)in->desc->table_size);
+    for (int64_t i = 0; i < in->n && !h->failed; i++)
+        insert_box(h, &in->box[i], (uint32_t)i);
+    if (h->failed)
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory building the hierarchical hash");
+    return index_entries(h, in->threads);
+}
+
+/* ---- query (Listing 2) --------------------------------------------------- */
+
+static bool reserve_stack(broad_scratch *s, int64_t nodes)
+{
+    if (s->stack && s->stack_capacity >= nodes)
+        return true;
+    if (!prox_reserve(s->allocator, &s->stack, &s->stack_capacity, nodes, sizeof(hh_node))) {
+        s->failed = true;
+        return false;
+    }
+    return true;
+}
+
+/* The query's cells of the bottom class, clipped to the data; false if the
+ * query misses the data's extent. */
+static bool query_cells(const hier *h, const prox_aabb *q, box_cells *c)
+{
+    for (int k = 0; k < 3; k++)
+        if (q->hi[k] - h->origin[k] < 0 || q->lo[k] - h->origin[k] > h->umax[k])
+            return false;
+    *c = cells_of(h, q);
+    return true;
+}
+
+static void push_ids(const hier *h, const hh_slot *slot, broad_scratch *s)
+{
+    if (slot->count == 0 || !prox_scratch_reserve(s, slot->count))
+        return;
+    memcpy(s->ids + s->count, h->entry_id + slot->begin, slot->count * sizeof(uint32_t));
+    s->count += slot->count;
+}
+
+/* Push the cells of class cls (children of `parent`, or the top cells when
+ * parent is NULL) that the query covers. */
+static int64_t push_cells(const hier *h, const box_cells *q, int cls, const hh_node *parent,
+                          hh_node *stack, int64_t top)
+{
+    int shift = cls - h->bottom;
+    int64_t lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+        lo[k] = cell_at(q->lo[k], shift);
+        hi[k] = cell_at(q->hi[k], shift);
+        if (parent) {
+            lo[k] = lo[k] > 2 * parent->cell[k] ? lo[k] : 2 * parent->cell[k];
+            hi[k] = hi[k] < 2 * parent->cell[k] + 1 ? hi[k] : 2 * parent->cell[k] + 1;
+        }
+    }
+    uint64_t base = parent ? parent->key : 0;
+    hh_node n = {.cls = cls};
+    for (n.cell[2] = hi[2]; n.cell[2] >= lo[2]; n.cell[2]--)
+        for (n.cell[1] = hi[1]; n.cell[1] >= lo[1]; n.cell[1]--)
+            for (n.cell[0] = hi[0]; n.cell[0] >= lo[0]; n.cell[0]--) {
+                n.key = base + cell_hash(cls, n.cell);
+                stack[top++] = n;
+            }
+    return top;
+}
+
+static void push_all(const hier *h, broad_scratch *s)
+{
+    if (!prox_scratch_reserve(s, h->n))
+        return;
+    for (int64_t i = 0; i < h->n; i++)
+        s->ids[s->count++] = (uint32_t)i;
+}
+
+static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
+{
+    const hier *h = impl;
+    if (h->noversize && prox_scratch_reserve(s, h->noversize)) {
+        memcpy(s->ids + s->count, h->oversize, (size_t)h->noversize * sizeof(uint32_t));
+        s->count += h->noversize;
+    }
+    box_cells qc;
+    if (h->n == 0 || !query_cells(h, q, &qc))
+        return;
+    int64_t per_level = (int64_t)1 << h->dim;
+    if (!reserve_stack(s, (int64_t)(h->top - h->bottom + 2) * per_level))
+        return;
+    hh_node *stack = s->stack;
+    int64_t top = push_cells(h, &qc, h->top, NULL, stack, 0);
+    /* Without hash collisions a query visits at most the valid cells and
+     * their children; collisions (a tiny fixed table) can flag children
+     * everywhere, and a query larger than most of the data visits more
+     * cells than there are boxes. Past this budget every box becomes a
+     * candidate (a scan costs no more). */
+    int64_t budget = 2 * (h->used + 1) * per_level + 64;
+    budget = budget < h->n + 64 ? budget : h->n + 64;
+    while (top > 0) {
+        hh_node n = stack[--top];
+        if (--budget < 0) {
+            push_all(h, s);
+            return;
+        }
+        s->cells_visited++;
+        int64_t at = find_slot(h, n.key);
+        if (at < 0)
+            continue;
+        const hh_slot *slot = &h->slot[at];
+        push_ids(h, slot, s);
+        if (slot->children && n.cls > h->bottom)
+            top = push_cells(h, &qc, n.cls - 1, &n, stack, top);
+    }
+}
+
+/* ---- the rest ------------------------------------------------------------ */
+
+static void hier_destroy(void *impl, const prox_allocator *al)
+{
+    hier *h = impl;
+    if (!h)
+        return;
+    prox_free(al, h->slot);
+    prox_free(al, h->slot_key);
+    prox_free(al, h->entry_key);
+    prox_free(al, h->tmp_key);
+    prox_free(al, h->entry_id);
+    prox_free(al, h->tmp_id);
+    prox_free(al, h->oversize);
+    prox_free(al, h);
+}
+
+static int64_t hier_bytes(const void *impl)
+{
+    const hier *h = impl;
+    if (!h)
+        return 0;
+    return (int64_t)sizeof *h + h->slot_capacity * (int64_t)sizeof(hh_slot) +
+           h->key_capacity * 8 + (h->entry_key_cap + h->tmp_key_cap) * 8 +
+           (h->entry_id_cap + h->tmp_id_cap) * 4 + h->oversize_cap * 4;
+}
+
+static int64_t hier_cells(const void *impl)
+{
+    const hier *h = impl;
+    return h ? h->used : 0;
+}
+
+const broad_ops prox_broad_hierarchical_ops = {
+    .name = "hierarchical",
+    .build = hier_build,
+    .destroy = hier_destroy,
+    .gather = hier_gather,
+    .bytes = hier_bytes,
+    .cells = hier_cells,
+};
