@@ -247,10 +247,17 @@ static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t
     return prox_reserve(&g->allocator, (void **)ptr, cap, count, size);
 }
 
+/* Doubles the coordinate array holds: one per axis and point, and at least
+ * 2.5 per point, the room the sort's keys and scratch need (20 bytes). */
+static int64_t coordinate_slots(const prox_grid *g, int64_t n)
+{
+    return g->dim == 3 ? 3 * n : (5 * n + 1) / 2;
+}
+
 static prox_status reserve_points(prox_grid *g, int64_t n)
 {
     if (reserve(g, &g->id, &g->id_cap, n, sizeof *g->id) &&
-        reserve(g, &g->pos, &g->pos_cap, 3 * n, sizeof *g->pos))
+        reserve(g, &g->pos, &g->pos_cap, coordinate_slots(g, n), sizeof *g->pos))
         return PROX_OK;
     return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld points", (long long)n);
 }
@@ -304,15 +311,15 @@ static void gather_positions(prox_grid *g, const prox_points *p)
     for (int64_t s = 0; s < n; s++) {
         if (s + PREFETCH_AHEAD < n) /* reads follow the sort: random in the input */
             __builtin_prefetch((const char *)p->axis[0] + g->id[s + PREFETCH_AHEAD] * p->stride);
-        for (int k = 0; k < 3; k++)
-            g->pos[k * n + s] = k < p->dim ? prox_coord(p, g->id[s], k, period) : 0.0;
+        for (int k = 0; k < p->dim; k++)
+            g->pos[k * n + s] = prox_coord(p, g->id[s], k, period);
     }
 }
 
 static cell3 cell_of_sorted(const prox_grid *g, int64_t s)
 {
     int64_t n = g->n;
-    return cell_of_point(g, g->pos[s], g->pos[n + s], g->pos[2 * n + s]);
+    return cell_of_point(g, g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0);
 }
 
 /* Sorted point s begins a run. With Morton keys (exact), when its key
@@ -529,10 +536,11 @@ static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell
  * regathered afterwards): keys of the points that stayed in [0, 8n), keys
  * and ids of the moved ones at the build's scratch keys and ids. Sorting the
  * moved ones borrows [8 * stayed, 8n) for keys (exactly 8 * moved bytes)
- * and [20n, 24n) for ids. */
-static prox_index *update_sort_ids(const prox_grid *g)
+ * and the bytes after the moved keys for ids (8 * stayed >= 4 * moved,
+ * since at most a quarter moved: more rebuilds before sorting). */
+static prox_index *update_sort_ids(const prox_grid *g, int64_t moved)
 {
-    return scratch_ids(g) + g->n;
+    return (prox_index *)(void *)(scratch_keys(g) + moved);
 }
 
 /* Split sorted points into those that stayed (kept in order: ids at the
@@ -613,7 +621,7 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
         return rebuild(g, p, stats);
     /* the moved points sort among themselves */
     int64_t stay = g->n - moved;
-    prox_radix_sort64(scratch_keys(g), scratch_ids(g), sort_keys(g) + stay, update_sort_ids(g), moved,
+    prox_radix_sort64(scratch_keys(g), scratch_ids(g), sort_keys(g) + stay, update_sort_ids(g, moved), moved,
                       g->threads);
     merge_moved(g, moved);
     g->built = false;

@@ -63,8 +63,9 @@ static bool gathered_grow(gathered *b, int64_t need)
     return true;
 }
 
-/* Copy len coordinates and ids; ranges are short (a cell's points), so
- * masked 8-wide moves where AVX-512 is there, a plain loop otherwise. */
+/* Copy len coordinates (z is NULL in 2D) and ids; ranges are short (a
+ * cell's points), so masked 8-wide moves where AVX-512 is there, a plain
+ * loop otherwise. */
 static inline void copy_points(double *restrict bx, double *restrict by, double *restrict bz,
                                prox_index *restrict bid, const double *x, const double *y,
                                const double *z, const prox_index *id, int64_t len)
@@ -74,14 +75,16 @@ static inline void copy_points(double *restrict bx, double *restrict by, double 
         __mmask8 live = prox_v_live(len - k);
         _mm512_mask_storeu_pd(bx + k, live, _mm512_maskz_loadu_pd(live, x + k));
         _mm512_mask_storeu_pd(by + k, live, _mm512_maskz_loadu_pd(live, y + k));
-        _mm512_mask_storeu_pd(bz + k, live, _mm512_maskz_loadu_pd(live, z + k));
+        if (z)
+            _mm512_mask_storeu_pd(bz + k, live, _mm512_maskz_loadu_pd(live, z + k));
         _mm256_mask_storeu_epi32(bid + k, live, _mm256_maskz_loadu_epi32(live, id + k));
     }
 #else
     for (int64_t k = 0; k < len; k++) {
         bx[k] = x[k];
         by[k] = y[k];
-        bz[k] = z[k];
+        if (z)
+            bz[k] = z[k];
         bid[k] = id[k];
     }
 #endif
@@ -94,7 +97,7 @@ static inline bool gather_range(gathered *b, const prox_grid *g, int64_t s0, int
     if (!gathered_reserve(b, at + len))
         return false;
     copy_points(b->x + at, b->y + at, b->z + at, b->id + at, g->pos + s0, g->pos + n + s0,
-                g->pos + 2 * n + s0, g->id + s0, len);
+                g->dim == 3 ? g->pos + 2 * n + s0 : NULL, g->id + s0, len);
     b->count = at + len;
     return true;
 }
@@ -135,7 +138,8 @@ static bool gather_stencil(gathered *b, const prox_grid *g, const int64_t base[3
             int64_t s0 = g->run_start[s];
             __builtin_prefetch(g->pos + s0);
             __builtin_prefetch(g->pos + n + s0);
-            __builtin_prefetch(g->pos + 2 * n + s0);
+            if (g->dim == 3)
+                __builtin_prefetch(g->pos + 2 * n + s0);
             __builtin_prefetch(g->id + s0);
             if (s == own)
                 own_range = ranges;
@@ -206,7 +210,7 @@ static void pairs_of_run(const prox_grid *g, int64_t r, gathered *b, prox_emitte
     const prox_metric *m = &g->metric;
     int64_t own = g->run_start[r + 1] - g->run_start[r];
     for (int64_t p = 0; p < own && !e->stop; p++) {
-        double q[3] = {b->x[p], b->y[p], b->z[p]};
+        double q[3] = {b->x[p], b->y[p], g->dim == 3 ? b->z[p] : 0.0};
         qc->candidates += b->count - (p + 1);
         if (e->kind == PROX_SINK_COUNT) {
             e->count += prox_kernel_count(&block, p + 1, b->count, q, m);
@@ -281,7 +285,7 @@ static void rows_of_run(const prox_grid *g, int64_t r, gathered *b, row_chunk *r
     int64_t own = g->run_start[r + 1] - g->run_start[r];
     for (int64_t p = 0; p < own; p++) {
         int64_t u = own_at + p;
-        double q[3] = {b->x[u], b->y[u], b->z[u]};
+        double q[3] = {b->x[u], b->y[u], g->dim == 3 ? b->z[u] : 0.0};
         if (rc->count + b->count > rc->cap &&
             !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, rc->count + b->count,
                        rc->count, sizeof *rc->entries)) {
