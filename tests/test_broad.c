@@ -362,10 +362,13 @@ static void expect_same_result(const result *want, const result *got, bool symme
     CHECK(got->called_count == want->buffer.count, context, "callback called %lld times",
           (long long)got->called_count);
     prox_pair *sorted = malloc((size_t)(got->called_count + 1) * sizeof(prox_pair));
-    memcpy(sorted, got->called, (size_t)got->called_count * sizeof(prox_pair));
-    qsort(sorted, (size_t)got->called_count, sizeof(prox_pair), compare_pairs);
-    bool same = memcmp(sorted, want->buffer.pairs,
-                       (size_t)got->called_count * sizeof(prox_pair)) == 0;
+    bool same = true;
+    if (got->called_count > 0) {
+        memcpy(sorted, got->called, (size_t)got->called_count * sizeof(prox_pair));
+        qsort(sorted, (size_t)got->called_count, sizeof(prox_pair), compare_pairs);
+        same = memcmp(sorted, want->buffer.pairs,
+                      (size_t)got->called_count * sizeof(prox_pair)) == 0;
+    }
     free(sorted);
     CHECK(same, context, "callback pairs differ from the buffer");
 }
@@ -513,8 +516,9 @@ static void results_do_not_depend_on_threads(void **state)
                 result many;
                 run_all_sinks(picks[c], &sc, (query_kind)k, t, &many, context);
                 expect_same_result(&one, &many, k == Q_PAIRS, context);
-                CHECK(memcmp(one.called, many.called,
-                             (size_t)one.called_count * sizeof(prox_pair)) == 0,
+                CHECK(one.called_count == 0 ||
+                          memcmp(one.called, many.called,
+                                 (size_t)one.called_count * sizeof(prox_pair)) == 0,
                       context, "callback order differs with %d threads", t);
                 result_free(&many);
             }

@@ -16,6 +16,8 @@ static const char usage[] =
     "  gen     write a standard workload (sph3d, nns2d, spheres3d, mixed2d) to a file\n"
     "  pairs   every pair of points of a file within a radius (pairs, counts, lists)\n"
     "  bench   time every algorithm on a standard workload; prints a Markdown table\n"
+    "  collide every pair of overlapping boxes of a file (broad phase)\n"
+    "  query   the boxes each query box or segment of a file meets\n"
     "Run 'prox COMMAND --help' for the options of a command.\n"
     "\n"
     "Exit status:\n"
@@ -37,7 +39,7 @@ int main(int argc, char **argv)
 {
     cleanup_install_signal_handlers();
     if (argc < 2)
-        die_usage(NULL, "missing COMMAND (gen, pairs or bench)");
+        die_usage(NULL, "missing COMMAND (gen, pairs, bench, collide or query)");
     const char *command = argv[1];
     if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0
         || strcmp(command, "help") == 0) {
@@ -54,6 +56,10 @@ int main(int argc, char **argv)
         return cmd_pairs(argc - 1, argv + 1);
     if (strcmp(command, "bench") == 0)
         return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(command, "collide") == 0)
+        return cmd_collide(argc - 1, argv + 1);
+    if (strcmp(command, "query") == 0)
+        return cmd_query(argc - 1, argv + 1);
     fprintf(stderr, "prox: unknown command '%s'\n\n", command);
     fputs(usage, stderr);
     return EXIT_USAGE;

@@ -440,6 +440,123 @@ t_bench_small() {
     done
 }
 
+# ---- collide and query (the box family) --------------------------------------
+
+# Four 2D boxes: 0 and 1 touch at a corner (they overlap: boxes are closed),
+# 3 lies inside 0, 2 is apart.
+cat >boxes2.txt <<'EOF'
+0 0 1 1
+1 1 2 2
+# a comment line
+5,5,6,6
+0.5 0.5 0.6 0.6
+EOF
+# Segments: 0 lies in box 0 (length 0 on its face); 1 ends on the corner
+# of box 3; 2 misses everything; 3's bounding box overlaps boxes 0 and 3 (at a corner) but the
+# segment passes below it.
+cat >segs2.txt <<'EOF'
+0 0.5 0 0.5
+-1 0.5 0.5 0.5
+10 10 11 11
+-1 0.5 0.5 -1
+EOF
+
+t_collide_pairs() {
+    printf '0 1\n0 3\n' >expect_collide.txt
+    for algo in brute grid multilevel hierarchical; do
+        run "$PROX" collide --algo $algo boxes2.txt
+        expect_exit 0 || return 1
+        expect_stdout expect_collide.txt || { why="$algo: $why"; return 1; }
+    done
+}
+
+t_collide_count_stats() {
+    run "$PROX" collide --count --stats boxes2.txt
+    expect_exit 0 || return 1
+    printf '2\n' >expect_count.txt
+    expect_stdout expect_count.txt || return 1
+    for key in algo=hierarchical dim=2 n=4 build_s= query_s= candidates= pairs=2 peak_rss_mb=; do
+        expect_stderr_has "$key" || return 1
+    done
+}
+
+t_collide_algos_agree() {
+    "$PROX" gen mixed2d --n 2000 --queries 3000 -o mixed.txt || { why="gen failed"; return 1; }
+    "$PROX" collide --algo brute -o want.txt mixed.txt || { why="brute failed"; return 1; }
+    for algo in grid multilevel hierarchical; do
+        "$PROX" collide --algo $algo -o got.txt mixed.txt || { why="$algo failed"; return 1; }
+        same_files want.txt got.txt || return 1
+    done
+    "$PROX" collide --growable --threads 3 -o got.txt mixed.txt || { why="growable failed"; return 1; }
+    same_files want.txt got.txt || return 1
+    [ "$(wc -l <want.txt)" -gt 1000 ] || { why="too few pairs to mean anything"; return 1; }
+}
+
+t_query_segments() {
+    printf '0 0\n1 0\n1 3\n' >expect_exact.txt
+    printf '0 0\n1 0\n1 3\n3 0\n3 3\n' >expect_broad.txt
+    for algo in brute grid multilevel hierarchical; do
+        run "$PROX" query --segments --algo $algo boxes2.txt segs2.txt
+        expect_exit 0 || return 1
+        expect_stdout expect_exact.txt || { why="$algo exact: $why"; return 1; }
+        run "$PROX" query --segments --broad-only --algo $algo boxes2.txt segs2.txt
+        expect_stdout expect_broad.txt || { why="$algo broad: $why"; return 1; }
+    done
+}
+
+t_query_stats() {
+    run "$PROX" query --segments --count --stats boxes2.txt segs2.txt
+    expect_exit 0 || return 1
+    for key in hits=3 hit_fraction=0.5 build_s= query_s= candidates= peak_rss_mb=; do
+        expect_stderr_has "$key" || return 1
+    done
+}
+
+t_query_boxes_mixed() {
+    "$PROX" gen mixed2d --n 1500 --queries 2000 -o m2.txt || { why="gen failed"; return 1; }
+    awk '!/^#/ { print $1, $2, $1 + 20, $2 + 20 }' m2.segments.txt >qboxes.txt
+    "$PROX" query --algo brute -o want.txt m2.txt qboxes.txt || { why="brute failed"; return 1; }
+    "$PROX" query --segments --algo brute -o want_s.txt m2.txt m2.segments.txt || { why="brute failed"; return 1; }
+    for algo in grid multilevel hierarchical; do
+        "$PROX" query --algo $algo -o got.txt m2.txt qboxes.txt || { why="$algo failed"; return 1; }
+        same_files want.txt got.txt || return 1
+        "$PROX" query --segments --algo $algo -o got.txt m2.txt m2.segments.txt || { why="$algo failed"; return 1; }
+        same_files want_s.txt got.txt || return 1
+    done
+}
+
+t_err_collide_min_above_max() {
+    printf '0 0 1 1\n2 0 1 1\n' >minmax.txt
+    expect_fail 3 "box 1 has min x 2 > max x 1" out.txt "$PROX" collide -o out.txt minmax.txt
+}
+
+t_err_collide_nan() {
+    printf '0 0 1 1\n0 nan 1 1\n' >boxnan.txt
+    expect_fail 3 "boxnan.txt:2: number is not finite" out.txt "$PROX" collide -o out.txt boxnan.txt
+}
+
+t_err_collide_count() {
+    printf '0 0 1 1\n0 0 1 1 2\n' >box5.txt
+    expect_fail 3 "box5.txt:2: expected 4 numbers, found 5" out.txt "$PROX" collide -o out.txt box5.txt
+}
+
+t_err_collide_unavailable() {
+    expect_fail 3 "algorithm 'kdtree' is not available yet" out.txt \
+        "$PROX" collide --algo kdtree -o out.txt boxes2.txt
+}
+
+t_err_query_usage() {
+    expect_fail 2 "--broad-only" out.txt "$PROX" query --broad-only -o out.txt boxes2.txt boxes2.txt
+}
+
+t_bench_mixed2d_small() {
+    run "$PROX" bench mixed2d --n 500 --queries 2000 --runs 1
+    expect_exit 0 || return 1
+    for row in "| grid |" "| multilevel |" "| hierarchical |" "| hierarchical-growable |" "| brute |" "hit_fraction="; do
+        grep -F -q -- "$row" stdout || { why="no '$row' in: $(cat stdout)"; return 1; }
+    done
+}
+
 # ---- run -------------------------------------------------------------------
 
 check gen_sph3d_known_values t_gen_sph3d_values
@@ -488,6 +605,19 @@ check err_unknown_command t_err_unknown_command
 check err_no_command t_err_no_command
 check help_and_version t_help
 check bench_small t_bench_small
+
+check collide_pairs t_collide_pairs
+check collide_count_stats t_collide_count_stats
+check collide_algos_agree t_collide_algos_agree
+check query_segments t_query_segments
+check query_stats t_query_stats
+check query_boxes_and_segments_mixed t_query_boxes_mixed
+check err_collide_min_above_max t_err_collide_min_above_max
+check err_collide_nan t_err_collide_nan
+check err_collide_count t_err_collide_count
+check err_collide_unavailable t_err_collide_unavailable
+check err_query_usage t_err_query_usage
+check bench_mixed2d_small t_bench_mixed2d_small
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

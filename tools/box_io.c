@@ -1,0 +1,195 @@
+/* box_io.c: row files (boxes, segments) and pair lines. */
+#define _POSIX_C_SOURCE 200809L
+#include "box_io.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* ---- reading ------------------------------------------------------------ */
+
+static char *slurp(const char *path, size_t *len)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f)
+        die(EXIT_IO, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, used = 0;
+    char *buf = xmalloc(cap);
+    for (;;) {
+        if (used + 1 >= cap)
+            buf = xrealloc(buf, cap *= 2);
+        size_t got = fread(buf + used, 1, cap - 1 - used, f);
+        used += got;
+        if (got == 0)
+            break;
+    }
+    bool failed = ferror(f);
+    if (!is_stdin)
+        fclose(f);
+    if (failed)
+        die(EXIT_IO, "cannot read %s", is_stdin ? "<stdin>" : path);
+    buf[used] = '\0';
+    *len = used;
+    return buf;
+}
+
+static bool is_separator(char c)
+{
+    return c == ' ' || c == ',' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static bool ends_token(char c)
+{
+    return is_separator(c) || c == '\n' || c == '#' || c == '\0';
+}
+
+/* Numbers of one line into v (at most 6 kept); returns how many. */
+static int parse_line(const char *path, int64_t line, const char **at, double v[6])
+{
+    const char *p = *at;
+    int found = 0;
+    for (;;) {
+        while (is_separator(*p))
+            p++;
+        if (*p == '\n' || *p == '#' || *p == '\0')
+            break;
+        char *end;
+        double x = strtod(p, &end);
+        if (end == p || !ends_token(*end)) {
+            int n = 0;
+            while (!ends_token(p[n]) && n < 60)
+                n++;
+            die_at(EXIT_DATA, path, line, "not a number: '%.*s'", n, p);
+        }
+        if (!isfinite(x))
+            die_at(EXIT_DATA, path, line, "number is not finite");
+        if (found < 6)
+            v[found] = x;
+        found++;
+        p = end;
+    }
+    const char *eol = strchr(p, '\n');
+    *at = eol ? eol + 1 : p + strlen(p);
+    return found;
+}
+
+static void parse_text(row_file *rf, const char *text, const char *path)
+{
+    int64_t capacity = 0, line = 0;
+    const char *p = text;
+    while (*p != '\0') {
+        double v[6];
+        int found = parse_line(path, ++line, &p, v);
+        if (found == 0)
+            continue;
+        if (rf->cols == 0) {
+            if (found != 4 && found != 6)
+                die_at(EXIT_DATA, path, line,
+                       "expected 4 numbers (2D) or 6 (3D), found %d", found);
+            rf->cols = found;
+        }
+        if (found != rf->cols)
+            die_at(EXIT_DATA, path, line, "expected %d numbers, found %d", rf->cols, found);
+        if (rf->rows == capacity) {
+            if (rf->rows == PROX_MAX_POINTS)
+                die_at(EXIT_DATA, path, line, "too many rows");
+            capacity = capacity < 1024 ? 1024 : 2 * capacity;
+            rf->values = xrealloc(rf->values, checked_size(capacity * rf->cols, sizeof(double)));
+        }
+        memcpy((double *)rf->values + rf->rows * rf->cols, v, sizeof(double) * (size_t)rf->cols);
+        rf->rows++;
+    }
+    if (!rf->values)
+        rf->values = xmalloc(6 * sizeof(double));
+}
+
+static void parse_binary(row_file *rf, char *data, size_t len, const char *path)
+{
+    size_t value = rf->scalar == PROX_F32 ? sizeof(float) : sizeof(double);
+    size_t row = value * (size_t)rf->cols;
+    if (len % row != 0)
+        die(EXIT_DATA, "%s: size %zu bytes is not a multiple of %zu (%d numbers of %zu bytes)",
+            path, len, row, rf->cols, value);
+    rf->rows = (int64_t)(len / row);
+    rf->values = data;
+    for (int64_t k = 0; k < rf->rows * rf->cols; k++) {
+        double x = rf->scalar == PROX_F32 ? ((float *)data)[k] : ((double *)data)[k];
+        if (!isfinite(x))
+            die(EXIT_DATA, "%s: row %lld, number %d is not finite", path,
+                (long long)(k / rf->cols), (int)(k % rf->cols));
+    }
+}
+
+void row_file_read(row_file *rf, const char *path, int cols)
+{
+    memset(rf, 0, sizeof *rf);
+    rf->cols = cols;
+    bool binary = has_suffix(path, ".f64") || has_suffix(path, ".f32");
+    rf->scalar = has_suffix(path, ".f32") ? PROX_F32 : PROX_F64;
+    size_t len;
+    char *data = slurp(path, &len);
+    if (binary) {
+        if (cols == 0)
+            die_usage(NULL, "%s is binary: give --dim", path);
+        parse_binary(rf, data, len, path); /* keeps data */
+        return;
+    }
+    if (memchr(data, '\0', len))
+        die(EXIT_DATA, "%s: NUL byte in a text file (binary files must be named *.f64 or *.f32)",
+            path);
+    parse_text(rf, data, strcmp(path, "-") == 0 ? "<stdin>" : path);
+    free(data);
+}
+
+void row_file_free(row_file *rf)
+{
+    free(rf->values);
+    memset(rf, 0, sizeof *rf);
+}
+
+prox_boxes row_file_boxes(const row_file *rf, int dim)
+{
+    if (rf->scalar == PROX_F32)
+        return prox_boxes_f32(rf->values, rf->rows, dim);
+    return prox_boxes_f64(rf->values, rf->rows, dim);
+}
+
+void row_file_segments(const row_file *rf, int dim, prox_points *starts, prox_points *ends)
+{
+    size_t value = rf->scalar == PROX_F32 ? sizeof(float) : sizeof(double);
+    const char *base = rf->values;
+    ptrdiff_t stride = (ptrdiff_t)(2 * (size_t)dim * value);
+    *starts = prox_points_strided(base, rf->rows, dim, rf->scalar, stride);
+    *ends = prox_points_strided(base + (size_t)dim * value, rf->rows, dim, rf->scalar, stride);
+}
+
+/* ---- pair lines ----------------------------------------------------------- */
+
+static size_t pairs_bound(const void *ctx, int64_t begin, int64_t end)
+{
+    (void)ctx;
+    return (size_t)(end - begin) * 22;
+}
+
+static size_t format_pairs(const void *ctx, int64_t begin, int64_t end, char *buf)
+{
+    const prox_pair *pairs = ctx;
+    char *p = buf;
+    for (int64_t k = begin; k < end; k++) {
+        p = format_u64(p, pairs[k].i);
+        *p++ = ' ';
+        p = format_u64(p, pairs[k].j);
+        *p++ = '\n';
+    }
+    return (size_t)(p - buf);
+}
+
+void write_pair_lines(output *out, const prox_pair_buffer *buffer)
+{
+    output_parallel(out, buffer->count, 1 << 16, buffer->pairs, pairs_bound, format_pairs);
+}
