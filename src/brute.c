@@ -83,6 +83,7 @@ static prox_status brute_run(const prox_points *points, const prox_points *queri
     } else {
         int count = prox_chunk_count(sink, threads, rows_of->count);
         st = prox_chunks_init(&chunks, count, sink, al);
+        chunks.threads = threads;
     }
     int64_t pairs = 0;
     if (!st) {

@@ -481,6 +481,7 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
                           &g->allocator);
     if (st)
         return st;
+    chunks.threads = g->threads;
     int64_t candidates = 0, cells_visited = 0;
     int64_t runs = g->nruns;
 #pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
@@ -583,6 +584,7 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, nq), sink, &g->allocator);
     if (st)
         return st;
+    chunks.threads = g->threads;
     int64_t candidates = 0, cells_visited = 0;
 #pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
     reduction(+ : candidates, cells_visited)

@@ -52,6 +52,7 @@ static inline void prox_emit(prox_emitter *e, prox_index i, prox_index j)
 typedef struct prox_chunks {
     prox_emitter *emitter;
     int count;
+    int threads; /* for the delivery; init sets 1, a caller may raise it */
     prox_allocator allocator;
 } prox_chunks;
 

@@ -88,6 +88,7 @@ prox_status prox_chunks_init(prox_chunks *c, int count, prox_sink sink,
 {
     c->allocator = prox_allocator_resolve(allocator);
     c->count = count;
+    c->threads = 1;
     c->emitter = prox_alloc_array(&c->allocator, count, sizeof *c->emitter);
     if (!c->emitter)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %d result chunks", count);
@@ -107,37 +108,21 @@ void prox_chunks_free(prox_chunks *c)
     c->emitter = NULL;
 }
 
-/* ---- delivery: counting sort by row, then each row sorted -------------- */
-
-static void sort_pairs_by_j(prox_pair *p, int64_t n)
-{
-    for (int64_t a = 1; a < n; a++) {
-        prox_pair v = p[a];
-        int64_t b = a;
-        for (; b > 0 && p[b - 1].j > v.j; b--)
-            p[b] = p[b - 1];
-        p[b] = v;
-    }
-}
-
-static int compare_pair_j(const void *a, const void *b)
-{
-    prox_index x = ((const prox_pair *)a)->j, y = ((const prox_pair *)b)->j;
-    return (x > y) - (x < y);
-}
-
-static void sort_row(prox_pair *p, int64_t n)
-{
-    if (n > 48)
-        qsort(p, (size_t)n, sizeof *p, compare_pair_j);
-    else
-        sort_pairs_by_j(p, n);
-}
+/* ---- delivery: counting sort by row, then each row sorted --------------
+ *
+ * Pairs arrive in arrays (one per chunk) in any order. Rows are counted,
+ * offsets summed, and the other end of every pair scattered into its row;
+ * rows are then sorted, so the result does not depend on the order the
+ * pairs arrived in. Counting and scattering stay on one thread: shared
+ * counters claimed atomically by two threads measured slower than one
+ * thread alone (W1, 14.7M pairs: 0.72 s against 0.58 s); sums, row sorts
+ * and the final expansion run in parallel. */
 
 typedef struct pair_source {
     const prox_pair *const *arrays;
     const int64_t *counts;
     int arrays_count;
+    int threads;
 } pair_source;
 
 static int64_t source_total(const pair_source *s)
@@ -148,23 +133,79 @@ static int64_t source_total(const pair_source *s)
     return total;
 }
 
-/* offsets[r] = first slot of row r; returns false on allocation failure. */
-static int64_t *row_offsets(const pair_source *s, int64_t rows, bool both,
-                            const prox_allocator *al)
+/* at[r + 1] = entries of row r (both ends of a pair when both_ends). */
+static void count_rows(const pair_source *s, int64_t *at, bool both_ends)
 {
-    int64_t *off = prox_alloc_array(al, rows + 1, sizeof *off);
-    if (!off)
-        return NULL;
-    memset(off, 0, (size_t)(rows + 1) * sizeof *off);
     for (int a = 0; a < s->arrays_count; a++)
         for (int64_t k = 0; k < s->counts[a]; k++) {
-            off[s->arrays[a][k].i + 1]++;
-            if (both)
-                off[s->arrays[a][k].j + 1]++;
+            at[s->arrays[a][k].i + 1]++;
+            if (both_ends)
+                at[s->arrays[a][k].j + 1]++;
         }
+}
+
+#define PREFIX_BLOCKS 64
+
+/* at[0] = 0 and at[1..rows] counts -> at[r] = first entry of row r. */
+static void prefix_sums(int64_t *at, int64_t rows, int threads)
+{
+    int blocks = threads > 1 && rows > 65536 ? PREFIX_BLOCKS : 1;
+    int64_t block_sum[PREFIX_BLOCKS + 1] = {0};
+#pragma omp parallel num_threads(threads) if (blocks > 1)
+    {
+#pragma omp for schedule(static)
+        for (int k = 0; k < blocks; k++) {
+            int64_t sum = 0;
+            for (int64_t r = rows * k / blocks; r < rows * (k + 1) / blocks; r++)
+                sum += at[r + 1];
+            block_sum[k + 1] = sum;
+        }
+#pragma omp single
+        for (int k = 0; k < blocks; k++)
+            block_sum[k + 1] += block_sum[k];
+#pragma omp for schedule(static)
+        for (int k = 0; k < blocks; k++) {
+            int64_t sum = block_sum[k];
+            for (int64_t r = rows * k / blocks; r < rows * (k + 1) / blocks; r++) {
+                sum += at[r + 1];
+                at[r + 1] = sum;
+            }
+        }
+    }
+}
+
+/* Scatter the other end of each pair into its row; cursor starts as a copy
+ * of the row offsets and ends as the next row's start. */
+static void scatter_rows(const pair_source *s, int64_t *cursor, prox_index *entries,
+                         bool both_ends)
+{
+    for (int a = 0; a < s->arrays_count; a++)
+        for (int64_t k = 0; k < s->counts[a]; k++) {
+            prox_pair p = s->arrays[a][k];
+            entries[cursor[p.i]++] = p.j;
+            if (both_ends)
+                entries[cursor[p.j]++] = p.i;
+        }
+}
+
+static void sort_rows(const int64_t *offsets, prox_index *entries, int64_t rows, int threads)
+{
+#pragma omp parallel for num_threads(threads) if (threads > 1 && rows > 4096) schedule(dynamic, 4096)
     for (int64_t r = 0; r < rows; r++)
-        off[r + 1] += off[r];
-    return off;
+        prox_sort_u32(entries + offsets[r], offsets[r + 1] - offsets[r]);
+}
+
+/* CSR rows (offsets, entries) from the source; offsets has rows + 1 slots,
+ * cursor is scratch of rows + 1. */
+static void build_rows(const pair_source *s, int64_t rows, bool both_ends, int64_t *offsets,
+                       int64_t *cursor, prox_index *entries)
+{
+    memset(offsets, 0, (size_t)(rows + 1) * sizeof *offsets);
+    count_rows(s, offsets, both_ends);
+    prefix_sums(offsets, rows, s->threads);
+    memcpy(cursor, offsets, (size_t)(rows + 1) * sizeof *cursor);
+    scatter_rows(s, cursor, entries, both_ends);
+    sort_rows(offsets, entries, rows, s->threads);
 }
 
 static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int64_t rows)
@@ -174,23 +215,23 @@ static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int
     prox_status st = prox_pair_buffer_reserve(b, total);
     if (st)
         return st;
-    int64_t *cursor = row_offsets(s, rows, false, &b->allocator);
-    if (!cursor)
+    int64_t *offsets = prox_alloc_array(&b->allocator, 2 * (rows + 1), sizeof *offsets);
+    prox_index *entries = prox_alloc_array(&b->allocator, total, sizeof *entries);
+    if (!offsets || !entries) {
+        prox_free(&b->allocator, offsets);
+        prox_free(&b->allocator, entries);
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory sorting %lld pairs",
                          (long long)total);
-    for (int a = 0; a < s->arrays_count; a++)
-        for (int64_t k = 0; k < s->counts[a]; k++) {
-            prox_pair p = s->arrays[a][k];
-            b->pairs[cursor[p.i]++] = p;
-        }
-    /* cursor[r] now ends row r, which starts where row r-1 ends */
-    int64_t begin = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        sort_row(b->pairs + begin, cursor[r] - begin);
-        begin = cursor[r];
     }
+    build_rows(s, rows, false, offsets, offsets + rows + 1, entries);
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && rows > 4096) \
+    schedule(dynamic, 4096)
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = offsets[r]; k < offsets[r + 1]; k++)
+            b->pairs[k] = (prox_pair){(prox_index)r, entries[k]};
     b->count = total;
-    prox_free(&b->allocator, cursor);
+    prox_free(&b->allocator, offsets);
+    prox_free(&b->allocator, entries);
     return PROX_OK;
 }
 
@@ -204,20 +245,11 @@ static prox_status deliver_lists(const pair_source *s, prox_lists *l, int64_t ro
     l->indices = idx;
     ok = ok && prox_reserve(&l->allocator, &off, &l->offsets_capacity, rows + 1, sizeof(int64_t));
     l->offsets = off;
-    int64_t *cursor = ok ? row_offsets(s, rows, symmetric, &l->allocator) : NULL;
+    int64_t *cursor = ok ? prox_alloc_array(&l->allocator, rows + 1, sizeof *cursor) : NULL;
     if (!cursor)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",
                          (long long)total);
-    memcpy(l->offsets, cursor, (size_t)(rows + 1) * sizeof *cursor);
-    for (int a = 0; a < s->arrays_count; a++)
-        for (int64_t k = 0; k < s->counts[a]; k++) {
-            prox_pair p = s->arrays[a][k];
-            l->indices[cursor[p.i]++] = p.j;
-            if (symmetric)
-                l->indices[cursor[p.j]++] = p.i;
-        }
-    for (int64_t r = 0; r < rows; r++)
-        prox_sort_u32(l->indices + l->offsets[r], l->offsets[r + 1] - l->offsets[r]);
+    build_rows(s, rows, symmetric, l->offsets, cursor, l->indices);
     l->rows = rows;
     prox_free(&l->allocator, cursor);
     return PROX_OK;
@@ -261,7 +293,7 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
             arrays[k] = c->emitter[k].pairs;
             counts[k] = c->emitter[k].count;
         }
-        pair_source s = {arrays, counts, c->count};
+        pair_source s = {arrays, counts, c->count, c->threads > 0 ? c->threads : 1};
         st = deliver_source(&s, sink, rows, symmetric);
     }
     prox_free(&c->allocator, arrays);
@@ -279,7 +311,7 @@ prox_status prox_pairs_deliver(const prox_pair *pairs, int64_t count, prox_sink 
                 return PROX_STOPPED;
         return PROX_OK;
     }
-    pair_source s = {&pairs, &count, 1};
+    pair_source s = {&pairs, &count, 1, 1};
     return deliver_source(&s, sink, rows, symmetric);
 }
 
