@@ -29,6 +29,8 @@ struct prox_broad {
     int64_t n;
     prox_aabb *box;
     int64_t box_capacity;
+    prox_aabb *previous; /* update: the boxes before it */
+    int64_t previous_capacity;
 };
 
 /* ---- the structures ---------------------------------------------------- */
@@ -74,6 +76,7 @@ void prox_broad_destroy(prox_broad *b)
     if (b->impl)
         b->ops->destroy(b->impl, &b->allocator);
     prox_free(&b->allocator, b->box);
+    prox_free(&b->allocator, b->previous);
     prox_allocator al = b->allocator;
     prox_free(&al, b);
 }
@@ -130,19 +133,65 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
     return st;
 }
 
+static void update_stats(const prox_broad *b, prox_status st, int64_t relocated, bool rebuilt,
+                         prox_stats *stats)
+{
+    if (!stats)
+        return;
+    *stats = (prox_stats){0};
+    stats->rebuilt = rebuilt;
+    stats->relocated = relocated;
+    if (st == PROX_OK) {
+        stats->bytes = b->ops->bytes(b->impl) +
+                       (b->box_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+        stats->cells = b->ops->cells(b->impl);
+    }
+}
+
+/* The new boxes become b->box; the old ones stay in b->previous. */
+static prox_status swap_in(prox_broad *b, const prox_boxes *boxes)
+{
+    prox_aabb *old = b->box;
+    int64_t old_capacity = b->box_capacity;
+    void *p = b->previous;
+    b->box = NULL;
+    b->box_capacity = b->previous_capacity;
+    bool ok = prox_reserve(&b->allocator, &p, &b->box_capacity, boxes->count, sizeof(prox_aabb));
+    b->box = p;
+    b->previous = old;
+    b->previous_capacity = old_capacity;
+    if (!ok)
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld boxes",
+                         (long long)boxes->count);
+    copy_boxes(b, boxes);
+    return PROX_OK;
+}
+
 prox_status prox_broad_update(prox_broad *b, const prox_boxes *boxes, prox_stats *stats)
 {
-    /* Rebuilding is always correct; the hash structures reuse their tables
-     * (timestamps, seed 000 section 4.3), so a rebuild sweeps nothing. */
-    prox_status st = prox_broad_build(b, boxes);
-    if (stats) {
-        *stats = (prox_stats){0};
-        stats->rebuilt = true;
-        if (st == PROX_OK) {
-            stats->bytes = b->ops->bytes(b->impl) + b->box_capacity * (int64_t)sizeof(prox_aabb);
-            stats->cells = b->ops->cells(b->impl);
-        }
+    if (!b || !b->built || !b->ops->update || !boxes || boxes->dim != b->dim) {
+        /* nothing to relocate: a build (which also checks everything) */
+        prox_status st = prox_broad_build(b, boxes);
+        if (b)
+            update_stats(b, st, 0, true, stats);
+        return st;
     }
+    prox_status st = prox_boxes_check(boxes, "boxes");
+    if (!st)
+        st = prox_boxes_check_values(boxes, "boxes", b->threads);
+    if (!st)
+        st = swap_in(b, boxes);
+    int64_t old_n = b->n, relocated = 0;
+    bool rebuilt = false;
+    if (!st) {
+        b->n = boxes->count;
+        broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
+                          {0, 0, 0}, {0, 0, 0}};
+        bounding_box(b->box, b->n, in.lo, in.hi);
+        st = b->ops->update(&b->impl, &in, b->previous, old_n, &relocated, &rebuilt);
+    }
+    b->built = st == PROX_OK;
+    update_stats(b, st, relocated, rebuilt, stats);
     return st;
 }
 
@@ -309,7 +358,8 @@ static void fill_stats(const prox_broad *b, const chunk_job *job, int64_t pairs,
         stats->cells_visited += job->scratch[k].cells_visited;
     }
     stats->cells = b->ops->cells(b->impl);
-    stats->bytes = b->ops->bytes(b->impl) + b->box_capacity * (int64_t)sizeof(prox_aabb);
+    stats->bytes = b->ops->bytes(b->impl) +
+                   (b->box_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
 }
 
 static prox_status run_queries(const prox_broad *b, const query_set *qs, prox_sink sink,

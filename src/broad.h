@@ -70,6 +70,10 @@ typedef struct broad_ops {
     const char *name;
     /* Build from scratch into *impl (NULL the first time; reused after). */
     prox_status (*build)(void **impl, const broad_input *in);
+    /* The boxes changed from old[0 .. old_n) to in->box (same dim): move
+     * what changed, or rebuild (*rebuilt). NULL: the front rebuilds. */
+    prox_status (*update)(void **impl, const broad_input *in, const prox_aabb *old,
+                          int64_t old_n, int64_t *relocated, bool *rebuilt);
     void (*destroy)(void *impl, const prox_allocator *allocator);
     /* Append candidate ids for query box q to s. NULL: test every box. */
     void (*gather)(const void *impl, const prox_aabb *q, broad_scratch *s);

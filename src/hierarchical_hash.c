@@ -81,6 +81,10 @@ typedef struct hier {
     int64_t noversize, oversize_cap;
     int64_t n;
     bool failed; /* out of memory while growing the table */
+    bool grew;   /* the growable table grew (slot indices changed) */
+    int64_t relocated_since_build;
+    uint8_t *changed; /* update: per box, its cells changed */
+    int64_t changed_cap;
     const prox_allocator *allocator;
 } hier;
 
@@ -146,6 +150,7 @@ static bool grow_table(hier *h)
     h->slot = NULL;
     h->slot_key = NULL;
     bool ok = allocate_table(h, old_slots * 2);
+    h->grew = true;
     if (ok) {
         h->used = 0;
         for (int64_t s = 0; s < old_slots; s++)
@@ -389,7 +394,7 @@ static prox_status hier_build(void **impl, const broad_input *in)
         *impl = h;
     }
     choose_geometry(h, in);
-    h->entries = h->noversize = h->used = 0;
+    h->entries = h->noversize = h->used = h->relocated_since_build = 0;
     h->failed = false;
     if (!prepare_table(h, in))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for a hash table of %lld slots",
@@ -506,6 +511,175 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
     }
 }
 
+/* ---- update: relocation ------------------------------------------------- */
+
+/* Relocate while at most this fraction of the boxes changed cells. Flags
+ * (hasChildren) of cells a box left stay set until the next rebuild (they
+ * only cost descents), so a rebuild also comes once as many relocations as
+ * there are boxes have piled up since the last one. */
+#define RELOCATE_FRACTION 0.25
+
+/* Does the box fit the built geometry (inside the data's extent, its class
+ * at most the largest, not oversize)? */
+static bool fits_geometry(const hier *h, const prox_aabb *box)
+{
+    for (int k = 0; k < h->dim; k++)
+        if (box->lo[k] - h->origin[k] < 0 || box->hi[k] - h->origin[k] > h->umax[k])
+            return false;
+    int c = prox_size_class(prox_longest_edge(box, h->dim));
+    return c <= h->max_class;
+}
+
+static bool same_cells(const hier *h, const prox_aabb *a, const prox_aabb *b)
+{
+    int ca = class_of(h, a), cb = class_of(h, b);
+    if (ca != cb)
+        return false;
+    box_cells x = cells_of(h, a), y = cells_of(h, b);
+    int shift = ca - h->bottom;
+    for (int k = 0; k < 3; k++)
+        if (cell_at(x.lo[k], shift) != cell_at(y.lo[k], shift) ||
+            cell_at(x.hi[k], shift) != cell_at(y.hi[k], shift))
+            return false;
+    return true;
+}
+
+/* Marks the boxes whose cells changed (added and removed ones too); returns
+ * how many, or -1 when only a rebuild will do. */
+static int64_t mark_changed(hier *h, const broad_input *in, const prox_aabb *old, int64_t old_n)
+{
+    int64_t most = in->n > old_n ? in->n : old_n, count = 0;
+    void *p = h->changed;
+    if (h->noversize > 0 ||
+        !prox_reserve(h->allocator, &p, &h->changed_cap, most, sizeof(uint8_t)))
+        return -1;
+    h->changed = p;
+    for (int64_t i = 0; i < most; i++) {
+        bool kept = i < in->n && i < old_n;
+        if (i < in->n && !fits_geometry(h, &in->box[i]))
+            return -1;
+        h->changed[i] = !kept || !same_cells(h, &old[i], &in->box[i]);
+        count += h->changed[i];
+    }
+    return count;
+}
+
+/* Old entries of unchanged boxes, compacted in place; the slots of the
+ * others lose their ids (counts are rebuilt from the merged entries). */
+static int64_t drop_changed_entries(hier *h)
+{
+    int64_t kept = 0;
+    for (int64_t e = 0; e < h->entries; e++) {
+        uint64_t slot = h->entry_key[e];
+        h->slot[slot].count = 0;
+        if (!h->changed[h->entry_id[e]]) {
+            h->entry_key[kept] = slot;
+            h->entry_id[kept++] = h->entry_id[e];
+        }
+    }
+    return kept;
+}
+
+/* Merge entries [0, kept) and [from, end), both sorted by (slot, id), into
+ * the scratch arrays, which then become the entries. */
+static void merge_entries(hier *h, int64_t kept, int64_t from, int64_t end)
+{
+    int64_t a = 0, b = from, out = 0;
+    while (a < kept || b < end) {
+        bool take_a = b >= end || (a < kept && (h->entry_key[a] < h->entry_key[b] ||
+                                                (h->entry_key[a] == h->entry_key[b] &&
+                                                 h->entry_id[a] < h->entry_id[b])));
+        int64_t at = take_a ? a++ : b++;
+        h->tmp_key[out] = h->entry_key[at];
+        h->tmp_id[out++] = h->entry_id[at];
+    }
+    uint64_t *k = h->entry_key;
+    uint32_t *i = h->entry_id;
+    int64_t kc = h->entry_key_cap, ic = h->entry_id_cap;
+    h->entry_key = h->tmp_key;
+    h->entry_id = h->tmp_id;
+    h->entry_key_cap = h->tmp_key_cap;
+    h->entry_id_cap = h->tmp_id_cap;
+    h->tmp_key = k;
+    h->tmp_id = i;
+    h->tmp_key_cap = kc;
+    h->tmp_id_cap = ic;
+    h->entries = out;
+}
+
+static void set_slot_ranges(hier *h)
+{
+    for (int64_t e = 0; e < h->entries;) {
+        int64_t begin = e;
+        uint64_t s = h->entry_key[e];
+        while (e < h->entries && h->entry_key[e] == s)
+            e++;
+        h->slot[s].begin = (uint32_t)begin;
+        h->slot[s].count = (uint32_t)(e - begin);
+    }
+}
+
+/* Insert the changed boxes (Listing 1) after the current entries, sort them
+ * by slot; false when the table grew or memory ran out (then rebuild). */
+static bool insert_changed(hier *h, const broad_input *in, int64_t *from, int threads)
+{
+    int64_t start = h->entries;
+    h->grew = h->failed = false;
+    for (int64_t i = 0; i < in->n && !h->failed && !h->grew; i++)
+        if (h->changed[i])
+            insert_box(h, &in->box[i], (uint32_t)i);
+    if (h->failed || h->grew || h->noversize > 0)
+        return false;
+    int64_t fresh = h->entries - start;
+    int64_t total = h->entries;
+    h->entries = fresh; /* reserve_sort_scratch sizes by entries */
+    bool ok = reserve_sort_scratch(h);
+    h->entries = total;
+    if (!ok || total >= (int64_t)UINT32_MAX)
+        return false;
+    for (int64_t e = start; e < total; e++)
+        h->entry_key[e] = (uint64_t)find_slot(h, h->entry_key[e]);
+    prox_radix_sort64(h->entry_key + start, h->entry_id + start, h->tmp_key, h->tmp_id, fresh,
+                      threads);
+    *from = start;
+    return true;
+}
+
+static prox_status hier_update(void **impl, const broad_input *in, const prox_aabb *old,
+                               int64_t old_n, int64_t *relocated, bool *rebuilt)
+{
+    hier *h = *impl;
+    int64_t changed = h ? mark_changed(h, in, old, old_n) : -1;
+    int64_t n = in->n > old_n ? in->n : old_n;
+    bool relocate = changed >= 0 && changed <= RELOCATE_FRACTION * (double)n &&
+                    h->relocated_since_build + changed <= n;
+    int64_t from = 0;
+    if (relocate)
+        relocate = insert_changed(h, in, &from, in->threads);
+    if (!relocate) {
+        *rebuilt = true;
+        *relocated = 0;
+        return hier_build(impl, in);
+    }
+    int64_t end = h->entries;
+    h->entries = from;
+    int64_t kept = drop_changed_entries(h);
+    void *k = h->tmp_key, *i = h->tmp_id;
+    bool ok = prox_reserve(h->allocator, &k, &h->tmp_key_cap, kept + end - from, 8);
+    h->tmp_key = k;
+    ok = ok && prox_reserve(h->allocator, &i, &h->tmp_id_cap, kept + end - from, 4);
+    h->tmp_id = i;
+    if (!ok)
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory relocating boxes");
+    merge_entries(h, kept, from, end);
+    set_slot_ranges(h);
+    h->n = in->n;
+    h->relocated_since_build += changed;
+    *relocated = changed;
+    *rebuilt = false;
+    return PROX_OK;
+}
+
 /* ---- the rest ------------------------------------------------------------ */
 
 static void hier_destroy(void *impl, const prox_allocator *al)
@@ -520,6 +694,7 @@ static void hier_destroy(void *impl, const prox_allocator *al)
     prox_free(al, h->entry_id);
     prox_free(al, h->tmp_id);
     prox_free(al, h->oversize);
+    prox_free(al, h->changed);
     prox_free(al, h);
 }
 
@@ -530,7 +705,7 @@ static int64_t hier_bytes(const void *impl)
         return 0;
     return (int64_t)sizeof *h + h->slot_capacity * (int64_t)sizeof(hh_slot) +
            h->key_capacity * 8 + (h->entry_key_cap + h->tmp_key_cap) * 8 +
-           (h->entry_id_cap + h->tmp_id_cap) * 4 + h->oversize_cap * 4;
+           (h->entry_id_cap + h->tmp_id_cap) * 4 + h->oversize_cap * 4 + h->changed_cap;
 }
 
 static int64_t hier_cells(const void *impl)
@@ -542,6 +717,7 @@ static int64_t hier_cells(const void *impl)
 const broad_ops prox_broad_hierarchical_ops = {
     .name = "hierarchical",
     .build = hier_build,
+    .update = hier_update,
     .destroy = hier_destroy,
     .gather = hier_gather,
     .bytes = hier_bytes,
