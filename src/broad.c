@@ -105,6 +105,20 @@ static void bounding_box(const prox_aabb *box, int64_t n, double *lo, double *hi
         }
 }
 
+/* The hash structures measure cells from the data's minimum corner: the
+ * extent must be a finite double. */
+static prox_status check_extent(const prox_broad *b, const broad_input *in)
+{
+    static const char axis_name[] = "xyz";
+    for (int k = 0; b->ops->gather && k < in->dim; k++)
+        if (!isfinite(in->hi[k] - in->lo[k]))
+            return prox_fail(PROX_ERR_RANGE,
+                             "the boxes span %g .. %g along %c: the extent overflows a double "
+                             "(%s needs it; brute force does not)",
+                             in->lo[k], in->hi[k], axis_name[k], b->ops->name);
+    return PROX_OK;
+}
+
 prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
 {
     if (!b)
@@ -128,7 +142,9 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
     broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
                       {0, 0, 0}, {0, 0, 0}};
     bounding_box(b->box, b->n, in.lo, in.hi);
-    st = b->ops->build(&b->impl, &in);
+    st = check_extent(b, &in);
+    if (!st)
+        st = b->ops->build(&b->impl, &in);
     b->built = st == PROX_OK;
     return st;
 }
@@ -188,7 +204,9 @@ prox_status prox_broad_update(prox_broad *b, const prox_boxes *boxes, prox_stats
         broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
                           {0, 0, 0}, {0, 0, 0}};
         bounding_box(b->box, b->n, in.lo, in.hi);
-        st = b->ops->update(&b->impl, &in, b->previous, old_n, &relocated, &rebuilt);
+        st = check_extent(b, &in);
+        if (!st)
+            st = b->ops->update(&b->impl, &in, b->previous, old_n, &relocated, &rebuilt);
     }
     b->built = st == PROX_OK;
     update_stats(b, st, relocated, rebuilt, stats);

@@ -48,12 +48,16 @@
 
 #define MAX_CELLS_PER_BOX 1024
 
-typedef struct hh_slot {
-    uint32_t stamp; /* valid when == the structure's frame */
+/* A slot is a tag (4 bytes: the build's frame and hasChildren, all a
+ * lookup reads for an absent cell, so the tags of a large table stay in
+ * cache) and the range of its ids. */
+typedef struct hh_range {
     uint32_t begin; /* its ids: entry_id[begin .. begin + count) */
     uint32_t count;
-    uint32_t children; /* hasChildren */
-} hh_slot;
+} hh_range;
+
+#define TAG_CHILDREN 1u
+#define FRAME_LIMIT (1u << 31)
 
 typedef struct hh_node {
     int64_t cell[3];
@@ -67,7 +71,8 @@ typedef struct hier {
     double origin[3], umax[3];
     double inv_bottom; /* 2^-bottom */
     /* the table */
-    hh_slot *slot;
+    uint32_t *tag;      /* frame << 1 | hasChildren; valid when tag >> 1 == frame */
+    hh_range *range;
     uint64_t *slot_key; /* growable only */
     int64_t slots, used, slot_capacity, key_capacity;
     int bits;
@@ -102,13 +107,18 @@ static inline uint64_t home_slot(const hier *h, uint64_t key)
     return h->bits ? prox_hash64(key, h->bits) : 0;
 }
 
+static inline bool slot_valid(const hier *h, uint64_t s)
+{
+    return h->tag[s] >> 1 == h->frame;
+}
+
 /* The valid slot of `key`, or -1. */
 static inline int64_t find_slot(const hier *h, uint64_t key)
 {
     uint64_t mask = (uint64_t)h->slots - 1, s = home_slot(h, key);
     if (!h->growable)
-        return h->slot[s].stamp == h->frame ? (int64_t)s : -1;
-    for (; h->slot[s].stamp == h->frame; s = (s + 1) & mask)
+        return slot_valid(h, s) ? (int64_t)s : -1;
+    for (; slot_valid(h, s); s = (s + 1) & mask)
         if (h->slot_key[s] == key)
             return (int64_t)s;
     return -1;
@@ -118,16 +128,17 @@ static inline int64_t find_slot(const hier *h, uint64_t key)
 
 static bool allocate_table(hier *h, int64_t slots)
 {
-    void *p = h->slot, *k = h->slot_key;
-    prox_free(h->allocator, p);
-    prox_free(h->allocator, k);
-    h->slot = prox_alloc_array(h->allocator, slots, sizeof(hh_slot));
+    prox_free(h->allocator, h->tag);
+    prox_free(h->allocator, h->range);
+    prox_free(h->allocator, h->slot_key);
+    h->tag = prox_alloc_array(h->allocator, slots, sizeof(uint32_t));
+    h->range = prox_alloc_array(h->allocator, slots, sizeof(hh_range));
     h->slot_key = h->growable ? prox_alloc_array(h->allocator, slots, sizeof(uint64_t)) : NULL;
-    if (!h->slot || (h->growable && !h->slot_key)) {
+    if (!h->tag || !h->range || (h->growable && !h->slot_key)) {
         h->slots = h->slot_capacity = h->key_capacity = 0;
         return false;
     }
-    memset(h->slot, 0, (size_t)slots * sizeof(hh_slot));
+    memset(h->tag, 0, (size_t)slots * sizeof(uint32_t));
     h->slots = h->slot_capacity = slots;
     h->key_capacity = h->growable ? slots : 0;
     h->bits = 0;
@@ -143,23 +154,26 @@ static int64_t claim_slot(hier *h, uint64_t key);
  * table starts a fresh frame). */
 static bool grow_table(hier *h)
 {
-    hh_slot *old = h->slot;
+    uint32_t *old = h->tag;
+    hh_range *old_range = h->range;
     uint64_t *old_key = h->slot_key;
     int64_t old_slots = h->slots;
     uint32_t old_frame = h->frame;
-    h->slot = NULL;
+    h->tag = NULL;
+    h->range = NULL;
     h->slot_key = NULL;
     bool ok = allocate_table(h, old_slots * 2);
     h->grew = true;
     if (ok) {
         h->used = 0;
         for (int64_t s = 0; s < old_slots; s++)
-            if (old[s].stamp == old_frame) {
+            if (old[s] >> 1 == old_frame) {
                 int64_t t = claim_slot(h, old_key[s]);
-                h->slot[t].children = old[s].children;
+                h->tag[t] |= old[s] & TAG_CHILDREN;
             }
     }
     prox_free(h->allocator, old);
+    prox_free(h->allocator, old_range);
     prox_free(h->allocator, old_key);
     return ok;
 }
@@ -169,14 +183,15 @@ static int64_t claim_slot(hier *h, uint64_t key)
 {
     uint64_t mask = (uint64_t)h->slots - 1, s = home_slot(h, key);
     if (h->growable) {
-        for (; h->slot[s].stamp == h->frame; s = (s + 1) & mask)
+        for (; slot_valid(h, s); s = (s + 1) & mask)
             if (h->slot_key[s] == key)
                 return (int64_t)s;
         h->slot_key[s] = key;
-    } else if (h->slot[s].stamp == h->frame) {
+    } else if (slot_valid(h, s)) {
         return (int64_t)s;
     }
-    h->slot[s] = (hh_slot){.stamp = h->frame};
+    h->tag[s] = h->frame << 1;
+    h->range[s] = (hh_range){0, 0};
     h->used++;
     return (int64_t)s;
 }
@@ -185,7 +200,7 @@ static void mark_children(hier *h, uint64_t key)
 {
     if (h->failed)
         return;
-    h->slot[claim_slot(h, key)].children = 1;
+    h->tag[claim_slot(h, key)] |= TAG_CHILDREN;
     if (h->growable && 2 * h->used > h->slots && !grow_table(h))
         h->failed = true;
 }
@@ -339,12 +354,12 @@ static bool prepare_table(hier *h, const broad_input *in)
                               : pow2_at_least(((int64_t)2 << in->dim) * in->n + 64);
     if (growable && h->growable && in->desc->table_size == 0 && h->slots >= want)
         want = h->slots; /* keep what an earlier build grew to */
-    if (!h->slot || h->slots != want || h->growable != growable) {
+    if (!h->tag || h->slots != want || h->growable != growable) {
         h->growable = growable;
         return allocate_table(h, want);
     }
-    if (++h->frame == 0) { /* 2^32 builds: clear once */
-        memset(h->slot, 0, (size_t)h->slots * sizeof(hh_slot));
+    if (++h->frame == FRAME_LIMIT) { /* 2^31 builds: clear once */
+        memset(h->tag, 0, (size_t)h->slots * sizeof(uint32_t));
         h->frame = 1;
     }
     return true;
@@ -377,8 +392,7 @@ static prox_status index_entries(hier *h, int threads)
         uint64_t s = h->entry_key[e];
         while (e < h->entries && h->entry_key[e] == s)
             e++;
-        h->slot[s].begin = (uint32_t)begin;
-        h->slot[s].count = (uint32_t)(e - begin);
+        h->range[s] = (hh_range){(uint32_t)begin, (uint32_t)(e - begin)};
     }
     return PROX_OK;
 }
@@ -430,12 +444,12 @@ static bool query_cells(const hier *h, const prox_aabb *q, box_cells *c)
     return true;
 }
 
-static void push_ids(const hier *h, const hh_slot *slot, broad_scratch *s)
+static void push_ids(const hier *h, hh_range r, broad_scratch *s)
 {
-    if (slot->count == 0 || !prox_scratch_reserve(s, slot->count))
+    if (r.count == 0 || !prox_scratch_reserve(s, r.count))
         return;
-    memcpy(s->ids + s->count, h->entry_id + slot->begin, slot->count * sizeof(uint32_t));
-    s->count += slot->count;
+    memcpy(s->ids + s->count, h->entry_id + r.begin, r.count * sizeof(uint32_t));
+    s->count += r.count;
 }
 
 /* Push the cells of class cls (children of `parent`, or the top cells when
@@ -504,9 +518,8 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
         int64_t at = find_slot(h, n.key);
         if (at < 0)
             continue;
-        const hh_slot *slot = &h->slot[at];
-        push_ids(h, slot, s);
-        if (slot->children && n.cls > h->bottom)
+        push_ids(h, h->range[at], s);
+        if ((h->tag[at] & TAG_CHILDREN) && n.cls > h->bottom)
             top = push_cells(h, &qc, n.cls - 1, &n, stack, top);
     }
 }
@@ -571,7 +584,7 @@ static int64_t drop_changed_entries(hier *h)
     int64_t kept = 0;
     for (int64_t e = 0; e < h->entries; e++) {
         uint64_t slot = h->entry_key[e];
-        h->slot[slot].count = 0;
+        h->range[slot].count = 0;
         if (!h->changed[h->entry_id[e]]) {
             h->entry_key[kept] = slot;
             h->entry_id[kept++] = h->entry_id[e];
@@ -614,8 +627,7 @@ static void set_slot_ranges(hier *h)
         uint64_t s = h->entry_key[e];
         while (e < h->entries && h->entry_key[e] == s)
             e++;
-        h->slot[s].begin = (uint32_t)begin;
-        h->slot[s].count = (uint32_t)(e - begin);
+        h->range[s] = (hh_range){(uint32_t)begin, (uint32_t)(e - begin)};
     }
 }
 
@@ -687,7 +699,8 @@ static void hier_destroy(void *impl, const prox_allocator *al)
     hier *h = impl;
     if (!h)
         return;
-    prox_free(al, h->slot);
+    prox_free(al, h->tag);
+    prox_free(al, h->range);
     prox_free(al, h->slot_key);
     prox_free(al, h->entry_key);
     prox_free(al, h->tmp_key);
@@ -703,7 +716,7 @@ static int64_t hier_bytes(const void *impl)
     const hier *h = impl;
     if (!h)
         return 0;
-    return (int64_t)sizeof *h + h->slot_capacity * (int64_t)sizeof(hh_slot) +
+    return (int64_t)sizeof *h + h->slot_capacity * (int64_t)(sizeof(uint32_t) + sizeof(hh_range)) +
            h->key_capacity * 8 + (h->entry_key_cap + h->tmp_key_cap) * 8 +
            (h->entry_id_cap + h->tmp_id_cap) * 4 + h->oversize_cap * 4 + h->changed_cap;
 }

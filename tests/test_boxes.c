@@ -138,6 +138,39 @@ static void bad_shapes_are_invalid(void **state)
     prox_broad_destroy(b);
 }
 
+/* Hash structures measure cells from the data's minimum corner; brute
+ * force has no such limit. */
+static void extents_beyond_the_double_range(void **state)
+{
+    (void)state;
+    double boxes[] = {-1e308, 0, -1e308, 1, 1e308, 0, 1e308, 1};
+    prox_boxes v = prox_boxes_f64(boxes, 2, 2);
+    for (int a = PROX_BROAD_BRUTE; a <= PROX_BROAD_HIERARCHICAL; a++) {
+        prox_broad *b = make_broad((prox_broad_algo)a);
+        prox_status want = a == PROX_BROAD_BRUTE ? PROX_OK : PROX_ERR_RANGE;
+        assert_int_equal(prox_broad_build(b, &v), want);
+        if (want != PROX_OK)
+            expect_message("overflows");
+        prox_broad_destroy(b);
+    }
+    /* queries that far away are fine */
+    double near[] = {0, 0, 1, 1};
+    double s0[] = {-1e308, 0.5}, s1[] = {1e308, 0.5};
+    prox_points p0 = prox_points_f64(s0, 1, 2), p1 = prox_points_f64(s1, 1, 2);
+    for (int a = PROX_BROAD_BRUTE; a <= PROX_BROAD_HIERARCHICAL; a++) {
+        prox_broad *b = make_broad((prox_broad_algo)a);
+        prox_boxes nv = prox_boxes_f64(near, 1, 2);
+        assert_int_equal(prox_broad_build(b, &nv), PROX_OK);
+        prox_stats st;
+        assert_int_equal(prox_broad_query_segments(b, &p0, &p1, true, prox_sink_count(), &st),
+                         PROX_OK);
+        assert_int_equal(st.pairs, 1);
+        assert_int_equal(prox_broad_query_boxes(b, &v, prox_sink_count(), &st), PROX_OK);
+        assert_int_equal(st.pairs, 0);
+        prox_broad_destroy(b);
+    }
+}
+
 /* ---- names and options ------------------------------------------------------ */
 
 static void names_round_trip(void **state)
@@ -389,6 +422,7 @@ int main(void)
         cmocka_unit_test(strided_views_read_structs),
         cmocka_unit_test(bad_boxes_name_the_box_and_axis),
         cmocka_unit_test(bad_shapes_are_invalid),
+        cmocka_unit_test(extents_beyond_the_double_range),
         cmocka_unit_test(names_round_trip),
         cmocka_unit_test(options_are_checked_by_field),
         cmocka_unit_test(closed_overlap_counts_touching),
