@@ -338,14 +338,14 @@ static prox_status job_init(chunk_job *job, const prox_broad *b, const query_set
         return st;
     int threads = count > 1 ? b->threads : 1;
     job->scratch = prox_alloc_array(&b->allocator, count, sizeof *job->scratch);
+    for (int k = 0; job->scratch && k < count; k++)
+        job->scratch[k] = (broad_scratch){.allocator = &b->allocator};
     job->candidates = prox_alloc_array(&b->allocator, count, sizeof *job->candidates);
+    for (int k = 0; job->candidates && k < count; k++)
+        job->candidates[k] = 0;
     job->stamps = b->ops->gather ? prox_alloc_array(&b->allocator, threads * b->n, 4) : NULL;
     if (!job->scratch || !job->candidates || (b->ops->gather && !job->stamps))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for query scratch");
-    for (int k = 0; k < count; k++) {
-        job->scratch[k] = (broad_scratch){.allocator = &b->allocator};
-        job->candidates[k] = 0;
-    }
     if (job->stamps)
         memset(job->stamps, 0, (size_t)(threads * b->n) * sizeof(uint32_t));
     return PROX_OK;
@@ -371,7 +371,7 @@ static void fill_stats(const prox_broad *b, const chunk_job *job, int64_t pairs,
         return;
     *stats = (prox_stats){0};
     stats->pairs = pairs;
-    for (int k = 0; job->candidates && k < job->chunks.count; k++) {
+    for (int k = 0; job->candidates && job->scratch && k < job->chunks.count; k++) {
         stats->candidates += job->candidates[k];
         stats->cells_visited += job->scratch[k].cells_visited;
     }

@@ -33,6 +33,21 @@
  * that the query covers are visited (the subdivision of Listing 2). Each cell
  * is visited at most once (the cells form a tree).
  *
+ * A query that would visit more cells than there are boxes (a query larger
+ * than most of the data, or a tiny table whose collisions flag children
+ * everywhere) stops descending and takes every box as a candidate: never
+ * slower than brute force, and never a hang.
+ *
+ * Update (prox_broad_update): the boxes whose cells changed are re-inserted
+ * (Listing 1) and their old entries dropped, by a merge of the sorted
+ * entries; flags of cells they left stay set until the next rebuild. The
+ * structure rebuilds instead when over a quarter changed, when a box leaves
+ * the built extent or the class range, or once relocations since the last
+ * build reach the box count.
+ *
+ * Table lengths (desc.table_size, or automatic) are rounded up to a power
+ * of two.
+ *
  * Cell coordinates: u = x - origin (origin = the data's minimum corner, so
  * u >= 0 for every built box); cell of class c = floor(u * 2^-bottom) >>
  * (c - bottom), which equals floor(u / 2^c) and makes parents and children

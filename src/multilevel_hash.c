@@ -20,6 +20,9 @@
  * share a slot: that costs candidates, never correctness, since the front
  * tests every candidate exactly.
  *
+ * The table length (desc.table_size, or 2 x the entries) is rounded up to
+ * a power of two.
+ *
  * Query (section 2.2): for each level, the cells the query box covers
  * (clipped to the level's occupied cell range) are looked up; when the
  * query covers more cells than the level holds boxes, the level's boxes

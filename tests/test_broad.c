@@ -717,6 +717,72 @@ static void updates_match_brute_force(void **state)
     }
 }
 
+/* Allocation failures: with an allocator that fails after k allocations,
+ * every call returns PROX_OK or PROX_ERR_NO_MEMORY, never crashes and
+ * leaks nothing (the sanitizer build checks leaks); some k succeeds. */
+typedef struct failing_allocator {
+    int64_t left;
+} failing_allocator;
+
+static void *failing_alloc(size_t size, void *user)
+{
+    failing_allocator *f = user;
+    if (f->left <= 0)
+        return NULL;
+    f->left--;
+    return malloc(size);
+}
+
+static void failing_free(void *ptr, void *user)
+{
+    (void)user;
+    free(ptr);
+}
+
+static prox_status run_with_allocations(const config *c, const scene *sc, int64_t budget)
+{
+    failing_allocator f = {budget};
+    prox_broad_desc d = prox_default_broad_desc();
+    d.algo = c->algo;
+    d.table_size = c->table_size;
+    d.growable_table = c->growable;
+    d.threads = 1;
+    d.allocator = (prox_allocator){failing_alloc, failing_free, &f};
+    prox_broad *b = NULL;
+    prox_status st = prox_broad_create(&d, &b);
+    prox_boxes v = box_view(&sc->boxes, false);
+    prox_pair_buffer buf;
+    prox_lists lists;
+    prox_pair_buffer_init(&buf, NULL);
+    prox_lists_init(&lists, NULL);
+    if (!st) st = prox_broad_build(b, &v);
+    if (!st) st = prox_broad_pairs(b, prox_sink_buffer(&buf), NULL);
+    if (!st) st = run_kind(b, sc, Q_SEGMENTS, prox_sink_lists(&lists), NULL);
+    if (!st) st = run_kind(b, sc, Q_SWEPT, prox_sink_buffer(&buf), NULL);
+    if (!st) st = prox_broad_update(b, &v, NULL);
+    prox_broad_destroy(b);
+    prox_pair_buffer_free(&buf);
+    prox_lists_free(&lists);
+    return st;
+}
+
+static void allocation_failures_are_reported(void **state)
+{
+    (void)state;
+    scene sc;
+    scene_make(&sc, SCENE_MIXED, 2, false, 200, 50);
+    for (int c = 0; c < CONFIG_COUNT; c++) {
+        int64_t budget = 0;
+        prox_status st;
+        while ((st = run_with_allocations(&CONFIGS[c], &sc, budget)) == PROX_ERR_NO_MEMORY &&
+               budget < 10000)
+            budget++;
+        CHECK(st == PROX_OK, CONFIGS[c].name, "status %d after %lld allocations: %s", (int)st,
+              (long long)budget, prox_last_error());
+    }
+    scene_free(&sc);
+}
+
 /* Stats say something true: candidates >= pairs, cells > 0 once built. */
 static void stats_are_consistent(void **state)
 {
@@ -753,6 +819,7 @@ int main(void)
         cmocka_unit_test(rebuilds_and_updates_forget_old_boxes),
         cmocka_unit_test(stats_are_consistent),
         cmocka_unit_test(updates_match_brute_force),
+        cmocka_unit_test(allocation_failures_are_reported),
     };
     return cmocka_run_group_tests_name("broad", tests, NULL, NULL);
 }
