@@ -557,6 +557,16 @@ t_bench_mixed2d_small() {
     done
 }
 
+t_collide_binary_and_stdin() {
+    "$PROX" gen mixed2d --n 800 --queries 0 -o bin.txt || { why="gen text failed"; return 1; }
+    "$PROX" gen mixed2d --n 800 --queries 0 -o bin.f64 || { why="gen binary failed"; return 1; }
+    "$PROX" collide -o want.txt bin.txt || { why="text failed"; return 1; }
+    "$PROX" collide --dim 2 -o got.txt bin.f64 || { why="binary failed"; return 1; }
+    same_files want.txt got.txt || return 1
+    "$PROX" collide -o got.txt - <bin.txt || { why="stdin failed"; return 1; }
+    same_files want.txt got.txt
+}
+
 # ---- run -------------------------------------------------------------------
 
 check gen_sph3d_known_values t_gen_sph3d_values
@@ -609,6 +619,7 @@ check bench_small t_bench_small
 check collide_pairs t_collide_pairs
 check collide_count_stats t_collide_count_stats
 check collide_algos_agree t_collide_algos_agree
+check collide_binary_and_stdin t_collide_binary_and_stdin
 check query_segments t_query_segments
 check query_stats t_query_stats
 check query_boxes_and_segments_mixed t_query_boxes_mixed
