@@ -367,7 +367,7 @@ static bool prepare_table(hier *h, const broad_input *in)
     int64_t want = in->desc->table_size > 0 ? pow2_at_least(in->desc->table_size)
                    : growable ? pow2_at_least(2 * in->n + 64)
                               : pow2_at_least(((int64_t)2 << in->dim) * in->n + 64);
-    if (growable && h->growable && in->desc->table_size == 0 && h->slots >= want)
+    if (growable && h->growable && h->slots >= want)
         want = h->slots; /* keep what an earlier build grew to */
     if (!h->tag || h->slots != want || h->growable != growable) {
         h->growable = growable;
