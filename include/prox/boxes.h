@@ -86,14 +86,17 @@ typedef struct prox_broad_desc {
 
     /* grid: cell edge; 0 = fit the data (the median longest box edge) */
     double cell_size;
-    /* multilevel, hierarchical: hash table slots; 0 = automatic. The paper's
-     * rule of thumb for fixed tables is ~100 x the number of objects. */
+    /* multilevel, hierarchical: hash table slots, rounded up to a power of
+     * two; 0 = automatic. The paper's rule of thumb for fixed tables is
+     * ~100 x the number of objects. For the growable table it is the initial
+     * length, and a grown table keeps its length across builds. */
     int64_t table_size;
     /* hierarchical: false = fixed-length open-addressing table (seed 000
      * section 4.3), true = growable table */
     bool growable_table;
     /* multilevel, hierarchical: the size classes 2^c for c in
-     * [min_class, max_class]; both 0 = fit the data at build (Eq. 2) */
+     * [min_class, max_class]; both 0 = fit the data at build (Eq. 2), so
+     * the single class [0, 0] (edge 1) cannot be forced */
     int min_class, max_class;
 } prox_broad_desc;
 
