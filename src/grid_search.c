@@ -312,40 +312,17 @@ static void rows_of_run(const prox_grid *g, int64_t r, gathered *b, row_chunk *r
         size_row_chunk(g, rc);
 }
 
-#define PREFIX_BLOCKS 64
-
 /* offsets[id + 1] = row length of point id (each id written once), then
- * prefix sums over blocks: sum each block, offset the blocks, add within. */
+ * prefix sums. */
 static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *offsets)
 {
     int64_t n = g->n;
-    int blocks = g->threads > 1 && n > 65536 ? PREFIX_BLOCKS : 1;
-    int64_t block_sum[PREFIX_BLOCKS + 1] = {0};
     offsets[0] = 0;
-#pragma omp parallel num_threads(g->threads) if (blocks > 1)
-    {
-#pragma omp for schedule(static)
-        for (int64_t s = 0; s < n; s++)
-            offsets[g->id[s] + 1] = row_len[s];
-#pragma omp for schedule(static)
-        for (int k = 0; k < blocks; k++) {
-            int64_t sum = 0;
-            for (int64_t i = n * k / blocks; i < n * (k + 1) / blocks; i++)
-                sum += offsets[i + 1];
-            block_sum[k + 1] = sum;
-        }
-#pragma omp single
-        for (int k = 0; k < blocks; k++)
-            block_sum[k + 1] += block_sum[k];
-#pragma omp for schedule(static)
-        for (int k = 0; k < blocks; k++) {
-            int64_t at = block_sum[k];
-            for (int64_t i = n * k / blocks; i < n * (k + 1) / blocks; i++) {
-                at += offsets[i + 1];
-                offsets[i + 1] = at;
-            }
-        }
-    }
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t s = 0; s < n; s++)
+        offsets[g->id[s] + 1] = row_len[s];
+    prox_prefix_sums(offsets, n, g->threads);
 }
 
 /* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */

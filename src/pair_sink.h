@@ -74,6 +74,11 @@ prox_status prox_pairs_deliver(const prox_pair *pairs, int64_t count, prox_sink 
 
 
 
+/* Row counts to row offsets, in place: at[0] = 0 and at[r + 1] = the count
+ * of row r on entry; at[r] = the first entry of row r on return. Blocked
+ * over `threads` for large inputs. */
+void prox_prefix_sums(int64_t *at, int64_t rows, int threads);
+
 /* The sink is usable: its buffer, lists or callback is there. */
 prox_status prox_sink_check(prox_sink sink);
 

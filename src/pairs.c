@@ -146,8 +146,7 @@ static void count_rows(const pair_source *s, int64_t *at, bool both_ends)
 
 #define PREFIX_BLOCKS 64
 
-/* at[0] = 0 and at[1..rows] counts -> at[r] = first entry of row r. */
-static void prefix_sums(int64_t *at, int64_t rows, int threads)
+void prox_prefix_sums(int64_t *at, int64_t rows, int threads)
 {
     int blocks = threads > 1 && rows > 65536 ? PREFIX_BLOCKS : 1;
     int64_t block_sum[PREFIX_BLOCKS + 1] = {0};
@@ -202,7 +201,7 @@ static void build_rows(const pair_source *s, int64_t rows, bool both_ends, int64
 {
     memset(offsets, 0, (size_t)(rows + 1) * sizeof *offsets);
     count_rows(s, offsets, both_ends);
-    prefix_sums(offsets, rows, s->threads);
+    prox_prefix_sums(offsets, rows, s->threads);
     memcpy(cursor, offsets, (size_t)(rows + 1) * sizeof *cursor);
     scatter_rows(s, cursor, entries, both_ends);
     sort_rows(offsets, entries, rows, s->threads);
