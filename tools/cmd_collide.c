@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "box_io.h"
+#include "broad_options.h"
 #include "cli.h"
 #include "commands.h"
 #include "prox/prox.h"
@@ -36,15 +37,13 @@ static const char usage[] =
     "Exit status: 0 ok, 2 usage error, 3 bad data (malformed file, NaN or infinite\n"
     "number, a box with min > max), 4 I/O error, 5 out of memory.\n";
 
-enum { OPT_ALGO = 1, OPT_DIM, OPT_THREADS, OPT_TABLE, OPT_GROWABLE, OPT_CELL, OPT_COUNT,
-       OPT_STATS, OPT_OUTPUT, OPT_HELP };
+enum { OPT_DIM = 1, OPT_COUNT, OPT_STATS, OPT_OUTPUT, OPT_HELP };
 
 static const opt_spec specs[] = {
-    { "algo", 0, true, OPT_ALGO },         { "dim", 0, true, OPT_DIM },
-    { "threads", 't', true, OPT_THREADS }, { "table-size", 0, true, OPT_TABLE },
-    { "growable", 0, false, OPT_GROWABLE }, { "cell-size", 0, true, OPT_CELL },
-    { "count", 0, false, OPT_COUNT },      { "stats", 0, false, OPT_STATS },
-    { "output", 'o', true, OPT_OUTPUT },   { "help", 'h', false, OPT_HELP },
+    BROAD_OPTION_SPECS,
+    { "dim", 0, true, OPT_DIM },      { "count", 0, false, OPT_COUNT },
+    { "stats", 0, false, OPT_STATS }, { "output", 'o', true, OPT_OUTPUT },
+    { "help", 'h', false, OPT_HELP },
 };
 
 typedef struct collide_options {
@@ -56,20 +55,10 @@ typedef struct collide_options {
 
 static bool apply_option(opt_parser *p, collide_options *o, int id, const char *v)
 {
+    if (broad_option(p, id, v, &o->desc))
+        return true;
     switch (id) {
-    case OPT_ALGO:
-        if (prox_broad_algo_parse(v, &o->desc.algo) != PROX_OK)
-            die_usage(p->command, "--algo: %s", prox_last_error());
-        break;
     case OPT_DIM: o->dim = (int)parse_count(p, v, 2, 3); break;
-    case OPT_THREADS: o->desc.threads = (int)parse_count(p, v, 0, 4096); break;
-    case OPT_TABLE: o->desc.table_size = parse_count(p, v, 0, (int64_t)1 << 40); break;
-    case OPT_GROWABLE: o->desc.growable_table = true; break;
-    case OPT_CELL:
-        o->desc.cell_size = parse_double(p, v);
-        if (!(o->desc.cell_size > 0))
-            die_usage(p->command, "--cell-size must be > 0");
-        break;
     case OPT_COUNT: o->count = true; break;
     case OPT_STATS: o->stats = true; break;
     case OPT_OUTPUT: o->output = v; break;
