@@ -9,82 +9,18 @@
 #include <string.h>
 
 #include "cli.h"
+#include "input.h"
 
 /* ---- reading ------------------------------------------------------------ */
 
-static char *slurp(const char *path, size_t *len)
-{
-    bool is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f)
-        die(EXIT_IO, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, used = 0;
-    char *buf = xmalloc(cap);
-    for (;;) {
-        if (used + 1 >= cap)
-            buf = xrealloc(buf, cap *= 2);
-        size_t got = fread(buf + used, 1, cap - 1 - used, f);
-        used += got;
-        if (got == 0)
-            break;
-    }
-    bool failed = ferror(f);
-    if (!is_stdin)
-        fclose(f);
-    if (failed)
-        die(EXIT_IO, "cannot read %s", is_stdin ? "<stdin>" : path);
-    buf[used] = '\0';
-    *len = used;
-    return buf;
-}
-
-static bool is_separator(char c)
-{
-    return c == ' ' || c == ',' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-static bool ends_token(char c)
-{
-    return is_separator(c) || c == '\n' || c == '#' || c == '\0';
-}
-
-/* Numbers of one line into v (at most 6 kept); returns how many. */
-static int parse_line(const char *path, int64_t line, const char **at, double v[6])
-{
-    const char *p = *at;
-    int found = 0;
-    for (;;) {
-        while (is_separator(*p))
-            p++;
-        if (*p == '\n' || *p == '#' || *p == '\0')
-            break;
-        char *end;
-        double x = strtod(p, &end);
-        if (end == p || !ends_token(*end)) {
-            int n = 0;
-            while (!ends_token(p[n]) && n < 60)
-                n++;
-            die_at(EXIT_DATA, path, line, "not a number: '%.*s'", n, p);
-        }
-        if (!isfinite(x))
-            die_at(EXIT_DATA, path, line, "number is not finite");
-        if (found < 6)
-            v[found] = x;
-        found++;
-        p = end;
-    }
-    const char *eol = strchr(p, '\n');
-    *at = eol ? eol + 1 : p + strlen(p);
-    return found;
-}
-
-static void parse_text(row_file *rf, const char *text, const char *path)
+static void parse_text(row_file *rf, const char *text, size_t len, const char *path)
 {
     int64_t capacity = 0, line = 0;
-    const char *p = text;
-    while (*p != '\0') {
+    const char *p = text, *end = text + len;
+    while (p < end) {
         double v[6];
-        int found = parse_line(path, ++line, &p, v);
+        int found = line_numbers(path, ++line, &p, v, 6, "number");
+        p = next_line(p, end);
         if (found == 0)
             continue;
         if (rf->cols == 0) {
@@ -132,7 +68,7 @@ void row_file_read(row_file *rf, const char *path, int cols)
     bool binary = has_suffix(path, ".f64") || has_suffix(path, ".f32");
     rf->scalar = has_suffix(path, ".f32") ? PROX_F32 : PROX_F64;
     size_t len;
-    char *data = slurp(path, &len);
+    char *data = read_whole_file(path, &len);
     if (binary) {
         if (cols == 0)
             die_usage(NULL, "%s is binary: give --dim", path);
@@ -142,7 +78,7 @@ void row_file_read(row_file *rf, const char *path, int cols)
     if (memchr(data, '\0', len))
         die(EXIT_DATA, "%s: NUL byte in a text file (binary files must be named *.f64 or *.f32)",
             path);
-    parse_text(rf, data, strcmp(path, "-") == 0 ? "<stdin>" : path);
+    parse_text(rf, data, len, strcmp(path, "-") == 0 ? "<stdin>" : path);
     free(data);
 }
 

@@ -17,8 +17,7 @@
 
 /* ---- whole file into memory --------------------------------------------- */
 
-/* The bytes of path ("-": stdin) followed by a NUL that is not counted. */
-static char *read_all(const char *path, size_t *len_out)
+char *read_whole_file(const char *path, size_t *len_out)
 {
     bool is_stdin = strcmp(path, "-") == 0;
     int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY);
@@ -116,12 +115,39 @@ static bool ends_token(char c)
     return is_separator(c) || c == '\n' || c == '#' || c == '\0';
 }
 
-static _Noreturn void not_a_number(const text_parser *tp, const char *token)
+int line_numbers(const char *path, int64_t line, const char **at, double *v, int max,
+                 const char *what)
 {
-    int n = 0;
-    while (!ends_token(token[n]) && n < 60)
-        n++;
-    die_at(EXIT_DATA, tp->path, tp->line, "not a number: '%.*s'", n, token);
+    const char *p = *at;
+    int found = 0;
+    for (;;) {
+        while (is_separator(*p))
+            p++;
+        if (*p == '\n' || *p == '#' || *p == '\0')
+            break;
+        char *end;
+        double x = strtod(p, &end);
+        if (end == p || !ends_token(*end)) {
+            int n = 0;
+            while (!ends_token(p[n]) && n < 60)
+                n++;
+            die_at(EXIT_DATA, path, line, "not a number: '%.*s'", n, p);
+        }
+        if (!isfinite(x))
+            die_at(EXIT_DATA, path, line, "%s is not finite", what);
+        if (found < max)
+            v[found] = x;
+        found++;
+        p = end;
+    }
+    *at = p;
+    return found;
+}
+
+const char *next_line(const char *p, const char *end)
+{
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    return eol != NULL ? eol + 1 : end;
 }
 
 /* "# ... radius=R ... dim=D": words of a comment line before the data. */
@@ -167,23 +193,7 @@ static void append_point(text_parser *tp, const double *v)
 static const char *parse_line(text_parser *tp, const char *p)
 {
     double v[3];
-    int found = 0;
-    for (;;) {
-        while (is_separator(*p))
-            p++;
-        if (*p == '\n' || *p == '#' || *p == '\0')
-            break;
-        char *end;
-        double x = strtod(p, &end);
-        if (end == p || !ends_token(*end))
-            not_a_number(tp, p);
-        if (!isfinite(x))
-            die_at(EXIT_DATA, tp->path, tp->line, "coordinate is not finite");
-        if (found < 3)
-            v[found] = x;
-        found++;
-        p = end;
-    }
+    int found = line_numbers(tp->path, tp->line, &p, v, 3, "coordinate");
     if (*p == '\0' && p != tp->end)
         die_at(EXIT_DATA, tp->path, tp->line, "NUL byte in a text file (binary files must be named *.f64 or *.f32)");
     if (*p == '#' && found == 0 && tp->pf->count == 0)
@@ -194,8 +204,7 @@ static const char *parse_line(text_parser *tp, const char *p)
             die_at(EXIT_DATA, tp->path, tp->line, "expected %d numbers, found %d", dim, found);
         append_point(tp, v);
     }
-    const char *eol = memchr(p, '\n', (size_t)(tp->end - p));
-    return eol != NULL ? eol + 1 : tp->end;
+    return next_line(p, tp->end);
 }
 
 static void parse_text(point_file *pf, const char *text, size_t len, const char *path)
@@ -221,7 +230,7 @@ void point_file_read(point_file *pf, const char *path, int dim)
     pf->scalar = has_suffix(path, ".f32") ? PROX_F32 : PROX_F64;
     bool binary = has_suffix(path, ".f64") || has_suffix(path, ".f32");
     size_t len;
-    char *data = read_all(path, &len);
+    char *data = read_whole_file(path, &len);
     if (binary) {
         if (pf->dim == 0)
             pf->dim = 3;

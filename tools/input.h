@@ -13,6 +13,7 @@
 #define PROX_TOOLS_INPUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "prox/core.h"
@@ -25,6 +26,21 @@ typedef struct point_file {
     bool has_radius;    /* the header said "radius=R" */
     double radius;
 } point_file;
+
+/* The bytes of path ("-": stdin) followed by a NUL that is not counted;
+ * EXIT_IO when it cannot be read. */
+char *read_whole_file(const char *path, size_t *len);
+
+/* The numbers at *p up to the end of its line (spaces, tabs or commas
+ * between them; '#' starts a comment): the first `max` go to v[], all are
+ * counted. *p is left on the '\n', '#' or NUL that ended them. A token that
+ * is not a number, or a number that is not finite, is fatal as
+ * "PATH:LINE: ..." (`what` names it: "coordinate", "number"). */
+int line_numbers(const char *path, int64_t line, const char **p, double *v, int max,
+                 const char *what);
+
+/* The start of the line after the one p is in (or end). */
+const char *next_line(const char *p, const char *end);
 
 /* dim 2 or 3; 0 takes the header's "dim=D" if there is one, else 3. */
 void point_file_read(point_file *pf, const char *path, int dim);
