@@ -132,6 +132,8 @@ prox_broad_desc prox_default_broad_desc(void)
         .growable_table = false,
         .min_class = 0,
         .max_class = 0,
+        .kdtree_variant = 2,
+        .kdtree_split = true,
     };
 }
 

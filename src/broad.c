@@ -440,11 +440,44 @@ static prox_status check_points(const prox_broad *b, const prox_points *p, const
     return st;
 }
 
+/* Self pairs of a structure that finds them itself (broad_ops.self_pairs). */
+static prox_status run_self_pairs(const prox_broad *b, prox_sink sink, prox_stats *stats)
+{
+    prox_chunks chunks;
+    int count = prox_chunk_count(sink, b->threads, b->n);
+    prox_status st = prox_chunks_init(&chunks, count, sink, &b->allocator);
+    prox_stats found = {0};
+    int64_t pairs = 0;
+    if (!st) {
+        chunks.threads = b->threads;
+        broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
+                          {0, 0, 0}, {0, 0, 0}};
+        bounding_box(b->box, b->n, in.lo, in.hi);
+        st = b->ops->self_pairs(b->impl, &in, &chunks, &found);
+        for (int k = 0; !st && k < chunks.count; k++)
+            if (chunks.emitter[k].failed)
+                st = prox_fail(PROX_ERR_NO_MEMORY, "out of memory for pairs");
+        if (!st)
+            st = prox_chunks_deliver(&chunks, sink, b->n, true, &pairs);
+        prox_chunks_free(&chunks);
+    }
+    if (stats) {
+        *stats = found;
+        stats->pairs = pairs;
+        stats->cells = b->ops->cells(b->impl);
+        stats->bytes = b->ops->bytes(b->impl) +
+                       (b->box_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+    }
+    return st;
+}
+
 prox_status prox_broad_pairs(prox_broad *b, prox_sink sink, prox_stats *stats)
 {
     prox_status st = check_ready(b, sink, stats);
     if (st)
         return st;
+    if (b->ops->self_pairs)
+        return run_self_pairs(b, sink, stats);
     query_set qs = {.kind = QUERY_SELF, .count = b->n};
     return run_queries(b, &qs, sink, stats);
 }

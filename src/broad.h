@@ -10,6 +10,7 @@
 #define PROX_BROAD_H
 
 #include "box_exact.h"
+#include "pair_sink.h"
 #include "prox/boxes.h"
 
 /* ---- checks (boxes.c) ---------------------------------------------------- */
@@ -77,6 +78,16 @@ typedef struct broad_ops {
     void (*destroy)(void *impl, const prox_allocator *allocator);
     /* Append candidate ids for query box q to s. NULL: test every box. */
     void (*gather)(const void *impl, const prox_aabb *q, broad_scratch *s);
+    /* Self pairs found natively (the sort-and-sweep structures): emit every
+     * overlapping pair (i, j), i < j, exactly once and only after the exact
+     * test (prox_aabb_overlap), into chunks->emitter[0 .. chunks->count);
+     * the front delivers the chunks sorted, so any split of the work over
+     * the chunks gives the same output. A chunk's emitter may set stop
+     * (callback or allocation failure): stop emitting into it. Add the
+     * candidate pairs tested and cells visited to stats. NULL: the front
+     * queries each built box through gather. */
+    prox_status (*self_pairs)(const void *impl, const broad_input *in, prox_chunks *chunks,
+                              prox_stats *stats);
     int64_t (*bytes)(const void *impl);
     int64_t (*cells)(const void *impl);
 } broad_ops;

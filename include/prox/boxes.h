@@ -98,6 +98,17 @@ typedef struct prox_broad_desc {
      * [min_class, max_class]; both 0 = fit the data at build (Eq. 2), so
      * the single class [0, 0] (edge 1) cannot be forced */
     int min_class, max_class;
+
+    /* kdtree (seed 003): 2 = kd-tree-2, each candidate pair once (default);
+     * 1 = kd-tree-1, whose sweep may report a candidate pair more than once
+     * (stats.candidates shows it; the exact pairs reported are the same) */
+    int kdtree_variant;
+    /* kdtree: split elements over the cutting planes of their enclosing
+     * cell (seed 003 section 4); default true */
+    bool kdtree_split;
+    /* kdtree: the root cell; root_lo == root_hi (the default, all zero) =
+     * the bounding box of the built boxes */
+    double root_lo[3], root_hi[3];
 } prox_broad_desc;
 
 prox_broad_desc prox_default_broad_desc(void);
