@@ -1,0 +1,94 @@
+/* broad_scenes.h: scenes of boxes, segments and swept boxes, running every
+ * query kind with every sink, and comparing with brute force (checked
+ * against naive loops), for the broad-phase tests. */
+#ifndef PROX_TESTS_BROAD_SCENES_H
+#define PROX_TESTS_BROAD_SCENES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "rng.h"
+
+/* One way of building a structure: the algorithm and its options. */
+typedef struct config {
+    const char *name;
+    prox_broad_algo algo;
+    double cell_size;
+    int64_t table_size;
+    bool growable;
+    int min_class, max_class;
+} config;
+
+/* Packed boxes (min corner, max corner) and their float copies; with f32
+ * the doubles hold the float values, so that the oracle sees what the
+ * library sees. */
+typedef struct box_set {
+    int dim;
+    int64_t n;
+    double *d;
+    float *f;
+} box_set;
+
+typedef struct point_set {
+    int dim;
+    int64_t n;
+    double *d;
+    float *f;
+} point_set;
+
+typedef struct scene {
+    const char *name;
+    int dim;
+    bool f32;
+    box_set boxes, queries, from, to;
+    point_set starts, ends;
+} scene;
+
+typedef enum scene_kind { SCENE_MIXED, SCENE_OFFSET, SCENE_EMPTY, SCENE_ONE, SCENE_SAME } scene_kind;
+
+typedef enum query_kind {
+    Q_PAIRS, Q_BOXES, Q_SEGMENTS, Q_SEGMENTS_BROAD, Q_SWEPT, Q_KINDS
+} query_kind;
+
+typedef struct result {
+    prox_pair_buffer buffer;
+    prox_lists lists;
+    prox_pair *called; /* callback order */
+    int64_t called_count, called_capacity, count;
+} result;
+
+extern const config BRUTE;
+extern const char *const kind_names[Q_KINDS];
+/* Edges of mixed_boxes: 2^-4 .. 2^max_edge_exp (default 15). */
+extern double max_edge_exp;
+
+prox_broad *create(const config *c, int threads);
+
+void box_set_alloc(box_set *s, int dim, int64_t n);
+void point_set_alloc(point_set *s, int dim, int64_t n);
+double *box_at(const box_set *s, int64_t i);
+/* Round to float when f32 (the doubles then hold what the library reads). */
+void finish(double *v, float *f, int64_t count, bool f32);
+prox_boxes box_view(const box_set *s, bool f32);
+prox_points point_view(const point_set *s, bool f32);
+/* Mixed sizes, with the special cases mixed in (see broad_scenes.c). */
+void mixed_boxes(box_set *s, rng *r, int dim, int64_t n, double origin, double side);
+void scene_make(scene *sc, scene_kind kind, int dim, bool f32, int64_t n, int64_t m);
+void scene_free(scene *sc);
+
+prox_status run_kind(prox_broad *b, const scene *sc, query_kind k, prox_sink sink,
+                     prox_stats *stats);
+void result_free(result *r);
+/* Every sink of one query kind, on a structure built over the scene. */
+void run_all_sinks(const config *c, const scene *sc, query_kind k, int threads, result *r,
+                   const char *context);
+void expect_same_result(const result *want, const result *got, bool symmetric,
+                        const char *context);
+/* Every query kind: brute force (checked against the naive loops) against
+ * each of the configs, every sink, 2 threads. */
+void check_scene(const scene *sc, const config *const *configs, int config_count);
+/* Every query kind of a built structure against brute force over sc. */
+void check_against_fresh_brute(prox_broad *b, const scene *sc, const char *context);
+
+#endif
