@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev
 RUN_DEPS   = gnuplot-nox
 
-.PHONY: all build run test asan install deps clean
+.PHONY: all build run test asan install deps clean bench-peers
 
 all: build
 
@@ -38,6 +38,11 @@ asan: deps
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# prox and its peer libraries side by side (bench/peers/README.md), e.g.
+#   make bench-peers ARGS="--full --reps 5"
+bench-peers: build
+	BUILD=$(BUILD) bench/peers/run.sh --prox $(BUILD)/prox $(ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan

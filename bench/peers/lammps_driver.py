@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""lammps_driver.py: W1/W2 with LAMMPS' own neighbour-list build (Debian's `lammps`).
+
+Writes a LAMMPS data file with one atom at each point of FILE and an input
+script (non-periodic shrink-wrapped box 's s s'; 2D: 'dimension 2', 's s p'),
+`pair_style zero R` (a pair style that computes nothing but asks for a half
+neighbour list with cutoff R), `neighbor 0.0 bin` (no skin), and runs one
+step with a rebuild every step, so that LAMMPS times one full binned build
+as "Neigh". Reports LAMMPS' "Total # of neighbors" (the half list: each pair
+once) and its Neigh time; peak memory is the lmp process's peak RSS.
+
+Boundary: LAMMPS keeps rsq <= cutneighsq with rsq summed x, y, z as prox does
+and cutneighsq = cut*cut (cut = sqrt(cut*cut) = R exactly), so the counts
+agree with no correction. LAMMPS does not separate binning from the pair
+search: build_s is 0 and query_s is the whole Neigh time.
+Usage: lammps_driver.py FILE --radius R [--workload W1|W2] [--lmp lmp]
+"""
+import argparse
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def fail(msg):
+    print(f"lammps_driver: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def write_data(src, dst, radius):
+    """Atoms of the data file: the point text copied as is (no rounding)."""
+    dim, rows = None, []
+    lo, hi = None, None
+    with open(src) as f:
+        for lineno, line in enumerate(f, 1):
+            if line.startswith("#"):
+                m = re.search(r"\bdim=(\d)", line)
+                if m:
+                    dim = int(m.group(1))
+                continue
+            words = line.split()
+            if not words:
+                continue
+            if dim is None:
+                dim = len(words)
+            if len(words) != dim or dim not in (2, 3):
+                fail(f"{src}:{lineno}: expected {dim} coordinates")
+            v = [float(w) for w in words]
+            lo = v if lo is None else [min(a, b) for a, b in zip(lo, v)]
+            hi = v if hi is None else [max(a, b) for a, b in zip(hi, v)]
+            rows.append(words if dim == 3 else words + ["0"])
+    if not rows:
+        fail(f"{src}: no points")
+    # A box that holds every point; shrink-wrapping then fits it to the atoms.
+    pad = [max(1.0, 1e-6 * (h - l)) for l, h in zip(lo, hi)]
+    with open(dst, "w") as f:
+        f.write(f"LAMMPS data file from {os.path.basename(src)}\n\n{len(rows)} atoms\n1 atom types\n\n")
+        for k, name in enumerate("xyz"[:dim]):
+            f.write(f"{lo[k] - pad[k]!r} {hi[k] + pad[k]!r} {name}lo {name}hi\n")
+        if dim == 2:
+            # LAMMPS refuses bins far smaller than the cutoff, z included (the
+            # z thickness of a 2D box plays no other part).
+            f.write(f"{-radius!r} {radius!r} zlo zhi\n")
+        f.write("\nMasses\n\n1 1.0\n\nAtoms # atomic\n\n")
+        f.writelines(f"{i} 1 {w[0]} {w[1]} {w[2]}\n" for i, w in enumerate(rows, 1))
+    return dim, len(rows)
+
+
+SCRIPT = """units lj
+dimension {dim}
+boundary {boundary}
+atom_style atomic
+atom_modify sort 0 0.0
+read_data data.lmp
+pair_style zero {radius!r}
+pair_coeff * *
+neighbor 0.0 bin
+neigh_modify every 1 delay 0 check no
+thermo_style custom step
+run 1
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--radius", type=float, required=True)
+    ap.add_argument("--workload", default="W1")
+    ap.add_argument("--lmp", default="lmp")
+    a = ap.parse_args()
+    if not a.radius > 0:
+        fail("--radius must be > 0")
+    if shutil.which(a.lmp) is None:
+        fail(f"{a.lmp} not found (Debian package lammps)")
+    work = tempfile.mkdtemp(prefix="prox-lammps-")
+    try:
+        dim, n = write_data(a.file, os.path.join(work, "data.lmp"), a.radius)
+        with open(os.path.join(work, "in.lmp"), "w") as f:
+            f.write(SCRIPT.format(dim=dim, boundary="s s s" if dim == 3 else "s s p",
+                                  radius=a.radius))
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        run = subprocess.run([a.lmp, "-in", "in.lmp", "-log", "none"], cwd=work, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        out = run.stdout
+        if run.returncode != 0:
+            fail(f"lmp exited with {run.returncode}:\n{out[-2000:]}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    total = re.search(r"^Total # of neighbors = (\d+)", out, re.M)
+    neigh = re.search(r"^Neigh\s*\|\s*([0-9.eE+-]+)", out, re.M)
+    atoms = re.search(r"for 1 steps with (\d+) atoms", out)
+    if not (total and neigh and atoms):
+        fail(f"cannot find the neighbour count or Neigh time in lmp's output:\n{out[-2000:]}")
+    if int(atoms.group(1)) != n:
+        fail(f"LAMMPS kept {atoms.group(1)} of {n} atoms")
+    query_s = float(neigh.group(1))
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    print(f"library=lammps workload={a.workload} N={n} build_s=0.000000 query_s={query_s:.6f} "
+          f"total_s={query_s:.6f} count={total.group(1)} peak_rss_mb={rss:.1f} list=half/bin/newton")
+
+
+if __name__ == "__main__":
+    main()
