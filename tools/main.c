@@ -18,6 +18,7 @@ static const char usage[] =
     "  bench   time every algorithm on a standard workload; prints a Markdown table\n"
     "  collide every pair of overlapping boxes of a file (broad phase)\n"
     "  query   the boxes each query box or segment of a file meets\n"
+    "  demo    run a scene (fluid, ...): a simulation timed phase by phase, frames, plot\n"
     "Run 'prox COMMAND --help' for the options of a command.\n"
     "\n"
     "Exit status:\n"
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
 {
     cleanup_install_signal_handlers();
     if (argc < 2)
-        die_usage(NULL, "missing COMMAND (gen, pairs, bench, collide or query)");
+        die_usage(NULL, "missing COMMAND (gen, pairs, bench, collide, query or demo)");
     const char *command = argv[1];
     if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0
         || strcmp(command, "help") == 0) {
@@ -60,6 +61,8 @@ int main(int argc, char **argv)
         return cmd_collide(argc - 1, argv + 1);
     if (strcmp(command, "query") == 0)
         return cmd_query(argc - 1, argv + 1);
+    if (strcmp(command, "demo") == 0)
+        return cmd_demo(argc - 1, argv + 1);
     fprintf(stderr, "prox: unknown command '%s'\n\n", command);
     fputs(usage, stderr);
     return EXIT_USAGE;

@@ -110,3 +110,21 @@ void prox_wl_mixed2d(int64_t n_boxes, int64_t n_segments, uint64_t seed,
     for (int64_t i = 0; i < n_segments; i++)
         mixed2d_segment(&rng, segments + 4 * i);
 }
+
+/* W5 fluid3d: the spheres first (centre x, y, z, then diameter, sphere by
+ * sphere), then the particles (x, y, z). */
+void prox_wl_fluid3d(int64_t n_particles, uint64_t seed, double *spheres, double *particles)
+{
+    const double side = PROX_WL_FLUID3D_SIDE;
+    prox_wl_rng rng = prox_wl_rng_seed(seed);
+    for (int64_t i = 0; i < PROX_WL_FLUID3D_SPHERES; i++) {
+        for (int k = 0; k < 3; k++)
+            spheres[4 * i + k] = prox_wl_uniform(&rng, 0.0, side);
+        spheres[4 * i + 3] = prox_wl_uniform(&rng, 0x1p-4, 0x1p-2);
+    }
+    for (int64_t i = 0; i < n_particles; i++) {
+        particles[3 * i] = prox_wl_uniform(&rng, 0.0, side);
+        particles[3 * i + 1] = prox_wl_uniform(&rng, 0.0, side);
+        particles[3 * i + 2] = prox_wl_uniform(&rng, 0.5 * side, side);
+    }
+}

@@ -55,6 +55,15 @@ void prox_wl_mixed2d(int64_t n_boxes, int64_t n_segments, uint64_t seed,
                      double *boxes, double *segments);
 #define PROX_WL_MIXED2D_SIDE 8192.0
 
+/* W5 fluid3d (seed 000 Figure 6): in the box [0, 4)^3, 2,000 static spheres
+ * as (centre x, y, z, diameter U(2^-4, 2^-2)), spheres holds 4 * 2000
+ * doubles; then n_particles fluid particles (diameter 2^-6) at
+ * (U(0,4), U(0,4), U(2,4)), particles holds 3 * n_particles doubles. */
+#define PROX_WL_FLUID3D_SIDE 4.0
+#define PROX_WL_FLUID3D_SPHERES 2000
+#define PROX_WL_FLUID3D_DIAMETER 0x1p-6
+void prox_wl_fluid3d(int64_t n_particles, uint64_t seed, double *spheres, double *particles);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,8 @@
 set(PROX_SCENE_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(PROX_SCENE_SOURCES
   ${PROX_SCENE_DIR}/scene.c
+  ${PROX_SCENE_DIR}/fluid.c
+  ${PROX_SCENE_DIR}/sph.c
 )
 # PNG frames: libpng, found with pkg-config (Debian: libpng-dev).
 find_package(PkgConfig REQUIRED)
