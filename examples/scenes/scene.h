@@ -37,7 +37,7 @@
  *
  * Common options (scene_parse): --frames F, --seed S, --threads T,
  * --particles N, --algo A (a name, a comma list or `all`), --png DIR,
- * --png-every K, --plot, --quiet, --help; plus the scene's own numeric
+ * --png-every K, --plot, --quiet, --cpu-time, --help; plus the scene's own numeric
  * options and flags (scene_extra).
  *
  * Adding a scene: write NAME.c with `int prox_demo_NAME(int argc, char **argv)`,
@@ -105,6 +105,9 @@ typedef struct scene_options {
     int64_t png_every;   /* --png-every K: one frame in K (default frames/10, at least 1) */
     bool plot;           /* --plot: gnuplot PNG of ms per frame per series */
     bool quiet;          /* --quiet: no progress line (the table is still printed) */
+    bool cpu_time;       /* --cpu-time: time phases with the process's CPU clock (summed
+                            over threads) instead of the wall clock: on a shared machine,
+                            with --threads 1, close to what an idle machine would show */
     bool algo_all;       /* --algo all was given: skip names the library lacks */
     int algo_count;      /* series to run: one per --algo name */
     const char *algos[SCENE_MAX_ALGOS];
