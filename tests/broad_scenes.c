@@ -13,6 +13,8 @@
 
 const config BRUTE = {"brute", PROX_BROAD_BRUTE, 0, 0, false, 0, 0};
 
+void (*create_hook)(const config *c, prox_broad_desc *d);
+
 prox_broad *create(const config *c, int threads)
 {
     prox_broad_desc d = prox_default_broad_desc();
@@ -23,6 +25,8 @@ prox_broad *create(const config *c, int threads)
     d.min_class = c->min_class;
     d.max_class = c->max_class;
     d.threads = threads;
+    if (create_hook)
+        create_hook(c, &d);
     prox_broad *b = NULL;
     CHECK_STATUS(prox_broad_create(&d, &b), PROX_OK, c->name);
     return b;

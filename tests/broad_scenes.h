@@ -63,6 +63,9 @@ extern const char *const kind_names[Q_KINDS];
 /* Edges of mixed_boxes: 2^-4 .. 2^max_edge_exp (default 15). */
 extern double max_edge_exp;
 
+/* Called by create() when set, for options config does not hold (a test
+ * may extend config by embedding it first in its own struct). */
+extern void (*create_hook)(const config *c, prox_broad_desc *d);
 prox_broad *create(const config *c, int threads);
 
 void box_set_alloc(box_set *s, int dim, int64_t n);
