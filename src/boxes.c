@@ -164,6 +164,9 @@ prox_status prox_broad_desc_check(const prox_broad_desc *desc)
     if (desc->min_class > desc->max_class)
         return prox_fail(PROX_ERR_INVALID, "min_class %d is above max_class %d",
                          desc->min_class, desc->max_class);
+    if (desc->kdtree_variant != 1 && desc->kdtree_variant != 2)
+        return prox_fail(PROX_ERR_INVALID, "kdtree_variant is %d; use 1 or 2",
+                         desc->kdtree_variant);
     return PROX_OK;
 }
 

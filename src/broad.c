@@ -42,6 +42,7 @@ static const broad_ops *ops_of(prox_broad_algo algo)
     case PROX_BROAD_GRID: return &prox_broad_grid_ops;
     case PROX_BROAD_MULTILEVEL: return &prox_broad_multilevel_ops;
     case PROX_BROAD_HIERARCHICAL: return &prox_broad_hierarchical_ops;
+    case PROX_BROAD_KDTREE: return &prox_broad_kdtree_ops;
     default: return NULL;
     }
 }
@@ -67,6 +68,11 @@ prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out)
     b->desc.allocator = al;
     *out = b;
     return PROX_OK;
+}
+
+const void *prox_broad_impl(const prox_broad *b, const broad_ops *ops)
+{
+    return b && b->built && b->ops == ops ? b->impl : NULL;
 }
 
 void prox_broad_destroy(prox_broad *b)

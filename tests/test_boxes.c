@@ -221,8 +221,9 @@ static void options_are_checked_by_field(void **state)
     expect_message("algo");
     d = prox_default_broad_desc();
     d.algo = PROX_BROAD_KDTREE;
+    d.kdtree_variant = 0;
     assert_int_equal(prox_broad_create(&d, &b), PROX_ERR_INVALID);
-    expect_message("algorithm 'kdtree' is not available yet");
+    expect_message("kdtree_variant is 0; use 1 or 2");
     assert_int_equal(prox_broad_create(&d, NULL), PROX_ERR_INVALID);
     assert_int_equal(prox_broad_create(NULL, &b), PROX_ERR_INVALID);
     prox_broad_destroy(NULL);

@@ -149,6 +149,24 @@ prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
  * The structure rebuilds instead when that is cheaper (stats->rebuilt). */
 prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxes, prox_stats *stats);
 
+/* Diagnostics of a built kdtree (seed 003 Table 1). Codes have 57 levels in
+ * 3D (19 bits per axis), 58 in 2D (29 bits per axis); a box too small for
+ * any deeper cell stays at the deepest. Volumes are in the units of the
+ * boxes (areas in 2D). */
+typedef struct prox_kdtree_info {
+    int64_t elements;     /* boxes built */
+    int64_t sub_elements; /* records after splitting: elements .. 2^dim x elements */
+    int64_t sweep_pairs;  /* candidate pairs of the sweep, repeats included (kd-tree-1) */
+    int64_t cells;        /* distinct cells holding records */
+    double cell_volume;   /* sum over records of their cell's volume (Table 1's Vn) */
+    double root_lo[3], root_hi[3]; /* the root cell used */
+    int depth_limit;      /* longest code: 57 (3D) or 58 (2D) */
+    int deepest;          /* longest code of this build */
+} prox_kdtree_info;
+
+/* PROX_ERR_INVALID unless broad is a built kdtree. O(records). */
+prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *info);
+
 #ifdef __cplusplus
 }
 #endif

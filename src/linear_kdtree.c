@@ -1,0 +1,610 @@
+/* linear_kdtree.c: the linear kd-tree of seed 003 (Poirrier 2009).
+ *
+ * Geometry (section 5.2): the root cell is the caller's (desc.root_lo/hi)
+ * or the bounding box of the boxes; each axis maps onto B bits,
+ * q(a) = floor((a - a0) * 2^B / (a1 - a0)), clamped to [0, 2^B - 1].
+ * B = 19 in 3D (57 levels), 29 in 2D (58 levels), so that a code and its
+ * length fit one 64-bit key (linear_kdtree.h). The mapping is monotonic, so
+ * boxes that overlap in doubles overlap in cells; boxes outside a given
+ * root are clamped onto its border cells: correct, only less selective.
+ * Cuts cycle through the axes from the highest (z, y, x in 3D), the order
+ * of the bits of prox_morton3 (morton.h) read from the top.
+ *
+ * A box's cell (section 5.3) is the longest common prefix of the Morton
+ * codes of its two quantized corners. At the depth limit a box covers one
+ * integer cell and stays there: deeper cells do not exist, and nothing is
+ * lost, since candidates are tested exactly.
+ *
+ * Splitting (section 4): a box crossing the next cutting plane of its cell
+ * is split there, once per axis at most (<= 8 sub-elements), in the
+ * quantized integers so that the pieces partition the box's cells exactly;
+ * a split is kept only if the pieces' cells (after their own splits) hold
+ * less volume than the cell it avoids (Figure 7). Pieces of one box lie in
+ * disjoint cells.
+ *
+ * Records (key, box id) are built in blocks in parallel, sorted with
+ * prox_radix_sort64, and swept (section 5.5): record j is a candidate of
+ * record i < j while key j lies in the subtree of key i.
+ *   kd-tree-1: every such pair is a candidate, repeats included (a pair of
+ *     boxes split into pieces may meet in several cells); the exact test
+ *     decides, and an overlapping pair is emitted once, at its reference
+ *     point (below).
+ *   kd-tree-2: the cheap filter first: the quantized boxes (kept per box)
+ *     must overlap, and the pair must be at its reference point, so each
+ *     pair of boxes becomes one candidate; then the exact test.
+ * Reference point: p = the lower corner of the intersection of the two
+ * quantized boxes. p lies in exactly one piece of each box, and the cells
+ * of a box's pieces are disjoint, so exactly one record pair of the sweep
+ * has p in the deeper cell (and so in both): that pair reports. No memory,
+ * O(1) per pair.
+ *
+ * Queries of other boxes (gather) walk the implicit tree over the sorted
+ * keys: binary searches split a subtree's range into its children's, and
+ * only cells overlapping the query are visited. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "broad.h"
+#include "error.h"
+#include "linear_kdtree.h"
+#include "morton.h"
+#include "radix_sort.h"
+
+#define BLOCK 4096      /* boxes per block of the parallel record build */
+#define MAX_PIECES 8    /* once per axis */
+#define SMALL_RANGE 8   /* a query takes a subtree this small whole */
+
+typedef struct kd_geometry {
+    int dim, bits, depth;
+    uint32_t max_q;
+    double max_qd;
+    double lo[3], hi[3], scale[3];
+} kd_geometry;
+
+typedef struct kdtree {
+    kd_geometry g;
+    int variant;
+    bool split;
+    int64_t n, count, cells;
+    int deepest;
+    uint64_t *key, *tmp_key;
+    uint32_t *id, *tmp_id;
+    int64_t key_capacity, tmp_key_capacity, id_capacity, tmp_id_capacity;
+    int64_t *block_first;
+    int64_t block_capacity;
+    uint32_t *qbox; /* kd-tree-2: quantized lo[dim], hi[dim] per box */
+    int64_t qbox_capacity;
+} kdtree;
+
+/* ---- geometry --------------------------------------------------------- */
+
+static const char axis_name[] = "xyz";
+
+static prox_status set_geometry(kd_geometry *g, const broad_input *in)
+{
+    const prox_broad_desc *d = in->desc;
+    g->dim = in->dim;
+    g->bits = in->dim == 3 ? PROX_KD_BITS_3D : PROX_KD_BITS_2D;
+    g->depth = g->dim * g->bits;
+    g->max_q = ((uint32_t)1 << g->bits) - 1;
+    g->max_qd = (double)g->max_q;
+    bool given = false;
+    for (int k = 0; k < g->dim; k++)
+        given = given || d->root_lo[k] != d->root_hi[k];
+    for (int k = 0; k < 3; k++) {
+        g->lo[k] = k < g->dim ? (given ? d->root_lo[k] : in->lo[k]) : 0.0;
+        g->hi[k] = k < g->dim ? (given ? d->root_hi[k] : in->hi[k]) : 0.0;
+        if (given && k < g->dim && !(g->lo[k] < g->hi[k] && isfinite(g->hi[k] - g->lo[k])))
+            return prox_fail(PROX_ERR_INVALID,
+                             "kdtree root cell along %c is %g .. %g: it needs root_lo < root_hi, "
+                             "finite, with a finite extent (or root_lo == root_hi on every "
+                             "axis for the boxes' bounding box)",
+                             axis_name[k], g->lo[k], g->hi[k]);
+        double extent = g->hi[k] - g->lo[k];
+        g->scale[k] = extent > 0 ? ldexp(1.0, g->bits) / extent : 0.0;
+    }
+    return PROX_OK;
+}
+
+/* Monotonic in a; never undefined (0 * inf, overflow): clamped first. */
+static inline uint32_t quantize(const kd_geometry *g, int k, double a)
+{
+    double t = (a - g->lo[k]) * g->scale[k];
+    if (!(t > 0))
+        return 0;
+    return t >= g->max_qd ? g->max_q : (uint32_t)t;
+}
+
+static inline void quantize_box(const kd_geometry *g, const prox_aabb *b, uint32_t lo[3],
+                                uint32_t hi[3])
+{
+    for (int k = 0; k < 3; k++) {
+        lo[k] = k < g->dim ? quantize(g, k, b->lo[k]) : 0;
+        hi[k] = k < g->dim ? quantize(g, k, b->hi[k]) : 0;
+    }
+}
+
+static inline uint64_t morton_of(const kd_geometry *g, const uint32_t q[3])
+{
+    return g->dim == 3 ? prox_morton3(q[0], q[1], q[2]) : prox_morton2(q[0], q[1]);
+}
+
+/* Section 5.3: the longest common prefix of the corners' codes. */
+static inline uint64_t key_of(const kd_geometry *g, const uint32_t lo[3], const uint32_t hi[3])
+{
+    uint64_t a = morton_of(g, lo), diff = a ^ morton_of(g, hi);
+    int len = diff ? g->depth - (64 - __builtin_clzll(diff)) : g->depth;
+    int free_bits = g->depth - len;
+    return ((a >> free_bits) << free_bits) << PROX_KD_LEN_BITS | (uint64_t)len;
+}
+
+static inline int key_length(uint64_t key)
+{
+    return (int)(key & PROX_KD_LEN_MASK);
+}
+
+/* The axis cut below a cell of length len (z, y, x, z, ... in 3D). */
+static inline int cut_axis(const kd_geometry *g, int len)
+{
+    return g->dim - 1 - len % g->dim;
+}
+
+/* Cuts along axis k among the first len. */
+static inline int cuts_along(const kd_geometry *g, int len, int k)
+{
+    return len / g->dim + (len % g->dim > g->dim - 1 - k ? 1 : 0);
+}
+
+/* Is the quantized point p inside the cell of key? */
+static inline bool point_in_cell(const kd_geometry *g, const uint32_t p[3], uint64_t key)
+{
+    int free_bits = g->depth - key_length(key);
+    return ((morton_of(g, p) ^ (key >> PROX_KD_LEN_BITS)) >> free_bits) == 0;
+}
+
+/* ---- splitting (section 4) ---------------------------------------------- */
+
+typedef struct pieces {
+    uint64_t key[MAX_PIECES];
+    int count;
+} pieces;
+
+/* The records of the integer box [lo, hi], already split along the axes
+ * in `done`. lo and hi are restored on return. */
+static void place(const kd_geometry *g, uint32_t lo[3], uint32_t hi[3], unsigned done,
+                  bool split, pieces *out)
+{
+    uint64_t key = key_of(g, lo, hi);
+    int len = key_length(key), a = cut_axis(g, len);
+    if (!split || len == g->depth || (done & (1u << a))) {
+        out->key[out->count++] = key;
+        return;
+    }
+    /* the box crosses cut len + 1 (its corners' codes differ there) */
+    int shift = g->bits - cuts_along(g, len, a) - 1;
+    uint32_t mid = ((lo[a] >> (shift + 1)) << (shift + 1)) | ((uint32_t)1 << shift);
+    pieces parts = {.count = 0};
+    uint32_t keep = hi[a];
+    hi[a] = mid - 1;
+    place(g, lo, hi, done | 1u << a, true, &parts);
+    hi[a] = keep;
+    keep = lo[a];
+    lo[a] = mid;
+    place(g, lo, hi, done | 1u << a, true, &parts);
+    lo[a] = keep;
+    /* Figure 7: only a split that shrinks the enclosing volume is kept
+     * (volumes relative to this cell: powers of two, exact in double) */
+    double volume = 0.0;
+    for (int p = 0; p < parts.count; p++)
+        volume += ldexp(1.0, len - key_length(parts.key[p]));
+    if (volume < 1.0)
+        for (int p = 0; p < parts.count; p++)
+            out->key[out->count++] = parts.key[p];
+    else
+        out->key[out->count++] = key;
+}
+
+static void pieces_of(const kdtree *t, const prox_aabb *box, pieces *out, uint32_t *qbox)
+{
+    uint32_t lo[3], hi[3];
+    quantize_box(&t->g, box, lo, hi);
+    if (qbox)
+        for (int k = 0; k < t->g.dim; k++) {
+            qbox[k] = lo[k];
+            qbox[t->g.dim + k] = hi[k];
+        }
+    out->count = 0;
+    place(&t->g, lo, hi, 0, t->split, out);
+}
+
+/* ---- build -------------------------------------------------------------- */
+
+static bool reserve(const prox_allocator *al, void *ptr, int64_t *capacity, int64_t count,
+                    size_t size)
+{
+    return prox_reserve(al, (void **)ptr, capacity, count, size);
+}
+
+/* Pass 1: records per block (and the quantized boxes of kd-tree-2). */
+static void count_records(kdtree *t, const broad_input *in, int64_t blocks)
+{
+#pragma omp parallel for num_threads(in->threads) if (in->threads > 1 && blocks > 1) \
+    schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t end = (b + 1) * BLOCK < in->n ? (b + 1) * BLOCK : in->n, count = 0;
+        pieces p;
+        for (int64_t i = b * BLOCK; i < end; i++) {
+            uint32_t *q = t->variant == 2 ? t->qbox + 2 * t->g.dim * i : NULL;
+            pieces_of(t, &in->box[i], &p, q);
+            count += p.count;
+        }
+        t->block_first[b + 1] = count;
+    }
+}
+
+/* Pass 2: the records, block by block at the offsets of pass 1. */
+static void write_records(kdtree *t, const broad_input *in, int64_t blocks)
+{
+#pragma omp parallel for num_threads(in->threads) if (in->threads > 1 && blocks > 1) \
+    schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t end = (b + 1) * BLOCK < in->n ? (b + 1) * BLOCK : in->n;
+        int64_t at = t->block_first[b];
+        pieces p;
+        for (int64_t i = b * BLOCK; i < end; i++) {
+            pieces_of(t, &in->box[i], &p, NULL);
+            for (int k = 0; k < p.count; k++, at++) {
+                t->key[at] = p.key[k];
+                t->id[at] = (uint32_t)i;
+            }
+        }
+    }
+}
+
+/* Distinct cells and the deepest code of the sorted records. */
+static void summarise(kdtree *t)
+{
+    t->cells = 0;
+    t->deepest = 0;
+    for (int64_t r = 0; r < t->count; r++) {
+        t->cells += r == 0 || t->key[r] != t->key[r - 1];
+        int len = key_length(t->key[r]);
+        t->deepest = len > t->deepest ? len : t->deepest;
+    }
+}
+
+static prox_status allocate(kdtree *t, const broad_input *in, int64_t blocks)
+{
+    const prox_allocator *al = in->allocator;
+    bool ok = reserve(al, &t->block_first, &t->block_capacity, blocks + 1, sizeof(int64_t));
+    if (ok && t->variant == 2)
+        ok = reserve(al, &t->qbox, &t->qbox_capacity, 2 * t->g.dim * in->n, sizeof(uint32_t));
+    return ok ? PROX_OK
+              : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for the kd-tree of %lld boxes",
+                          (long long)in->n);
+}
+
+static prox_status allocate_records(kdtree *t, const broad_input *in)
+{
+    const prox_allocator *al = in->allocator;
+    bool ok = reserve(al, &t->key, &t->key_capacity, t->count, sizeof(uint64_t)) &&
+              reserve(al, &t->tmp_key, &t->tmp_key_capacity, t->count, sizeof(uint64_t)) &&
+              reserve(al, &t->id, &t->id_capacity, t->count, sizeof(uint32_t)) &&
+              reserve(al, &t->tmp_id, &t->tmp_id_capacity, t->count, sizeof(uint32_t));
+    return ok ? PROX_OK
+              : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %lld kd-tree records",
+                          (long long)t->count);
+}
+
+static prox_status kd_build(void **impl, const broad_input *in)
+{
+    kdtree *t = *impl;
+    if (!t) {
+        t = prox_alloc_array(in->allocator, 1, sizeof *t);
+        if (!t)
+            return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for a kd-tree");
+        *t = (kdtree){0};
+        *impl = t;
+    }
+    t->count = t->cells = t->n = 0;
+    t->variant = in->desc->kdtree_variant;
+    t->split = in->desc->kdtree_split;
+    if (t->variant != 1 && t->variant != 2)
+        return prox_fail(PROX_ERR_INVALID, "kdtree_variant is %d; use 1 or 2", t->variant);
+    prox_status st = set_geometry(&t->g, in);
+    int64_t blocks = (in->n + BLOCK - 1) / BLOCK;
+    if (!st)
+        st = allocate(t, in, blocks);
+    if (st)
+        return st;
+    count_records(t, in, blocks);
+    t->block_first[0] = 0;
+    prox_prefix_sums(t->block_first, blocks, in->threads);
+    t->count = t->block_first[blocks];
+    st = allocate_records(t, in);
+    if (st) {
+        t->count = 0;
+        return st;
+    }
+    write_records(t, in, blocks);
+    prox_radix_sort64(t->key, t->id, t->tmp_key, t->tmp_id, t->count, in->threads);
+    summarise(t);
+    t->n = in->n;
+    return PROX_OK;
+}
+
+static void kd_destroy(void *impl, const prox_allocator *al)
+{
+    kdtree *t = impl;
+    if (!t)
+        return;
+    prox_free(al, t->key);
+    prox_free(al, t->tmp_key);
+    prox_free(al, t->id);
+    prox_free(al, t->tmp_id);
+    prox_free(al, t->block_first);
+    prox_free(al, t->qbox);
+    prox_free(al, t);
+}
+
+static int64_t kd_bytes(const void *impl)
+{
+    const kdtree *t = impl;
+    if (!t)
+        return 0;
+    return (int64_t)sizeof *t + (t->key_capacity + t->tmp_key_capacity) * 8 +
+           (t->id_capacity + t->tmp_id_capacity) * 4 + t->block_capacity * 8 +
+           t->qbox_capacity * 4;
+}
+
+static int64_t kd_cells(const void *impl)
+{
+    const kdtree *t = impl;
+    return t ? t->cells : 0;
+}
+
+/* ---- the sweep (section 5.5) -------------------------------------------- */
+
+static inline void emit_ordered(prox_emitter *e, uint32_t a, uint32_t b)
+{
+    if (a < b)
+        prox_emit(e, a, b);
+    else
+        prox_emit(e, b, a);
+}
+
+/* kd-tree-1: every record pair of the sweep is tested; an overlapping pair
+ * reports at its reference point (recomputed: no per-box memory). */
+static int64_t sweep_raw(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
+                         prox_emitter *e)
+{
+    const kd_geometry *g = &t->g;
+    const uint64_t *key = t->key;
+    int64_t candidates = 0, count = t->count;
+    for (int64_t i = begin; i < end && !e->stop; i++) {
+        uint64_t last = prox_kd_subtree_last(key[i], g->depth);
+        uint32_t a = t->id[i];
+        const prox_aabb *ba = &box[a];
+        for (int64_t j = i + 1; j < count && key[j] <= last; j++) {
+            uint32_t b = t->id[j];
+            candidates++;
+            if (!prox_aabb_overlap(ba, &box[b]) || a == b)
+                continue;
+            uint32_t p[3];
+            for (int k = 0; k < 3; k++) {
+                uint32_t qa = k < g->dim ? quantize(g, k, ba->lo[k]) : 0;
+                uint32_t qb = k < g->dim ? quantize(g, k, box[b].lo[k]) : 0;
+                p[k] = qa > qb ? qa : qb;
+            }
+            if (point_in_cell(g, p, key[j]))
+                emit_ordered(e, a, b);
+        }
+    }
+    return candidates;
+}
+
+/* kd-tree-2: the quantized boxes filter and pick the one record pair of
+ * each pair of boxes; only those are tested exactly. */
+static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
+                            prox_emitter *e)
+{
+    const kd_geometry *g = &t->g;
+    const uint64_t *key = t->key;
+    int dim = g->dim;
+    int64_t candidates = 0, count = t->count;
+    for (int64_t i = begin; i < end && !e->stop; i++) {
+        uint64_t last = prox_kd_subtree_last(key[i], g->depth);
+        uint32_t a = t->id[i];
+        const uint32_t *qa = t->qbox + 2 * dim * (int64_t)a;
+        for (int64_t j = i + 1; j < count && key[j] <= last; j++) {
+            uint32_t b = t->id[j];
+            const uint32_t *qb = t->qbox + 2 * dim * (int64_t)b;
+            bool overlap = true;
+            uint32_t p[3] = {0, 0, 0};
+            for (int k = 0; k < dim; k++) {
+                overlap = overlap && qa[k] <= qb[dim + k] && qb[k] <= qa[dim + k];
+                p[k] = qa[k] > qb[k] ? qa[k] : qb[k];
+            }
+            if (!overlap || a == b || !point_in_cell(g, p, key[j]))
+                continue;
+            candidates++;
+            if (prox_aabb_overlap(&box[a], &box[b]))
+                emit_ordered(e, a, b);
+        }
+    }
+    return candidates;
+}
+
+static prox_status kd_self_pairs(const void *impl, const broad_input *in, prox_chunks *chunks,
+                                 prox_stats *stats)
+{
+    const kdtree *t = impl;
+    int count = chunks->count;
+    int64_t *candidates = prox_alloc_array(in->allocator, count, sizeof *candidates);
+    if (!candidates)
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %d sweep chunks", count);
+    int threads = count > 1 ? in->threads : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+    for (int k = 0; k < count; k++) {
+        int64_t begin = t->count * k / count, end = t->count * (k + 1) / count;
+        candidates[k] = t->variant == 2
+                            ? sweep_unique(t, in->box, begin, end, &chunks->emitter[k])
+                            : sweep_raw(t, in->box, begin, end, &chunks->emitter[k]);
+    }
+    for (int k = 0; k < count; k++)
+        stats->candidates += candidates[k];
+    stats->cells_visited += t->count;
+    prox_free(in->allocator, candidates);
+    return PROX_OK;
+}
+
+int64_t prox_kd_count_sweep_pairs(const uint64_t *keys, int64_t n, int depth)
+{
+    /* open cells, nested: each strictly deeper than the one below it */
+    struct open_cell {
+        uint64_t key, last;
+        int64_t records;
+    } stack[65];
+    int top = 0;
+    int64_t open = 0, pairs = 0;
+    for (int64_t j = 0; j < n; j++) {
+        while (top > 0 && keys[j] > stack[top - 1].last)
+            open -= stack[--top].records;
+        pairs += open;
+        if (top > 0 && stack[top - 1].key == keys[j])
+            stack[top - 1].records++;
+        else
+            stack[top++] = (struct open_cell){keys[j], prox_kd_subtree_last(keys[j], depth), 1};
+        open++;
+    }
+    return pairs;
+}
+
+/* ---- queries of other boxes --------------------------------------------- */
+
+typedef struct kd_query {
+    const kdtree *t;
+    uint32_t lo[3], hi[3];
+    broad_scratch *s;
+} kd_query;
+
+/* First index in [begin, end) whose key is >= x. */
+static int64_t lower_bound(const uint64_t *key, int64_t begin, int64_t end, uint64_t x)
+{
+    while (begin < end) {
+        int64_t mid = begin + (end - begin) / 2;
+        if (key[mid] < x)
+            begin = mid + 1;
+        else
+            end = mid;
+    }
+    return begin;
+}
+
+static void push_ids(broad_scratch *s, const uint32_t *id, int64_t begin, int64_t end)
+{
+    if (begin >= end || !prox_scratch_reserve(s, end - begin))
+        return;
+    memcpy(s->ids + s->count, id + begin, (size_t)(end - begin) * sizeof(uint32_t));
+    s->count += end - begin;
+}
+
+static bool cell_inside_query(const kd_query *q, const uint32_t c0[3], const uint32_t c1[3])
+{
+    for (int k = 0; k < 3; k++)
+        if (c0[k] < q->lo[k] || c1[k] > q->hi[k])
+            return false;
+    return true;
+}
+
+/* Records [begin, end) are the subtree of the cell (path, len) spanning
+ * c0 .. c1, which overlaps the query. */
+static void visit(const kd_query *q, int64_t begin, int64_t end, uint64_t path, int len,
+                  uint32_t c0[3], uint32_t c1[3])
+{
+    const kdtree *t = q->t;
+    const kd_geometry *g = &t->g;
+    if (end - begin <= SMALL_RANGE || cell_inside_query(q, c0, c1)) {
+        push_ids(q->s, t->id, begin, end);
+        return;
+    }
+    q->s->cells_visited++;
+    uint64_t here = path << PROX_KD_LEN_BITS | (uint64_t)len;
+    int64_t below = begin;
+    while (below < end && t->key[below] == here)
+        below++;
+    push_ids(q->s, t->id, begin, below);
+    if (below == end || len == g->depth)
+        return;
+    int a = cut_axis(g, len);
+    uint32_t mid = c0[a] + ((uint32_t)1 << (g->bits - cuts_along(g, len, a) - 1));
+    uint64_t upper = path | (uint64_t)1 << (g->depth - len - 1);
+    int64_t split = lower_bound(t->key, below, end, upper << PROX_KD_LEN_BITS);
+    if (q->lo[a] < mid && below < split) {
+        uint32_t keep = c1[a];
+        c1[a] = mid - 1;
+        visit(q, below, split, path, len + 1, c0, c1);
+        c1[a] = keep;
+    }
+    if (q->hi[a] >= mid && split < end) {
+        uint32_t keep = c0[a];
+        c0[a] = mid;
+        visit(q, split, end, upper, len + 1, c0, c1);
+        c0[a] = keep;
+    }
+}
+
+static void kd_gather(const void *impl, const prox_aabb *box, broad_scratch *s)
+{
+    const kdtree *t = impl;
+    if (t->count == 0)
+        return;
+    kd_query q = {.t = t, .s = s};
+    quantize_box(&t->g, box, q.lo, q.hi);
+    uint32_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
+    for (int k = 0; k < t->g.dim; k++)
+        c1[k] = t->g.max_q;
+    visit(&q, 0, t->count, 0, 0, c0, c1);
+}
+
+/* ---- diagnostics -------------------------------------------------------- */
+
+prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *info)
+{
+    if (!info)
+        return prox_fail(PROX_ERR_INVALID, "info is NULL");
+    *info = (prox_kdtree_info){0};
+    const kdtree *t = prox_broad_impl(broad, &prox_broad_kdtree_ops);
+    if (!t)
+        return prox_fail(PROX_ERR_INVALID, "not a built kdtree broad phase");
+    info->elements = t->n;
+    info->sub_elements = t->count;
+    info->cells = t->cells;
+    info->depth_limit = t->g.depth;
+    info->deepest = t->deepest;
+    double root = 1.0;
+    for (int k = 0; k < 3; k++) {
+        info->root_lo[k] = t->g.lo[k];
+        info->root_hi[k] = t->g.hi[k];
+        if (k < t->g.dim)
+            root *= t->g.hi[k] - t->g.lo[k];
+    }
+    double volume = 0.0;
+    for (int64_t r = 0; r < t->count; r++)
+        volume += ldexp(root, -key_length(t->key[r]));
+    info->cell_volume = volume;
+    info->sweep_pairs = prox_kd_count_sweep_pairs(t->key, t->count, t->g.depth);
+    return PROX_OK;
+}
+
+const broad_ops prox_broad_kdtree_ops = {
+    .name = "kdtree",
+    .build = kd_build,
+    .destroy = kd_destroy,
+    .gather = kd_gather,
+    .self_pairs = kd_self_pairs,
+    .bytes = kd_bytes,
+    .cells = kd_cells,
+};
