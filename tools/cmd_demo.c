@@ -17,6 +17,8 @@ typedef struct demo_scene {
 static const demo_scene scenes[] = {
     {"fluid", prox_demo_fluid, "W5: particles fall through 2,000 spheres (seed 000 Figure 6)"},
     {"sph", prox_demo_sph, "SPH dam break: poly6 density (seed 002), pressure, viscosity"},
+    {"dem", prox_demo_dem, "W6: spheres fall and pile up on the floor (seed 003 Figure 11)"},
+    {"toy2d", prox_demo_toy2d, "seed 001's 2D toy: particles at 60 frames/s, brute force vs grid"},
 };
 
 static void print_usage(FILE *out)

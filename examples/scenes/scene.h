@@ -223,6 +223,8 @@ int scene_png_write(scene_report *r, const scene_canvas *c, int64_t frame);
 
 int prox_demo_fluid(int argc, char **argv);
 int prox_demo_sph(int argc, char **argv);
+int prox_demo_dem(int argc, char **argv);
+int prox_demo_toy2d(int argc, char **argv);
 
 #ifdef __cplusplus
 }

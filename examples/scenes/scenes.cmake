@@ -5,6 +5,10 @@ set(PROX_SCENE_SOURCES
   ${PROX_SCENE_DIR}/scene.c
   ${PROX_SCENE_DIR}/fluid.c
   ${PROX_SCENE_DIR}/sph.c
+  ${PROX_SCENE_DIR}/dem.c
+  ${PROX_SCENE_DIR}/dem_world.c
+  ${PROX_SCENE_DIR}/toy2d.c
+  ${PROX_SCENE_DIR}/toy2d_world.c
 )
 # PNG frames: libpng, found with pkg-config (Debian: libpng-dev).
 find_package(PkgConfig REQUIRED)
