@@ -1,39 +1,33 @@
 #!/bin/sh
-# The `make run` main job, for now: workload W1 sph3d at N = 1,000,000
-# through the CLI. Generates the points, counts the pairs with the grid, then
-# benchmarks every algorithm. About a minute on a 2-core machine.
-# Usage: tools/main-job.sh BUILD/prox
+# The `make run` main job: the 3D fluid scene of seed 000 Figure 6 (workload
+# W5) through `prox demo fluid`: particles fall through 2,000 static spheres
+# onto the floor, once per broad-phase structure (--algo all), every phase of
+# every frame timed. Writes frames of the first run and the plot of ms per
+# frame per structure, then prints where they are and the table.
+# About a minute on a 2-core machine; PARTICLES=100000 FRAMES=400 for the
+# full-size scene.
+# Usage: tools/main-job.sh BUILD/prox [OUTPUT_DIR]
 set -eu
 
-prox=${1:?usage: tools/main-job.sh PATH/TO/prox}
+prox=${1:?usage: tools/main-job.sh PATH/TO/prox [OUTPUT_DIR]}
 if [ ! -x "$prox" ]; then
     echo "main-job: $prox is not an executable (run 'make' first)" >&2
     exit 2
 fi
-dir=$(mktemp -d "${TMPDIR:-/tmp}/prox-main-job.XXXXXX")
-points="$dir/sph3d-1m.txt"
+dir=${2:-$(mktemp -d "${TMPDIR:-/tmp}/prox-main-job.XXXXXX")}
+mkdir -p "$dir"
+particles=${PARTICLES:-50000}
+frames=${FRAMES:-240}
 start=$(date +%s)
 
-step() {
-    echo
-    echo "== $*"
-}
-
-step "prox gen sph3d --n 1000000 -o $points"
-"$prox" gen sph3d --n 1000000 -o "$points"
-sed -n '1,3p' "$points"
-
-step "prox pairs --algo grid --count --stats $points"
-"$prox" pairs --algo grid --count --stats "$points" 2>"$dir/pairs-stats.txt" >"$dir/pairs-count.txt"
-echo "pairs: $(cat "$dir/pairs-count.txt")"
-cat "$dir/pairs-stats.txt"
-
-step "prox bench sph3d --n 1000000 --runs 3"
-"$prox" bench sph3d --n 1000000 --runs 3 | tee "$dir/bench-sph3d.md"
+echo "== prox demo fluid --particles $particles --frames $frames --dt 0.0075 --algo all --png $dir --png-every 30 --plot"
+"$prox" demo fluid --particles "$particles" --frames "$frames" --dt 0.0075 --algo all \
+    --png "$dir" --png-every 30 --plot >"$dir/table.md"
 
 echo
-echo "main job done in $(($(date +%s) - start)) s; files in $dir:"
-echo "  sph3d-1m.txt      the points (prox gen sph3d, seed 1; radius in its header)"
-echo "  pairs-count.txt   the number of pairs within the radius"
-echo "  pairs-stats.txt   prox pairs --stats (timings, candidates, memory)"
-echo "  bench-sph3d.md    the benchmark table (Markdown)"
+echo "main job done in $(($(date +%s) - start)) s; pictures and data in $dir:"
+echo "  fluid-00000.png ... fluid-$(printf %05d "$frames").png   frames of the first structure's run"
+echo "  fluid-ms-per-frame.png   ms per frame over time, one curve per structure (seed 000 Fig. 6)"
+echo "  fluid-ms-per-frame.dat   the plot's data"
+echo "  table.md                 the table below"
+cat "$dir/table.md"

@@ -314,14 +314,16 @@ static void separate(fluid *f, double dt)
     }
 }
 
+/* Spheres in red, particles in blue drawn at twice their size (at their
+ * true size they are one pixel wide). */
 static void render(const fluid *f, scene_canvas *canvas)
 {
-    static const float red[3] = {0.85f, 0.22f, 0.18f}, blue[3] = {0.20f, 0.45f, 0.95f};
+    static const float red[3] = {0.80f, 0.30f, 0.25f}, blue[3] = {0.15f, 0.40f, 1.00f};
     scene_canvas_clear(canvas);
     for (int s = 0; s < SPHERES; s++)
         scene_canvas_sphere(canvas, f->sphere[s], f->sphere[s][3] - 0.5 * DIAMETER, red);
     for (int64_t i = 0; i < f->n; i++)
-        scene_canvas_sphere(canvas, f->x + 3 * i, 0.5 * DIAMETER, blue);
+        scene_canvas_sphere(canvas, f->x + 3 * i, DIAMETER, blue);
 }
 
 /* One frame; the phases as in the file comment. */

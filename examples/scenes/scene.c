@@ -513,6 +513,18 @@ static int make_dir(const char *dir)
     return SCENE_EXIT_IO;
 }
 
+/* The median of frames [f - 4, f + 4] of a series (the plot's curve: a
+ * shared machine's timings jump from frame to frame). */
+static double running_median(const series *s, int64_t f)
+{
+    double v[9];
+    int n = 0;
+    for (int64_t g = f - 4; g <= f + 4; g++)
+        if (g >= 0 && g < s->frames)
+            v[n++] = frame_total(s->ms + g * SCENE_PHASES);
+    return median(v, n);
+}
+
 /* seed 000 Figure 6 (right): ms per frame over time, one curve per structure. */
 static int write_plot(const scene_report *r)
 {
@@ -528,9 +540,12 @@ static int write_plot(const scene_report *r)
         fprintf(stderr, "prox demo: cannot write %s: %s\n", data, strerror(errno));
         return SCENE_EXIT_IO;
     }
-    fprintf(f, "# %s: ms per frame (whole frame) per structure\n# frame", r->info->name);
+    fprintf(f, "# %s: ms per frame (whole frame) per structure, then the running median of\n"
+               "# 9 frames of each\n# frame", r->info->name);
     for (int s = 0; s < r->series_count; s++)
         fprintf(f, " %s", r->series[s].label);
+    for (int s = 0; s < r->series_count; s++)
+        fprintf(f, " %s_median9", r->series[s].label);
     fprintf(f, "\n");
     for (int64_t fr = 0; fr < r->options.frames; fr++) {
         fprintf(f, "%lld", (long long)fr);
@@ -538,6 +553,13 @@ static int write_plot(const scene_report *r)
             const series *se = &r->series[s];
             if (fr < se->frames)
                 fprintf(f, " %.4f", frame_total(se->ms + fr * SCENE_PHASES));
+            else
+                fprintf(f, " NaN");
+        }
+        for (int s = 0; s < r->series_count; s++) {
+            const series *se = &r->series[s];
+            if (fr < se->frames)
+                fprintf(f, " %.4f", running_median(se, fr));
             else
                 fprintf(f, " NaN");
         }
@@ -555,14 +577,17 @@ static int write_plot(const scene_report *r)
     fprintf(g,
             "set terminal pngcairo size 900,540 font 'sans,11'\n"
             "set output '%s'\n"
-            "set title '%s: %lld particles, ms per frame (whole frame)'\n"
-            "set xlabel 'frame'\nset ylabel 'ms per frame'\n"
-            "set key top right\nset grid\nset yrange [0:*]\n"
+            "set title '%s: %lld particles, threads %d: ms per frame (running median of 9 "
+            "frames)'\n"
+            "set xlabel 'frame'\nset ylabel 'ms per frame%s'\n"
+            "set key outside right top\nset grid\nset yrange [0:*]\n"
             "plot ",
-            png, r->info->name, (long long)r->options.particles);
+            png, r->info->name, (long long)r->options.particles,
+            r->options.threads ? r->options.threads : omp_get_max_threads(),
+            r->options.cpu_time ? " (CPU time)" : "");
     for (int s = 0; s < r->series_count; s++)
-        fprintf(g, "%s'%s' using 1:%d with lines lw 2 title '%s'", s ? ", " : "", data, s + 2,
-                r->series[s].label);
+        fprintf(g, "%s'%s' using 1:%d with lines lw 2 title '%s'", s ? ", " : "", data,
+                r->series_count + s + 2, r->series[s].label);
     fprintf(g, "\n");
     int status = pclose(g);
     if (status != 0) {
