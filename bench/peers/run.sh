@@ -4,6 +4,8 @@
 #   bench/peers/run.sh [--quick|--full] [--only W1,W2,...] [--reps R]
 #                      [--work DIR] [--prox PATH] [--results DIR]
 # --prox PATH uses an already built prox CLI instead of building build/prox.
+# PEERS_COMMIT=TEXT replaces the commit the report names (default: HEAD, with
+# +dirty when the checkout has changes).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +44,7 @@ ROW_TIMEOUT=${PEERS_TIMEOUT:-1800} # seconds per driver run
 
 # Debian packages of every peer; the broad-phase drivers' list may grow here.
 PEER_DEPS="build-essential g++ cmake pkg-config libcmocka-dev util-linux coreutils
-    libnanoflann-dev libflann-dev liblz4-dev python3-numpy python3-scipy lammps
+    libnanoflann-dev libflann-dev liblz4-dev python3-numpy python3-scipy lammps openmpi-bin
     libcgal-dev libbullet-dev libbox2d-dev libfcl-dev gnuplot-nox"
 
 log() { echo "[run.sh $(date -u +%H:%M:%S)] $*" >&2; }
@@ -141,6 +143,7 @@ base="$results/peers-$host-$stamp"
 csv="$base.csv"
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$root" diff --quiet HEAD 2>/dev/null || commit="$commit+dirty"
+commit=${PEERS_COMMIT:-$commit} # e.g. when --prox was built from a clean export
 echo "workload,n,param,library,threads,rep,build_s,query_s,total_s,count,peak_rss_mb,extra" > "$csv"
 started=$(date -u +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -197,6 +200,11 @@ run_case() { # W N PARAM
 }
 
 selected() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
+if selected W1 || selected W2; then # boundary conventions, before any timing
+    log "checking the neighbour-search drivers on pairs at exactly r"
+    "$here/check-boundaries.sh" "$prox" "$bin" "$work/boundaries" || die "boundary check failed"
+fi
 
 for w in W1 W2 W3 W4; do
     selected "$w" || continue

@@ -7,7 +7,8 @@ around every point (full lists: each point's neighbours, itself included).
 Boundary: cKDTree's query_pairs and query_ball_point keep pairs at distance
 <= r, comparing squared distances (summed x, y, z, as prox does) with r*r for
 p = 2, so no correction is needed.
-Usage: scipy_driver.py FILE --radius R [--workload W1|W2] [--task pairs|lists]
+query_pairs has no threads; query_ball_point runs on --workers threads.
+Usage: scipy_driver.py FILE --radius R [--workload W1|W2] [--task pairs|lists] [--workers T]
 """
 import argparse
 import resource
@@ -39,6 +40,7 @@ def main():
     ap.add_argument("--radius", type=float, required=True)
     ap.add_argument("--workload", default="W1")
     ap.add_argument("--task", choices=["pairs", "lists"], default=None)
+    ap.add_argument("--workers", type=int, default=1)  # query_ball_point's threads
     a = ap.parse_args()
     task = a.task or ("lists" if a.workload == "W2" else "pairs")
     if not a.radius > 0:
@@ -53,7 +55,7 @@ def main():
         pairs = tree.query_pairs(a.radius, output_type="ndarray")
         count = len(pairs)
     else:
-        lists = tree.query_ball_point(pts, a.radius, workers=1, return_sorted=False)
+        lists = tree.query_ball_point(pts, a.radius, workers=a.workers, return_sorted=False)
         entries = sum(len(row) for row in lists)
         count = (entries - n) // 2  # every point finds itself
     t2 = time.perf_counter()
