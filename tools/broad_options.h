@@ -1,6 +1,7 @@
 /* broad_options.h: the options of the broad-phase structure that
  * `prox collide` and `prox query` share (--algo, --threads, --table-size,
- * --growable, --cell-size). */
+ * --growable, --cell-size, and the kd-tree's --kdtree-variant, --no-split,
+ * --root). */
 #ifndef PROX_TOOLS_BROAD_OPTIONS_H
 #define PROX_TOOLS_BROAD_OPTIONS_H
 
@@ -16,13 +17,26 @@ enum {
     BROAD_OPT_TABLE,
     BROAD_OPT_GROWABLE,
     BROAD_OPT_CELL,
+    BROAD_OPT_KD_VARIANT,
+    BROAD_OPT_NO_SPLIT,
+    BROAD_OPT_ROOT,
 };
 
 /* Entries for a command's opt_spec table. */
 #define BROAD_OPTION_SPECS                                                                    \
     { "algo", 0, true, BROAD_OPT_ALGO }, { "threads", 't', true, BROAD_OPT_THREADS },         \
         { "table-size", 0, true, BROAD_OPT_TABLE },                                           \
-        { "growable", 0, false, BROAD_OPT_GROWABLE }, { "cell-size", 0, true, BROAD_OPT_CELL }
+        { "growable", 0, false, BROAD_OPT_GROWABLE }, { "cell-size", 0, true, BROAD_OPT_CELL }, \
+        { "kdtree-variant", 0, true, BROAD_OPT_KD_VARIANT },                                  \
+        { "no-split", 0, false, BROAD_OPT_NO_SPLIT }, { "root", 0, true, BROAD_OPT_ROOT }
+
+/* Their lines of --help (after --cell-size). */
+#define BROAD_KDTREE_HELP                                                                     \
+    "      --kdtree-variant 1|2  kdtree: 1 = every sweep pair tested (repeats), 2 = each\n"  \
+    "                      pair of boxes once after a quantized-box filter (default 2)\n"    \
+    "      --no-split      kdtree: do not split boxes over cutting planes\n"                \
+    "      --root x0,y0[,z0],x1,y1[,z1]  kdtree: the root cell (default: the boxes'\n"     \
+    "                      bounding box); boxes outside it are still found\n"
 
 /* Applies option `id` (with its value) to desc; false when `id` is not a
  * broad-phase option. Bad values are usage errors naming the option. */

@@ -22,7 +22,7 @@ static const char usage[] =
     "are raw little-endian binary (give --dim).\n"
     "\n"
     "Options:\n"
-    "      --algo A        brute, grid, multilevel, hierarchical (default)\n"
+    "      --algo A        brute, grid, multilevel, hierarchical (default), kdtree\n"
     "      --dim 2|3       dimension (default: the first line's count; 3 for binary)\n"
     "      --segments      QUERIES holds segments (moving particles' paths)\n"
     "      --exact         segments: the boxes a segment really crosses (default)\n"
@@ -31,6 +31,7 @@ static const char usage[] =
     "      --table-size S  hash table slots (multilevel, hierarchical; 0 = automatic)\n"
     "      --growable      hierarchical: a growable table instead of a fixed one\n"
     "      --cell-size C   grid: the cell edge (default: the median longest box edge)\n"
+    BROAD_KDTREE_HELP
     "      --count         print only the number of hits\n"
     "      --stats         print key=value timings and figures to stderr\n"
     "  -o, --output OUT    write to OUT (default stdout); OUT appears only when complete\n"

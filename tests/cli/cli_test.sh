@@ -492,6 +492,25 @@ t_collide_algos_agree() {
     [ "$(wc -l <want.txt)" -gt 1000 ] || { why="too few pairs to mean anything"; return 1; }
 }
 
+t_collide_kdtree_options() {
+    "$PROX" gen mixed2d --n 2000 --queries 10 -o kd.txt || { why="gen failed"; return 1; }
+    "$PROX" collide --algo brute -o want.txt kd.txt || { why="brute failed"; return 1; }
+    for opts in "--kdtree-variant 1" "--kdtree-variant 2 --threads 2" "--no-split" \
+        "--root 1000,1000,3000,2500" "--root -1e9,-1e9,1e9,1e9 --kdtree-variant 1"; do
+        "$PROX" collide --algo kdtree $opts -o got.txt kd.txt || { why="$opts failed"; return 1; }
+        same_files want.txt got.txt || { why="$opts: $why"; return 1; }
+    done
+}
+
+t_err_collide_kdtree_options() {
+    expect_fail 2 "--kdtree-variant" out.txt \
+        "$PROX" collide --algo kdtree --kdtree-variant 3 -o out.txt boxes2.txt || return 1
+    expect_fail 2 "--root: 4 numbers (2D) or 6 (3D), not 3" out.txt \
+        "$PROX" collide --algo kdtree --root 1,2,3 -o out.txt boxes2.txt || return 1
+    expect_fail 2 "--root: the lower corner must be below" out.txt \
+        "$PROX" collide --algo kdtree --root 5,0,1,1 -o out.txt boxes2.txt
+}
+
 t_query_segments() {
     printf '0 0\n1 0\n1 3\n' >expect_exact.txt
     printf '0 0\n1 0\n1 3\n3 0\n3 3\n' >expect_broad.txt
@@ -627,6 +646,8 @@ check err_collide_min_above_max t_err_collide_min_above_max
 check err_collide_nan t_err_collide_nan
 check err_collide_count t_err_collide_count
 check err_collide_unavailable t_err_collide_unavailable
+check collide_kdtree_options t_collide_kdtree_options
+check err_collide_kdtree_options t_err_collide_kdtree_options
 check err_query_usage t_err_query_usage
 check bench_mixed2d_small t_bench_mixed2d_small
 
