@@ -13,7 +13,7 @@
 #include "workloads.h"
 
 static const char usage[] =
-    "usage: prox bench sph3d|nns2d [OPTIONS]   (mixed2d: see prox bench mixed2d --help)\n"
+    "usage: prox bench sph3d|nns2d [OPTIONS]   (mixed2d, dem3d: see prox bench NAME --help)\n"
     "Generate a standard workload (WORKLOADS.md) in memory and time every\n"
     "algorithm and task on it: grid with Morton keys (cells of r and of r/2),\n"
     "grid with hash keys, and brute force when N <= 20000.\n"
@@ -314,6 +314,8 @@ int cmd_bench(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "mixed2d") == 0)
             return cmd_bench_boxes(argc, argv); /* the box family: cmd_bench_boxes.c */
+        else if (strcmp(argv[i], "dem3d") == 0)
+            return cmd_bench_dem(argc, argv); /* W6, seed 003 Figure 11: cmd_bench_dem.c */
     bench_options o;
     if (!parse_options(argc, argv, &o)) {
         fputs(usage, stdout);

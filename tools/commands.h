@@ -13,5 +13,7 @@ int cmd_query(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 /* `prox bench mixed2d` (cmd_bench_boxes.c), dispatched by cmd_bench. */
 int cmd_bench_boxes(int argc, char **argv);
+/* `prox bench dem3d` (cmd_bench_dem.c), dispatched by cmd_bench. */
+int cmd_bench_dem(int argc, char **argv);
 
 #endif
