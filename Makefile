@@ -1,6 +1,6 @@
 # prox: the README's commands. CMake does the real work in build/.
 #   make          build everything; the CLI lands at build/prox
-#   make run      build and run the main job on the default workload
+#   make run      build and run the main job: the W5 fluid scene (prox demo fluid)
 #   make test     build and run every test (CTest)
 #   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/)
 #   make install  cmake --install build (PREFIX=/usr/local by default)
@@ -8,7 +8,7 @@ BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
-BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev
+BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev
 RUN_DEPS   = gnuplot-nox
 
 .PHONY: all build run test asan install deps clean bench-peers
@@ -26,7 +26,7 @@ build: deps $(BUILD)/CMakeCache.txt
 
 run: build
 	@tools/deps.sh $(RUN_DEPS)
-	tools/main-job.sh $(BUILD)/prox
+	tools/main-job.sh $(BUILD)/prox $(BUILD)/main-job
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
