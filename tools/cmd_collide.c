@@ -19,7 +19,7 @@ static const char usage[] =
     "stdin. A name ending in .f64 or .f32 is raw little-endian binary (give --dim).\n"
     "\n"
     "Options:\n"
-    "      --algo A        brute, grid, multilevel, hierarchical (default), kdtree\n"
+    "      --algo A        brute, grid, multilevel, hierarchical (default), kdtree, sap\n"
     "      --dim 2|3       numbers per box: 4 or 6 (default: the first line's count;\n"
     "                      3 for binary files)\n"
     "  -t, --threads T     threads, 0 = OpenMP default (default 0)\n"

@@ -22,7 +22,7 @@ static const char usage[] =
     "are raw little-endian binary (give --dim).\n"
     "\n"
     "Options:\n"
-    "      --algo A        brute, grid, multilevel, hierarchical (default), kdtree\n"
+    "      --algo A        brute, grid, multilevel, hierarchical (default), kdtree, sap\n"
     "      --dim 2|3       dimension (default: the first line's count; 3 for binary)\n"
     "      --segments      QUERIES holds segments (moving particles' paths)\n"
     "      --exact         segments: the boxes a segment really crosses (default)\n"

@@ -463,7 +463,7 @@ EOF
 
 t_collide_pairs() {
     printf '0 1\n0 3\n' >expect_collide.txt
-    for algo in brute grid multilevel hierarchical kdtree; do
+    for algo in brute grid multilevel hierarchical kdtree sap; do
         run "$PROX" collide --algo $algo boxes2.txt
         expect_exit 0 || return 1
         expect_stdout expect_collide.txt || { why="$algo: $why"; return 1; }
@@ -483,7 +483,7 @@ t_collide_count_stats() {
 t_collide_algos_agree() {
     "$PROX" gen mixed2d --n 2000 --queries 3000 -o mixed.txt || { why="gen failed"; return 1; }
     "$PROX" collide --algo brute -o want.txt mixed.txt || { why="brute failed"; return 1; }
-    for algo in grid multilevel hierarchical kdtree; do
+    for algo in grid multilevel hierarchical kdtree sap; do
         "$PROX" collide --algo $algo -o got.txt mixed.txt || { why="$algo failed"; return 1; }
         same_files want.txt got.txt || return 1
     done
@@ -514,7 +514,7 @@ t_err_collide_kdtree_options() {
 t_query_segments() {
     printf '0 0\n1 0\n1 3\n' >expect_exact.txt
     printf '0 0\n1 0\n1 3\n3 0\n3 3\n' >expect_broad.txt
-    for algo in brute grid multilevel hierarchical kdtree; do
+    for algo in brute grid multilevel hierarchical kdtree sap; do
         run "$PROX" query --segments --algo $algo boxes2.txt segs2.txt
         expect_exit 0 || return 1
         expect_stdout expect_exact.txt || { why="$algo exact: $why"; return 1; }
@@ -536,7 +536,7 @@ t_query_boxes_mixed() {
     awk '!/^#/ { print $1, $2, $1 + 20, $2 + 20 }' m2.segments.txt >qboxes.txt
     "$PROX" query --algo brute -o want.txt m2.txt qboxes.txt || { why="brute failed"; return 1; }
     "$PROX" query --segments --algo brute -o want_s.txt m2.txt m2.segments.txt || { why="brute failed"; return 1; }
-    for algo in grid multilevel hierarchical kdtree; do
+    for algo in grid multilevel hierarchical kdtree sap; do
         "$PROX" query --algo $algo -o got.txt m2.txt qboxes.txt || { why="$algo failed"; return 1; }
         same_files want.txt got.txt || return 1
         "$PROX" query --segments --algo $algo -o got.txt m2.txt m2.segments.txt || { why="$algo failed"; return 1; }
