@@ -29,6 +29,9 @@
 #define SIDE PROX_WL_FLUID3D_SIDE
 #define SPHERES PROX_WL_FLUID3D_SPHERES
 #define DIAMETER PROX_WL_FLUID3D_DIAMETER
+/* Shorter loops run on one thread: a parallel region would cost more than
+ * the loop (on a shared machine, much more). */
+#define PARALLEL_MIN 16384
 
 /* Scene parameters (--dt, --restitution, ...). */
 static double opt_dt = 1.0 / 240.0;
@@ -169,7 +172,7 @@ static int setup(fluid *f, const scene_options *o, prox_broad_algo algo)
 static void predict(fluid *f, double dt)
 {
     const double g = -9.81;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (f->n >= PARALLEL_MIN)
     for (int64_t i = 0; i < f->n; i++) {
         f->v[3 * i + 2] += g * dt;
         for (int k = 0; k < 3; k++)
@@ -218,7 +221,7 @@ static int64_t collide_spheres(fluid *f, double dt)
 {
     const prox_lists *c = &f->candidates;
     int64_t hits = 0;
-#pragma omp parallel for schedule(dynamic, 1024) reduction(+ : hits)
+#pragma omp parallel for schedule(dynamic, 1024) reduction(+ : hits) if (f->n >= PARALLEL_MIN)
     for (int64_t i = 0; i < f->n; i++) {
         if (c->offsets[i] == c->offsets[i + 1])
             continue;
@@ -267,7 +270,7 @@ static void separate(fluid *f, double dt)
 {
     const prox_lists *l = &f->neighbours;
     const double d = DIAMETER;
-#pragma omp parallel for schedule(dynamic, 1024)
+#pragma omp parallel for schedule(dynamic, 1024) if (f->n >= PARALLEL_MIN)
     for (int64_t i = 0; i < f->n; i++) {
         double acc[3] = {0, 0, 0};
         const double *pi = f->p + 3 * i;
@@ -290,7 +293,7 @@ static void separate(fluid *f, double dt)
             f->dp[3 * i + k] = acc[k];
     }
     const double lo = 0.5 * d, hi = SIDE - 0.5 * d;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (f->n >= PARALLEL_MIN)
     for (int64_t i = 0; i < f->n; i++) {
         double *p = f->p + 3 * i, *v = f->v + 3 * i;
         for (int k = 0; k < 3; k++) {

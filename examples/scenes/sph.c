@@ -52,6 +52,9 @@ static const scene_info info = {
 #define SPH_PI 3.14159265358979323846
 #define RHO0 1000.0
 #define GRAVITY 9.81
+/* Shorter loops run on one thread: a parallel region would cost more than
+ * the loop (on a shared machine, much more). */
+#define PARALLEL_MIN 16384
 
 typedef struct sph {
     int64_t n;
@@ -168,7 +171,7 @@ static void density(sph *s)
     const double h2 = s->h * s->h;
     const double k6 = 315.0 / (64.0 * SPH_PI * pow(s->h, 9));
     const double c2 = s->c * s->c;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (s->n >= PARALLEL_MIN)
     for (int64_t i = 0; i < s->n; i++) {
         const double *xi = s->x + 3 * i;
         double sum = h2 * h2 * h2; /* the particle itself */
@@ -193,7 +196,7 @@ static void forces(sph *s)
     const double h = s->h, m = s->mass;
     const double spiky = -45.0 / (SPH_PI * pow(h, 6)); /* grad W = spiky (h - r)^2 r/|r| */
     const double lap = 45.0 / (SPH_PI * pow(h, 6));    /* lap W = lap (h - r) */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (s->n >= PARALLEL_MIN)
     for (int64_t i = 0; i < s->n; i++) {
         const double *xi = s->x + 3 * i, *vi = s->v + 3 * i;
         double f[3] = {0, 0, 0};
@@ -222,7 +225,7 @@ static int64_t move(sph *s)
 {
     const double dt = s->dt, margin = 0.25 * opt_spacing;
     int64_t hits = 0;
-#pragma omp parallel for schedule(static) reduction(+ : hits)
+#pragma omp parallel for schedule(static) reduction(+ : hits) if (s->n >= PARALLEL_MIN)
     for (int64_t i = 0; i < s->n; i++) {
         double *x = s->x + 3 * i, *v = s->v + 3 * i;
         for (int k = 0; k < 3; k++) {
