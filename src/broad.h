@@ -46,9 +46,27 @@ typedef struct broad_input {
 
 /* ---- per-chunk scratch -------------------------------------------------- */
 
-typedef struct broad_scratch {
-    uint32_t *ids; /* candidates of the current query */
+/* Copies of the built boxes in a structure's cell order (structure of
+ * arrays, see box_store.c): the candidates of a cell are then read
+ * sequentially and tested in blocks. lo[2] and hi[2] are NULL in 2D. */
+typedef struct broad_store {
+    double *lo[3], *hi[3];
+    uint32_t *id; /* the built box each copy is of */
     int64_t count, capacity;
+} broad_store;
+
+/* Copies store->[begin, end) of a cell, candidates of the current query. */
+typedef struct broad_run {
+    uint32_t begin, end;
+} broad_run;
+
+typedef struct broad_scratch {
+    uint32_t *ids; /* candidates of the current query (ids into the built boxes) */
+    int64_t count, capacity;
+    /* candidates as runs of a structure's store (gather sets store) */
+    const broad_store *store;
+    broad_run *runs;
+    int64_t nruns, runs_capacity;
     void *stack; /* structure-private traversal stack */
     int64_t stack_capacity;
     int64_t cells_visited;
@@ -65,6 +83,23 @@ static inline void prox_scratch_push(broad_scratch *s, uint32_t id)
         s->ids[s->count++] = id;
 }
 
+/* Room for one more run; false (and failed set) if memory ran out. */
+bool prox_scratch_reserve_run(broad_scratch *s);
+
+static inline void prox_scratch_push_run(broad_scratch *s, uint32_t begin, uint32_t end)
+{
+    if (begin < end && (s->nruns < s->runs_capacity || prox_scratch_reserve_run(s)))
+        s->runs[s->nruns++] = (broad_run){begin, end};
+}
+
+/* ---- the store (box_store.c) --------------------------------------------- */
+
+/* store[e] = a copy of box[id[e]] for e < count (dim 2 or 3). */
+bool prox_store_fill(broad_store *st, const prox_allocator *al, const prox_aabb *box,
+                     const uint32_t *id, int64_t count, int dim);
+void prox_store_free(broad_store *st, const prox_allocator *al);
+int64_t prox_store_bytes(const broad_store *st);
+
 /* ---- the structures ----------------------------------------------------- */
 
 typedef struct broad_ops {
@@ -76,7 +111,9 @@ typedef struct broad_ops {
     prox_status (*update)(void **impl, const broad_input *in, const prox_aabb *old,
                           int64_t old_n, int64_t *relocated, bool *rebuilt);
     void (*destroy)(void *impl, const prox_allocator *allocator);
-    /* Append candidate ids for query box q to s. NULL: test every box. */
+    /* Append candidates for query box q to s: ids (s->ids), or runs of the
+     * structure's store (s->runs, s->store set). Duplicates allowed. NULL:
+     * test every box. */
     void (*gather)(const void *impl, const prox_aabb *q, broad_scratch *s);
     /* Self pairs found natively (the sort-and-sweep structures): emit every
      * overlapping pair (i, j), i < j, exactly once and only after the exact
@@ -97,7 +134,6 @@ extern const broad_ops prox_broad_grid_ops;
 extern const broad_ops prox_broad_multilevel_ops;
 extern const broad_ops prox_broad_hierarchical_ops;
 extern const broad_ops prox_broad_kdtree_ops;
-extern const broad_ops prox_broad_sap_ops;
 
 /* The structure behind a built object if it is `ops`' (diagnostics), else NULL. */
 const void *prox_broad_impl(const prox_broad *broad, const broad_ops *ops);

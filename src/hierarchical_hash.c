@@ -99,6 +99,7 @@ typedef struct hier {
     int64_t entries, entry_key_cap, tmp_key_cap, entry_id_cap, tmp_id_cap;
     uint32_t *oversize;
     int64_t noversize, oversize_cap;
+    broad_store store; /* copies of the boxes in entry order */
     int64_t n;
     bool failed; /* out of memory while growing the table */
     bool grew;   /* the growable table grew (slot indices changed) */
@@ -412,6 +413,15 @@ static prox_status index_entries(hier *h, int threads)
     return PROX_OK;
 }
 
+/* The store follows the entries (sorted by slot). */
+static prox_status fill_store(hier *h, const broad_input *in)
+{
+    if (!prox_store_fill(&h->store, h->allocator, in->box, h->entry_id, h->entries, in->dim))
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld cell entries",
+                         (long long)h->entries);
+    return PROX_OK;
+}
+
 static prox_status hier_build(void **impl, const broad_input *in)
 {
     hier *h = *impl;
@@ -432,7 +442,8 @@ static prox_status hier_build(void **impl, const broad_input *in)
         insert_box(h, &in->box[i], (uint32_t)i);
     if (h->failed)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory building the hierarchical hash");
-    return index_entries(h, in->threads);
+    prox_status st = index_entries(h, in->threads);
+    return st ? st : fill_store(h, in);
 }
 
 /* ---- query (Listing 2) --------------------------------------------------- */
@@ -459,12 +470,9 @@ static bool query_cells(const hier *h, const prox_aabb *q, box_cells *c)
     return true;
 }
 
-static void push_ids(const hier *h, hh_range r, broad_scratch *s)
+static void push_ids(hh_range r, broad_scratch *s)
 {
-    if (r.count == 0 || !prox_scratch_reserve(s, r.count))
-        return;
-    memcpy(s->ids + s->count, h->entry_id + r.begin, r.count * sizeof(uint32_t));
-    s->count += r.count;
+    prox_scratch_push_run(s, r.begin, r.begin + r.count);
 }
 
 /* Push the cells of class cls (children of `parent`, or the top cells when
@@ -488,13 +496,21 @@ static int64_t push_cells(const hier *h, const box_cells *q, int cls, const hh_n
         for (n.cell[1] = hi[1]; n.cell[1] >= lo[1]; n.cell[1]--)
             for (n.cell[0] = hi[0]; n.cell[0] >= lo[0]; n.cell[0]--) {
                 n.key = base + cell_hash(cls, n.cell);
+                /* its lookup comes later: start the likely cache misses now */
+                uint64_t slot = home_slot(h, n.key);
+                __builtin_prefetch(&h->tag[slot]);
+                __builtin_prefetch(&h->range[slot]);
                 stack[top++] = n;
             }
     return top;
 }
 
-static void push_all(const hier *h, broad_scratch *s)
+/* Every box, instead of what this query gathered so far (from `count` ids
+ * and `nruns` runs on). */
+static void push_all(const hier *h, broad_scratch *s, int64_t count, int64_t nruns)
 {
+    s->count = count;
+    s->nruns = nruns;
     if (!prox_scratch_reserve(s, h->n))
         return;
     for (int64_t i = 0; i < h->n; i++)
@@ -504,6 +520,8 @@ static void push_all(const hier *h, broad_scratch *s)
 static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
 {
     const hier *h = impl;
+    s->store = &h->store;
+    int64_t count = s->count, nruns = s->nruns;
     if (h->noversize && prox_scratch_reserve(s, h->noversize)) {
         memcpy(s->ids + s->count, h->oversize, (size_t)h->noversize * sizeof(uint32_t));
         s->count += h->noversize;
@@ -524,16 +542,19 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
     int64_t budget = 2 * (h->used + 1) * per_level + 64;
     budget = budget < h->n + 64 ? budget : h->n + 64;
     while (top > 0) {
-        hh_node n = stack[--top];
+        --top;
+        hh_node n = {.key = stack[top].key, .cls = stack[top].cls};
+        for (int k = 0; k < 3; k++)
+            n.cell[k] = stack[top].cell[k];
         if (--budget < 0) {
-            push_all(h, s);
+            push_all(h, s, count, nruns);
             return;
         }
         s->cells_visited++;
         int64_t at = find_slot(h, n.key);
         if (at < 0)
             continue;
-        push_ids(h, h->range[at], s);
+        push_ids(h->range[at], s);
         if ((h->tag[at] & TAG_CHILDREN) && n.cls > h->bottom)
             top = push_cells(h, &qc, n.cls - 1, &n, stack, top);
     }
@@ -700,6 +721,9 @@ static prox_status hier_update(void **impl, const broad_input *in, const prox_aa
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory relocating boxes");
     merge_entries(h, kept, from, end);
     set_slot_ranges(h);
+    prox_status st = fill_store(h, in);
+    if (st)
+        return st;
     h->n = in->n;
     h->relocated_since_build += changed;
     *relocated = changed;
@@ -723,6 +747,7 @@ static void hier_destroy(void *impl, const prox_allocator *al)
     prox_free(al, h->tmp_id);
     prox_free(al, h->oversize);
     prox_free(al, h->changed);
+    prox_store_free(&h->store, al);
     prox_free(al, h);
 }
 
@@ -733,7 +758,8 @@ static int64_t hier_bytes(const void *impl)
         return 0;
     return (int64_t)sizeof *h + h->slot_capacity * (int64_t)(sizeof(uint32_t) + sizeof(hh_range)) +
            h->key_capacity * 8 + (h->entry_key_cap + h->tmp_key_cap) * 8 +
-           (h->entry_id_cap + h->tmp_id_cap) * 4 + h->oversize_cap * 4 + h->changed_cap;
+           (h->entry_id_cap + h->tmp_id_cap) * 4 + h->oversize_cap * 4 + h->changed_cap +
+           prox_store_bytes(&h->store);
 }
 
 static int64_t hier_cells(const void *impl)

@@ -72,6 +72,7 @@ typedef struct levels {
     int64_t box_level_capacity, box_first_capacity, by_level_capacity;
     int64_t n, oversize_first; /* oversize boxes: by_level[oversize_first .. n) */
     int64_t occupied;     /* non-empty slots */
+    broad_store store;    /* copies of the boxes in entry order */
 } levels;
 
 /* ---- geometry ----------------------------------------------------------- */
@@ -300,6 +301,9 @@ prox_status prox_levels_build(void **impl, const broad_input *in, const double *
     fill_entries(t, in);
     prox_radix_sort64(t->keys, t->ids, t->tmp_keys, t->tmp_ids, t->entries, in->threads);
     index_slots(t);
+    if (!prox_store_fill(&t->store, in->allocator, in->box, t->ids, t->entries, in->dim))
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld cell entries",
+                         (long long)t->entries);
     return PROX_OK;
 }
 
@@ -335,13 +339,14 @@ static void gather_level(const levels *t, int L, const prox_aabb *q, broad_scrat
         for (int64_t y = lo[1]; y <= hi[1]; y++)
             for (int64_t x = lo[0]; x <= hi[0]; x++) {
                 uint64_t slot = slot_of(t, L, x, y, z);
-                push_range(s, t->ids, t->slot_start[slot], t->slot_start[slot + 1]);
+                prox_scratch_push_run(s, t->slot_start[slot], t->slot_start[slot + 1]);
             }
 }
 
 void prox_levels_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
 {
     const levels *t = impl;
+    s->store = &t->store;
     for (int L = 0; L < t->count; L++)
         gather_level(t, L, q, s);
     push_range(s, t->by_level, t->oversize_first, t->n);
@@ -361,6 +366,7 @@ void prox_levels_destroy(void *impl, const prox_allocator *al)
     prox_free(al, t->box_level);
     prox_free(al, t->box_first);
     prox_free(al, t->by_level);
+    prox_store_free(&t->store, al);
     prox_free(al, t);
 }
 
@@ -372,7 +378,7 @@ int64_t prox_levels_bytes(const void *impl)
     return (int64_t)sizeof *t + t->level_capacity * (int64_t)sizeof(hash_level) +
            t->slot_capacity * 4 + (t->keys_capacity + t->tmp_keys_capacity) * 8 +
            (t->ids_capacity + t->tmp_ids_capacity) * 4 + t->box_level_capacity * 4 +
-           t->box_first_capacity * 8 + t->by_level_capacity * 4;
+           t->box_first_capacity * 8 + t->by_level_capacity * 4 + prox_store_bytes(&t->store);
 }
 
 int64_t prox_levels_cells(const void *impl)

@@ -106,18 +106,29 @@ static bool parse_options(int argc, char **argv, query_options *o)
     return true;
 }
 
-/* Queries with at least one hit, from the sorted buffer or the lists. */
-static int64_t queries_hit(const prox_pair_buffer *buffer, const prox_lists *lists, bool count)
+/* Queries with at least one hit, from the sorted buffer. */
+static int64_t queries_hit(const prox_pair_buffer *buffer)
 {
     int64_t hit = 0;
-    if (count) {
-        for (int64_t r = 0; r < lists->rows; r++)
-            hit += lists->offsets[r + 1] > lists->offsets[r];
-        return hit;
-    }
     for (int64_t k = 0; k < buffer->count; k++)
         hit += k == 0 || buffer->pairs[k].i != buffer->pairs[k - 1].i;
     return hit;
+}
+
+/* A callback sink runs on one thread and hands each query's hits together:
+ * a query with a hit starts where the query differs from the last one. */
+typedef struct hit_counter {
+    int64_t hit;
+    prox_index last;
+} hit_counter;
+
+static int count_hit_queries(prox_index q, prox_index j, void *user)
+{
+    hit_counter *c = user;
+    (void)j;
+    c->hit += c->hit == 0 || q != c->last;
+    c->last = q;
+    return 0;
 }
 
 static prox_status run_query(prox_broad *broad, const query_options *o, const row_file *qf,
@@ -160,13 +171,8 @@ int cmd_query(int argc, char **argv)
     if (st)
         die_status(st, "cannot build the broad phase");
     prox_pair_buffer buffer;
-    prox_lists lists;
     prox_pair_buffer_init(&buffer, NULL);
-    prox_lists_init(&lists, NULL);
-    /* --count --stats: lists, so that the queries with a hit can be counted */
-    prox_sink sink = !o.count ? prox_sink_buffer(&buffer)
-                     : o.stats ? prox_sink_lists(&lists)
-                               : prox_sink_count();
+    prox_sink sink = o.count ? prox_sink_count() : prox_sink_buffer(&buffer);
     prox_stats stats;
     st = run_query(broad, &o, &qf, dim, sink, &stats);
     double t2 = now_seconds();
@@ -178,7 +184,18 @@ int cmd_query(int argc, char **argv)
         write_pair_lines(&out, &buffer);
     output_commit(&out);
     if (o.stats) {
-        int64_t hit = queries_hit(&buffer, &lists, o.count);
+        /* --count: the timed run only counted; one more (untimed) run counts
+         * the queries with a hit */
+        hit_counter counter = {0, 0};
+        int64_t hit = queries_hit(&buffer);
+        if (o.count) {
+            prox_stats again;
+            st = run_query(broad, &o, &qf, dim, prox_sink_callback(count_hit_queries, &counter),
+                           &again);
+            if (st)
+                die_status(st, "query failed");
+            hit = counter.hit;
+        }
         fprintf(stderr,
                 "algo=%s\ndim=%d\nn=%lld\nqueries=%lld\nkind=%s\nthreads=%d\nbuild_s=%.6f\n"
                 "query_s=%.6f\ncandidates=%lld\nhits=%lld\nhit_fraction=%.6f\ncells=%lld\n"
@@ -192,7 +209,6 @@ int cmd_query(int argc, char **argv)
                 peak_rss_mb());
     }
     prox_pair_buffer_free(&buffer);
-    prox_lists_free(&lists);
     prox_broad_destroy(broad);
     row_file_free(&bf);
     row_file_free(&qf);
