@@ -61,10 +61,11 @@
 /* Boxes ahead whose reads are started early (arrange, the sweep). */
 #define PREFETCH 16
 #define GATHER_AHEAD 32
-/* Update: insertion-sort shifts allowed per box before a rebuild is cheaper
- * (a shift moves 12 bytes within cache; the radix sort makes up to 8
- * scattered passes over 24 bytes per box). */
-#define UPDATE_SHIFTS_PER_BOX 4
+/* Update: insertion-sort shifts allowed per box before a rebuild is cheaper.
+ * Measured on W3 at 1M boxes (docs/benchmarks.md): the update costs what a
+ * rebuild does at about 30-40 shifts per box; past the budget the shifts
+ * done (at most 24 per box, ~15 ms at 1M) are wasted. */
+#define UPDATE_SHIFTS_PER_BOX 24
 
 /* A box's bounds on the axes other than the sweep axis: lo, hi of
  * other[0], lo, hi of other[1] (0 for the absent axis of 2D). 32 bytes,
@@ -543,8 +544,11 @@ static int64_t rekey(sap *s, const broad_input *in, int64_t old_n)
     if (n >= old_n) {
 #pragma omp parallel for num_threads(in->threads) if (in->threads > 1 && old_n > 16384) \
     schedule(static)
-        for (int64_t p = 0; p < old_n; p++)
+        for (int64_t p = 0; p < old_n; p++) {
+            if (p + GATHER_AHEAD < old_n)
+                __builtin_prefetch(&in->box[s->ids[p + GATHER_AHEAD]].lo[axis]);
             s->keys[p] = key_of(in->box[s->ids[p]].lo[axis]);
+        }
         return old_n;
     }
     int64_t m = 0;

@@ -373,6 +373,8 @@ static void check_frames(int dim, bool f32, int64_t n, int frames)
         CHECK_STATUS(prox_broad_update(b, &v, &st), PROX_OK, context);
         if (kind == FRAME_WALK || kind == FRAME_REMOVE)
             CHECK(!st.rebuilt, context, "small moves rebuilt the list");
+        if (kind == FRAME_SHUFFLE) /* past the insertion sort's budget */
+            CHECK(st.rebuilt, context, "a shuffle did not rebuild");
         incremental += !st.rebuilt;
         prox_pair_buffer got, fresh, brute;
         prox_pair_buffer_init(&got, NULL);
