@@ -163,6 +163,11 @@ static int run_series(scene_report *r, const scene_options *o, const dem_params 
 
 int prox_demo_dem(int argc, char **argv)
 {
+    /* The options live in statics (scene_extra): defaults again for each call. */
+    gravity_option = 0.0;
+    restitution_option = 0.5;
+    fraction_option = 0.1;
+    rebuild_option = false;
     scene_options o;
     int code = scene_parse(argc, argv, &info, &o);
     if (code != SCENE_CONTINUE)

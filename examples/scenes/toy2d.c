@@ -209,6 +209,10 @@ static int run_series(scene_report *r, const scene_options *o, prox_algo algo, c
 
 int prox_demo_toy2d(int argc, char **argv)
 {
+    /* The options live in statics (scene_extra): defaults again for each call. */
+    fps_option = 60.0;
+    neighbours_option = 5.0;
+    fixed_option = false;
     scene_options o;
     int code = scene_parse(argc, argv, &info, &o);
     if (code != SCENE_CONTINUE)
