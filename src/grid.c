@@ -123,6 +123,18 @@ static void bounding_box(const prox_points *p, const double *period, int threads
     }
 }
 
+/* Linear keys index a table of every cell of the box: worth it up to
+ * LINEAR_CELLS_PER_POINT cells per point (the table costs 4 bytes a cell). */
+#define LINEAR_CELLS_PER_POINT 4
+#define LINEAR_MIN_CELLS 65536
+
+static bool linear_keys_fit(const prox_grid *g, int64_t n)
+{
+    double cells = (double)g->ncell[0] * (double)g->ncell[1] * (double)g->ncell[2];
+    double limit = (double)LINEAR_CELLS_PER_POINT * (double)n;
+    return cells <= (limit > LINEAR_MIN_CELLS ? limit : LINEAR_MIN_CELLS);
+}
+
 static prox_status choose_geometry(prox_grid *g, const prox_points *p)
 {
     int d = g->desc.cell_divisions;
@@ -141,6 +153,8 @@ static prox_status choose_geometry(prox_grid *g, const prox_points *p)
     }
     g->dim = p->dim;
     g->keys = g->desc.keys;
+    if (g->keys == PROX_KEYS_LINEAR && !linear_keys_fit(g, p->count))
+        g->keys = PROX_KEYS_MORTON; /* documented: too sparse for a table of every cell */
     if (g->keys == PROX_KEYS_MORTON && p->dim == 3)
         for (int k = 0; k < 3; k++)
             if (g->ncell[k] > MORTON3_CELLS)
@@ -428,11 +442,12 @@ static prox_status index_morton_runs(prox_grid *g)
     return PROX_OK;
 }
 
-/* Hash keys: seed 002's cellStart, over runs: the runs of slot s are
- * [table[s], table[s+1]). */
-static prox_status index_hash_runs(prox_grid *g)
+/* Hash and linear keys: seed 002's cellStart, over runs: the runs of slot
+ * s are [table[s], table[s+1]); a linear key is its cell's own slot. */
+static prox_status index_slot_runs(prox_grid *g)
 {
-    int64_t slots = (int64_t)g->hash_mask + 1;
+    int64_t slots = g->keys == PROX_KEYS_HASH ? (int64_t)g->hash_mask + 1
+                                              : g->ncell[0] * g->ncell[1] * g->ncell[2];
     if (!reserve(g, &g->table, &g->table_cap, slots + 1, sizeof *g->table))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld hash slots",
                          (long long)slots);
@@ -454,7 +469,7 @@ static prox_status index_hash_runs(prox_grid *g)
 /* After the sort (keys in sort_keys): runs, coordinates, cell table. */
 static prox_status index_runs(prox_grid *g, const prox_points *p)
 {
-    bool exact_keys = g->keys == PROX_KEYS_MORTON;
+    bool exact_keys = g->keys != PROX_KEYS_HASH;
     prox_status st = exact_keys ? find_run_starts(g, sort_keys(g)) : PROX_OK;
     if (st)
         return st;
@@ -462,7 +477,7 @@ static prox_status index_runs(prox_grid *g, const prox_points *p)
     if (!exact_keys && (st = find_run_starts(g, NULL)))
         return st;
     describe_runs(g);
-    return exact_keys ? index_morton_runs(g) : index_hash_runs(g);
+    return g->keys == PROX_KEYS_MORTON ? index_morton_runs(g) : index_slot_runs(g);
 }
 
 static void choose_hash_table(prox_grid *g, int64_t n)

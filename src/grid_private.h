@@ -49,7 +49,8 @@ struct prox_grid {
     int64_t run_start_cap, run_cell_cap;
 
     /* lookup: Morton: open addressing, entry = run + 1 (0 = empty);
-     * hash: first run of each slot, table_len = slots + 1 */
+     * hash and linear: first run of each slot (a linear key's slot is its
+     * cell), table_len = slots + 1 */
     uint32_t *table;
     int64_t table_len, table_cap;
     int table_bits;
@@ -63,6 +64,39 @@ struct prox_grid {
 
 /* Memory the grid holds, in bytes. */
 int64_t prox_grid_bytes(const prox_grid *g);
+
+/* A search's stats (NULL: none wanted). */
+void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                          int64_t candidates, int64_t cells_visited);
+
+/* ---- strips (grid_strips.c): linear keys only ---- */
+
+/* Rows of the stencil: y and z offsets and how far along x they reach. */
+#define PROX_STRIP_MAX_ROWS ((2 * 8 + 1) * (2 * 8 + 1)) /* cell_divisions <= 8 */
+/* Ranges of one cell's stencil: a row wrapping a periodic x axis splits in
+ * two; one more for the cell's own points. */
+#define PROX_STRIP_MAX_RANGES (2 * PROX_STRIP_MAX_ROWS + 1)
+
+typedef struct prox_strip_rows {
+    int count;
+    int dy[PROX_STRIP_MAX_ROWS], dz[PROX_STRIP_MAX_ROWS], reach[PROX_STRIP_MAX_ROWS];
+    int own_reach; /* forward half: the own row's cells x+1 .. x+own_reach */
+} prox_strip_rows;
+
+typedef struct prox_range {
+    int64_t begin, end; /* sorted points [begin, end) */
+} prox_range;
+
+/* The stencil's rows: all of them, or the forward half's (the own row
+ * apart, in own_reach). */
+void prox_grid_strip_rows(const prox_grid *g, bool forward_half, prox_strip_rows *rows);
+/* The non-empty ranges of sorted points the rows cover around cell a (own
+ * row excluded for the forward half); adds the cells covered to *cells. */
+int prox_grid_strip_ranges(const prox_grid *g, const prox_strip_rows *rows, cell3 a,
+                           prox_range *out, int64_t *cells);
+int64_t prox_ranges_length(const prox_range *r, int count);
+/* Self pairs into a count or callback sink, each pair once. */
+prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
 
 /* Cell coordinate of a wrapped coordinate along axis k, for a built point
  * (always inside 0 .. ncell-1). */
@@ -86,6 +120,9 @@ static inline uint64_t key_of_cell(const prox_grid *g, cell3 c)
 {
     if (g->keys == PROX_KEYS_HASH)
         return prox_teschner_hash(c.c[0], c.c[1], c.c[2], g->hash_mask);
+    if (g->keys == PROX_KEYS_LINEAR)
+        return ((uint64_t)c.c[2] * (uint64_t)g->ncell[1] + (uint64_t)c.c[1]) *
+                   (uint64_t)g->ncell[0] + (uint64_t)c.c[0];
     if (g->dim == 3)
         return prox_morton3((uint32_t)c.c[0], (uint32_t)c.c[1], (uint32_t)c.c[2]);
     return prox_morton2((uint32_t)c.c[0], (uint32_t)c.c[1]);
@@ -118,7 +155,7 @@ static inline bool neighbour_cell(const prox_grid *g, const int64_t base[3], cel
 static inline void runs_of_cell(const prox_grid *g, cell3 c, int64_t *first, int64_t *last)
 {
     uint64_t key = key_of_cell(g, c);
-    if (g->keys == PROX_KEYS_HASH) {
+    if (g->keys != PROX_KEYS_MORTON) { /* hash slots, linear cells */
         *first = g->table[key];
         *last = g->table[key + 1];
         return;

@@ -221,8 +221,6 @@ static void pairs_of_run(const prox_grid *g, int64_t r, gathered *b, prox_emitte
     }
 }
 
-static void fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
-                       const query_counters *qc);
 
 /* ---- rows: sorted buffers and full lists without a scatter of pairs ------
  *
@@ -254,58 +252,75 @@ static void size_row_chunk(const prox_grid *g, row_chunk *rc)
                   sizeof *rc->entries); /* on failure, growth on demand still works */
 }
 
-/* Every run of every stencil cell (the run's own cell included); the
- * position of run r's first point in the gathered block goes to *own_at. */
-static bool gather_full(gathered *b, const prox_grid *g, int64_t r, int64_t *own_at,
-                        query_counters *qc)
+/* Every run of every stencil cell (the run's own cell included). */
+static bool gather_full(gathered *b, const prox_grid *g, int64_t r, query_counters *qc)
 {
     cell3 a = g->run_cell[r];
-    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]}, unused = -1;
     b->count = 0;
-    *own_at = -1;
-    return gather_stencil(b, g, base, 0, g->stencil_full, r, own_at, qc);
+    return gather_stencil(b, g, base, 0, g->stencil_full, -1, &unused, qc);
 }
 
-static void sort_ids(prox_index *a, int64_t n)
+/* Where run r's candidates are: with linear keys, strips of the grid's own
+ * arrays; otherwise the stencil's runs gathered into the scratch. */
+typedef struct run_candidates {
+    prox_block block;
+    const prox_index *ids;
+    prox_range range[PROX_STRIP_MAX_RANGES];
+    int count;
+} run_candidates;
+
+static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
+                              gathered *b, run_candidates *c, query_counters *qc)
 {
-    prox_sort_u32(a, n);
+    if (strips) {
+        int64_t n = g->n;
+        c->block = (prox_block){g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+        c->ids = g->id;
+        c->count = prox_grid_strip_ranges(g, strips, g->run_cell[r], c->range, &qc->cells_visited);
+        return true;
+    }
+    if (!gather_full(b, g, r, qc))
+        return false;
+    c->block = (prox_block){b->x, b->y, g->dim == 3 ? b->z : NULL};
+    c->ids = b->id;
+    c->range[0] = (prox_range){0, b->count};
+    c->count = 1;
+    return true;
 }
 
 /* Rows of the points of run r, appended to the chunk; row lengths go to
- * row_len[sorted position]. greater_only: keep neighbours j > i. */
-static void rows_of_run(const prox_grid *g, int64_t r, gathered *b, row_chunk *rc,
-                        uint32_t *row_len, bool greater_only, query_counters *qc)
+ * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
+ * buffer), OTHER every neighbour but i itself (lists). */
+static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
+                        gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
+                        query_counters *qc)
 {
-    int64_t own_at;
-    if (!gather_full(b, g, r, &own_at, qc)) {
+    run_candidates c;
+    if (!candidates_of_run(g, r, strips, b, &c, qc)) {
         rc->failed = true;
         return;
     }
-    prox_block block = {b->x, b->y, g->dim == 3 ? b->z : NULL};
-    int64_t own = g->run_start[r + 1] - g->run_start[r];
-    for (int64_t p = 0; p < own; p++) {
-        int64_t u = own_at + p;
-        double q[3] = {b->x[u], b->y[u], g->dim == 3 ? b->z[u] : 0.0};
-        if (rc->count + b->count > rc->cap &&
-            !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, rc->count + b->count,
-                       rc->count, sizeof *rc->entries)) {
+    int64_t total = prox_ranges_length(c.range, c.count), n = g->n;
+    for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
+        if (rc->count + total + PROX_KERNEL_SLACK > rc->cap &&
+            !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap,
+                       rc->count + total + PROX_KERNEL_SLACK, rc->count, sizeof *rc->entries)) {
             rc->failed = true;
             return;
         }
-        qc->candidates += b->count - 1;
-        int64_t hits = prox_kernel_hits(&block, 0, u, q, &g->metric, b->hits);
-        hits += prox_kernel_hits(&block, u + 1, b->count, q, &g->metric, b->hits + hits);
-        prox_index self = b->id[u], *out = rc->entries + rc->count;
-        int64_t kept = 0;
-        for (int64_t t = 0; t < hits; t++) {
-            prox_index j = b->id[b->hits[t]];
-            out[kept] = j;
-            kept += !greater_only || j > self;
-        }
-        sort_ids(out, kept);
-        rc->count += kept;
-        row_len[g->run_start[r] + p] = (uint32_t)kept;
+        double q[3] = {g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0};
+        prox_index *out = rc->entries + rc->count;
+        int64_t found = 0;
+        for (int k = 0; k < c.count; k++)
+            found += prox_kernel_ids(&c.block, c.ids, c.range[k].begin, c.range[k].end, q,
+                                     &g->metric, g->id[s], rule, out + found);
+        qc->candidates += total - 1;
+        prox_sort_u32(out, found);
+        rc->count += found;
+        row_len[s] = (uint32_t)found;
     }
+    int64_t own = g->run_start[r + 1] - g->run_start[r];
     rc->points_done += own;
     rc->points_left -= own;
     if (!rc->sized && rc->points_done >= 32)
@@ -376,6 +391,12 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
     uint32_t *row_len = prox_alloc_array(&g->allocator, g->n, sizeof *row_len);
     int64_t candidates = 0, cells_visited = 0, runs = g->nruns;
     bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
+    prox_id_rule rule = lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE;
+    prox_strip_rows strip_rows, *strips = NULL;
+    if (g->keys == PROX_KEYS_LINEAR) {
+        prox_grid_strip_rows(g, false, &strip_rows);
+        strips = &strip_rows;
+    }
     if (rows)
         memset(rows, 0, (size_t)count * sizeof *rows);
     if (!failed) {
@@ -387,7 +408,7 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
             rows[k].points_left =
                 g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
             for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rows[k].failed; r++)
-                rows_of_run(g, r, &scratch, &rows[k], row_len, !lists, &qc);
+                rows_of_run(g, r, strips, &scratch, &rows[k], row_len, rule, &qc);
             gathered_free(&scratch);
             candidates += qc.candidates;
             cells_visited += qc.cells_visited;
@@ -418,20 +439,19 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
         prox_free(&g->allocator, rows[k].entries);
     prox_free(&g->allocator, rows);
     prox_free(&g->allocator, row_len);
-    query_counters qc = {candidates, cells_visited};
-    fill_stats(g, stats, lists ? total / 2 : total, &qc);
+    prox_grid_fill_stats(g, stats, lists ? total / 2 : total, candidates, cells_visited);
     return st;
 }
 
-static void fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
-                       const query_counters *qc)
+void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                          int64_t candidates, int64_t cells_visited)
 {
     if (!stats)
         return;
     *stats = (prox_stats){0};
     stats->pairs = pairs;
-    stats->candidates = qc->candidates;
-    stats->cells_visited = qc->cells_visited;
+    stats->candidates = candidates;
+    stats->cells_visited = cells_visited;
     stats->cells = g->nruns;
     stats->bytes = prox_grid_bytes(g);
     stats->keys = g->keys;
@@ -453,6 +473,8 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
         return st;
     if (sink.kind == PROX_SINK_BUFFER || sink.kind == PROX_SINK_LISTS)
         return grid_rows(g, sink, stats);
+    if (g->keys == PROX_KEYS_LINEAR)
+        return prox_grid_strip_pairs(g, sink, stats);
     prox_chunks chunks = {0};
     st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink,
                           &g->allocator);
@@ -474,10 +496,9 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
         candidates += qc.candidates;
         cells_visited += qc.cells_visited;
     }
-    query_counters total = {candidates, cells_visited};
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
-    fill_stats(g, stats, pairs, &total);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
     prox_chunks_free(&chunks);
     return st;
 }
@@ -582,10 +603,9 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
         candidates += qc.candidates;
         cells_visited += qc.cells_visited;
     }
-    query_counters total = {candidates, cells_visited};
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, nq, false, &pairs);
-    fill_stats(g, stats, pairs, &total);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
     prox_chunks_free(&chunks);
     return st;
 }

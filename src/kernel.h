@@ -98,6 +98,55 @@ static inline int64_t prox_kernel_count(const prox_block *b, int64_t begin, int6
     return count;
 }
 
+/* Which candidates a row keeps besides being within the radius: ids above
+ * the row's own (each pair once, in the row of its smaller id) or every id
+ * but its own (full lists). */
+typedef enum prox_id_rule { PROX_IDS_ABOVE, PROX_IDS_OTHER } prox_id_rule;
+
+static inline __mmask8 prox_v_id_keep(__m256i ids, uint32_t self, prox_id_rule rule)
+{
+    __m256i s = _mm256_set1_epi32((int)self);
+    return rule == PROX_IDS_ABOVE ? _mm256_cmpgt_epu32_mask(ids, s) : _mm256_cmpneq_epu32_mask(ids, s);
+}
+
+/* How many candidates of [begin, end) lie within the radius of q and have
+ * ids[k] kept by `rule` against self. */
+static inline int64_t prox_kernel_count_ids(const prox_block *b, const uint32_t *ids,
+                                            int64_t begin, int64_t end, const double q[3],
+                                            const prox_metric *m, uint32_t self,
+                                            prox_id_rule rule)
+{
+    const __m512d r2 = _mm512_set1_pd(m->r2);
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += 8) {
+        __mmask8 live = prox_v_live(end - k);
+        __m512d d2 = prox_v_dist2(b, k, live, q, m);
+        __mmask8 keep = prox_v_id_keep(_mm256_maskz_loadu_epi32(live, ids + k), self, rule);
+        count += __builtin_popcount(_mm512_mask_cmp_pd_mask(live & keep, d2, r2, _CMP_LE_OQ));
+    }
+    return count;
+}
+
+/* The ids of those candidates, written to out[] (room for end - begin +
+ * PROX_KERNEL_SLACK entries); returns how many. */
+static inline int64_t prox_kernel_ids(const prox_block *b, const uint32_t *ids, int64_t begin,
+                                      int64_t end, const double q[3], const prox_metric *m,
+                                      uint32_t self, prox_id_rule rule, uint32_t *out)
+{
+    const __m512d r2 = _mm512_set1_pd(m->r2);
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += 8) {
+        __mmask8 live = prox_v_live(end - k);
+        __m512d d2 = prox_v_dist2(b, k, live, q, m);
+        __m256i id = _mm256_maskz_loadu_epi32(live, ids + k);
+        __mmask8 keep = prox_v_id_keep(id, self, rule);
+        __mmask8 hit = _mm512_mask_cmp_pd_mask(live & keep, d2, r2, _CMP_LE_OQ);
+        _mm256_storeu_si256((__m256i *)(void *)(out + count), _mm256_maskz_compress_epi32(hit, id));
+        count += __builtin_popcount(hit);
+    }
+    return count;
+}
+
 #else /* portable: the compiler may vectorise the distance loop */
 
 static inline double prox_kernel_d2(const prox_block *b, int64_t k, const double q[3],
@@ -130,6 +179,36 @@ static inline int64_t prox_kernel_count(const prox_block *b, int64_t begin, int6
     int64_t count = 0;
     for (int64_t k = begin; k < end; k++)
         count += prox_kernel_d2(b, k, q, m) <= m->r2;
+    return count;
+}
+
+typedef enum prox_id_rule { PROX_IDS_ABOVE, PROX_IDS_OTHER } prox_id_rule;
+
+static inline bool prox_id_keep(uint32_t id, uint32_t self, prox_id_rule rule)
+{
+    return rule == PROX_IDS_ABOVE ? id > self : id != self;
+}
+
+static inline int64_t prox_kernel_count_ids(const prox_block *b, const uint32_t *ids,
+                                            int64_t begin, int64_t end, const double q[3],
+                                            const prox_metric *m, uint32_t self,
+                                            prox_id_rule rule)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k++)
+        count += (prox_kernel_d2(b, k, q, m) <= m->r2) & prox_id_keep(ids[k], self, rule);
+    return count;
+}
+
+static inline int64_t prox_kernel_ids(const prox_block *b, const uint32_t *ids, int64_t begin,
+                                      int64_t end, const double q[3], const prox_metric *m,
+                                      uint32_t self, prox_id_rule rule, uint32_t *out)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k++) {
+        out[count] = ids[k];
+        count += (prox_kernel_d2(b, k, q, m) <= m->r2) & prox_id_keep(ids[k], self, rule);
+    }
     return count;
 }
 

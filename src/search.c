@@ -11,7 +11,7 @@ prox_grid_desc prox_default_grid_desc(void)
 {
     return (prox_grid_desc){
         .radius = 0.0,
-        .keys = PROX_KEYS_MORTON,
+        .keys = PROX_KEYS_LINEAR,
         .cell_divisions = 1,
         .table_size = 0,
         .period = {0.0, 0.0, 0.0},
@@ -42,7 +42,8 @@ prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim)
     if (!isfinite(desc->radius) || !(desc->radius > 0))
         return prox_fail(PROX_ERR_INVALID, "radius is %g; it must be positive and finite",
                          desc->radius);
-    if (desc->keys != PROX_KEYS_MORTON && desc->keys != PROX_KEYS_HASH)
+    if (desc->keys != PROX_KEYS_MORTON && desc->keys != PROX_KEYS_HASH &&
+        desc->keys != PROX_KEYS_LINEAR)
         return prox_fail(PROX_ERR_INVALID, "unknown cell-key scheme %d", (int)desc->keys);
     if (desc->cell_divisions < 1 || desc->cell_divisions > 8)
         return prox_fail(PROX_ERR_INVALID, "cell_divisions is %d; use 1 to 8",

@@ -13,8 +13,12 @@ const algo_config CONFIG_DIVISIONS_2 = {"grid-morton-div2", PROX_ALGO_GRID, PROX
                                         0};
 const algo_config CONFIG_HASH_TINY_TABLE = {"grid-hash-table8", PROX_ALGO_GRID, PROX_KEYS_HASH,
                                             1, 8};
+const algo_config CONFIG_LINEAR = {"grid-linear", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 1, 0};
+const algo_config CONFIG_LINEAR_DIVISIONS_2 = {"grid-linear-div2", PROX_ALGO_GRID,
+                                               PROX_KEYS_LINEAR, 2, 0};
 const algo_config *const GRID_CONFIGS[GRID_CONFIG_COUNT] = {
-    &CONFIG_MORTON, &CONFIG_HASH, &CONFIG_DIVISIONS_2, &CONFIG_HASH_TINY_TABLE};
+    &CONFIG_LINEAR, &CONFIG_MORTON, &CONFIG_HASH, &CONFIG_DIVISIONS_2, &CONFIG_HASH_TINY_TABLE,
+    &CONFIG_LINEAR_DIVISIONS_2};
 
 prox_grid_desc config_desc(const algo_config *config, double radius, const double period[3],
                            int threads)

@@ -49,9 +49,11 @@ extern const algo_config CONFIG_MORTON;
 extern const algo_config CONFIG_HASH;
 extern const algo_config CONFIG_DIVISIONS_2;
 extern const algo_config CONFIG_HASH_TINY_TABLE; /* table_size 8: collisions everywhere */
+extern const algo_config CONFIG_LINEAR;           /* row-major keys: the strip searches */
+extern const algo_config CONFIG_LINEAR_DIVISIONS_2; /* strips of 5 cells */
 /* The four grid configurations above. */
 extern const algo_config *const GRID_CONFIGS[];
-#define GRID_CONFIG_COUNT 4
+#define GRID_CONFIG_COUNT 6
 
 prox_grid_desc config_desc(const algo_config *config, double radius, const double period[3],
                            int threads);

@@ -276,7 +276,7 @@ static void default_desc_is_documented(void **state)
 {
     (void)state;
     prox_grid_desc desc = prox_default_grid_desc();
-    assert_int_equal(desc.keys, PROX_KEYS_MORTON);
+    assert_int_equal(desc.keys, PROX_KEYS_LINEAR);
     assert_int_equal(desc.cell_divisions, 1);
     assert_int_equal(desc.table_size, 0);
     for (int k = 0; k < 3; k++)
@@ -711,6 +711,9 @@ static void every_allocation_failure_is_reported_and_cleaned_up(void **state)
     expectation e;
     expectation_compute(&e, &tc);
     const scenario scenarios[] = {
+        {"one-shot sinks, grid-linear", one_shot_sinks, &CONFIG_LINEAR, 1, &tc, &e},
+        {"one-shot sinks, grid-linear, 2 threads", one_shot_sinks, &CONFIG_LINEAR, 2, &tc, &e},
+        {"grid object, grid-linear", object_lifecycle, &CONFIG_LINEAR, 1, &tc, &e},
         {"one-shot sinks, grid-morton", one_shot_sinks, &CONFIG_MORTON, 1, &tc, &e},
         {"one-shot sinks, grid-hash", one_shot_sinks, &CONFIG_HASH, 1, &tc, &e},
         {"one-shot sinks, grid-morton-div2", one_shot_sinks, &CONFIG_DIVISIONS_2, 1, &tc, &e},

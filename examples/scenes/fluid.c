@@ -84,6 +84,9 @@ typedef struct fluid {
     prox_lists neighbours; /* row i: the particles within one diameter of i */
     prox_lists candidates; /* row i: the spheres whose box meets i's path */
     int64_t hits;
+    /* sums over the frames, for the note under the table */
+    int64_t broad_pairs, broad_candidates, broad_cells, grid_candidates, grid_cells, frames;
+    int64_t broad_bytes, grid_bytes;
 } fluid;
 
 static void fluid_free(fluid *f)
@@ -345,8 +348,9 @@ static int step(fluid *f, scene_report *r, const scene_options *o, int64_t *pair
         scene_lap(r, SCENE_HASH);
     }
     prox_points from = prox_points_f64(f->x, f->n, 3), to = prox_points_f64(f->p, f->n, 3);
+    prox_stats broad_stats;
     st = prox_broad_query_segments(f->broad, &from, &to, false, prox_sink_lists(&f->candidates),
-                                   NULL);
+                                   &broad_stats);
     if (st)
         return scene_fail(info.name, "particle paths against the spheres", st);
     scene_lap(r, SCENE_BROAD);
@@ -371,6 +375,14 @@ static int step(fluid *f, scene_report *r, const scene_options *o, int64_t *pair
         scene_lap(r, SCENE_NEIGHBOURS);
     }
     *pairs = stats.pairs;
+    f->broad_pairs += broad_stats.pairs;
+    f->broad_candidates += broad_stats.candidates;
+    f->broad_cells += broad_stats.cells_visited;
+    f->broad_bytes = broad_stats.bytes;
+    f->grid_candidates += stats.candidates;
+    f->grid_cells += stats.cells_visited;
+    f->grid_bytes = stats.bytes;
+    f->frames++;
 
     separate(f, dt);
     scene_lap(r, SCENE_INTEGRATE);
@@ -415,6 +427,14 @@ static int run_series(scene_report *r, const scene_options *o, const char *name,
     if (!code && canvas && scene_png_due(r, 0)) { /* the last frame too */
         render(f, canvas);
         code = scene_png_write(r, canvas, o->frames);
+    }
+    if (!code && f->frames) {
+        double n = (double)f->frames;
+        scene_note(r, "%-12s per frame: broad phase %.0f boxes met, %.0f candidates, %.0f cells "
+                      "visited, %.2f MB; neighbours %.0f distance tests, %.0f cells visited",
+                   name, (double)f->broad_pairs / n, (double)f->broad_candidates / n,
+                   (double)f->broad_cells / n, (double)f->broad_bytes / 1e6,
+                   (double)f->grid_candidates / n, (double)f->grid_cells / n);
     }
     fluid_free(f);
     return code;

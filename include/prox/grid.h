@@ -2,7 +2,15 @@
  *
  * The uniform grid (seeds 001, 002, 004; seed 000 section 2.1): cells of the
  * search radius, points sorted by cell key into flat arrays, every pair found
- * once through a half stencil. Two cell-key schemes:
+ * once through a half stencil. Three cell-key schemes:
+ *   PROX_KEYS_LINEAR  exact cell coordinates in row-major order (x fastest)
+ *                     over a table of every cell of the points' box (seed
+ *                     002's cellStart without hashing): the cells of a stencil
+ *                     row are contiguous, so a search reads 9 (3D) or 3 (2D)
+ *                     contiguous ranges per cell instead of 27 or 9 cells.
+ *                     Used when the box has at most 4 cells per point;
+ *                     sparser data falls back to Morton keys (stats.keys
+ *                     tells). The default.
  *   PROX_KEYS_MORTON  exact integer cell coordinates interleaved into Morton
  *                     order (also reorders points for cache locality);
  *   PROX_KEYS_HASH    Teschner's XOR of big primes into a power-of-two table
@@ -33,11 +41,12 @@ typedef enum prox_algo {
 typedef enum prox_keys {
     PROX_KEYS_MORTON = 0,
     PROX_KEYS_HASH = 1,
+    PROX_KEYS_LINEAR = 2,
 } prox_keys;
 
 typedef struct prox_grid_desc {
     double radius;        /* required, > 0 and finite */
-    prox_keys keys;       /* default PROX_KEYS_MORTON */
+    prox_keys keys;       /* default PROX_KEYS_LINEAR */
     int cell_divisions;   /* cells per radius (1 = cell size r, 27-cell stencil;
                              2 = cells of r/2 with a 5x5x5 stencil); default 1 */
     int64_t table_size;   /* PROX_KEYS_HASH: slots, a power of two; 0 = auto (2-4x points) */

@@ -1,0 +1,256 @@
+/* grid_strips.c: the stencil of a cell as strips, over linear (row-major)
+ * cell keys.
+ *
+ * With keys in row-major order, x fastest, the cells x-m .. x+m of one
+ * stencil row (fixed y and z offsets) hold consecutive sorted points. A cell
+ * then meets its whole stencil as 9 contiguous ranges of the grid's own
+ * arrays in 3D (3 in 2D), found with two lookups each in seed 002's
+ * cellStart, and the distance kernel reads them in place: nothing is
+ * gathered. Self pairs for counts and callbacks run here over the forward
+ * half of the stencil (seed 001: each pair once): the cell's own later
+ * points and the cells x+1 .. x+m of its row (one range), then the 4
+ * forward rows in 3D (1 in 2D). The sorted buffer and full lists take the
+ * full stencil's ranges (prox_grid_strip_ranges) in grid_search.c. */
+#include <string.h>
+
+#include "alloc.h"
+#include "error.h"
+#include "grid_private.h"
+#include "kernel.h"
+#include "pair_sink.h"
+#include "radix_sort.h"
+#include "views.h"
+
+typedef prox_strip_rows strip_rows;
+typedef prox_range range;
+#define MAX_ROWS PROX_STRIP_MAX_ROWS
+#define MAX_RANGES PROX_STRIP_MAX_RANGES
+
+/* The rows of the stencil: every row for the full stencil; for the forward
+ * half (an offset is forward when its last non-zero component is positive)
+ * the rows with dz > 0 or dz == 0 < dy, and the own row apart. A row's
+ * reachable offsets are exactly |dx| <= reach (the stencil drops offsets by
+ * distance, which grows with |dx|). */
+void prox_grid_strip_rows(const prox_grid *g, bool forward_half, strip_rows *rows)
+{
+    rows->count = 0;
+    rows->own_reach = 0;
+    for (int o = 0; o < g->stencil_full; o++) {
+        cell3 c = g->stencil[o];
+        int dx = c.c[0] < 0 ? -c.c[0] : c.c[0], dy = c.c[1], dz = c.c[2];
+        if (forward_half && dy == 0 && dz == 0) {
+            rows->own_reach = dx > rows->own_reach ? dx : rows->own_reach;
+            continue;
+        }
+        if (forward_half && !(dz > 0 || (dz == 0 && dy > 0)))
+            continue;
+        int r = 0;
+        while (r < rows->count && (rows->dy[r] != dy || rows->dz[r] != dz))
+            r++;
+        if (r == rows->count) {
+            rows->dy[r] = dy;
+            rows->dz[r] = dz;
+            rows->reach[r] = 0;
+            rows->count++;
+        }
+        rows->reach[r] = dx > rows->reach[r] ? dx : rows->reach[r];
+    }
+}
+
+/* The coordinate c + d along axis k: wrapped on a periodic axis; false
+ * outside an open axis. */
+static inline bool shift_axis(const prox_grid *g, int k, int64_t c, int d, int64_t *out)
+{
+    int64_t v = c + d, n = g->ncell[k];
+    if (v < 0 || v >= n) {
+        if (!g->periodic[k])
+            return false;
+        v = v < 0 ? v + n : v - n;
+    }
+    *out = v;
+    return true;
+}
+
+/* Sorted points of cells x0 .. x1 of row (y, z): two cellStart lookups. */
+static inline range cells_range(const prox_grid *g, int64_t x0, int64_t x1, int64_t y, int64_t z)
+{
+    uint64_t row = ((uint64_t)z * (uint64_t)g->ncell[1] + (uint64_t)y) * (uint64_t)g->ncell[0];
+    return (range){g->run_start[g->table[row + (uint64_t)x0]],
+                   g->run_start[g->table[row + (uint64_t)x1 + 1]]};
+}
+
+/* Cells x + lo .. x + hi of row (y, z) as sorted ranges: clipped on an open
+ * x axis, split in two where they wrap a periodic one (whose cells are
+ * distinct: at least 2 * reach + 1 of them, or one). Empty ranges are
+ * dropped. Returns how many were appended. */
+static int row_ranges(const prox_grid *g, int64_t x, int lo, int hi, int64_t y, int64_t z,
+                      range *out)
+{
+    int64_t nx = g->ncell[0], x0 = x + lo, x1 = x + hi;
+    range r[2];
+    int count = 0;
+    if (nx == 1 || !g->periodic[0]) {
+        x0 = x0 < 0 ? 0 : x0;
+        x1 = x1 > nx - 1 ? nx - 1 : x1;
+        if (x0 <= x1)
+            r[count++] = cells_range(g, x0, x1, y, z);
+    } else if (x0 < 0) {
+        r[count++] = cells_range(g, x0 + nx, nx - 1, y, z);
+        r[count++] = cells_range(g, 0, x1, y, z);
+    } else if (x1 > nx - 1) {
+        r[count++] = cells_range(g, x0, nx - 1, y, z);
+        r[count++] = cells_range(g, 0, x1 - nx, y, z);
+    } else {
+        r[count++] = cells_range(g, x0, x1, y, z);
+    }
+    int kept = 0;
+    for (int k = 0; k < count; k++)
+        if (r[k].begin < r[k].end)
+            out[kept++] = r[k];
+    return kept;
+}
+
+int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, range *out,
+                           int64_t *cells)
+{
+    int count = 0;
+    for (int r = 0; r < rows->count; r++) {
+        int64_t y, z;
+        if (!shift_axis(g, 1, a.c[1], rows->dy[r], &y) || !shift_axis(g, 2, a.c[2], rows->dz[r], &z))
+            continue;
+        count += row_ranges(g, a.c[0], -rows->reach[r], rows->reach[r], y, z, out + count);
+        *cells += 2 * rows->reach[r] + 1;
+    }
+    return count;
+}
+
+static inline prox_block grid_block(const prox_grid *g)
+{
+    int64_t n = g->n;
+    return (prox_block){g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+}
+
+static inline void point_of(const prox_grid *g, int64_t s, double q[3])
+{
+    int64_t n = g->n;
+    q[0] = g->pos[s];
+    q[1] = g->pos[n + s];
+    q[2] = g->dim == 3 ? g->pos[2 * n + s] : 0.0;
+}
+
+int64_t prox_ranges_length(const range *r, int count)
+{
+    int64_t total = 0;
+    for (int k = 0; k < count; k++)
+        total += r[k].end - r[k].begin;
+    return total;
+}
+
+/* ---- counts and callbacks: the forward half ------------------------------ */
+
+typedef struct half_scratch {
+    uint32_t *hits;
+    int64_t cap;
+} half_scratch;
+
+/* Emit (id of s, id of each hit) with the smaller id first. */
+static void emit_positions(const prox_grid *g, prox_emitter *e, int64_t s, const uint32_t *hits,
+                           int64_t count)
+{
+    prox_index self = g->id[s];
+    if (e->kind == PROX_SINK_CALLBACK) {
+        for (int64_t t = 0; t < count && !e->stop; t++) {
+            prox_index j = g->id[hits[t]];
+            prox_emit(e, self < j ? self : j, self < j ? j : self);
+        }
+        return;
+    }
+    if (!prox_emitter_reserve(e, count))
+        return;
+    for (int64_t t = 0; t < count; t++) {
+        prox_index j = g->id[hits[t]];
+        e->pairs[e->count + t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
+    }
+    e->count += count;
+}
+
+/* Pairs whose first point (in cell order) lies in run r. */
+static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_t r,
+                              half_scratch *hs, prox_emitter *e, prox_stats *counters)
+{
+    cell3 a = g->run_cell[r];
+    range rg[MAX_RANGES];
+    int64_t own_end = g->run_start[r + 1];
+    /* the own cell's later points, then its row's forward cells */
+    int count = row_ranges(g, a.c[0], 1, rows->own_reach, a.c[1], a.c[2], rg + 1);
+    rg[0] = (range){g->run_start[r], own_end};
+    if (count > 0 && rg[1].begin == own_end) { /* contiguous: one range */
+        rg[0].end = rg[1].end;
+        memmove(rg + 1, rg + 2, (size_t)(count - 1) * sizeof *rg);
+        count--;
+    }
+    count += 1;
+    counters->cells_visited += 1 + rows->own_reach;
+    count += prox_grid_strip_ranges(g, rows, a, rg + count, &counters->cells_visited);
+    int64_t others = prox_ranges_length(rg + 1, count - 1);
+    if (e->kind != PROX_SINK_COUNT && hs->cap < rg[0].end - rg[0].begin + others + PROX_KERNEL_SLACK) {
+        int64_t want = 2 * (rg[0].end - rg[0].begin + others) + PROX_KERNEL_SLACK;
+        if (!prox_reserve(&g->allocator, (void **)&hs->hits, &hs->cap, want, sizeof *hs->hits)) {
+            e->stop = e->failed = true;
+            return;
+        }
+    }
+    prox_block block = grid_block(g);
+    for (int64_t s = g->run_start[r]; s < own_end && !e->stop; s++) {
+        double q[3];
+        point_of(g, s, q);
+        counters->candidates += rg[0].end - (s + 1) + others;
+        if (e->kind == PROX_SINK_COUNT) {
+            int64_t found = prox_kernel_count(&block, s + 1, rg[0].end, q, &g->metric);
+            for (int k = 1; k < count; k++)
+                found += prox_kernel_count(&block, rg[k].begin, rg[k].end, q, &g->metric);
+            e->count += found;
+            continue;
+        }
+        int64_t found = prox_kernel_hits(&block, s + 1, rg[0].end, q, &g->metric, hs->hits);
+        for (int k = 1; k < count; k++)
+            found += prox_kernel_hits(&block, rg[k].begin, rg[k].end, q, &g->metric,
+                                      hs->hits + found);
+        emit_positions(g, e, s, hs->hits, found);
+    }
+}
+
+static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    prox_chunks chunks = {0};
+    prox_status st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink,
+                                      &g->allocator);
+    if (st)
+        return st;
+    chunks.threads = g->threads;
+    strip_rows rows;
+    prox_grid_strip_rows(g, true, &rows);
+    int64_t candidates = 0, cells_visited = 0, runs = g->nruns;
+#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited)
+    for (int k = 0; k < chunks.count; k++) {
+        prox_stats counters = {0};
+        half_scratch hs = {NULL, 0};
+        prox_emitter *e = &chunks.emitter[k];
+        for (int64_t r = runs * k / chunks.count; r < runs * (k + 1) / chunks.count && !e->stop; r++)
+            half_pairs_of_run(g, &rows, r, &hs, e, &counters);
+        prox_free(&g->allocator, hs.hits);
+        candidates += counters.candidates;
+        cells_visited += counters.cells_visited;
+    }
+    int64_t pairs = 0;
+    st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
+    prox_chunks_free(&chunks);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
+    return st;
+}
+
+prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    return half_pairs(g, sink, stats);
+}
