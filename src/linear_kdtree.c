@@ -22,7 +22,8 @@
  * less volume than the cell it avoids (Figure 7). Pieces of one box lie in
  * disjoint cells.
  *
- * Records (key, box id) are built in blocks in parallel, sorted with
+ * Records (key, box id) are made in blocks in parallel (each block into
+ * its own region of the sort's scratch, then packed), sorted with
  * prox_radix_sort64, and swept (section 5.5): record j is a candidate of
  * record i < j while key j lies in the subtree of key i.
  *   kd-tree-1: every such pair is a candidate, repeats included (a pair of
@@ -55,6 +56,7 @@
 #define BLOCK 4096      /* boxes per block of the parallel record build */
 #define MAX_PIECES 8    /* once per axis */
 #define SMALL_RANGE 8   /* a query takes a subtree this small whole */
+#define PREFETCH 16     /* records ahead whose boxes the sweep prefetches */
 
 typedef struct kd_geometry {
     int dim, bits, depth;
@@ -131,30 +133,32 @@ static inline uint64_t morton_of(const kd_geometry *g, const uint32_t q[3])
     return g->dim == 3 ? prox_morton3(q[0], q[1], q[2]) : prox_morton2(q[0], q[1]);
 }
 
-/* Section 5.3: the longest common prefix of the corners' codes. */
-static inline uint64_t key_of(const kd_geometry *g, const uint32_t lo[3], const uint32_t hi[3])
-{
-    uint64_t a = morton_of(g, lo), diff = a ^ morton_of(g, hi);
-    int len = diff ? g->depth - (64 - __builtin_clzll(diff)) : g->depth;
-    int free_bits = g->depth - len;
-    return ((a >> free_bits) << free_bits) << PROX_KD_LEN_BITS | (uint64_t)len;
-}
-
 static inline int key_length(uint64_t key)
 {
     return (int)(key & PROX_KD_LEN_MASK);
 }
 
+/* len % dim and len / dim with constant divisors (no division instruction). */
+static inline int mod_dim(const kd_geometry *g, int len)
+{
+    return g->dim == 3 ? len % 3 : len & 1;
+}
+
+static inline int div_dim(const kd_geometry *g, int len)
+{
+    return g->dim == 3 ? len / 3 : len >> 1;
+}
+
 /* The axis cut below a cell of length len (z, y, x, z, ... in 3D). */
 static inline int cut_axis(const kd_geometry *g, int len)
 {
-    return g->dim - 1 - len % g->dim;
+    return g->dim - 1 - mod_dim(g, len);
 }
 
 /* Cuts along axis k among the first len. */
 static inline int cuts_along(const kd_geometry *g, int len, int k)
 {
-    return len / g->dim + (len % g->dim > g->dim - 1 - k ? 1 : 0);
+    return div_dim(g, len) + (mod_dim(g, len) > g->dim - 1 - k ? 1 : 0);
 }
 
 /* Is the quantized point p inside the cell of key? */
@@ -171,52 +175,93 @@ typedef struct pieces {
     int count;
 } pieces;
 
-/* The records of the integer box [lo, hi], already split along the axes
- * in `done`. lo and hi are restored on return. */
-static void place(const kd_geometry *g, uint32_t lo[3], uint32_t hi[3], unsigned done,
-                  bool split, pieces *out)
+/* An integer box, with its lower corner's Morton code kept per axis (each
+ * axis' bits spread and shifted into place), so that a split recomputes at
+ * most one axis. */
+typedef struct qbox_codes {
+    uint32_t lo[3], hi[3];
+    uint64_t slo[3];
+} qbox_codes;
+
+static inline uint64_t spread(const kd_geometry *g, int k, uint32_t v)
 {
-    uint64_t key = key_of(g, lo, hi);
-    int len = key_length(key), a = cut_axis(g, len);
+    return g->dim == 3 ? prox_morton_spread3(v) << k : prox_morton_spread2(v) << k;
+}
+
+/* Section 5.3: the cell of a box is the longest common prefix of its
+ * corners' codes. Its length, axis by axis: the first bit where the corners
+ * differ along axis k is bit p from the top, the cut p * dim + (dim - 1 - k)
+ * of the interleaved sequence. */
+static inline int box_length(const kd_geometry *g, const qbox_codes *b)
+{
+    int len = g->depth;
+    for (int k = 0; k < g->dim; k++) {
+        uint32_t x = b->lo[k] ^ b->hi[k];
+        if (x) {
+            int first = (__builtin_clz(x) - (32 - g->bits)) * g->dim + g->dim - 1 - k;
+            len = first < len ? first : len;
+        }
+    }
+    return len;
+}
+
+static inline uint64_t box_key(const kd_geometry *g, const qbox_codes *b, int len)
+{
+    int free_bits = g->depth - len;
+    uint64_t code = b->slo[0] | b->slo[1] | b->slo[2];
+    return ((code >> free_bits) << free_bits) << PROX_KD_LEN_BITS | (uint64_t)len;
+}
+
+/* The records of box b, already split along the axes in `done`; b is
+ * restored on return. */
+static void place(const kd_geometry *g, qbox_codes *b, unsigned done, bool split, pieces *out)
+{
+    int len = box_length(g, b), a = cut_axis(g, len);
     if (!split || len == g->depth || (done & (1u << a))) {
-        out->key[out->count++] = key;
+        out->key[out->count++] = box_key(g, b, len);
         return;
     }
-    /* the box crosses cut len + 1 (its corners' codes differ there) */
+    /* the box crosses cut len + 1 (its corners differ there) */
     int shift = g->bits - cuts_along(g, len, a) - 1;
-    uint32_t mid = ((lo[a] >> (shift + 1)) << (shift + 1)) | ((uint32_t)1 << shift);
+    uint32_t mid = ((b->lo[a] >> (shift + 1)) << (shift + 1)) | ((uint32_t)1 << shift);
     pieces parts = {.count = 0};
-    uint32_t keep = hi[a];
-    hi[a] = mid - 1;
-    place(g, lo, hi, done | 1u << a, true, &parts);
-    hi[a] = keep;
-    keep = lo[a];
-    lo[a] = mid;
-    place(g, lo, hi, done | 1u << a, true, &parts);
-    lo[a] = keep;
+    uint32_t keep = b->hi[a];
+    b->hi[a] = mid - 1;
+    place(g, b, done | 1u << a, true, &parts);
+    b->hi[a] = keep;
+    keep = b->lo[a];
+    uint64_t keep_s = b->slo[a];
+    b->lo[a] = mid;
+    b->slo[a] = spread(g, a, mid);
+    place(g, b, done | 1u << a, true, &parts);
+    b->lo[a] = keep;
+    b->slo[a] = keep_s;
     /* Figure 7: only a split that shrinks the enclosing volume is kept
-     * (volumes relative to this cell: powers of two, exact in double) */
-    double volume = 0.0;
+     * (volumes in deepest cells: 2^(depth - length), exact in 64 bits) */
+    uint64_t volume = 0;
     for (int p = 0; p < parts.count; p++)
-        volume += ldexp(1.0, len - key_length(parts.key[p]));
-    if (volume < 1.0)
+        volume += (uint64_t)1 << (g->depth - key_length(parts.key[p]));
+    if (volume < (uint64_t)1 << (g->depth - len))
         for (int p = 0; p < parts.count; p++)
             out->key[out->count++] = parts.key[p];
     else
-        out->key[out->count++] = key;
+        out->key[out->count++] = box_key(g, b, len);
 }
 
 static void pieces_of(const kdtree *t, const prox_aabb *box, pieces *out, uint32_t *qbox)
 {
-    uint32_t lo[3], hi[3];
-    quantize_box(&t->g, box, lo, hi);
+    const kd_geometry *g = &t->g;
+    qbox_codes b;
+    quantize_box(g, box, b.lo, b.hi);
+    for (int k = 0; k < 3; k++)
+        b.slo[k] = k < g->dim ? spread(g, k, b.lo[k]) : 0;
     if (qbox)
-        for (int k = 0; k < t->g.dim; k++) {
-            qbox[k] = lo[k];
-            qbox[t->g.dim + k] = hi[k];
+        for (int k = 0; k < g->dim; k++) {
+            qbox[k] = b.lo[k];
+            qbox[g->dim + k] = b.hi[k];
         }
     out->count = 0;
-    place(&t->g, lo, hi, 0, t->split, out);
+    place(g, &b, 0, t->split, out);
 }
 
 /* ---- build -------------------------------------------------------------- */
@@ -227,39 +272,41 @@ static bool reserve(const prox_allocator *al, void *ptr, int64_t *capacity, int6
     return prox_reserve(al, (void **)ptr, capacity, count, size);
 }
 
-/* Pass 1: records per block (and the quantized boxes of kd-tree-2). */
-static void count_records(kdtree *t, const broad_input *in, int64_t blocks)
+/* Pass 1: each block's records into its own region of the scratch arrays
+ * (room for 2^dim per box), and their count (kd-tree-2 also keeps the
+ * quantized boxes). */
+static void make_records(kdtree *t, const broad_input *in, int64_t blocks)
 {
-#pragma omp parallel for num_threads(in->threads) if (in->threads > 1 && blocks > 1) \
-    schedule(static)
-    for (int64_t b = 0; b < blocks; b++) {
-        int64_t end = (b + 1) * BLOCK < in->n ? (b + 1) * BLOCK : in->n, count = 0;
-        pieces p;
-        for (int64_t i = b * BLOCK; i < end; i++) {
-            uint32_t *q = t->variant == 2 ? t->qbox + 2 * t->g.dim * i : NULL;
-            pieces_of(t, &in->box[i], &p, q);
-            count += p.count;
-        }
-        t->block_first[b + 1] = count;
-    }
-}
-
-/* Pass 2: the records, block by block at the offsets of pass 1. */
-static void write_records(kdtree *t, const broad_input *in, int64_t blocks)
-{
+    int most = 1 << t->g.dim;
 #pragma omp parallel for num_threads(in->threads) if (in->threads > 1 && blocks > 1) \
     schedule(static)
     for (int64_t b = 0; b < blocks; b++) {
         int64_t end = (b + 1) * BLOCK < in->n ? (b + 1) * BLOCK : in->n;
-        int64_t at = t->block_first[b];
+        int64_t at = b * BLOCK * most;
         pieces p;
         for (int64_t i = b * BLOCK; i < end; i++) {
-            pieces_of(t, &in->box[i], &p, NULL);
+            uint32_t *q = t->variant == 2 ? t->qbox + 2 * t->g.dim * i : NULL;
+            pieces_of(t, &in->box[i], &p, q);
             for (int k = 0; k < p.count; k++, at++) {
-                t->key[at] = p.key[k];
-                t->id[at] = (uint32_t)i;
+                t->tmp_key[at] = p.key[k];
+                t->tmp_id[at] = (uint32_t)i;
             }
         }
+        t->block_first[b + 1] = at - b * BLOCK * most;
+    }
+}
+
+/* Pass 2: the blocks' records packed at the offsets of their counts. */
+static void pack_records(kdtree *t, const broad_input *in, int64_t blocks)
+{
+    int most = 1 << t->g.dim;
+#pragma omp parallel for num_threads(in->threads) if (in->threads > 1 && blocks > 1) \
+    schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t from = b * BLOCK * most, to = t->block_first[b];
+        int64_t count = t->block_first[b + 1] - to;
+        memcpy(t->key + to, t->tmp_key + from, (size_t)count * sizeof(uint64_t));
+        memcpy(t->id + to, t->tmp_id + from, (size_t)count * sizeof(uint32_t));
     }
 }
 
@@ -278,7 +325,10 @@ static void summarise(kdtree *t)
 static prox_status allocate(kdtree *t, const broad_input *in, int64_t blocks)
 {
     const prox_allocator *al = in->allocator;
-    bool ok = reserve(al, &t->block_first, &t->block_capacity, blocks + 1, sizeof(int64_t));
+    int64_t most = in->n << t->g.dim;
+    bool ok = reserve(al, &t->block_first, &t->block_capacity, blocks + 1, sizeof(int64_t)) &&
+              reserve(al, &t->tmp_key, &t->tmp_key_capacity, most, sizeof(uint64_t)) &&
+              reserve(al, &t->tmp_id, &t->tmp_id_capacity, most, sizeof(uint32_t));
     if (ok && t->variant == 2)
         ok = reserve(al, &t->qbox, &t->qbox_capacity, 2 * t->g.dim * in->n, sizeof(uint32_t));
     return ok ? PROX_OK
@@ -290,9 +340,7 @@ static prox_status allocate_records(kdtree *t, const broad_input *in)
 {
     const prox_allocator *al = in->allocator;
     bool ok = reserve(al, &t->key, &t->key_capacity, t->count, sizeof(uint64_t)) &&
-              reserve(al, &t->tmp_key, &t->tmp_key_capacity, t->count, sizeof(uint64_t)) &&
-              reserve(al, &t->id, &t->id_capacity, t->count, sizeof(uint32_t)) &&
-              reserve(al, &t->tmp_id, &t->tmp_id_capacity, t->count, sizeof(uint32_t));
+              reserve(al, &t->id, &t->id_capacity, t->count, sizeof(uint32_t));
     return ok ? PROX_OK
               : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %lld kd-tree records",
                           (long long)t->count);
@@ -319,7 +367,7 @@ static prox_status kd_build(void **impl, const broad_input *in)
         st = allocate(t, in, blocks);
     if (st)
         return st;
-    count_records(t, in, blocks);
+    make_records(t, in, blocks);
     t->block_first[0] = 0;
     prox_prefix_sums(t->block_first, blocks, in->threads);
     t->count = t->block_first[blocks];
@@ -328,7 +376,7 @@ static prox_status kd_build(void **impl, const broad_input *in)
         t->count = 0;
         return st;
     }
-    write_records(t, in, blocks);
+    pack_records(t, in, blocks);
     prox_radix_sort64(t->key, t->id, t->tmp_key, t->tmp_id, t->count, in->threads);
     summarise(t);
     t->n = in->n;
@@ -387,6 +435,8 @@ static int64_t sweep_raw(const kdtree *t, const prox_aabb *box, int64_t begin, i
         uint64_t last = prox_kd_subtree_last(key[i], g->depth);
         uint32_t a = t->id[i];
         const prox_aabb *ba = &box[a];
+        if (i + PREFETCH < count) /* boxes are in input order, records in space order */
+            __builtin_prefetch(&box[t->id[i + PREFETCH]]);
         for (int64_t j = i + 1; j < count && key[j] <= last; j++) {
             uint32_t b = t->id[j];
             candidates++;
@@ -418,6 +468,11 @@ static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin
         uint64_t last = prox_kd_subtree_last(key[i], g->depth);
         uint32_t a = t->id[i];
         const uint32_t *qa = t->qbox + 2 * dim * (int64_t)a;
+        if (i + PREFETCH < count) { /* boxes are in input order, records in space order */
+            uint32_t ahead = t->id[i + PREFETCH];
+            __builtin_prefetch(t->qbox + 2 * dim * (int64_t)ahead);
+            __builtin_prefetch(&box[ahead]);
+        }
         for (int64_t j = i + 1; j < count && key[j] <= last; j++) {
             uint32_t b = t->id[j];
             const uint32_t *qb = t->qbox + 2 * dim * (int64_t)b;

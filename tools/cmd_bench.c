@@ -314,6 +314,8 @@ int cmd_bench(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "mixed2d") == 0)
             return cmd_bench_boxes(argc, argv); /* the box family: cmd_bench_boxes.c */
+        else if (strcmp(argv[i], "spheres3d") == 0)
+            return cmd_bench_spheres(argc, argv); /* W3, seed 003 Tables 1-3 */
         else if (strcmp(argv[i], "dem3d") == 0)
             return cmd_bench_dem(argc, argv); /* W6, seed 003 Figure 11: cmd_bench_dem.c */
     bench_options o;
