@@ -4,7 +4,9 @@
 #  - `prox collide --algo sap --count --stats` from scratch, RUNS times on
 #    1 and 2 threads (medians of build_s, query_s and their sum);
 #  - bench/sap_frames.c: frames of small motions, the list repaired by
-#    prox_broad_update (insertion sort) or rebuilt, on one thread.
+#    prox_broad_update (insertion sort), rebuilt on the same object, or
+#    built from scratch on a new one; wall and process CPU time (the
+#    machine is shared: CPU time shows what the code costs), one thread.
 # Writes bench/results/sap-HOST-DATE.md.
 # Usage: bench/run-sap-benchmarks.sh [BUILD_DIR] [N] [RUNS] [FRAMES]
 set -eu
@@ -52,7 +54,7 @@ out="bench/results/sap-$(hostname)-$(date +%Y%m%d-%H%M).md"
     echo
     echo "## Frames of small motions, N = $n, 1 thread, medians of $frames frames"
     echo
-    "$work/sap_frames" "$work/boxes.txt" "$frames" 0.001 0.01 0.03 0.1
+    "$work/sap_frames" "$work/boxes.txt" "$frames" 0.001 0.003 0.01 0.03 0.1
     echo
     echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out"

@@ -5,10 +5,14 @@
  *
  * Usage: sap_frames BOXES.txt FRAMES STEP...
  * Every frame moves each box by U(-STEP, STEP) along each axis (a fixed
- * SplitMix64 stream, the same for both modes). Prints one Markdown row per
- * (STEP, mode): medians over the frames of the structure's time (update
- * or build) and of the pairs (count sink), wall and process CPU seconds,
- * the frames that rebuilt, and the pairs of the last frame. One thread. */
+ * SplitMix64 stream, the same for every mode). Modes: update (the same
+ * object, prox_broad_update), rebuild (the same object, prox_broad_build),
+ * scratch (a new object each frame: create, build, pairs, destroy, as W3
+ * and `prox collide` do; its memory is touched for the first time).
+ * Prints one Markdown row per (STEP, mode): medians over the frames of the
+ * structure's time (update or build) and of the pairs (count sink), wall
+ * and process CPU seconds, the frames that rebuilt, and the pairs of the
+ * last frame. One thread. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,12 +95,22 @@ static void move_boxes(double *b, int64_t n, double step, uint64_t *state)
         }
 }
 
-static void run(const double *start, int64_t n, int frames, double step, bool update)
+typedef enum mode { UPDATE, REBUILD, SCRATCH } mode;
+static const char *const mode_names[] = {"update", "rebuild", "scratch"};
+
+static void fail(void)
+{
+    fprintf(stderr, "sap: %s\n", prox_last_error());
+    exit(1);
+}
+
+static void run(const double *start, int64_t n, int frames, double step, mode m)
 {
     double *b = malloc((size_t)n * 6 * sizeof(double));
     double *s_wall = malloc((size_t)frames * sizeof(double)), *s_cpu = malloc((size_t)frames * 8);
     double *p_wall = malloc((size_t)frames * sizeof(double)), *p_cpu = malloc((size_t)frames * 8);
-    if (!b || !s_wall || !s_cpu || !p_wall || !p_cpu) {
+    double *t_wall = malloc((size_t)frames * sizeof(double)), *t_cpu = malloc((size_t)frames * 8);
+    if (!b || !s_wall || !s_cpu || !p_wall || !p_cpu || !t_wall || !t_cpu) {
         fprintf(stderr, "out of memory\n");
         exit(5);
     }
@@ -106,44 +120,50 @@ static void run(const double *start, int64_t n, int frames, double step, bool up
     d.threads = 1;
     prox_broad *broad = NULL;
     prox_boxes v = prox_boxes_f64(b, n, 3);
-    if (prox_broad_create(&d, &broad) || prox_broad_build(broad, &v)) {
-        fprintf(stderr, "sap: %s\n", prox_last_error());
-        exit(1);
-    }
+    if (prox_broad_create(&d, &broad) || prox_broad_build(broad, &v))
+        fail();
     uint64_t state = 1;
     int rebuilt = 0;
     int64_t pairs = 0;
     for (int f = 0; f < frames; f++) {
         move_boxes(b, n, step, &state);
         prox_stats st = {0};
+        if (m == SCRATCH) {
+            prox_broad_destroy(broad);
+            if (prox_broad_create(&d, &broad))
+                fail();
+        }
         double w0 = seconds(CLOCK_MONOTONIC), c0 = seconds(CLOCK_PROCESS_CPUTIME_ID);
-        prox_status status = update ? prox_broad_update(broad, &v, &st)
-                                    : prox_broad_build(broad, &v);
+        prox_status status = m == UPDATE ? prox_broad_update(broad, &v, &st)
+                                         : prox_broad_build(broad, &v);
         double w1 = seconds(CLOCK_MONOTONIC), c1 = seconds(CLOCK_PROCESS_CPUTIME_ID);
         prox_stats ps;
         if (!status)
             status = prox_broad_pairs(broad, prox_sink_count(), &ps);
         double w2 = seconds(CLOCK_MONOTONIC), c2 = seconds(CLOCK_PROCESS_CPUTIME_ID);
-        if (status) {
-            fprintf(stderr, "sap: %s\n", prox_last_error());
-            exit(1);
-        }
-        rebuilt += update ? st.rebuilt : 1;
+        if (status)
+            fail();
+        rebuilt += m == UPDATE ? st.rebuilt : 1;
         pairs = ps.pairs;
         s_wall[f] = w1 - w0;
         s_cpu[f] = c1 - c0;
         p_wall[f] = w2 - w1;
         p_cpu[f] = c2 - c1;
+        t_wall[f] = w2 - w0;
+        t_cpu[f] = c2 - c0;
     }
-    printf("| %g | %s | %.4f | %.4f | %.4f | %.4f | %d/%d | %lld |\n", step,
-           update ? "update" : "rebuild", median(s_wall, frames), median(s_cpu, frames),
-           median(p_wall, frames), median(p_cpu, frames), rebuilt, frames, (long long)pairs);
+    printf("| %g | %s | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %d/%d | %lld |\n", step,
+           mode_names[m], median(s_wall, frames), median(s_cpu, frames), median(p_wall, frames),
+           median(p_cpu, frames), median(t_wall, frames), median(t_cpu, frames), rebuilt, frames,
+           (long long)pairs);
     prox_broad_destroy(broad);
     free(b);
     free(s_wall);
     free(s_cpu);
     free(p_wall);
     free(p_cpu);
+    free(t_wall);
+    free(t_cpu);
 }
 
 int main(int argc, char **argv)
@@ -160,11 +180,11 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("| step | mode | structure wall s | structure cpu s | pairs wall s | pairs cpu s "
-           "| rebuilt | pairs (last frame) |\n");
-    printf("|-----:|------|-----:|-----:|-----:|-----:|-----:|-----:|\n");
+           "| total wall s | total cpu s | rebuilt | pairs (last frame) |\n");
+    printf("|-----:|------|-----:|-----:|-----:|-----:|-----:|-----:|-----:|-----:|\n");
     for (int a = 3; a < argc; a++)
-        for (int update = 1; update >= 0; update--)
-            run(boxes, n, frames, atof(argv[a]), update);
+        for (int m = UPDATE; m <= (a == 3 ? SCRATCH : REBUILD); m++)
+            run(boxes, n, frames, atof(argv[a]), (mode)m);
     free(boxes);
     return 0;
 }

@@ -49,6 +49,7 @@ static const broad_ops *ops_of(prox_broad_algo algo)
     case PROX_BROAD_MULTILEVEL: return &prox_broad_multilevel_ops;
     case PROX_BROAD_HIERARCHICAL: return &prox_broad_hierarchical_ops;
     case PROX_BROAD_KDTREE: return &prox_broad_kdtree_ops;
+    case PROX_BROAD_SAP: return &prox_broad_sap_ops;
     default: return NULL;
     }
 }

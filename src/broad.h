@@ -134,6 +134,7 @@ extern const broad_ops prox_broad_grid_ops;
 extern const broad_ops prox_broad_multilevel_ops;
 extern const broad_ops prox_broad_hierarchical_ops;
 extern const broad_ops prox_broad_kdtree_ops;
+extern const broad_ops prox_broad_sap_ops;
 
 /* The structure behind a built object if it is `ops`' (diagnostics), else NULL. */
 const void *prox_broad_impl(const prox_broad *broad, const broad_ops *ops);

@@ -12,22 +12,22 @@
  *
  * List: boxes sorted by (min along the axis, id) with the project's radix
  * sort, on an order-preserving 64-bit image of the double min (key_of).
- * Stored in sweep order: the keys (ascending, followed by BLOCK sentinels
- * that end every sweep), the ids, the boxes themselves (so the sweep reads
- * memory near the box it sweeps from, never the caller's order), and, for
- * the other axes, each bound quantised to a byte by a monotonic map of the
- * data's extent (quantize).
+ * Stored in sweep order: the keys (ascending, followed by PAD sentinels
+ * that end every sweep), the ids, the max along the axis, the bounds on
+ * the other axes (a 32-byte record: the sweep reads memory near the box it
+ * sweeps from, never the caller's order), and each of those four bounds
+ * quantised to a byte by a monotonic map of the data's extent (quantize).
  *
  * Sweep from box p: the boxes after it whose key is <= the key of p's max
  * overlap p along the axis, exactly (min_q >= min_p by the order, min_q <=
- * max_p by the keys). They are taken BLOCK at a time: one vector compare
- * of the quantised bounds of the other axes rejects most of them (a
- * monotonic map keeps lo_q <= hi_p as byte(lo_q) <= byte(hi_p), so it never
- * rejects an overlapping pair), and the survivors get the exact test
- * prox_aabb_overlap. Each unordered pair is met once: from the earlier box
- * in the order. Positions are split into chunks for threads; the front
- * delivers the chunks sorted, so the output is the same for every thread
- * count.
+ * max_p by the keys). They are taken BLOCK at a time: four vector compares
+ * of the quantised bounds reject most of them (a monotonic map keeps
+ * lo_q <= hi_p as byte(lo_q) <= byte(hi_p), so it never rejects an
+ * overlapping pair), and the survivors get the comparisons of
+ * prox_aabb_overlap on the other axes. Each unordered pair is met once:
+ * from the earlier box in the order. Positions are split into chunks for
+ * threads; the front delivers the chunks sorted, so the output is the
+ * same for every thread count.
  *
  * Queries (gather): the boxes overlapping a query along the axis have
  * min <= q.hi (a prefix of the list) and min >= q.lo - E, E the largest
