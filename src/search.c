@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "error.h"
+#include "hierarchical_points.h"
 #include "views.h"
 
 prox_grid_desc prox_default_grid_desc(void)
@@ -106,6 +107,7 @@ prox_status prox_pairs(const prox_points *points, const prox_grid_desc *desc, pr
     switch (algo) {
     case PROX_ALGO_GRID: return grid_pairs_once(points, desc, sink, stats);
     case PROX_ALGO_BRUTE: return prox_brute_pairs(points, desc, sink, stats);
+    case PROX_ALGO_HIERARCHICAL: return prox_hierarchical_pairs(points, desc, sink, stats);
     }
     return prox_fail(PROX_ERR_INVALID, "unknown algorithm %d", (int)algo);
 }
@@ -117,6 +119,8 @@ prox_status prox_query(const prox_points *points, const prox_points *queries,
     switch (algo) {
     case PROX_ALGO_GRID: return grid_query_once(points, queries, desc, sink, stats);
     case PROX_ALGO_BRUTE: return prox_brute_query(points, queries, desc, sink, stats);
+    case PROX_ALGO_HIERARCHICAL:
+        return prox_hierarchical_query(points, queries, desc, sink, stats);
     }
     return prox_fail(PROX_ERR_INVALID, "unknown algorithm %d", (int)algo);
 }

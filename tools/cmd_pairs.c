@@ -24,7 +24,9 @@ static const char usage[] =
     "                          header line, as written by 'prox gen')\n"
     "      --dim 2|3           coordinates per point (default: the file's '# dim=D'\n"
     "                          header line, else 3)\n"
-    "      --algo grid|brute   uniform grid (default) or every pair tested\n"
+    "      --algo grid|brute|hierarchical  uniform grid (default), every pair\n"
+    "                          tested, or the hierarchical hash (seed 000 Listing 3;\n"
+    "                          one thread, open axes)\n"
     "      --keys morton|hash  grid cell keys (default morton)\n"
     "  -t, --threads T         threads, 0 = OpenMP default (default 0)\n"
     "      --periodic LX,LY[,LZ]  periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum-image\n"
@@ -96,7 +98,9 @@ static prox_algo parse_algo(const opt_parser *p, const char *v)
         return PROX_ALGO_GRID;
     if (strcmp(v, "brute") == 0)
         return PROX_ALGO_BRUTE;
-    die_usage(p->command, "--algo must be grid or brute, not '%s'", v);
+    if (strcmp(v, "hierarchical") == 0)
+        return PROX_ALGO_HIERARCHICAL;
+    die_usage(p->command, "--algo must be grid, brute or hierarchical, not '%s'", v);
 }
 
 static prox_keys parse_keys(const opt_parser *p, const char *v)
@@ -229,12 +233,13 @@ static void run_search(const prox_points *points, const prox_grid_desc *desc, pr
                        pairs_task task, pairs_result *r)
 {
     prox_sink sink = make_sink(task, r);
-    if (algo == PROX_ALGO_BRUTE) {
+    if (algo != PROX_ALGO_GRID) { /* hierarchical: built on the fly (Listing 3) */
         double t0 = now_seconds();
         prox_status st = prox_pairs(points, desc, algo, sink, &r->stats);
         r->query_s = now_seconds() - t0;
         if (st != PROX_OK)
-            die_status(st, "brute-force search failed");
+            die_status(st, algo == PROX_ALGO_BRUTE ? "brute-force search failed"
+                                                   : "hierarchical search failed");
         return;
     }
     prox_grid *grid = NULL;
@@ -331,7 +336,7 @@ static void write_result(output *out, pairs_task task, const pairs_result *r)
 
 static const char *keys_name(prox_algo algo, int keys)
 {
-    if (algo == PROX_ALGO_BRUTE)
+    if (algo != PROX_ALGO_GRID)
         return "none";
     return keys == PROX_KEYS_HASH ? "hash" : "morton";
 }
@@ -345,7 +350,9 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             "read_s=%.6f\nbuild_s=%.6f\nquery_s=%.6f\nwrite_s=%.6f\n"
             "pairs=%lld\ncandidates=%lld\ncells=%lld\ncells_visited=%lld\n"
             "struct_mb=%.1f\npeak_rss_mb=%.1f\n",
-            o->algo == PROX_ALGO_BRUTE ? "brute" : "grid", keys_name(o->algo, s->keys),
+            o->algo == PROX_ALGO_BRUTE ? "brute" : o->algo == PROX_ALGO_GRID ? "grid"
+                                                                            : "hierarchical",
+            keys_name(o->algo, s->keys),
             pf->scalar == PROX_F32 ? "f32" : "f64", pf->dim, (long long)pf->count, desc->radius,
             effective_threads(desc->threads), read_s, r->build_s, r->query_s, write_s,
             (long long)s->pairs, (long long)s->candidates, (long long)s->cells,

@@ -36,6 +36,9 @@ extern "C" {
 typedef enum prox_algo {
     PROX_ALGO_GRID = 0,
     PROX_ALGO_BRUTE = 1,
+    /* the hierarchical hash of seed 000 (Listing 3: each particle finds its
+     * neighbours among those inserted before it); one thread, open axes */
+    PROX_ALGO_HIERARCHICAL = 2,
 } prox_algo;
 
 typedef enum prox_keys {
