@@ -15,8 +15,9 @@
 static const char usage[] =
     "usage: prox bench sph3d|nns2d [OPTIONS]   (mixed2d, dem3d: see prox bench NAME --help)\n"
     "Generate a standard workload (WORKLOADS.md) in memory and time every\n"
-    "algorithm and task on it: grid with Morton keys (cells of r and of r/2),\n"
-    "grid with hash keys, and brute force when N <= 20000.\n"
+    "algorithm and task on it: grid with linear keys, with Morton keys (cells of\n"
+    "r and of r/2) and with hash keys, the hierarchical hash, and brute force when\n"
+    "N <= 20000.\n"
     "  sph3d  tasks: pairs into a buffer, count only, full lists\n"
     "  nns2d  task: full lists\n"
     "\n"
@@ -48,6 +49,7 @@ typedef struct variant {
 
 /* Brute force stays last: it is skipped for large N. */
 static const variant variants[] = {
+    { "grid", "linear", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 1 },
     { "grid", "morton", "r", PROX_ALGO_GRID, PROX_KEYS_MORTON, 1 },
     { "grid", "morton", "r/2", PROX_ALGO_GRID, PROX_KEYS_MORTON, 2 },
     { "grid", "hash", "r", PROX_ALGO_GRID, PROX_KEYS_HASH, 1 },

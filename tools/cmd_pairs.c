@@ -27,7 +27,8 @@ static const char usage[] =
     "      --algo grid|brute|hierarchical  uniform grid (default), every pair\n"
     "                          tested, or the hierarchical hash (seed 000 Listing 3;\n"
     "                          one thread, open axes)\n"
-    "      --keys morton|hash  grid cell keys (default morton)\n"
+    "      --keys linear|morton|hash  grid cell keys (default linear: row-major over\n"
+    "                          every cell, Morton when over 4 cells per point)\n"
     "  -t, --threads T         threads, 0 = OpenMP default (default 0)\n"
     "      --periodic LX,LY[,LZ]  periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum-image\n"
     "                          distances, one period per dimension\n"
@@ -109,7 +110,9 @@ static prox_keys parse_keys(const opt_parser *p, const char *v)
         return PROX_KEYS_MORTON;
     if (strcmp(v, "hash") == 0)
         return PROX_KEYS_HASH;
-    die_usage(p->command, "--keys must be morton or hash, not '%s'", v);
+    if (strcmp(v, "linear") == 0)
+        return PROX_KEYS_LINEAR;
+    die_usage(p->command, "--keys must be linear, morton or hash, not '%s'", v);
 }
 
 static void set_task(const opt_parser *p, pairs_options *o, pairs_task task)
@@ -338,7 +341,7 @@ static const char *keys_name(prox_algo algo, int keys)
 {
     if (algo != PROX_ALGO_GRID)
         return "none";
-    return keys == PROX_KEYS_HASH ? "hash" : "morton";
+    return keys == PROX_KEYS_HASH ? "hash" : keys == PROX_KEYS_LINEAR ? "linear" : "morton";
 }
 
 static void print_stats(const pairs_options *o, const point_file *pf, const prox_grid_desc *desc,
