@@ -62,10 +62,11 @@
 #define PREFETCH 16
 #define GATHER_AHEAD 32
 /* Update: insertion-sort shifts allowed per box before a rebuild is cheaper.
- * Measured on W3 at 1M boxes (docs/benchmarks.md): the update costs what a
- * rebuild does at about 30-40 shifts per box; past the budget the shifts
- * done (at most 24 per box, ~15 ms at 1M) are wasted. */
-#define UPDATE_SHIFTS_PER_BOX 24
+ * Measured on W3 at 1M boxes (docs/benchmarks.md, bench/sap_frames.c): the
+ * update is ~10% cheaper than a rebuild at 3 to 10 shifts per box and costs
+ * about as much at 30; past the budget the shifts done (at most 16 per box,
+ * ~10 ms at 1M) are wasted. */
+#define UPDATE_SHIFTS_PER_BOX 16
 
 /* A box's bounds on the axes other than the sweep axis: lo, hi of
  * other[0], lo, hi of other[1] (0 for the absent axis of 2D). 32 bytes,
