@@ -1,7 +1,11 @@
 /* linear_kdtree.c: the linear kd-tree of seed 003 (Poirrier 2009).
  *
  * Geometry (section 5.2): the root cell is the caller's (desc.root_lo/hi)
- * or the bounding box of the boxes; each axis maps onto B bits,
+ * or the cube (square in 2D) at the boxes' lower corner whose side is their
+ * largest extent: isotropic cells. Section 7.3 asks about per-axis scales:
+ * on W3 stretched to 8 : 1 : 1/8 (200,000 spheres), the bounding box as the
+ * root (per-axis scales, cells 64 : 8 : 1) made the sweep submit 58.5M
+ * pairs, the cube 1.24M (docs/design.md). Each axis maps onto B bits,
  * q(a) = floor((a - a0) * 2^B / (a1 - a0)), clamped to [0, 2^B - 1].
  * B = 19 in 3D (57 levels), 29 in 2D (58 levels), so that a code and its
  * length fit one 64-bit key (linear_kdtree.h). The mapping is monotonic, so
@@ -93,11 +97,14 @@ static prox_status set_geometry(kd_geometry *g, const broad_input *in)
     g->max_q = ((uint32_t)1 << g->bits) - 1;
     g->max_qd = (double)g->max_q;
     bool given = false;
-    for (int k = 0; k < g->dim; k++)
+    double side = 0.0; /* the default root: a cube (square) over the boxes */
+    for (int k = 0; k < g->dim; k++) {
         given = given || d->root_lo[k] != d->root_hi[k];
+        side = in->hi[k] - in->lo[k] > side ? in->hi[k] - in->lo[k] : side;
+    }
     for (int k = 0; k < 3; k++) {
         g->lo[k] = k < g->dim ? (given ? d->root_lo[k] : in->lo[k]) : 0.0;
-        g->hi[k] = k < g->dim ? (given ? d->root_hi[k] : in->hi[k]) : 0.0;
+        g->hi[k] = k < g->dim ? (given ? d->root_hi[k] : in->lo[k] + side) : 0.0;
         if (given && k < g->dim && !(g->lo[k] < g->hi[k] && isfinite(g->hi[k] - g->lo[k])))
             return prox_fail(PROX_ERR_INVALID,
                              "kdtree root cell along %c is %g .. %g: it needs root_lo < root_hi, "

@@ -35,8 +35,9 @@ enum {
     "      --kdtree-variant 1|2  kdtree: 1 = every sweep pair tested (repeats), 2 = each\n"  \
     "                      pair of boxes once after a quantized-box filter (default 2)\n"    \
     "      --no-split      kdtree: do not split boxes over cutting planes\n"                \
-    "      --root x0,y0[,z0],x1,y1[,z1]  kdtree: the root cell (default: the boxes'\n"     \
-    "                      bounding box); boxes outside it are still found\n"
+    "      --root x0,y0[,z0],x1,y1[,z1]  kdtree: the root cell (default: a cube at the\n"  \
+    "                      boxes' lower corner, side their largest extent); boxes\n"       \
+    "                      outside it are still found\n"
 
 /* Applies option `id` (with its value) to desc; false when `id` is not a
  * broad-phase option. Bad values are usage errors naming the option. */

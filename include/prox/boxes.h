@@ -107,7 +107,10 @@ typedef struct prox_broad_desc {
      * cell (seed 003 section 4); default true */
     bool kdtree_split;
     /* kdtree: the root cell; root_lo == root_hi (the default, all zero) =
-     * the bounding box of the built boxes */
+     * the cube (square in 2D) at the built boxes' lower corner with their
+     * largest extent as side (cells of equal edges: measured better than
+     * the bounding box on elongated data, docs/design.md). Boxes outside a
+     * given root are found all the same (clamped into its border cells). */
     double root_lo[3], root_hi[3];
 } prox_broad_desc;
 
