@@ -351,7 +351,9 @@ static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int6
         prox_index self = g->id[s];
         int64_t len = row_len[s], at = offsets[self];
         if (sink.kind == PROX_SINK_LISTS) {
-            memcpy(sink.lists->indices + at, from, (size_t)len * sizeof *from);
+            prox_index *to = sink.lists->indices + at;
+            for (int64_t t = 0; t < len; t++) /* rows are short: no call */
+                to[t] = from[t];
         } else {
             prox_pair *to = sink.buffer->pairs + at;
             for (int64_t t = 0; t < len; t++)
