@@ -88,16 +88,22 @@ def plot(path, title, ylabel, s, logy=True):
             for n, v in sorted(pts):
                 f.write(f"{n} {v:.6g}\n")
             f.write("\n\n")
-    script = f"""set terminal pngcairo size 900,600 noenhanced
+    # One line per (library, threads): two-thread rows dashed, prox's rows thick.
+    lines = []
+    for i, (lib, thr) in enumerate(s):
+        style = f"lw {3 if lib.startswith('prox') else 1.5} dt {2 if thr > 1 else 1} pt {i % 13 + 1}"
+        lines.append(f"'{data}' index {i} using 1:2 with linespoints {style} title columnheader(1)")
+    script = f"""set terminal pngcairo size 1100,650 noenhanced
 set output '{path}'
 set title '{title}'
 set logscale x
 {'set logscale y' if logy else ''}
 set xlabel 'N'
 set ylabel '{ylabel}'
-set key outside right
+set key outside right top
+set rmargin 34
 set grid
-plot for [i=0:{len(s) - 1}] '{data}' index i using 1:2 with linespoints title columnheader(1)
+plot {", ".join(lines)}
 """
     try:
         subprocess.run(["gnuplot"], input=script, text=True, check=True,
