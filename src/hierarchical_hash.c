@@ -65,11 +65,9 @@
 
 /* A slot is a tag (4 bytes: the build's frame and hasChildren, all a
  * lookup reads for an absent cell, so the tags of a large table stay in
- * cache) and the range of its ids. */
-typedef struct hh_range {
-    uint32_t begin; /* its ids: entry_id[begin .. begin + count) */
-    uint32_t count;
-} hh_range;
+ * cache) and where its ids start: the ids of slot s are entries
+ * start[s] .. start[s + 1] (entries sorted by slot; 4 bytes a slot, as the
+ * multilevel table). */
 
 #define TAG_CHILDREN 1u
 #define FRAME_LIMIT (1u << 31)
@@ -87,7 +85,7 @@ typedef struct hier {
     double inv_bottom; /* 2^-bottom */
     /* the table */
     uint32_t *tag;      /* frame << 1 | hasChildren; valid when tag >> 1 == frame */
-    hh_range *range;
+    uint32_t *start;    /* slots + 1 */
     uint64_t *slot_key; /* growable only */
     int64_t slots, used, slot_capacity, key_capacity;
     int bits;
@@ -145,16 +143,17 @@ static inline int64_t find_slot(const hier *h, uint64_t key)
 static bool allocate_table(hier *h, int64_t slots)
 {
     prox_free(h->allocator, h->tag);
-    prox_free(h->allocator, h->range);
+    prox_free(h->allocator, h->start);
     prox_free(h->allocator, h->slot_key);
     h->tag = prox_alloc_array(h->allocator, slots, sizeof(uint32_t));
-    h->range = prox_alloc_array(h->allocator, slots, sizeof(hh_range));
+    h->start = prox_alloc_array(h->allocator, slots + 1, sizeof(uint32_t));
     h->slot_key = h->growable ? prox_alloc_array(h->allocator, slots, sizeof(uint64_t)) : NULL;
-    if (!h->tag || !h->range || (h->growable && !h->slot_key)) {
+    if (!h->tag || !h->start || (h->growable && !h->slot_key)) {
         h->slots = h->slot_capacity = h->key_capacity = 0;
         return false;
     }
     memset(h->tag, 0, (size_t)slots * sizeof(uint32_t));
+    memset(h->start, 0, (size_t)(slots + 1) * sizeof(uint32_t));
     h->slots = h->slot_capacity = slots;
     h->key_capacity = h->growable ? slots : 0;
     h->bits = 0;
@@ -171,12 +170,12 @@ static int64_t claim_slot(hier *h, uint64_t key);
 static bool grow_table(hier *h)
 {
     uint32_t *old = h->tag;
-    hh_range *old_range = h->range;
+    uint32_t *old_start = h->start;
     uint64_t *old_key = h->slot_key;
     int64_t old_slots = h->slots;
     uint32_t old_frame = h->frame;
     h->tag = NULL;
-    h->range = NULL;
+    h->start = NULL;
     h->slot_key = NULL;
     bool ok = allocate_table(h, old_slots * 2);
     h->grew = true;
@@ -189,7 +188,7 @@ static bool grow_table(hier *h)
             }
     }
     prox_free(h->allocator, old);
-    prox_free(h->allocator, old_range);
+    prox_free(h->allocator, old_start);
     prox_free(h->allocator, old_key);
     return ok;
 }
@@ -207,7 +206,6 @@ static int64_t claim_slot(hier *h, uint64_t key)
         return (int64_t)s;
     }
     h->tag[s] = h->frame << 1;
-    h->range[s] = (hh_range){0, 0};
     h->used++;
     return (int64_t)s;
 }
@@ -360,14 +358,30 @@ static int64_t pow2_at_least(int64_t v)
     return p;
 }
 
+/* The cells the boxes are stored in (ancestors not counted). */
+static int64_t count_entries(const hier *h, const broad_input *in)
+{
+    double cells = 0.0;
+    for (int64_t i = 0; i < in->n; i++) {
+        box_cells b = cells_of(h, &in->box[i]);
+        double c = cells_at(&b, class_of(h, &in->box[i]) - h->bottom);
+        cells += c > MAX_CELLS_PER_BOX ? 0.0 : c;
+    }
+    return cells < 1e15 ? (int64_t)cells : (int64_t)1e15;
+}
+
 /* The table for this build: the same one (timestamps make it empty) unless
- * its size must change. */
+ * its size must change. Automatic lengths: the fixed table gets twice the
+ * cells the boxes are stored in (their ancestors add about half as many on
+ * W4, so about 3/4 full: colliding cells merge, which costs candidates, not
+ * correctness), the size of the multilevel table; the growable one starts
+ * at 2 n and doubles when half full. */
 static bool prepare_table(hier *h, const broad_input *in)
 {
     bool growable = in->desc->growable_table;
     int64_t want = in->desc->table_size > 0 ? pow2_at_least(in->desc->table_size)
                    : growable ? pow2_at_least(2 * in->n + 64)
-                              : pow2_at_least(((int64_t)2 << in->dim) * in->n + 64);
+                              : pow2_at_least(2 * count_entries(h, in) + 64);
     if (growable && h->growable && h->slots >= want)
         want = h->slots; /* keep what an earlier build grew to */
     if (!h->tag || h->slots != want || h->growable != growable) {
@@ -391,6 +405,19 @@ static bool reserve_sort_scratch(hier *h)
     return ok;
 }
 
+/* start[s] = the first entry of slot s or of a later one (entries sorted
+ * by slot), so that slot s holds entries start[s] .. start[s + 1]. */
+static void set_slot_ranges(hier *h)
+{
+    int64_t e = 0;
+    for (int64_t s = 0; s < h->slots; s++) {
+        h->start[s] = (uint32_t)e;
+        while (e < h->entries && h->entry_key[e] == (uint64_t)s)
+            e++;
+    }
+    h->start[h->slots] = (uint32_t)e;
+}
+
 /* Entries sorted by slot; each slot gets the range of its ids. */
 static prox_status index_entries(hier *h, int threads)
 {
@@ -403,13 +430,7 @@ static prox_status index_entries(hier *h, int threads)
     for (int64_t e = 0; e < h->entries; e++)
         h->entry_key[e] = (uint64_t)find_slot(h, h->entry_key[e]);
     prox_radix_sort64(h->entry_key, h->entry_id, h->tmp_key, h->tmp_id, h->entries, threads);
-    for (int64_t e = 0; e < h->entries;) {
-        int64_t begin = e;
-        uint64_t s = h->entry_key[e];
-        while (e < h->entries && h->entry_key[e] == s)
-            e++;
-        h->range[s] = (hh_range){(uint32_t)begin, (uint32_t)(e - begin)};
-    }
+    set_slot_ranges(h);
     return PROX_OK;
 }
 
@@ -470,9 +491,9 @@ static bool query_cells(const hier *h, const prox_aabb *q, box_cells *c)
     return true;
 }
 
-static void push_ids(hh_range r, broad_scratch *s)
+static void push_ids(const hier *h, int64_t slot, broad_scratch *s)
 {
-    prox_scratch_push_run(s, r.begin, r.begin + r.count);
+    prox_scratch_push_run(s, h->start[slot], h->start[slot + 1]);
 }
 
 /* Push the cells of class cls (children of `parent`, or the top cells when
@@ -499,7 +520,7 @@ static int64_t push_cells(const hier *h, const box_cells *q, int cls, const hh_n
                 /* its lookup comes later: start the likely cache misses now */
                 uint64_t slot = home_slot(h, n.key);
                 __builtin_prefetch(&h->tag[slot]);
-                __builtin_prefetch(&h->range[slot]);
+                __builtin_prefetch(&h->start[slot]);
                 stack[top++] = n;
             }
     return top;
@@ -554,7 +575,7 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
         int64_t at = find_slot(h, n.key);
         if (at < 0)
             continue;
-        push_ids(h->range[at], s);
+        push_ids(h, at, s);
         if ((h->tag[at] & TAG_CHILDREN) && n.cls > h->bottom)
             top = push_cells(h, &qc, n.cls - 1, &n, stack, top);
     }
@@ -620,7 +641,6 @@ static int64_t drop_changed_entries(hier *h)
     int64_t kept = 0;
     for (int64_t e = 0; e < h->entries; e++) {
         uint64_t slot = h->entry_key[e];
-        h->range[slot].count = 0;
         if (!h->changed[h->entry_id[e]]) {
             h->entry_key[kept] = slot;
             h->entry_id[kept++] = h->entry_id[e];
@@ -656,16 +676,6 @@ static void merge_entries(hier *h, int64_t kept, int64_t from, int64_t end)
     h->entries = out;
 }
 
-static void set_slot_ranges(hier *h)
-{
-    for (int64_t e = 0; e < h->entries;) {
-        int64_t begin = e;
-        uint64_t s = h->entry_key[e];
-        while (e < h->entries && h->entry_key[e] == s)
-            e++;
-        h->range[s] = (hh_range){(uint32_t)begin, (uint32_t)(e - begin)};
-    }
-}
 
 /* Insert the changed boxes (Listing 1) after the current entries, sort them
  * by slot; false when the table grew or memory ran out (then rebuild). */
@@ -739,7 +749,7 @@ static void hier_destroy(void *impl, const prox_allocator *al)
     if (!h)
         return;
     prox_free(al, h->tag);
-    prox_free(al, h->range);
+    prox_free(al, h->start);
     prox_free(al, h->slot_key);
     prox_free(al, h->entry_key);
     prox_free(al, h->tmp_key);
@@ -756,7 +766,7 @@ static int64_t hier_bytes(const void *impl)
     const hier *h = impl;
     if (!h)
         return 0;
-    return (int64_t)sizeof *h + h->slot_capacity * (int64_t)(sizeof(uint32_t) + sizeof(hh_range)) +
+    return (int64_t)sizeof *h + (h->slot_capacity + 1) * (int64_t)(2 * sizeof(uint32_t)) +
            h->key_capacity * 8 + (h->entry_key_cap + h->tmp_key_cap) * 8 +
            (h->entry_id_cap + h->tmp_id_cap) * 4 + h->oversize_cap * 4 + h->changed_cap +
            prox_store_bytes(&h->store);

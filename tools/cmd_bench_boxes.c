@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -23,10 +24,13 @@ static const char usage[] =
     "  -s, --seed S       workload seed (default 1)\n"
     "  -t, --threads T    threads, 0 = OpenMP default (default 0)\n"
     "      --runs R       runs per measurement; the table shows medians (default 5)\n"
+    "      --algos LIST   comma-separated rows to run (default: all): grid,\n"
+    "                     multilevel, hierarchical, hierarchical-growable, brute\n"
     "  -h, --help         this help\n"
     "\n"
     "Columns: build_s, query_s (exact segment queries, count only), seconds,\n"
-    "medians; candidates (exact tests); hits (segment-box intersections);\n"
+    "medians; cpu_s: CPU seconds of build + queries (all threads; on a shared\n"
+    "machine the wall clock also counts other programs), median; candidates (exact tests); hits (segment-box intersections);\n"
     "broad_hits (boxes overlapping a segment's bounding box); hit_fraction\n"
     "(segments hitting at least one box: Figure 4's x axis); cells (occupied);\n"
     "cells_visited (lookups); struct_MB (the structure's memory); peak_MB (peak\n"
@@ -54,14 +58,16 @@ typedef struct bench_options {
     int64_t n, queries;
     uint64_t seed;
     int threads, runs;
+    const char *algos; /* NULL: every row */
 } bench_options;
 
-enum { OPT_N = 1, OPT_QUERIES, OPT_SEED, OPT_THREADS, OPT_RUNS, OPT_HELP };
+enum { OPT_N = 1, OPT_QUERIES, OPT_SEED, OPT_THREADS, OPT_RUNS, OPT_ALGOS, OPT_HELP };
 
 static const opt_spec specs[] = {
     { "n", 'n', true, OPT_N },         { "queries", 'q', true, OPT_QUERIES },
     { "seed", 's', true, OPT_SEED },   { "threads", 't', true, OPT_THREADS },
-    { "runs", 0, true, OPT_RUNS },     { "help", 'h', false, OPT_HELP },
+    { "runs", 0, true, OPT_RUNS },     { "algos", 0, true, OPT_ALGOS },
+    { "help", 'h', false, OPT_HELP },
 };
 
 static bool parse_options(int argc, char **argv, bench_options *o)
@@ -85,16 +91,48 @@ static bool parse_options(int argc, char **argv, bench_options *o)
         case OPT_SEED: o->seed = parse_u64(&p, v); break;
         case OPT_THREADS: o->threads = (int)parse_count(&p, v, 0, 4096); break;
         case OPT_RUNS: o->runs = (int)parse_count(&p, v, 1, 1000); break;
+        case OPT_ALGOS: o->algos = v; break;
         case OPT_HELP: return false;
         }
+    }
+    for (const char *at = o->algos; at && *at;) {
+        size_t len = strcspn(at, ",");
+        bool known = false;
+        for (int r = 0; r < VARIANTS; r++)
+            known |= strlen(variants[r].name) == len && strncmp(variants[r].name, at, len) == 0;
+        if (!known)
+            die_usage("bench", "--algos: unknown row '%.*s'", (int)len, at);
+        at += len + (at[len] == ',');
     }
     return true;
 }
 
+/* Is row `name` asked for (--algos)? */
+static bool wanted(const bench_options *o, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *at = o->algos; at && *at;) {
+        size_t part = strcspn(at, ",");
+        if (part == len && strncmp(at, name, len) == 0)
+            return true;
+        at += part + (at[part] == ',');
+    }
+    return o->algos == NULL;
+}
+
 typedef struct measure {
-    double build_s, query_s;
+    double build_s, query_s, cpu_s;
     prox_stats stats;
 } measure;
+
+/* CPU seconds of the process (all threads): on a shared machine the wall
+ * clock also counts the time other programs ran. */
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static measure run_once(const variant *v, const bench_options *o, const prox_boxes *boxes,
                         const prox_points *starts, const prox_points *ends)
@@ -108,6 +146,7 @@ static measure run_once(const variant *v, const bench_options *o, const prox_box
     if (st)
         die_status(st, "cannot create the broad phase");
     measure m;
+    double c0 = cpu_seconds();
     double t0 = now_seconds();
     st = prox_broad_build(b, boxes);
     double t1 = now_seconds();
@@ -115,6 +154,7 @@ static measure run_once(const variant *v, const bench_options *o, const prox_box
         die_status(st, "cannot build the broad phase");
     st = prox_broad_query_segments(b, starts, ends, true, prox_sink_count(), &m.stats);
     m.query_s = now_seconds() - t1;
+    m.cpu_s = cpu_seconds() - c0;
     m.build_s = t1 - t0;
     if (st)
         die_status(st, "segment queries failed");
@@ -183,15 +223,17 @@ int cmd_bench_boxes(int argc, char **argv)
     printf("threads: %d; times in seconds, median of %d runs; broad_hits=%lld "
            "hit_fraction=%.4f\n\n",
            effective_threads(o.threads), o.runs, (long long)broad_hits, hit_fraction);
-    printf("| algo | build_s | query_s | total_s | candidates | hits | cells | cells_visited "
-           "| struct_MB | peak_MB |\n");
-    printf("|------|--------:|--------:|--------:|-----------:|-----:|------:|--------------:"
-           "|----------:|--------:|\n");
+    printf("| algo | build_s | query_s | total_s | cpu_s | candidates | hits | cells "
+           "| cells_visited | struct_MB | peak_MB |\n");
+    printf("|------|--------:|--------:|--------:|------:|-----------:|-----:|------:"
+           "|--------------:|----------:|--------:|\n");
     fflush(stdout);
     bool agree = true;
     int64_t expected = -1;
-    double *times = xmalloc(sizeof(double) * 3 * (size_t)o.runs);
+    double *times = xmalloc(sizeof(double) * 4 * (size_t)o.runs);
     for (int v = 0; v < VARIANTS; v++) {
+        if (!wanted(&o, variants[v].name))
+            continue;
         if (variants[v].algo == PROX_BROAD_BRUTE && (double)o.n * (double)o.queries > BRUTE_MAX_WORK) {
             printf("\nbrute force skipped: n * queries = %.3g > %.0e\n",
                    (double)o.n * (double)o.queries, BRUTE_MAX_WORK);
@@ -204,12 +246,14 @@ int cmd_bench_boxes(int argc, char **argv)
             times[r] = m.build_s;
             times[o.runs + r] = m.query_s;
             times[2 * o.runs + r] = m.build_s + m.query_s;
+            times[3 * o.runs + r] = m.cpu_s;
         }
         agree = agree && (expected < 0 || expected == first.stats.pairs);
         expected = first.stats.pairs;
-        printf("| %s | %.4f | %.4f | %.4f | %lld | %lld | %lld | %lld | %.1f | %.1f |\n",
+        printf("| %s | %.4f | %.4f | %.4f | %.4f | %lld | %lld | %lld | %lld | %.1f | %.1f |\n",
                variants[v].name, median(times, o.runs), median(times + o.runs, o.runs),
-               median(times + 2 * o.runs, o.runs), (long long)first.stats.candidates,
+               median(times + 2 * o.runs, o.runs), median(times + 3 * o.runs, o.runs),
+               (long long)first.stats.candidates,
                (long long)first.stats.pairs, (long long)first.stats.cells,
                (long long)first.stats.cells_visited,
                (double)first.stats.bytes / (1024.0 * 1024.0), peak_rss_mb());

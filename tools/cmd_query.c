@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "box_io.h"
 #include "broad_options.h"
@@ -106,6 +107,14 @@ static bool parse_options(int argc, char **argv, query_options *o)
     return true;
 }
 
+/* CPU seconds of the process (all threads). */
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* Queries with at least one hit, from the sorted buffer. */
 static int64_t queries_hit(const prox_pair_buffer *buffer)
 {
@@ -165,9 +174,9 @@ int cmd_query(int argc, char **argv)
     prox_status st = prox_broad_create(&o.desc, &broad);
     if (st)
         die_status(st, "cannot create the broad phase");
-    double t0 = now_seconds();
+    double c0 = cpu_seconds(), t0 = now_seconds();
     st = prox_broad_build(broad, &boxes);
-    double t1 = now_seconds();
+    double c1 = cpu_seconds(), t1 = now_seconds();
     if (st)
         die_status(st, "cannot build the broad phase");
     prox_pair_buffer buffer;
@@ -175,7 +184,7 @@ int cmd_query(int argc, char **argv)
     prox_sink sink = o.count ? prox_sink_count() : prox_sink_buffer(&buffer);
     prox_stats stats;
     st = run_query(broad, &o, &qf, dim, sink, &stats);
-    double t2 = now_seconds();
+    double c2 = cpu_seconds(), t2 = now_seconds();
     if (st)
         die_status(st, "query failed");
     if (o.count)
@@ -198,11 +207,11 @@ int cmd_query(int argc, char **argv)
         }
         fprintf(stderr,
                 "algo=%s\ndim=%d\nn=%lld\nqueries=%lld\nkind=%s\nthreads=%d\nbuild_s=%.6f\n"
-                "query_s=%.6f\ncandidates=%lld\nhits=%lld\nhit_fraction=%.6f\ncells=%lld\n"
+                "query_s=%.6f\nbuild_cpu_s=%.6f\nquery_cpu_s=%.6f\ncandidates=%lld\nhits=%lld\nhit_fraction=%.6f\ncells=%lld\n"
                 "cells_visited=%lld\nstruct_mb=%.1f\npeak_rss_mb=%.1f\n",
                 prox_broad_algo_name(o.desc.algo), dim, (long long)bf.rows, (long long)qf.rows,
                 !o.segments ? "boxes" : o.broad_only ? "segments-broad" : "segments-exact",
-                effective_threads(o.desc.threads), t1 - t0, t2 - t1,
+                effective_threads(o.desc.threads), t1 - t0, t2 - t1, c1 - c0, c2 - c1,
                 (long long)stats.candidates, (long long)stats.pairs,
                 qf.rows ? (double)hit / (double)qf.rows : 0.0, (long long)stats.cells,
                 (long long)stats.cells_visited, (double)stats.bytes / (1024.0 * 1024.0),
