@@ -14,6 +14,8 @@ int main(int argc, char **argv)
 {
     peer::options o = peer::parse_options(argc, argv);
     peer::point_set ps = peer::read_points(o);
+    if (peer::report_if_empty("flann", o, ps))
+        return 0;
     flann::Matrix<double> data(ps.xyz.data(), ps.n, (size_t)ps.dim);
 
     double t0 = peer::now();

@@ -2,7 +2,8 @@
 """lammps_driver.py: W1/W2 with LAMMPS' own neighbour-list build (Debian's `lammps`).
 
 Writes a LAMMPS data file with one atom at each point of FILE and an input
-script (non-periodic shrink-wrapped box 's s s'; 2D: 'dimension 2', 's s p';
+script (non-periodic fixed box 'f f f' holding every point with a margin of r;
+2D: 'dimension 2', 'f f p';
 LAMMPS' defaults otherwise, so atoms are sorted by bin during the untimed
 setup, as every LAMMPS run does),
 `pair_style zero R` (a pair style that computes nothing but asks for a half
@@ -59,9 +60,11 @@ def write_data(src, dst, radius):
             hi = v if hi is None else [max(a, b) for a, b in zip(hi, v)]
             rows.append(words if dim == 3 else words + ["0"])
     if not rows:
-        fail(f"{src}: no points")
-    # A box that holds every point; shrink-wrapping then fits it to the atoms.
-    pad = [max(1.0, 1e-6 * (h - l)) for l, h in zip(lo, hi)]
+        return dim or 3, 0
+    # A fixed box ('f') that holds every point with a margin of r on each side
+    # (LAMMPS refuses bins much smaller than the cutoff, so a shrink-wrapped
+    # box fails when all points share a coordinate).
+    pad = [max(radius, 1e-9 * (abs(l) + abs(h))) for l, h in zip(lo, hi)]
     with open(dst, "w") as f:
         f.write(f"LAMMPS data file from {os.path.basename(src)}\n\n{len(rows)} atoms\n1 atom types\n\n")
         for k, name in enumerate("xyz"[:dim]):
@@ -104,8 +107,12 @@ def main():
     work = tempfile.mkdtemp(prefix="prox-lammps-")
     try:
         dim, n = write_data(a.file, os.path.join(work, "data.lmp"), a.radius)
+        if n == 0:  # LAMMPS needs atoms; no points, no pairs
+            print(f"library=lammps workload={a.workload} N=0 build_s=0.000000 query_s=0.000000 "
+                  f"total_s=0.000000 count=0 peak_rss_mb=0.0 empty=1")
+            return
         with open(os.path.join(work, "in.lmp"), "w") as f:
-            f.write(SCRIPT.format(dim=dim, boundary="s s s" if dim == 3 else "s s p",
+            f.write(SCRIPT.format(dim=dim, boundary="f f f" if dim == 3 else "f f p",
                                   radius=a.radius))
         env = dict(os.environ, OMP_NUM_THREADS="1")
         cmd = [a.lmp, "-in", "in.lmp", "-log", "none"]

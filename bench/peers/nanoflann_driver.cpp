@@ -51,6 +51,8 @@ int main(int argc, char **argv)
 {
     peer::options o = peer::parse_options(argc, argv);
     peer::point_set ps = peer::read_points(o);
+    if (peer::report_if_empty(o.order == "tree" ? "nanoflann-tree-order" : "nanoflann", o, ps))
+        return 0;
     if (ps.dim == 3)
         run<3>(o, ps);
     else

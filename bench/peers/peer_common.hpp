@@ -143,4 +143,14 @@ inline void print_result(const char *library, const options &o, size_t n, double
                 peak_rss_mb(), extra.empty() ? "" : " ", extra.c_str());
 }
 
+// nanoflann and FLANN cannot build a tree over no points (nanoflann throws,
+// FLANN reads through a null pointer): an empty file has no pairs.
+inline bool report_if_empty(const char *library, const options &o, const point_set &ps)
+{
+    if (ps.n != 0)
+        return false;
+    print_result(library, o, 0, 0.0, 0.0, 0, "empty=1");
+    return true;
+}
+
 } // namespace peer

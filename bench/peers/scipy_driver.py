@@ -14,6 +14,7 @@ import argparse
 import resource
 import sys
 import time
+import warnings
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -28,7 +29,11 @@ def read_points(path):
             for word in line[1:].split():
                 if word.startswith("dim="):
                     dim = int(word[4:])
-    pts = np.loadtxt(path, comments="#", dtype=np.float64, ndmin=2)
+    with warnings.catch_warnings():  # an empty file is no points, not an error
+        warnings.simplefilter("ignore", UserWarning)
+        pts = np.loadtxt(path, comments="#", dtype=np.float64, ndmin=2)
+    if pts.size == 0:
+        return np.zeros((0, dim or 3))
     if dim is not None and pts.shape[1] != dim:
         sys.exit(f"scipy_driver: {path}: {pts.shape[1]} numbers per line, header says dim={dim}")
     return pts
