@@ -5,7 +5,8 @@
 #                      [--work DIR] [--prox PATH] [--results DIR]
 # --prox PATH uses an already built prox CLI instead of building build/prox.
 # PEERS_COMMIT=TEXT replaces the commit the report names (default: HEAD, with
-# +dirty when the checkout has changes).
+# +dirty when the checkout has changes); PEERS_MANIFESTS="FILE..." replaces
+# bench/peers/*.drivers (e.g. to try one driver).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -69,7 +70,8 @@ mkdir -p "$work" "$results"
 # Rows of one workload: "LIBRARY<TAB>THREADS<TAB>COMMAND", the `prox`
 # one-thread row first (the reference), then manifest order.
 rows_of() {
-    cat "$here"/*.drivers | awk -v w="$1" '
+    # shellcheck disable=SC2086 # PEERS_MANIFESTS: space-separated files
+    cat ${PEERS_MANIFESTS:-"$here"/*.drivers} | awk -v w="$1" '
         /^[ \t]*#/ || NF < 4 { next }
         $1 == w {
             lib = $2; thr = $3
