@@ -453,15 +453,19 @@ static prox_status index_slot_runs(prox_grid *g)
                          (long long)slots);
     g->table_len = slots + 1;
     /* table[s] = first run whose slot is >= s: run r owns the slots after
-     * its predecessor's slot, up to its own (each slot written once) */
+     * its predecessor's slot, up to its own (each slot written once). With
+     * linear keys the entry is that run's first point instead: a strip of
+     * cells is then two independent loads (grid_strips.c). */
     int64_t runs = g->nruns;
+    bool points = g->keys == PROX_KEYS_LINEAR;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
     schedule(static)
     for (int64_t r = 0; r <= runs; r++) {
         int64_t from = r == 0 ? 0 : (int64_t)run_key(g, r - 1) + 1;
         int64_t to = r == runs ? slots : (int64_t)run_key(g, r);
+        uint32_t entry = points ? g->run_start[r] : (uint32_t)r;
         for (int64_t slot = from; slot <= to; slot++)
-            g->table[slot] = (uint32_t)r;
+            g->table[slot] = entry;
     }
     return PROX_OK;
 }

@@ -3,6 +3,7 @@
 #ifndef PROX_GRID_PRIVATE_H
 #define PROX_GRID_PRIVATE_H
 
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -49,8 +50,8 @@ struct prox_grid {
     int64_t run_start_cap, run_cell_cap;
 
     /* lookup: Morton: open addressing, entry = run + 1 (0 = empty);
-     * hash and linear: first run of each slot (a linear key's slot is its
-     * cell), table_len = slots + 1 */
+     * hash: first run of each slot, table_len = slots + 1; linear: first
+     * point of each cell (a linear key's slot is its cell), cells + 1 */
     uint32_t *table;
     int64_t table_len, table_cap;
     int table_bits;
@@ -97,6 +98,10 @@ int prox_grid_strip_ranges(const prox_grid *g, const prox_strip_rows *rows, cell
 int64_t prox_ranges_length(const prox_range *r, int count);
 /* Self pairs into a count or callback sink, each pair once. */
 prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
+/* The ranges of the full stencil around `base`, a cell that may lie up to
+ * the reach outside an open axis (ball queries). */
+int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *rows,
+                                  const int64_t base[3], prox_range *out, int64_t *cells);
 
 /* Cell coordinate of a wrapped coordinate along axis k, for a built point
  * (always inside 0 .. ncell-1). */
@@ -151,11 +156,13 @@ static inline bool neighbour_cell(const prox_grid *g, const int64_t base[3], cel
 }
 
 /* Runs that may hold cell c: [*first, *last); each must still be checked
- * with same_cell (hash slots mix cells). */
+ * with same_cell (hash slots mix cells). Not for linear keys, whose table
+ * holds points: their searches go by strips (grid_strips.c). */
 static inline void runs_of_cell(const prox_grid *g, cell3 c, int64_t *first, int64_t *last)
 {
+    assert(g->keys != PROX_KEYS_LINEAR);
     uint64_t key = key_of_cell(g, c);
-    if (g->keys != PROX_KEYS_MORTON) { /* hash slots, linear cells */
+    if (g->keys == PROX_KEYS_HASH) {
         *first = g->table[key];
         *last = g->table[key + 1];
         return;

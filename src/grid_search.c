@@ -528,15 +528,35 @@ static bool query_base_cell(const prox_grid *g, const double q[3], int64_t base[
     return true;
 }
 
-static void query_point(const prox_grid *g, prox_index q, const double qp[3], uint32_t *hits,
-                        prox_emitter *e, query_counters *qc)
+/* Hits of query q in the sorted points [j0, j1). */
+static void query_range(const prox_grid *g, prox_index q, const double qp[3], int64_t j0,
+                        int64_t j1, uint32_t *hits, prox_emitter *e, query_counters *qc)
+{
+    const int64_t n = g->n;
+    prox_block block = {g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+    qc->candidates += j1 - j0;
+    if (e->kind == PROX_SINK_COUNT) {
+        e->count += prox_kernel_count(&block, j0, j1, qp, &g->metric);
+        return;
+    }
+    int64_t count = prox_kernel_hits(&block, j0, j1, qp, &g->metric, hits);
+    for (int64_t t = 0; t < count && !e->stop; t++)
+        prox_emit(e, q, g->id[hits[t]]);
+}
+
+static void query_point(const prox_grid *g, const prox_strip_rows *strips, prox_index q,
+                        const double qp[3], uint32_t *hits, prox_emitter *e, query_counters *qc)
 {
     int64_t base[3];
     if (!query_base_cell(g, qp, base))
         return;
-    const int64_t n = g->n;
-    prox_block block = {g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
-    const prox_metric *m = &g->metric;
+    if (strips) { /* linear keys: the stencil's rows as ranges */
+        prox_range rg[PROX_STRIP_MAX_RANGES];
+        int count = prox_grid_strip_ranges_around(g, strips, base, rg, &qc->cells_visited);
+        for (int k = 0; k < count && !e->stop; k++)
+            query_range(g, q, qp, rg[k].begin, rg[k].end, hits, e, qc);
+        return;
+    }
     for (int o = 0; o < g->stencil_full && !e->stop; o++) {
         cell3 b;
         if (!neighbour_cell(g, base, g->stencil[o], &b))
@@ -547,15 +567,7 @@ static void query_point(const prox_grid *g, prox_index q, const double qp[3], ui
         for (int64_t s = first; s < last && !e->stop; s++) {
             if (!same_cell(g->run_cell[s], b))
                 continue;
-            int64_t j0 = g->run_start[s], j1 = g->run_start[s + 1];
-            qc->candidates += j1 - j0;
-            if (e->kind == PROX_SINK_COUNT) {
-                e->count += prox_kernel_count(&block, j0, j1, qp, m);
-                continue;
-            }
-            int64_t count = prox_kernel_hits(&block, j0, j1, qp, m, hits);
-            for (int64_t t = 0; t < count && !e->stop; t++)
-                prox_emit(e, q, g->id[hits[t]]);
+            query_range(g, q, qp, g->run_start[s], g->run_start[s + 1], hits, e, qc);
         }
     }
 }
@@ -585,23 +597,30 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     if (st)
         return st;
     chunks.threads = g->threads;
+    prox_strip_rows strip_rows, *strips = NULL;
+    if (g->keys == PROX_KEYS_LINEAR) {
+        prox_grid_strip_rows(g, false, &strip_rows);
+        strips = &strip_rows;
+    }
+    /* the most points one kernel call meets: a run, or a strip of runs */
+    int64_t most = strips ? (2 * (int64_t)g->reach[0] + 1) * g->max_run : g->max_run;
     int64_t candidates = 0, cells_visited = 0;
 #pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
     reduction(+ : candidates, cells_visited)
     for (int k = 0; k < chunks.count; k++) {
         query_counters qc = {0, 0};
         prox_emitter *e = &chunks.emitter[k];
-        gathered scratch = {.allocator = &g->allocator};
-        if (!gathered_reserve(&scratch, g->max_run))
+        uint32_t *hits = prox_alloc_array(&g->allocator, most + PROX_KERNEL_SLACK, sizeof *hits);
+        if (!hits)
             e->stop = e->failed = true;
         int64_t q1 = nq * (k + 1) / chunks.count;
         for (int64_t q = nq * k / chunks.count; q < q1 && !e->stop; q++) {
             double qp[3] = {0, 0, 0};
             for (int a = 0; a < g->dim; a++)
                 qp[a] = prox_coord(queries, q, a, g->desc.period);
-            query_point(g, (prox_index)q, qp, scratch.hits, e, &qc);
+            query_point(g, strips, (prox_index)q, qp, hits, e, &qc);
         }
-        gathered_free(&scratch);
+        prox_free(&g->allocator, hits);
         candidates += qc.candidates;
         cells_visited += qc.cells_visited;
     }

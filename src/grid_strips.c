@@ -71,12 +71,12 @@ static inline bool shift_axis(const prox_grid *g, int k, int64_t c, int d, int64
     return true;
 }
 
-/* Sorted points of cells x0 .. x1 of row (y, z): two cellStart lookups. */
+/* Sorted points of cells x0 .. x1 of row (y, z): two cellStart lookups
+ * (the table holds each cell's first point). */
 static inline range cells_range(const prox_grid *g, int64_t x0, int64_t x1, int64_t y, int64_t z)
 {
     uint64_t row = ((uint64_t)z * (uint64_t)g->ncell[1] + (uint64_t)y) * (uint64_t)g->ncell[0];
-    return (range){g->run_start[g->table[row + (uint64_t)x0]],
-                   g->run_start[g->table[row + (uint64_t)x1 + 1]]};
+    return (range){g->table[row + (uint64_t)x0], g->table[row + (uint64_t)x1 + 1]};
 }
 
 /* Cells x + lo .. x + hi of row (y, z) as sorted ranges: clipped on an open
@@ -110,18 +110,25 @@ static int row_ranges(const prox_grid *g, int64_t x, int lo, int hi, int64_t y, 
     return kept;
 }
 
-int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, range *out,
-                           int64_t *cells)
+int prox_grid_strip_ranges_around(const prox_grid *g, const strip_rows *rows,
+                                  const int64_t base[3], range *out, int64_t *cells)
 {
     int count = 0;
     for (int r = 0; r < rows->count; r++) {
         int64_t y, z;
-        if (!shift_axis(g, 1, a.c[1], rows->dy[r], &y) || !shift_axis(g, 2, a.c[2], rows->dz[r], &z))
+        if (!shift_axis(g, 1, base[1], rows->dy[r], &y) || !shift_axis(g, 2, base[2], rows->dz[r], &z))
             continue;
-        count += row_ranges(g, a.c[0], -rows->reach[r], rows->reach[r], y, z, out + count);
+        count += row_ranges(g, base[0], -rows->reach[r], rows->reach[r], y, z, out + count);
         *cells += 2 * rows->reach[r] + 1;
     }
     return count;
+}
+
+int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, range *out,
+                           int64_t *cells)
+{
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
+    return prox_grid_strip_ranges_around(g, rows, base, out, cells);
 }
 
 static inline prox_block grid_block(const prox_grid *g)
