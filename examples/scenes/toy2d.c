@@ -19,7 +19,7 @@ static double neighbours_option = 5.0;
 static bool fixed_option = false;
 
 static const scene_extra extras[] = {
-    {"fps", "the frame rate to reach: the search's budget is 1000/F ms per frame", &fps_option,
+    {"fps", "the frame rate to reach: the search's budget is 1000/X ms per frame", &fps_option,
      NULL},
     {"fixed", "no search: run --particles N with each structure", NULL, &fixed_option},
     {"neighbours", "mean particles within the interaction distance of one (fixed density)",
@@ -257,7 +257,10 @@ int prox_demo_toy2d(int argc, char **argv)
                fps_option, budget, o.cpu_time ? "CPU" : "wall", o.threads);
         int64_t brute = 0, grid = 0;
         for (int a = 0; a < o.algo_count; a++) {
-            printf("  %-6s %lld\n", o.algos[a], (long long)found[a]);
+            if (found[a] > 0)
+                printf("  %-6s %lld\n", o.algos[a], (long long)found[a]);
+            else
+                printf("  %-6s fewer than %d\n", o.algos[a], SEARCH_MIN);
             brute = strcmp(o.algos[a], "brute") == 0 ? found[a] : brute;
             grid = strcmp(o.algos[a], "grid") == 0 ? found[a] : grid;
         }
