@@ -44,10 +44,10 @@ set key top left
 set grid
 set ylabel "build + queries, CPU seconds"
 set logscale y
-plot for [a in "grid multilevel hierarchical"] "$dat" using 2:(strcol(3) eq a ? \$5 : NaN) \
+plot for [a in "grid multilevel hierarchical"] sprintf("< grep -w %s %s", a, "$dat") using 2:5 \
      with linespoints title a
 set ylabel "structure memory (MB)"
-plot for [a in "grid multilevel hierarchical"] "$dat" using 2:(strcol(3) eq a ? \$6 : NaN) \
+plot for [a in "grid multilevel hierarchical"] sprintf("< grep -w %s %s", a, "$dat") using 2:6 \
      with linespoints title a
 unset multiplot
 EOF

@@ -62,10 +62,12 @@ set xtics (1, 5, 20)
 set key top left
 set grid
 set ylabel "CPU seconds (prox pairs --count)"
-plot for [a in "grid hierarchical"] "$dat" using 1:(strcol(2) eq a ? \$3 : NaN) \
+set logscale y
+plot for [a in "grid hierarchical"] sprintf("< grep -w %s %s", a, "$dat") using 1:3 \
      with linespoints title a
+unset logscale y
 set ylabel "structure memory (MB)"
-plot for [a in "grid hierarchical"] "$dat" using 1:(strcol(2) eq a ? \$4 : NaN) \
+plot for [a in "grid hierarchical"] sprintf("< grep -w %s %s", a, "$dat") using 1:4 \
      with linespoints title a
 unset multiplot
 EOF

@@ -81,6 +81,54 @@ static void identical_boxes_match_brute_force(void **state)
     run_scene(SCENE_SAME, 60, 40);
 }
 
+/* Over 4096 queries against a structure over 1 MiB, the driver runs the
+ * queries in space order (broad.c, space_order): every query kind must
+ * still give what brute force gives (self pairs take the same path; brute
+ * force over 40,000 boxes would be too slow for them here). */
+static void space_ordered_queries_match_brute_force(void **state)
+{
+    (void)state;
+    scene sc;
+    max_edge_exp = 8; /* smaller boxes: fewer candidates, a faster test */
+    scene_make(&sc, SCENE_MIXED, 2, false, 40000, 4500);
+    max_edge_exp = 15;
+    const config *picks[] = {&CONFIGS[0], &CONFIGS[3], &CONFIGS[6], &CONFIGS[9]};
+    prox_broad *brute = create(&BRUTE, 2);
+    prox_boxes boxes = box_view(&sc.boxes, false);
+    CHECK_STATUS(prox_broad_build(brute, &boxes), PROX_OK, "space order: brute");
+    for (int k = Q_BOXES; k < Q_KINDS; k++) {
+        prox_pair_buffer want;
+        prox_pair_buffer_init(&want, NULL);
+        CHECK_STATUS(run_kind(brute, &sc, (query_kind)k, prox_sink_buffer(&want), NULL),
+                     PROX_OK, "space order: brute");
+        for (int c = 0; c < 4; c++) {
+            char context[256];
+            snprintf(context, sizeof context, "space order: %s, %s", picks[c]->name,
+                     kind_names[k]);
+            prox_broad *b = create(picks[c], 2);
+            prox_pair_buffer got;
+            prox_pair_buffer_init(&got, NULL);
+            prox_stats stats;
+            CHECK_STATUS(prox_broad_build(b, &boxes), PROX_OK, context);
+            CHECK_STATUS(run_kind(b, &sc, (query_kind)k, prox_sink_buffer(&got), &stats),
+                         PROX_OK, context);
+            CHECK(stats.bytes > (int64_t)40000 * 48 + (1 << 20), context,
+                  "the structure holds %lld bytes: too small to run in space order",
+                  (long long)stats.bytes);
+            CHECK(got.count == want.count &&
+                      (got.count == 0 || memcmp(got.pairs, want.pairs,
+                                                (size_t)got.count * sizeof(prox_pair)) == 0),
+                  context, "%lld pairs, brute force %lld", (long long)got.count,
+                  (long long)want.count);
+            prox_pair_buffer_free(&got);
+            prox_broad_destroy(b);
+        }
+        prox_pair_buffer_free(&want);
+    }
+    prox_broad_destroy(brute);
+    scene_free(&sc);
+}
+
 /* Identical buffers, lists and callback order for 1, 2 and 3 threads, with
  * enough queries for several chunks. */
 static void results_do_not_depend_on_threads(void **state)
@@ -375,6 +423,7 @@ int main(void)
         cmocka_unit_test(offsets_of_1e9_match_brute_force),
         cmocka_unit_test(empty_and_single_match_brute_force),
         cmocka_unit_test(identical_boxes_match_brute_force),
+        cmocka_unit_test(space_ordered_queries_match_brute_force),
         cmocka_unit_test(results_do_not_depend_on_threads),
         cmocka_unit_test(callback_can_stop_early),
         cmocka_unit_test(rebuilds_and_updates_forget_old_boxes),
