@@ -42,7 +42,7 @@ static const scene_info info = {
     .summary = "SPH dam break: poly6 density (seed 002), pressure and viscosity forces",
     .details = "Neighbours within h = 2 x spacing through the uniform grid, updated every\n"
                "frame. The time step follows the CFL rule dt = 0.4 h / c.",
-    .default_frames = 400,
+    .default_frames = 1000,
     .default_particles = 100000,
     .algo_choices = NULL,
     .extras = extras,
