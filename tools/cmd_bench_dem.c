@@ -304,6 +304,18 @@ static void window_stats(const bench_options *o, const structure *s, int64_t fir
     *candidates = nc ? cand / (double)nc : NAN;
 }
 
+/* "mean +- sd", or "-" for a window the run did not reach. */
+static const char *format_window(char *buf, size_t size, double mean, double sd)
+{
+    if (isnan(mean))
+        snprintf(buf, size, "-");
+    else if (isnan(sd))
+        snprintf(buf, size, "%.2f", mean);
+    else
+        snprintf(buf, size, "%.2f +- %.2f", mean, sd);
+    return buf;
+}
+
 static void print_table(const bench_options *o, const structure *s, int count,
                         const window_counts *wc, double side)
 {
@@ -320,9 +332,14 @@ static void print_table(const bench_options *o, const structure *s, int count,
         double m0, sd0, c0, m1, sd1, c1;
         window_stats(o, &s[k], 0, 10, &m0, &sd0, &c0);
         window_stats(o, &s[k], 50, 60, &m1, &sd1, &c1);
-        printf("| %s | %.2f +- %.2f | %.2f +- %.2f | %.0f | %.0f | %.0f | %lld/%lld |\n",
-               s[k].name, m0, sd0, m1, sd1, c1, wc->box_pairs, wc->contacts,
-               (long long)s[k].rebuilt, (long long)(o->steps - 1));
+        char early[64], late[64], counts[96] = "- | - | -";
+        if (wc->steps > 0)
+            snprintf(counts, sizeof counts, "%.0f | %.0f | %.0f", c1, wc->box_pairs,
+                     wc->contacts);
+        printf("| %s | %s | %s | %s | %lld/%lld |\n", s[k].name,
+               format_window(early, sizeof early, m0, sd0),
+               format_window(late, sizeof late, m1, sd1), counts, (long long)s[k].rebuilt,
+               (long long)(o->steps - 1));
     }
     fflush(stdout);
 }
