@@ -193,6 +193,7 @@ static void dem_deterministic(void **state)
     uint64_t reference = dem_run(p, steps);
     p.threads = 2;
     assert_true(dem_run(p, steps) == reference);
+    p.threads = 1;
     p.rebuild = true;
     assert_true(dem_run(p, steps) == reference);
     p.rebuild = false;
@@ -200,7 +201,6 @@ static void dem_deterministic(void **state)
                                      PROX_BROAD_HIERARCHICAL, PROX_BROAD_KDTREE, PROX_BROAD_SAP};
     for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
         p.algo = algos[a];
-        p.threads = 1 + (int)(a % 2);
         if (scene_broad_available(p.algo))
             assert_true(dem_run(p, steps) == reference);
     }
@@ -306,6 +306,7 @@ static void toy2d_deterministic(void **state)
     uint64_t reference = toy_run(p, 60);
     p.threads = 2;
     assert_true(toy_run(p, 60) == reference);
+    p.threads = 1;
     p.algo = PROX_ALGO_BRUTE;
     assert_true(toy_run(p, 60) == reference);
     p.seed = 7;
@@ -439,8 +440,11 @@ static void demos_run(void **state)
     assert_int_equal(t.dim, 2);
 }
 
-int main(void)
+/* test_scenes [PATTERN]: only the tests whose names match (cmocka's filter). */
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(dem_free_fall),
         cmocka_unit_test(dem_energy_does_not_grow),
