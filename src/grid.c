@@ -351,7 +351,7 @@ static inline bool starts_run(const prox_grid *g, const uint64_t *keys, int64_t 
 
 static inline uint64_t run_key(const prox_grid *g, int64_t r)
 {
-    return key_of_cell(g, g->run_cell[r]);
+    return key_of_cell(g, run_cell_of(g, r));
 }
 
 #define MAX_BLOCKS 64
@@ -375,8 +375,10 @@ static prox_status find_run_starts(prox_grid *g, const uint64_t *keys)
     for (int k = 0; k < blocks; k++)
         first_run[k + 1] += first_run[k];
     int64_t runs = first_run[blocks];
+    bool cells = g->keys != PROX_KEYS_LINEAR; /* linear: run_cell_of computes them */
     if (!reserve(g, &g->run_start, &g->run_start_cap, runs + 1, sizeof *g->run_start) ||
-        !reserve(g, &g->run_cell, &g->run_cell_cap, runs > 0 ? runs : 1, sizeof *g->run_cell))
+        (cells &&
+         !reserve(g, &g->run_cell, &g->run_cell_cap, runs > 0 ? runs : 1, sizeof *g->run_cell)))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells", (long long)runs);
 #pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
     for (int k = 0; k < blocks; k++) {
@@ -390,14 +392,17 @@ static prox_status find_run_starts(prox_grid *g, const uint64_t *keys)
     return PROX_OK;
 }
 
-/* Each run's exact cell (from its first point) and the longest run. */
+/* Each run's exact cell (from its first point; not kept for linear keys)
+ * and the longest run. */
 static void describe_runs(prox_grid *g)
 {
     int64_t runs = g->nruns, max_run = 0;
+    bool cells = g->keys != PROX_KEYS_LINEAR;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
     schedule(static) reduction(max : max_run)
     for (int64_t r = 0; r < runs; r++) {
-        g->run_cell[r] = cell_of_sorted(g, g->run_start[r]);
+        if (cells)
+            g->run_cell[r] = cell_of_sorted(g, g->run_start[r]);
         int64_t len = g->run_start[r + 1] - g->run_start[r];
         max_run = len > max_run ? len : max_run;
     }
@@ -572,7 +577,7 @@ static int64_t partition_moved(prox_grid *g, const prox_points *p)
     prox_index *moved_id = scratch_ids(g);
     int64_t stay = 0, moved = 0;
     for (int64_t r = 0; r < g->nruns; r++) {
-        cell3 old = g->run_cell[r];
+        cell3 old = run_cell_of(g, r); /* before this run's points are overwritten */
         uint64_t old_key = run_key(g, r);
         for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
             if (s + PREFETCH_AHEAD < g->n) /* sorted order: random in the input */

@@ -277,7 +277,7 @@ static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_ro
         int64_t n = g->n;
         c->block = (prox_block){g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
         c->ids = g->id;
-        c->count = prox_grid_strip_ranges(g, strips, g->run_cell[r], c->range, &qc->cells_visited);
+        c->count = prox_grid_strip_ranges(g, strips, run_cell_of(g, r), c->range, &qc->cells_visited);
         return true;
     }
     if (!gather_full(b, g, r, qc))

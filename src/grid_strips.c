@@ -185,7 +185,7 @@ static void emit_positions(const prox_grid *g, prox_emitter *e, int64_t s, const
 static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_t r,
                               half_scratch *hs, prox_emitter *e, prox_stats *counters)
 {
-    cell3 a = g->run_cell[r];
+    cell3 a = run_cell_of(g, r);
     range rg[MAX_RANGES];
     int64_t own_end = g->run_start[r + 1];
     /* the own cell's later points, then its row's forward cells */
