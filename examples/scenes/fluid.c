@@ -33,14 +33,21 @@
  * the loop (on a shared machine, much more). */
 #define PARALLEL_MIN 16384
 
-/* Scene parameters (--dt, --restitution, ...). */
-static double opt_dt = 1.0 / 240.0;
-static double opt_restitution = 0.35;
-static double opt_friction = 0.1;
-static double opt_skin = 0.0;
-static double opt_relax = 0.5;
-static double opt_rebuild_broad = 0;
-static bool opt_morton = false;
+/* Scene parameters (--dt, --restitution, ...), reset to these defaults on
+ * every call of prox_demo_fluid (tests call it several times). */
+static double opt_dt, opt_restitution, opt_friction, opt_skin, opt_relax, opt_rebuild_broad;
+static bool opt_morton;
+
+static void default_options(void)
+{
+    opt_dt = 1.0 / 240.0;
+    opt_restitution = 0.35;
+    opt_friction = 0.1;
+    opt_skin = 0.0;
+    opt_relax = 0.5;
+    opt_rebuild_broad = 0;
+    opt_morton = false;
+}
 
 static const scene_extra extras[] = {
     {"dt", "time step of a frame, s", &opt_dt, NULL},
@@ -443,6 +450,7 @@ static int run_series(scene_report *r, const scene_options *o, const char *name,
 int prox_demo_fluid(int argc, char **argv)
 {
     scene_options o;
+    default_options();
     int code = scene_parse(argc, argv, &info, &o);
     if (code != SCENE_CONTINUE)
         return code;

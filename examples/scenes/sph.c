@@ -23,11 +23,17 @@
 
 #include "scene.h"
 
-static double opt_spacing = 0.01;   /* m */
-static double opt_viscosity = 0.8;  /* Pa s: a thick, stable water */
-static double opt_sound = 0;        /* m/s; 0 = 8 sqrt(g H) */
-static double opt_restitution = 0.2;
-static double opt_skin = 0;
+/* Scene parameters, reset to their defaults on every call of prox_demo_sph. */
+static double opt_spacing, opt_viscosity, opt_sound, opt_restitution, opt_skin;
+
+static void default_options(void)
+{
+    opt_spacing = 0.01;   /* m */
+    opt_viscosity = 0.8;  /* Pa s: a thick, stable water */
+    opt_sound = 0;        /* m/s; 0 = 8 sqrt(g H) */
+    opt_restitution = 0.2;
+    opt_skin = 0;
+}
 
 static const scene_extra extras[] = {
     {"spacing", "particle spacing s in the initial block, m (h = 2 s)", &opt_spacing, NULL},
@@ -289,6 +295,7 @@ static void render(const sph *s, scene_canvas *canvas)
 int prox_demo_sph(int argc, char **argv)
 {
     scene_options o;
+    default_options();
     int code = scene_parse(argc, argv, &info, &o);
     if (code != SCENE_CONTINUE)
         return code;
