@@ -28,7 +28,10 @@
  * per-cell lists: the build records (slot, id) entries, radix-sorts them by
  * slot, and each slot keeps the range of its ids.
  *
- * Query (Listing 2): the cells of the top class that the query box covers;
+ * Query (Listing 2): the cells of the largest class holding boxes that the
+ * query box covers (the classes above hold only flags; their keys enter
+ * the Eq. 4 sum without a lookup; the top class when the query covers
+ * more than 2^dim of those cells);
  * each visited cell yields its ids, and if it has children, its children
  * that the query covers are visited (the subdivision of Listing 2). Each cell
  * is visited at most once (the cells form a tree).
@@ -526,6 +529,41 @@ static int64_t push_cells(const hier *h, const box_cells *q, int cls, const hh_n
     return top;
 }
 
+/* The Eq. 4 key of a cell of class cls: the sum over its ancestors. */
+static uint64_t key_of(const hier *h, int cls, const int64_t cell[3])
+{
+    uint64_t key = 0;
+    for (int j = h->top; j >= cls; j--) {
+        int64_t c[3] = {cell[0] >> (j - cls), cell[1] >> (j - cls), cell[2] >> (j - cls)};
+        key += cell_hash(j, c);
+    }
+    return key;
+}
+
+/* The walk starts at the largest class that holds boxes (the classes above
+ * only hold flags), when the query covers at most `most` of its cells. */
+static int64_t push_start(const hier *h, const box_cells *q, hh_node *stack, int64_t most)
+{
+    int cls = h->max_class, shift = cls - h->bottom;
+    int64_t lo[3], hi[3], cells = 1;
+    for (int k = 0; k < 3; k++) {
+        lo[k] = cell_at(q->lo[k], shift);
+        hi[k] = cell_at(q->hi[k], shift);
+        cells *= hi[k] - lo[k] + 1;
+    }
+    if (cls >= h->top || cells > most)
+        return push_cells(h, q, h->top, NULL, stack, 0);
+    int64_t top = 0;
+    hh_node n = {.cls = cls};
+    for (n.cell[2] = hi[2]; n.cell[2] >= lo[2]; n.cell[2]--)
+        for (n.cell[1] = hi[1]; n.cell[1] >= lo[1]; n.cell[1]--)
+            for (n.cell[0] = hi[0]; n.cell[0] >= lo[0]; n.cell[0]--) {
+                n.key = key_of(h, cls, n.cell);
+                stack[top++] = n;
+            }
+    return top;
+}
+
 /* Every box, instead of what this query gathered so far (from `count` ids
  * and `nruns` runs on). */
 static void push_all(const hier *h, broad_scratch *s, int64_t count, int64_t nruns)
@@ -554,7 +592,7 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
     if (!reserve_stack(s, (int64_t)(h->top - h->bottom + 2) * per_level))
         return;
     hh_node *stack = s->stack;
-    int64_t top = push_cells(h, &qc, h->top, NULL, stack, 0);
+    int64_t top = push_start(h, &qc, stack, per_level);
     /* Without hash collisions a query visits at most the valid cells and
      * their children; collisions (a tiny fixed table) can flag children
      * everywhere, and a query larger than most of the data visits more
