@@ -408,3 +408,46 @@ void check_against_fresh_brute(prox_broad *b, const scene *sc, const char *conte
         result_free(&want);
     }
 }
+
+void check_scene_kind(scene_kind kind, int64_t n, int64_t m, const config *const *configs,
+                      int config_count)
+{
+    for (int dim = 2; dim <= 3; dim++)
+        for (int f32 = 0; f32 <= 1; f32++) {
+            scene sc;
+            scene_make(&sc, kind, dim, f32, n, m);
+            check_scene(&sc, configs, config_count);
+            scene_free(&sc);
+        }
+}
+
+void check_threads_agree(const config *c, const scene *sc, int kinds)
+{
+    for (int k = 0; k < kinds; k++) {
+        char context[256];
+        snprintf(context, sizeof context, "%s, %dD, %s, threads 1 vs 2 vs 3", c->name,
+                 sc->boxes.dim, kind_names[k]);
+        result one;
+        run_all_sinks(c, sc, (query_kind)k, 1, &one, context);
+        for (int t = 2; t <= 3; t++) {
+            result many;
+            run_all_sinks(c, sc, (query_kind)k, t, &many, context);
+            expect_same_result(&one, &many, k == Q_PAIRS, context);
+            CHECK(one.called_count == 0 ||
+                      memcmp(one.called, many.called,
+                             (size_t)one.called_count * sizeof(prox_pair)) == 0,
+                  context, "callback order differs with %d threads", t);
+            result_free(&many);
+        }
+        result_free(&one);
+    }
+}
+
+void check_common_scenes(const config *const *configs, int config_count)
+{
+    check_scene_kind(SCENE_MIXED, 700, 300, configs, config_count);
+    check_scene_kind(SCENE_OFFSET, 400, 200, configs, config_count);
+    check_scene_kind(SCENE_EMPTY, 0, 50, configs, config_count);
+    check_scene_kind(SCENE_ONE, 1, 50, configs, config_count);
+    check_scene_kind(SCENE_SAME, 60, 40, configs, config_count);
+}

@@ -93,5 +93,14 @@ void expect_same_result(const result *want, const result *got, bool symmetric,
 void check_scene(const scene *sc, const config *const *configs, int config_count);
 /* Every query kind of a built structure against brute force over sc. */
 void check_against_fresh_brute(prox_broad *b, const scene *sc, const char *context);
+/* check_scene over the scene kind made in 2D and 3D, f64 and f32. */
+void check_scene_kind(scene_kind kind, int64_t n, int64_t m, const config *const *configs,
+                      int config_count);
+/* The scenes every structure meets (test_broad's): mixed sizes, offsets of
+ * 1e9, empty and single, identical boxes. */
+void check_common_scenes(const config *const *configs, int config_count);
+/* Query kinds [0, kinds) of config c on 1, 2 and 3 threads: the same
+ * results, and callbacks called in the same order. */
+void check_threads_agree(const config *c, const scene *sc, int kinds);
 
 #endif

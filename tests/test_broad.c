@@ -47,13 +47,7 @@ static const config *const *all_configs(void)
 
 static void run_scene(scene_kind kind, int n, int m)
 {
-    for (int dim = 2; dim <= 3; dim++)
-        for (int f32 = 0; f32 <= 1; f32++) {
-            scene sc;
-            scene_make(&sc, kind, dim, f32, n, m);
-            check_scene(&sc, all_configs(), CONFIG_COUNT);
-            scene_free(&sc);
-        }
+    check_scene_kind(kind, n, m, all_configs(), CONFIG_COUNT);
 }
 
 static void mixed_sizes_match_brute_force(void **state)
@@ -140,24 +134,7 @@ static void results_do_not_depend_on_threads(void **state)
     max_edge_exp = 15;
     const config *picks[] = {&BRUTE, &CONFIGS[0], &CONFIGS[3], &CONFIGS[6], &CONFIGS[9]};
     for (int c = 0; c < 5; c++)
-        for (int k = 0; k < (c == 0 ? 1 : Q_KINDS); k++) { /* brute: its triangle split */
-            char context[256];
-            snprintf(context, sizeof context, "%s, %s, threads 1 vs 2 vs 3", picks[c]->name,
-                     kind_names[k]);
-            result one;
-            run_all_sinks(picks[c], &sc, (query_kind)k, 1, &one, context);
-            for (int t = 2; t <= 3; t++) {
-                result many;
-                run_all_sinks(picks[c], &sc, (query_kind)k, t, &many, context);
-                expect_same_result(&one, &many, k == Q_PAIRS, context);
-                CHECK(one.called_count == 0 ||
-                          memcmp(one.called, many.called,
-                                 (size_t)one.called_count * sizeof(prox_pair)) == 0,
-                      context, "callback order differs with %d threads", t);
-                result_free(&many);
-            }
-            result_free(&one);
-        }
+        check_threads_agree(picks[c], &sc, (c == 0 ? 1 : Q_KINDS)); /* brute: its triangle split */
     scene_free(&sc);
 }
 

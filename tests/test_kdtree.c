@@ -77,42 +77,12 @@ static const config *const *all_configs(void)
     return list;
 }
 
-static void run_scene(scene_kind kind, int n, int m)
-{
-    for (int dim = 2; dim <= 3; dim++)
-        for (int f32 = 0; f32 <= 1; f32++) {
-            scene sc;
-            scene_make(&sc, kind, dim, f32, n, m);
-            check_scene(&sc, all_configs(), CONFIG_COUNT);
-            scene_free(&sc);
-        }
-}
-
 /* ---- the scenes of the other structures ------------------------------------ */
 
-static void mixed_sizes_match_brute_force(void **state)
+static void scenes_of_test_broad_match_brute_force(void **state)
 {
     (void)state;
-    run_scene(SCENE_MIXED, 700, 300);
-}
-
-static void offsets_of_1e9_match_brute_force(void **state)
-{
-    (void)state;
-    run_scene(SCENE_OFFSET, 400, 200);
-}
-
-static void empty_and_single_match_brute_force(void **state)
-{
-    (void)state;
-    run_scene(SCENE_EMPTY, 0, 50);
-    run_scene(SCENE_ONE, 1, 50);
-}
-
-static void identical_boxes_match_brute_force(void **state)
-{
-    (void)state;
-    run_scene(SCENE_SAME, 60, 40);
+    check_common_scenes(all_configs(), CONFIG_COUNT);
 }
 
 /* ---- scenes of the kd-tree's own edge cases -------------------------------- */
@@ -236,24 +206,7 @@ static void results_do_not_depend_on_threads(void **state)
         scene_make(&sc, SCENE_MIXED, dim, false, 6000, 4100); /* several chunks */
         max_edge_exp = 15;
         for (int c = 0; c < 4; c++)
-            for (int k = 0; k < Q_KINDS; k++) {
-                char context[256];
-                snprintf(context, sizeof context, "%s, %dD, %s, threads 1 vs 2 vs 3",
-                         CONFIGS(c)->name, dim, kind_names[k]);
-                result one;
-                run_all_sinks(CONFIGS(c), &sc, (query_kind)k, 1, &one, context);
-                for (int t = 2; t <= 3; t++) {
-                    result many;
-                    run_all_sinks(CONFIGS(c), &sc, (query_kind)k, t, &many, context);
-                    expect_same_result(&one, &many, k == Q_PAIRS, context);
-                    CHECK(one.called_count == 0 ||
-                              memcmp(one.called, many.called,
-                                     (size_t)one.called_count * sizeof(prox_pair)) == 0,
-                          context, "callback order differs with %d threads", t);
-                    result_free(&many);
-                }
-                result_free(&one);
-            }
+            check_threads_agree(CONFIGS(c), &sc, Q_KINDS);
         scene_free(&sc);
     }
 }
@@ -494,10 +447,7 @@ int main(void)
 {
     create_hook = apply_tune;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(mixed_sizes_match_brute_force),
-        cmocka_unit_test(offsets_of_1e9_match_brute_force),
-        cmocka_unit_test(empty_and_single_match_brute_force),
-        cmocka_unit_test(identical_boxes_match_brute_force),
+        cmocka_unit_test(scenes_of_test_broad_match_brute_force),
         cmocka_unit_test(boxes_on_cutting_planes_match_brute_force),
         cmocka_unit_test(depth_limit_is_reached_and_correct),
         cmocka_unit_test(results_do_not_depend_on_threads),

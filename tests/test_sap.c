@@ -162,23 +162,7 @@ static void results_do_not_depend_on_threads(void **state)
     max_edge_exp = 10; /* smaller boxes: a faster test */
     scene_make(&sc, SCENE_MIXED, 3, false, 6000, 4200); /* several chunks */
     max_edge_exp = 15;
-    for (int k = 0; k < Q_KINDS; k++) {
-        char context[256];
-        snprintf(context, sizeof context, "sap, %s, threads 1 vs 2 vs 3", kind_names[k]);
-        result one;
-        run_all_sinks(&SAP, &sc, (query_kind)k, 1, &one, context);
-        for (int t = 2; t <= 3; t++) {
-            result many;
-            run_all_sinks(&SAP, &sc, (query_kind)k, t, &many, context);
-            expect_same_result(&one, &many, k == Q_PAIRS, context);
-            CHECK(one.called_count == 0 ||
-                      memcmp(one.called, many.called,
-                             (size_t)one.called_count * sizeof(prox_pair)) == 0,
-                  context, "callback order differs with %d threads", t);
-            result_free(&many);
-        }
-        result_free(&one);
-    }
+    check_threads_agree(&SAP, &sc, Q_KINDS);
     scene_free(&sc);
 }
 

@@ -87,6 +87,9 @@ int parse_double_list(const opt_parser *p, const char *text, double *out, int ma
 
 /* Helpers. */
 double now_seconds(void);          /* CLOCK_MONOTONIC */
+double cpu_seconds(void);          /* CLOCK_PROCESS_CPUTIME_ID: all threads of the process */
+/* The median of values[0 .. n), n >= 1 (sorts them in place). */
+double median(double *values, int n);
 double peak_rss_mb(void);          /* getrusage ru_maxrss */
 int effective_threads(int threads); /* what threads = 0 means here */
 /* threads > 0: every OpenMP region of the tool (output formatting too) uses

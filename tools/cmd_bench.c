@@ -250,18 +250,6 @@ static timing run_once(const variant *v, bench_task task, const prox_points *poi
     return t;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, int n)
-{
-    qsort(values, (size_t)n, sizeof *values, compare_doubles);
-    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 /* Runs one table row; returns its pair count, or -1 if the runs disagree. */
 static int64_t measure_row(const variant *v, bench_task task, const prox_points *points,
                            const prox_grid_desc *base, int runs, sinks *s)

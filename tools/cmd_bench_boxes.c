@@ -127,13 +127,6 @@ typedef struct measure {
 
 /* CPU seconds of the process (all threads): on a shared machine the wall
  * clock also counts the time other programs ran. */
-static double cpu_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static measure run_once(const variant *v, const bench_options *o, const prox_boxes *boxes,
                         const prox_points *starts, const prox_points *ends)
 {
@@ -160,18 +153,6 @@ static measure run_once(const variant *v, const bench_options *o, const prox_box
         die_status(st, "segment queries failed");
     prox_broad_destroy(b);
     return m;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, int n)
-{
-    qsort(values, (size_t)n, sizeof *values, compare_doubles);
-    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 /* Hits with the broad phase alone, and the fraction of segments with a hit

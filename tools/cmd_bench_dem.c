@@ -344,12 +344,6 @@ static void print_table(const bench_options *o, const structure *s, int count,
     fflush(stdout);
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median over the runs of one structure's time at one step. */
 static double step_median(const bench_options *o, const structure *s, int64_t step, double *tmp)
 {
@@ -361,8 +355,7 @@ static double step_median(const bench_options *o, const structure *s, int64_t st
     }
     if (n == 0)
         return NAN;
-    qsort(tmp, (size_t)n, sizeof *tmp, compare_doubles);
-    return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+    return median(tmp, n);
 }
 
 static void write_plot(const bench_options *o, const structure *s, int count)

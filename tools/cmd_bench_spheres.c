@@ -187,25 +187,6 @@ static int64_t true_overlaps(const double *b, const prox_pair_buffer *buf)
 
 /* CPU time of the process, all threads (on a shared machine, one thread's
  * CPU time is steadier than the wall clock). */
-static double cpu_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, int n)
-{
-    qsort(values, (size_t)n, sizeof *values, compare_doubles);
-    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 static prox_broad_desc desc_for(const variant *v, int threads, bool split)
 {
     prox_broad_desc desc = prox_default_broad_desc();

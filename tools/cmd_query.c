@@ -107,14 +107,6 @@ static bool parse_options(int argc, char **argv, query_options *o)
     return true;
 }
 
-/* CPU seconds of the process (all threads). */
-static double cpu_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Queries with at least one hit, from the sorted buffer. */
 static int64_t queries_hit(const prox_pair_buffer *buffer)
 {
