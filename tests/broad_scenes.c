@@ -451,3 +451,49 @@ void check_common_scenes(const config *const *configs, int config_count)
     check_scene_kind(SCENE_ONE, 1, 50, configs, config_count);
     check_scene_kind(SCENE_SAME, 60, 40, configs, config_count);
 }
+
+typedef struct stopper {
+    int64_t calls, stop_at;
+} stopper;
+
+static int stop_after(prox_index i, prox_index j, void *user)
+{
+    (void)i;
+    (void)j;
+    stopper *s = user;
+    return ++s->calls >= s->stop_at;
+}
+
+void check_callback_stops(prox_broad *b, const scene *sc, const char *name)
+{
+    for (int k = 0; k < Q_KINDS; k++) {
+        stopper s = {0, 5};
+        prox_stats st;
+        CHECK_STATUS(run_kind(b, sc, (query_kind)k, prox_sink_callback(stop_after, &s), &st),
+                     PROX_STOPPED, name);
+        CHECK(s.calls == 5 && st.pairs == 5, name, "%s: %lld calls, %lld pairs", kind_names[k],
+              (long long)s.calls, (long long)st.pairs);
+    }
+}
+
+static void *failing_alloc(size_t size, void *user)
+{
+    failing_allocator *f = user;
+    if (f->left <= 0)
+        return NULL;
+    f->left--;
+    f->live++;
+    return malloc(size);
+}
+
+static void failing_free(void *ptr, void *user)
+{
+    failing_allocator *f = user;
+    f->live--;
+    free(ptr);
+}
+
+prox_allocator failing_allocator_hook(failing_allocator *f)
+{
+    return (prox_allocator){failing_alloc, failing_free, f};
+}

@@ -96,6 +96,17 @@ void check_against_fresh_brute(prox_broad *b, const scene *sc, const char *conte
 /* check_scene over the scene kind made in 2D and 3D, f64 and f32. */
 void check_scene_kind(scene_kind kind, int64_t n, int64_t m, const config *const *configs,
                       int config_count);
+/* Every query kind of the built structure b into a callback that asks to
+ * stop at its 5th pair: PROX_STOPPED, 5 calls, stats.pairs 5. */
+void check_callback_stops(prox_broad *b, const scene *sc, const char *name);
+
+/* An allocator that fails once `left` allocations have been made; `live`
+ * counts the blocks not yet freed. */
+typedef struct failing_allocator {
+    int64_t left, live;
+} failing_allocator;
+prox_allocator failing_allocator_hook(failing_allocator *f);
+
 /* The scenes every structure meets (test_broad's): mixed sizes, offsets of
  * 1e9, empty and single, identical boxes. */
 void check_common_scenes(const config *const *configs, int config_count);

@@ -138,18 +138,6 @@ static void results_do_not_depend_on_threads(void **state)
     scene_free(&sc);
 }
 
-typedef struct stopper {
-    int64_t calls, stop_at;
-} stopper;
-
-static int stop_after(prox_index i, prox_index j, void *user)
-{
-    (void)i;
-    (void)j;
-    stopper *s = user;
-    return ++s->calls >= s->stop_at;
-}
-
 static void callback_can_stop_early(void **state)
 {
     (void)state;
@@ -160,14 +148,7 @@ static void callback_can_stop_early(void **state)
         prox_broad *b = create(cfg, 3);
         prox_boxes boxes = box_view(&sc.boxes, false);
         CHECK_STATUS(prox_broad_build(b, &boxes), PROX_OK, cfg->name);
-        for (int k = 0; k < Q_KINDS; k++) {
-            stopper s = {0, 5};
-            prox_stats st;
-            CHECK_STATUS(run_kind(b, &sc, (query_kind)k, prox_sink_callback(stop_after, &s), &st),
-                         PROX_STOPPED, cfg->name);
-            CHECK(s.calls == 5 && st.pairs == 5, cfg->name, "%s: %lld calls, %lld pairs",
-                  kind_names[k], (long long)s.calls, (long long)st.pairs);
-        }
+        check_callback_stops(b, &sc, cfg->name);
         prox_broad_destroy(b);
     }
     scene_free(&sc);
@@ -306,34 +287,15 @@ static void updates_match_brute_force(void **state)
 /* Allocation failures: with an allocator that fails after k allocations,
  * every call returns PROX_OK or PROX_ERR_NO_MEMORY, never crashes and
  * leaks nothing (the sanitizer build checks leaks); some k succeeds. */
-typedef struct failing_allocator {
-    int64_t left;
-} failing_allocator;
-
-static void *failing_alloc(size_t size, void *user)
-{
-    failing_allocator *f = user;
-    if (f->left <= 0)
-        return NULL;
-    f->left--;
-    return malloc(size);
-}
-
-static void failing_free(void *ptr, void *user)
-{
-    (void)user;
-    free(ptr);
-}
-
 static prox_status run_with_allocations(const config *c, const scene *sc, int64_t budget)
 {
-    failing_allocator f = {budget};
+    failing_allocator f = {budget, 0};
     prox_broad_desc d = prox_default_broad_desc();
     d.algo = c->algo;
     d.table_size = c->table_size;
     d.growable_table = c->growable;
     d.threads = 1;
-    d.allocator = (prox_allocator){failing_alloc, failing_free, &f};
+    d.allocator = failing_allocator_hook(&f);
     prox_broad *b = NULL;
     prox_status st = prox_broad_create(&d, &b);
     prox_boxes v = box_view(&sc->boxes, false);

@@ -385,33 +385,14 @@ static void bad_options_are_rejected(void **state)
     prox_broad_destroy(b);
 }
 
-typedef struct failing_allocator {
-    int64_t left;
-} failing_allocator;
-
-static void *failing_alloc(size_t size, void *user)
-{
-    failing_allocator *f = user;
-    if (f->left <= 0)
-        return NULL;
-    f->left--;
-    return malloc(size);
-}
-
-static void failing_free(void *ptr, void *user)
-{
-    (void)user;
-    free(ptr);
-}
-
 static prox_status run_with_allocations(const kd_config *c, const scene *sc, int64_t budget)
 {
-    failing_allocator f = {budget};
+    failing_allocator f = {budget, 0};
     prox_broad_desc d = prox_default_broad_desc();
     d.algo = c->base.algo;
     c->tune(&d);
     d.threads = 1;
-    d.allocator = (prox_allocator){failing_alloc, failing_free, &f};
+    d.allocator = failing_allocator_hook(&f);
     prox_broad *b = NULL;
     prox_status st = prox_broad_create(&d, &b);
     prox_boxes v = box_view(&sc->boxes, false);

@@ -166,18 +166,6 @@ static void results_do_not_depend_on_threads(void **state)
     scene_free(&sc);
 }
 
-typedef struct stopper {
-    int64_t calls, stop_at;
-} stopper;
-
-static int stop_after(prox_index i, prox_index j, void *user)
-{
-    (void)i;
-    (void)j;
-    stopper *s = user;
-    return ++s->calls >= s->stop_at;
-}
-
 static void callback_can_stop_early(void **state)
 {
     (void)state;
@@ -186,14 +174,7 @@ static void callback_can_stop_early(void **state)
     prox_broad *b = create(&SAP, 3);
     prox_boxes boxes = box_view(&sc.boxes, false);
     CHECK_STATUS(prox_broad_build(b, &boxes), PROX_OK, "sap");
-    for (int k = 0; k < Q_KINDS; k++) {
-        stopper s = {0, 5};
-        prox_stats st;
-        CHECK_STATUS(run_kind(b, &sc, (query_kind)k, prox_sink_callback(stop_after, &s), &st),
-                     PROX_STOPPED, kind_names[k]);
-        CHECK(s.calls == 5 && st.pairs == 5, kind_names[k], "%lld calls, %lld pairs",
-              (long long)s.calls, (long long)st.pairs);
-    }
+    check_callback_stops(b, &sc, "sap");
     prox_broad_destroy(b);
     scene_free(&sc);
 }
@@ -410,27 +391,6 @@ static void updates_to_and_from_nothing(void **state)
 
 /* ---- allocation failures ------------------------------------------------ */
 
-typedef struct failing_allocator {
-    int64_t left, live;
-} failing_allocator;
-
-static void *failing_alloc(size_t size, void *user)
-{
-    failing_allocator *f = user;
-    if (f->left <= 0)
-        return NULL;
-    f->left--;
-    f->live++;
-    return malloc(size);
-}
-
-static void failing_free(void *ptr, void *user)
-{
-    failing_allocator *f = user;
-    f->live--;
-    free(ptr);
-}
-
 /* Build, pairs, queries, an incremental update (moves and additions), an
  * update that rebuilds; the first failure ends the sequence. Afterwards,
  * with memory again, the same object must build and find the right pairs. */
@@ -441,7 +401,7 @@ static prox_status run_with_allocations(const scene *sc, const scene *moved,
     prox_broad_desc d = prox_default_broad_desc();
     d.algo = PROX_BROAD_SAP;
     d.threads = 2;
-    d.allocator = (prox_allocator){failing_alloc, failing_free, &f};
+    d.allocator = failing_allocator_hook(&f);
     prox_broad *b = NULL;
     prox_status st = prox_broad_create(&d, &b);
     prox_boxes v = box_view(&sc->boxes, false), w = box_view(&moved->boxes, false);
