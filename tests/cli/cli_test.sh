@@ -268,7 +268,13 @@ t_pairs_grid_equals_brute() {
         "$PROX" pairs --algo grid $task s2000.txt >grid.out || { why="grid $task failed"; return 1; }
         "$PROX" pairs --algo grid --keys hash $task s2000.txt >hash.out ||
             { why="hash $task failed"; return 1; }
-        same_files brute.out grid.out && same_files brute.out hash.out || return 1
+        "$PROX" pairs --algo grid --keys morton $task s2000.txt >morton.out ||
+            { why="morton $task failed"; return 1; }
+        "$PROX" pairs --algo hierarchical $task s2000.txt >hier.out ||
+            { why="hierarchical $task failed"; return 1; }
+        for out in grid hash morton hier; do
+            same_files brute.out $out.out || return 1
+        done
     done
     [ -s brute.out ] || { why="no pairs at all"; return 1; }
 }
@@ -309,6 +315,12 @@ t_pairs_write_in_place() {
 
 t_err_missing_file() {
     expect_fail 4 "no-such-file.txt" out.txt "$PROX" pairs --radius 1 -o out.txt no-such-file.txt
+}
+
+t_err_hierarchical_periodic() {
+    printf '0.1 0.2 0.3\n0.4 0.5 0.6\n' >two.txt
+    expect_fail 3 "does not support periodic axes" out.txt \
+        "$PROX" pairs --algo hierarchical --radius 0.2 --periodic 1,1,1 -o out.txt two.txt
 }
 
 t_err_wrong_count() {
@@ -611,6 +623,7 @@ check pairs_f32 t_pairs_f32
 check pairs_stats t_pairs_stats
 check pairs_device_written_in_place t_pairs_write_in_place
 check err_missing_file t_err_missing_file
+check err_hierarchical_periodic t_err_hierarchical_periodic
 check err_wrong_count t_err_wrong_count
 check err_not_a_number t_err_not_a_number
 check err_nan t_err_nan
