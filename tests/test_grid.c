@@ -226,8 +226,28 @@ static void grid_query_of_no_points_is_empty(void **state)
     test_case_free(&tc);
 }
 
-/* ---- hash tables far too small ----------------------------------------- */
+/* ---- unusual configurations against the oracle -------------------------- */
 
+/* Configs a (2 threads) and b (1 thread) on each class, in dimensions
+ * dim_lo .. 3, every periodicity, f64. */
+static void check_pair_of_configs(const input_class *classes, size_t class_count, int dim_lo,
+                                  const algo_config *a, const algo_config *b)
+{
+    for (size_t n = 0; n < class_count; n++)
+        for (int dim = dim_lo; dim <= 3; dim++)
+            for (int p = 0; p < PERIODICITY_COUNT; p++) {
+                test_case tc;
+                test_case_make(&tc, classes[n], dim, PROX_F64, (periodicity)p);
+                expectation e;
+                expectation_compute(&e, &tc);
+                check_case(&tc, &e, a, 2);
+                check_case(&tc, &e, b, 1);
+                expectation_free(&e);
+                test_case_free(&tc);
+            }
+}
+
+/* Hash tables far too small: collisions everywhere. */
 static void grid_hash_table_of_one_or_two_slots_is_exact(void **state)
 {
     (void)state;
@@ -236,24 +256,12 @@ static void grid_hash_table_of_one_or_two_slots_is_exact(void **state)
                                           PROX_KEYS_HASH, 2, 2};
     static const input_class classes[] = {INPUT_UNIFORM, INPUT_LATTICE, INPUT_OUTLIER,
                                           INPUT_NARROW_PERIOD};
-    for (size_t n = 0; n < sizeof classes / sizeof classes[0]; n++) {
-        for (int p = 0; p < PERIODICITY_COUNT; p++) {
-            test_case tc;
-            test_case_make(&tc, classes[n], 3, PROX_F64, (periodicity)p);
-            expectation e;
-            expectation_compute(&e, &tc);
-            check_case(&tc, &e, &one_slot, 2);
-            check_case(&tc, &e, &two_slots, 1);
-            expectation_free(&e);
-            test_case_free(&tc);
-        }
-    }
+    check_pair_of_configs(classes, sizeof classes / sizeof classes[0], 3, &one_slot, &two_slots);
 }
 
-/* ---- linear keys: strips of 2d+1 cells, rows pruned by distance --------- */
-
-/* Cells of r/3 and r/4 drop the stencil's far corners, so rows reach
- * different distances along x; narrow periods wrap the strips. */
+/* Linear keys with cells of r/3 and r/4: strips of 7 and 9 cells, the
+ * stencil's far corners dropped so rows reach different distances along x;
+ * narrow periods wrap the strips. */
 static void grid_linear_wide_strips_are_exact(void **state)
 {
     (void)state;
@@ -261,20 +269,7 @@ static void grid_linear_wide_strips_are_exact(void **state)
     static const algo_config div4 = {"grid-linear-div4", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 4, 0};
     static const input_class classes[] = {INPUT_UNIFORM, INPUT_LATTICE, INPUT_CLUSTERED,
                                           INPUT_NARROW_PERIOD};
-    for (size_t n = 0; n < sizeof classes / sizeof classes[0]; n++) {
-        for (int dim = 2; dim <= 3; dim++) {
-            for (int p = 0; p < PERIODICITY_COUNT; p++) {
-                test_case tc;
-                test_case_make(&tc, classes[n], dim, PROX_F64, (periodicity)p);
-                expectation e;
-                expectation_compute(&e, &tc);
-                check_case(&tc, &e, &div3, 2);
-                check_case(&tc, &e, &div4, 1);
-                expectation_free(&e);
-                test_case_free(&tc);
-            }
-        }
-    }
+    check_pair_of_configs(classes, sizeof classes / sizeof classes[0], 2, &div3, &div4);
 }
 
 /* ---- the object API ---------------------------------------------------- */
