@@ -116,11 +116,29 @@ plot {", ".join(lines)}
     return True
 
 
+def skipped_rows(path):
+    """Rows a driver declined at some sizes (exit 77: quadratic peers)."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        seen = {}
+        for r in csv.DictReader(f):
+            seen.setdefault((r["workload"], r["library"], r["threads"]), []).append(r["n"])
+    if not seen:
+        return []
+    md = ["## Rows not run at some sizes", "",
+          "Their drivers decline sizes above their `--max-n` (quadratic builds):", ""]
+    for (w, lib, thr), ns in seen.items():
+        sizes = ", ".join(sorted(set(ns), key=int))
+        md.append(f"- {w} `{lib}` ({thr} thread{'s' if thr != '1' else ''}): not run at N = {sizes}")
+    return md + [""]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("base")
-    for k in ("machine", "compiler", "command", "commit", "elapsed", "load"):
+    for k in ("machine", "compiler", "command", "commit", "elapsed", "load", "skipped"):
         ap.add_argument("--" + k, default="")
     a = ap.parse_args()
     cases = load(a.csv)
@@ -139,6 +157,7 @@ def main():
             md += [f"## {TITLES.get(w, w)}", ""]
             last_w = w
         md += table(w, n, param, rows) + [""]
+    md += skipped_rows(a.skipped)
     plots = []
     for w in ("W1", "W3"):
         p = f"{a.base}-{w}-time.png"

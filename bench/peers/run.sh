@@ -38,7 +38,7 @@ if [ "$mode" = quick ]; then
 else
     W1_N=${PEERS_W1_N:-"100000 1000000 4000000"}
     W2_N=${PEERS_W2_N:-"1000000"}; W2_K=${PEERS_W2_K:-"1 5 20"}
-    W3_N=${PEERS_W3_N:-"50000 100000 500000 1000000 5000000"}; W3_D=${PEERS_W3_D:-"0.1"}
+    W3_N=${PEERS_W3_N:-"10000 50000 100000 500000 1000000 5000000"}; W3_D=${PEERS_W3_D:-"0.1"}
     W4_N=${PEERS_W4_N:-"1000 10000 100000"}; W4_Q=${PEERS_W4_Q:-"1000000"}
 fi
 ROW_TIMEOUT=${PEERS_TIMEOUT:-1800} # seconds per driver run
@@ -143,10 +143,12 @@ host=$(hostname -s)
 stamp=$(date -u +%Y%m%d-%H%M)
 base="$results/peers-$host-$stamp"
 csv="$base.csv"
+skipped="$base.skipped.csv" # rows whose driver declined the size (exit 77)
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$root" diff --quiet HEAD 2>/dev/null || commit="$commit+dirty"
 commit=${PEERS_COMMIT:-$commit} # e.g. when --prox was built from a clean export
 echo "workload,n,param,library,threads,rep,build_s,query_s,total_s,count,peak_rss_mb,extra" > "$csv"
+echo "workload,n,param,library,threads,reason" > "$skipped"
 started=$(date -u +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -156,6 +158,12 @@ run_row() { # LIBRARY THREADS COMMAND W N PARAM REP -> one CSV line; echoes the 
     err=$(mktemp)
     out=$(OMP_NUM_THREADS=$thr timeout "$ROW_TIMEOUT" taskset -c "$cpus" sh -c "$cmd" 2>"$err") ||
         status=$?
+    if [ "$status" -eq 77 ]; then # the driver declines this size (quadratic peers' --max-n)
+        echo "$w,$n,$p,$lib,$thr,$(tail -1 "$err" | tr ',' ';')" >> "$skipped"
+        rm -f "$err"
+        printf 'SKIPPED'
+        return
+    fi
     if [ "$status" -ne 0 ]; then
         echo "run.sh: $w N=$n $lib (threads $thr) failed with status $status:" >&2
         echo "  $cmd" >&2
@@ -190,6 +198,10 @@ run_case() { # W N PARAM
     for rep in $(seq 1 "$reps"); do
         while IFS=$'\t' read -r lib thr cmd; do
             count=$(run_row "$lib" "$thr" "$(substitute "$cmd" "$thr" "$n")" "$w" "$n" "$p" "$rep")
+            if [ "$count" = SKIPPED ]; then
+                [ "$rep" -gt 1 ] || log "  $lib/$thr: skipped at N=$n (the driver's size limit)"
+                continue
+            fi
             [ -n "$ref_count" ] || ref_count=$count # the prox row runs first
             if [ "$count" != "$ref_count" ]; then
                 echo "run.sh: COUNT MISMATCH on $w N=$n${p:+ ($p)}: $lib (threads $thr) counted $count, prox counted $ref_count" >&2
@@ -226,6 +238,6 @@ cc=$(c++ --version | head -1)
     --machine "$host: $cpu, $(nproc) CPUs, $(free -g | awk '/^Mem:/ {print $2}') GiB" \
     --compiler "$cc; drivers -O3 -march=native -ffp-contract=off; prox: $("$prox" --version 2>/dev/null | head -1 || true) built by 'make' (Release, -O3 -march=native)" \
     --command "bench/peers/run.sh --$mode --only $only --reps $reps" \
-    --commit "$commit" --elapsed "$elapsed" \
+    --commit "$commit" --elapsed "$elapsed" --skipped "$skipped" \
     --load "load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 log "done in ${elapsed}s: $csv, $base.md"

@@ -85,11 +85,7 @@ std::unique_ptr<btBroadphaseInterface> make_broadphase(const std::string &varian
 void self_pairs(const peer::options &o)
 {
     std::vector<prox_aabb> boxes = peer::read_boxes(o.boxes, 3);
-    if (o.max_n > 0 && (int64_t)boxes.size() > o.max_n) {
-        std::fprintf(stderr, "peer_bullet: %s skipped: N = %zu > --max-n %lld\n",
-                     o.variant.c_str(), boxes.size(), (long long)o.max_n);
-        std::exit(77);
-    }
+    peer::decline_above_max_n(o, boxes.size(), "peer_bullet");
     btDefaultCollisionConfiguration config;
     btCollisionDispatcher dispatcher(&config);
     double t0 = peer::now_seconds();

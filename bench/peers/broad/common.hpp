@@ -88,6 +88,17 @@ inline options parse_options(int argc, char **argv, std::vector<std::string> var
     return o;
 }
 
+/* Exit status 77 ("skipped", which run.sh records) when the input holds
+ * more than --max-n elements: quadratic peers decline large sizes. */
+inline void decline_above_max_n(const options &o, size_t n, const char *driver)
+{
+    if (o.max_n > 0 && (int64_t)n > o.max_n) {
+        std::fprintf(stderr, "%s: %s skipped: N = %zu > --max-n %lld\n", driver,
+                     o.variant.c_str(), n, (long long)o.max_n);
+        std::exit(77);
+    }
+}
+
 /* Rows of numbers: '#' lines and blank lines skipped, numbers separated by
  * spaces, tabs or commas. Every row must have the same count of numbers; it
  * is returned in *cols. */

@@ -62,6 +62,7 @@ int main(int argc, char **argv)
     if (o.workload != "W3")
         peer::die("the FCL driver runs W3 only, not %s", o.workload.c_str());
     std::vector<prox_aabb> boxes = peer::read_boxes(o.boxes, 3);
+    peer::decline_above_max_n(o, boxes.size(), "peer_fcl");
     double extent = 1.0;
     fcl::Vector3d lo(0, 0, 0), hi(0, 0, 0);
     for (size_t i = 0; i < boxes.size(); i++)
