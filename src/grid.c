@@ -489,6 +489,92 @@ static prox_status index_runs(prox_grid *g, const prox_points *p)
     return g->keys == PROX_KEYS_MORTON ? index_morton_runs(g) : index_slot_runs(g);
 }
 
+/* ---- building with linear keys: seed 002's counting sort ----------------- */
+
+static int64_t linear_cells(const prox_grid *g)
+{
+    return g->ncell[0] * g->ncell[1] * g->ncell[2];
+}
+
+/* Each point's linear key (its cell's slot), 32 bits, in the coordinate
+ * array's first 4n bytes. */
+static uint32_t *linear_keys(const prox_grid *g)
+{
+    return (uint32_t *)(void *)g->pos;
+}
+
+static void compute_linear_keys(prox_grid *g, const prox_points *p)
+{
+    uint32_t *keys = linear_keys(g);
+    const double *period = g->desc.period;
+    int64_t n = p->count;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        double z = p->dim == 3 ? prox_coord(p, i, 2, period) : 0.0;
+        cell3 c = cell_of_point(g, prox_coord(p, i, 0, period), prox_coord(p, i, 1, period), z);
+        keys[i] = (uint32_t)key_of_cell(g, c);
+    }
+}
+
+/* Runs from the cell table (table[c] = first point of cell c): one per
+ * occupied cell, in parallel over blocks of cells like find_run_starts. */
+static prox_status runs_from_table(prox_grid *g, int64_t cells)
+{
+    int blocks = g->threads > 1 && cells > 65536 ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS) : 1;
+    int64_t first_run[MAX_BLOCKS + 1] = {0};
+    const uint32_t *t = g->table;
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t runs = 0;
+        for (int64_t c = cells * k / blocks; c < cells * (k + 1) / blocks; c++)
+            runs += t[c + 1] > t[c];
+        first_run[k + 1] = runs;
+    }
+    for (int k = 0; k < blocks; k++)
+        first_run[k + 1] += first_run[k];
+    int64_t runs = first_run[blocks];
+    if (!reserve(g, &g->run_start, &g->run_start_cap, runs + 1, sizeof *g->run_start))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells", (long long)runs);
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t r = first_run[k];
+        for (int64_t c = cells * k / blocks; c < cells * (k + 1) / blocks; c++)
+            if (t[c + 1] > t[c])
+                g->run_start[r++] = t[c];
+    }
+    g->run_start[runs] = (uint32_t)g->n;
+    g->nruns = runs;
+    return PROX_OK;
+}
+
+/* Linear keys: the cell table is the counting sort's histogram, so one
+ * pass over the points counts, a second places their ids, and the table
+ * comes out as seed 002's cellStart (no key sort, no run search over the
+ * points). The other threads' counts need (threads - 1) * cells scratch:
+ * allowed up to one counter per point, else the sort counts on one thread. */
+static prox_status build_by_counting(prox_grid *g, const prox_points *p)
+{
+    int64_t cells = linear_cells(g), n = g->n;
+    if (!reserve(g, &g->table, &g->table_cap, cells + 1, sizeof *g->table))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells",
+                         (long long)cells);
+    g->table_len = cells + 1;
+    int threads = g->threads > 1 && (g->threads - 1) * cells <= n ? g->threads : 1;
+    uint32_t *hist = NULL;
+    if (threads > 1 && !(hist = prox_alloc_array(&g->allocator, (threads - 1) * cells, sizeof *hist)))
+        threads = 1; /* one thread needs no scratch */
+    compute_linear_keys(g, p);
+    prox_counting_sort_u32(linear_keys(g), n, cells, g->table, g->id, hist, threads);
+    prox_free(&g->allocator, hist);
+    prox_status st = runs_from_table(g, cells);
+    if (st)
+        return st;
+    gather_positions(g, p); /* overwrites the keys */
+    describe_runs(g);
+    return PROX_OK;
+}
+
 static void choose_hash_table(prox_grid *g, int64_t n)
 {
     int64_t slots = g->desc.table_size;
@@ -525,9 +611,13 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
         st = build_stencil(g);
     if (st)
         return st;
-    compute_keys(g, p);
-    prox_radix_sort64(sort_keys(g), g->id, scratch_keys(g), scratch_ids(g), g->n, g->threads);
-    st = index_runs(g, p);
+    if (g->keys == PROX_KEYS_LINEAR && linear_cells(g) < UINT32_MAX) {
+        st = build_by_counting(g, p);
+    } else {
+        compute_keys(g, p);
+        prox_radix_sort64(sort_keys(g), g->id, scratch_keys(g), scratch_ids(g), g->n, g->threads);
+        st = index_runs(g, p);
+    }
     g->built = st == PROX_OK;
     return st;
 }

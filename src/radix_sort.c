@@ -102,6 +102,41 @@ void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
     }
 }
 
+/* Counting sort: each thread counts its block's keys, the counts turn into
+ * the end of each (bucket, thread) part in bucket-major order, then each
+ * thread walks its block backwards placing indices just below those ends,
+ * which keeps equal keys in input order. Thread 0 counts in starts[]
+ * itself, so afterwards starts[b] is where bucket b begins. */
+void prox_counting_sort_u32(const uint32_t *keys, int64_t n, int64_t buckets, uint32_t *starts,
+                            uint32_t *out, uint32_t *hist, int threads)
+{
+    if (n < PARALLEL_MIN || threads < 1)
+        threads = 1;
+#define COUNTS_OF(t) ((t) == 0 ? starts : hist + (int64_t)((t) - 1) * buckets)
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        uint32_t *count = COUNTS_OF(t);
+        memset(count, 0, (size_t)buckets * sizeof *count);
+        for (int64_t i = n * t / nt; i < n * (t + 1) / nt; i++)
+            count[keys[i]]++;
+#pragma omp barrier
+#pragma omp single
+        {
+            uint32_t end = 0;
+            for (int64_t b = 0; b < buckets; b++)
+                for (int u = 0; u < nt; u++) {
+                    end += COUNTS_OF(u)[b];
+                    COUNTS_OF(u)[b] = end;
+                }
+        }
+        for (int64_t i = n * (t + 1) / nt - 1; i >= n * t / nt; i--)
+            out[--count[keys[i]]] = (uint32_t)i;
+    }
+#undef COUNTS_OF
+    starts[buckets] = (uint32_t)n;
+}
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 

@@ -12,6 +12,16 @@
 void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
                        uint32_t *tmp_values, int64_t n, int threads);
 
+/* Stable counting sort of the indices 0 .. n-1 by keys[i] < buckets (seed
+ * 002: the grid's cellStart by counting). out[] receives the indices in key
+ * order; starts[] (buckets + 1 entries) the first position of each bucket,
+ * starts[buckets] = n. With threads > 1, hist holds (threads - 1) * buckets
+ * counters of scratch (each thread counts its block of the input, blocks
+ * are placed in thread order), so the result is identical for every thread
+ * count. n < 2^32. */
+void prox_counting_sort_u32(const uint32_t *keys, int64_t n, int64_t buckets, uint32_t *starts,
+                            uint32_t *out, uint32_t *hist, int threads);
+
 /* Ascending sort of a small array of indices (neighbour-list rows). */
 void prox_sort_u32(uint32_t *a, int64_t n);
 

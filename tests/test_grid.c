@@ -154,6 +154,7 @@ static void grid_parallel_paths_match_oracle_and_each_other(void **state)
     }
     check_thread_independence(&tc, &CONFIG_MORTON);
     check_thread_independence(&tc, &CONFIG_HASH);
+    check_thread_independence(&tc, &CONFIG_LINEAR); /* parallel counting sort */
     csr_free(&want);
     test_case_free(&tc);
 }

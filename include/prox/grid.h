@@ -81,7 +81,7 @@ typedef struct prox_grid prox_grid;
 prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out);
 void prox_grid_destroy(prox_grid *grid);
 
-/* Build from scratch (radix sort of the points by cell key). Fails with
+/* Build from scratch (counting or radix sort of the points by cell key). Fails with
  * PROX_ERR_RANGE when more than 2^31 cells would lie along an axis (a tiny
  * radius over a huge extent; brute force has no such limit). */
 prox_status prox_grid_build(prox_grid *grid, const prox_points *points);

@@ -1,0 +1,149 @@
+/* test_radix_sort.c: the shared sorts of src/radix_sort.c against a plain
+ * stable reference (insertion of each index after the equal keys before
+ * it), on sizes below and above the parallel threshold (65536), with 1, 2
+ * and 3 threads: results must be identical to the reference, so stability
+ * and thread independence are both checked. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "radix_sort.h"
+#include "rng.h"
+
+static const int64_t SIZES[] = {0, 1, 2, 17, 1000, 70001};
+static const int THREADS[] = {1, 2, 3};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Stable order of the indices by key: a counting pass over keys < buckets. */
+static void reference_order(const uint32_t *keys, int64_t n, int64_t buckets, uint32_t *order,
+                            uint32_t *starts)
+{
+    memset(starts, 0, (size_t)(buckets + 1) * sizeof *starts);
+    for (int64_t i = 0; i < n; i++)
+        starts[keys[i] + 1]++;
+    for (int64_t b = 0; b < buckets; b++)
+        starts[b + 1] += starts[b];
+    uint32_t *next = malloc((size_t)(buckets + 1) * sizeof *next);
+    assert_non_null(next);
+    memcpy(next, starts, (size_t)(buckets + 1) * sizeof *next);
+    for (int64_t i = 0; i < n; i++)
+        order[next[keys[i]]++] = (uint32_t)i;
+    free(next);
+}
+
+/* Keys < buckets, many repeated (stability matters), some buckets empty. */
+static void random_keys(uint32_t *keys, int64_t n, int64_t buckets, uint64_t seed)
+{
+    rng r = rng_seeded(seed);
+    for (int64_t i = 0; i < n; i++)
+        keys[i] = (uint32_t)(rng_next(&r) % (uint64_t)buckets) & ~1u; /* odd buckets empty */
+}
+
+static void counting_sort_is_stable_and_thread_independent(void **state)
+{
+    (void)state;
+    static const int64_t BUCKETS[] = {2, 7, 4096};
+    for (int s = 0; s < COUNT(SIZES); s++)
+        for (int b = 0; b < COUNT(BUCKETS); b++) {
+            int64_t n = SIZES[s], buckets = BUCKETS[b];
+            uint32_t *keys = malloc((size_t)(n + 1) * sizeof *keys);
+            uint32_t *want = malloc((size_t)(n + 1) * sizeof *want);
+            uint32_t *got = malloc((size_t)(n + 1) * sizeof *got);
+            uint32_t *want_starts = malloc((size_t)(buckets + 1) * sizeof *want_starts);
+            uint32_t *starts = malloc((size_t)(buckets + 1) * sizeof *starts);
+            uint32_t *hist = malloc((size_t)(2 * buckets) * sizeof *hist);
+            assert_true(keys && want && got && want_starts && starts && hist);
+            random_keys(keys, n, buckets, (uint64_t)(n * 31 + buckets));
+            reference_order(keys, n, buckets, want, want_starts);
+            for (int t = 0; t < COUNT(THREADS); t++) {
+                memset(got, 0xff, (size_t)(n + 1) * sizeof *got);
+                prox_counting_sort_u32(keys, n, buckets, starts, got, hist, THREADS[t]);
+                if (n > 0)
+                    assert_memory_equal(got, want, (size_t)n * sizeof *got);
+                assert_memory_equal(starts, want_starts, (size_t)(buckets + 1) * sizeof *starts);
+            }
+            free(keys), free(want), free(got), free(want_starts), free(starts), free(hist);
+        }
+}
+
+static int by_key_then_value(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b; /* {key, value} */
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* Values are the input positions, so a stable sort is the (key, value)
+ * order; keys mix a low varying part with constant and varying high bytes
+ * (passes skipped and not). */
+static void radix_sort_is_stable_and_thread_independent(void **state)
+{
+    (void)state;
+    for (int s = 0; s < COUNT(SIZES); s++) {
+        int64_t n = SIZES[s];
+        size_t m = (size_t)(n + 1);
+        uint64_t *keys0 = malloc(m * 8), *keys = malloc(m * 8), *tmp = malloc(m * 8);
+        uint64_t *pairs = malloc(2 * m * 8);
+        uint32_t *values = malloc(m * 4), *tmp_values = malloc(m * 4);
+        assert_true(keys0 && keys && tmp && pairs && values && tmp_values);
+        rng r = rng_seeded((uint64_t)n + 5);
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t x = rng_next(&r);
+            keys0[i] = (x % 300) | ((x >> 40) % 3) << 56 | 0x0000ff0000000000ull;
+            pairs[2 * i] = keys0[i];
+            pairs[2 * i + 1] = (uint64_t)i;
+        }
+        if (n > 0)
+            qsort(pairs, (size_t)n, 16, by_key_then_value);
+        for (int t = 0; t < COUNT(THREADS); t++) {
+            memcpy(keys, keys0, m * 8);
+            for (int64_t i = 0; i < n; i++)
+                values[i] = (uint32_t)i;
+            prox_radix_sort64(keys, values, tmp, tmp_values, n, THREADS[t]);
+            for (int64_t i = 0; i < n; i++) {
+                assert_int_equal(keys[i], pairs[2 * i]);
+                assert_int_equal(values[i], pairs[2 * i + 1]);
+            }
+        }
+        free(keys0), free(keys), free(tmp), free(pairs), free(values), free(tmp_values);
+    }
+}
+
+static int by_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Rows of every length up to 200 (the vector networks cover 16 and 32). */
+static void small_sort_matches_qsort(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(77);
+    uint32_t a[200], b[200];
+    for (int n = 0; n <= 200; n++)
+        for (int rep = 0; rep < 4; rep++) {
+            for (int i = 0; i < n; i++)
+                a[i] = b[i] = rep == 3 ? (uint32_t)(n - i) : (uint32_t)(rng_next(&r) % (rep ? 1000000 : 5));
+            prox_sort_u32(a, n);
+            qsort(b, (size_t)n, sizeof *b, by_u32);
+            if (n > 0)
+                assert_memory_equal(a, b, (size_t)n * sizeof *a);
+        }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(counting_sort_is_stable_and_thread_independent),
+        cmocka_unit_test(radix_sort_is_stable_and_thread_independent),
+        cmocka_unit_test(small_sort_matches_qsort),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
