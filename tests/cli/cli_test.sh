@@ -588,6 +588,19 @@ t_bench_mixed2d_small() {
     done
 }
 
+# --algos picks rows: only those named run; an unknown name is a usage error.
+t_bench_mixed2d_algos() {
+    run "$PROX" bench mixed2d --n 500 --queries 2000 --runs 1 --algos multilevel,hierarchical
+    expect_exit 0 || return 1
+    for row in "| multilevel |" "| hierarchical |"; do
+        grep -F -q -- "$row" stdout || { why="no '$row' in: $(cat stdout)"; return 1; }
+    done
+    for row in "| grid |" "| hierarchical-growable |" "| brute |"; do
+        ! grep -F -q -- "$row" stdout || { why="'$row' ran without being asked: $(cat stdout)"; return 1; }
+    done
+    expect_fail 2 "octree" out.txt "$PROX" bench mixed2d --n 500 --queries 2000 --algos grid,octree
+}
+
 t_collide_binary_and_stdin() {
     "$PROX" gen mixed2d --n 800 --queries 0 -o bin.txt || { why="gen text failed"; return 1; }
     "$PROX" gen mixed2d --n 800 --queries 0 -o bin.f64 || { why="gen binary failed"; return 1; }
@@ -663,6 +676,7 @@ check collide_kdtree_options t_collide_kdtree_options
 check err_collide_kdtree_options t_err_collide_kdtree_options
 check err_query_usage t_err_query_usage
 check bench_mixed2d_small t_bench_mixed2d_small
+check bench_mixed2d_algos t_bench_mixed2d_algos
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
