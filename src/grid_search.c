@@ -291,10 +291,11 @@ static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_ro
 
 /* Rows of the points of run r, appended to the chunk; row lengths go to
  * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
- * buffer), OTHER every neighbour but i itself (lists). */
+ * buffer), OTHER every neighbour but i itself (lists); each row sorted
+ * unless the sink is unsorted. */
 static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                         gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
-                        query_counters *qc)
+                        bool sorted, query_counters *qc)
 {
     run_candidates c;
     if (!candidates_of_run(g, r, strips, b, &c, qc)) {
@@ -316,7 +317,8 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
             found += prox_kernel_ids(&c.block, c.ids, c.range[k].begin, c.range[k].end, q,
                                      &g->metric, g->id[s], rule, out + found);
         qc->candidates += total - 1;
-        prox_sort_u32(out, found);
+        if (sorted)
+            prox_sort_u32(out, found);
         rc->count += found;
         row_len[s] = (uint32_t)found;
     }
@@ -410,7 +412,7 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
             rows[k].points_left =
                 g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
             for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rows[k].failed; r++)
-                rows_of_run(g, r, strips, &scratch, &rows[k], row_len, rule, &qc);
+                rows_of_run(g, r, strips, &scratch, &rows[k], row_len, rule, !sink.unsorted, &qc);
             gathered_free(&scratch);
             candidates += qc.candidates;
             cells_visited += qc.cells_visited;
@@ -473,7 +475,9 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     prox_status st = check_query_ready(g, sink);
     if (st)
         return st;
-    if (sink.kind == PROX_SINK_BUFFER || sink.kind == PROX_SINK_LISTS)
+    /* sorted output goes by rows; an unsorted buffer takes the pairs as the
+     * half stencil finds them */
+    if (sink.kind == PROX_SINK_LISTS || (sink.kind == PROX_SINK_BUFFER && !sink.unsorted))
         return grid_rows(g, sink, stats);
     if (g->keys == PROX_KEYS_LINEAR)
         return prox_grid_strip_pairs(g, sink, stats);

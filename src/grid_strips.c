@@ -227,6 +227,23 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
     }
 }
 
+/* After a chunk's first runs, room for what their pairs per point predict
+ * for the whole chunk (plus a quarter): one allocation instead of a chain
+ * of doublings, each copying and touching fresh pages. */
+static void reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, int64_t done,
+                              int64_t r1)
+{
+    int64_t points_done = g->run_start[done] - g->run_start[r0];
+    int64_t points = g->run_start[r1] - g->run_start[r0];
+    if (points_done <= 0)
+        return;
+    double want = 1.25 * (double)e->count / (double)points_done * (double)points + 64;
+    void *p = e->pairs;
+    if (want > (double)e->capacity && /* a failure keeps the old block: growth on demand */
+        prox_grow(e->allocator, &p, &e->capacity, (int64_t)want, e->count, sizeof(prox_pair)))
+        e->pairs = p;
+}
+
 static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
 {
     prox_chunks chunks = {0};
@@ -244,8 +261,12 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
         prox_stats counters = {0};
         half_scratch hs = {NULL, 0};
         prox_emitter *e = &chunks.emitter[k];
-        for (int64_t r = runs * k / chunks.count; r < runs * (k + 1) / chunks.count && !e->stop; r++)
+        int64_t r0 = runs * k / chunks.count, r1 = runs * (k + 1) / chunks.count;
+        for (int64_t r = r0; r < r1 && !e->stop; r++) {
             half_pairs_of_run(g, &rows, r, &hs, e, &counters);
+            if (r == r0 + 63 && e->kind == PROX_SINK_BUFFER)
+                reserve_predicted(g, e, r0, r + 1, r1);
+        }
         prox_free(&g->allocator, hs.hits);
         candidates += counters.candidates;
         cells_visited += counters.cells_visited;

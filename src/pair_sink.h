@@ -5,7 +5,9 @@
  * on one thread, in traversal order), or stores pairs into the chunk's own
  * growable array. prox_chunks_deliver then turns the stored chunks into
  * the sorted buffer or CSR lists; since that output is sorted, it does not
- * depend on how many threads produced the chunks. */
+ * depend on how many threads produced the chunks. An unsorted sink gets
+ * the chunks in chunk order, which covers the work in traversal order
+ * whatever the chunk count: the same output again. */
 #ifndef PROX_PAIR_SINK_H
 #define PROX_PAIR_SINK_H
 
@@ -54,6 +56,7 @@ typedef struct prox_chunks {
     int count;
     int threads; /* for the delivery; init sets 1, a caller may raise it */
     prox_allocator allocator;
+    prox_pair_buffer *adopted; /* unsorted buffer of one chunk: emitter 0 stores into it */
 } prox_chunks;
 
 /* `count` emitters for `sink` (a callback sink needs count == 1). */

@@ -70,6 +70,12 @@ prox_sink prox_sink_callback(prox_pair_fn fn, void *user)
     return (prox_sink){.kind = PROX_SINK_CALLBACK, .fn = fn, .user = user};
 }
 
+prox_sink prox_sink_unsorted(prox_sink sink)
+{
+    sink.unsorted = true;
+    return sink;
+}
+
 /* ---- emitters and chunks ----------------------------------------------- */
 
 bool prox_emitter_grow(prox_emitter *e, int64_t more)
@@ -89,12 +95,23 @@ prox_status prox_chunks_init(prox_chunks *c, int count, prox_sink sink,
     c->allocator = prox_allocator_resolve(allocator);
     c->count = count;
     c->threads = 1;
+    c->adopted = NULL;
     c->emitter = prox_alloc_array(&c->allocator, count, sizeof *c->emitter);
     if (!c->emitter)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %d result chunks", count);
     for (int k = 0; k < count; k++)
         c->emitter[k] = (prox_emitter){.kind = sink.kind, .allocator = &c->allocator,
                                        .fn = sink.fn, .user = sink.user};
+    if (count == 1 && sink.kind == PROX_SINK_BUFFER && sink.unsorted) {
+        /* one chunk in traversal order is the result itself: store straight
+         * into the caller's buffer (its storage and allocator) */
+        prox_pair_buffer *b = sink.buffer;
+        c->adopted = b;
+        c->emitter[0].pairs = b->pairs;
+        c->emitter[0].capacity = b->capacity;
+        c->emitter[0].allocator = &b->allocator;
+        b->count = 0;
+    }
     return PROX_OK;
 }
 
@@ -102,6 +119,12 @@ void prox_chunks_free(prox_chunks *c)
 {
     if (!c->emitter)
         return;
+    if (c->adopted) { /* the storage goes back to the buffer (count set on delivery) */
+        c->adopted->pairs = c->emitter[0].pairs;
+        c->adopted->capacity = c->emitter[0].capacity;
+        c->emitter[0].pairs = NULL;
+        c->adopted = NULL;
+    }
     for (int k = 0; k < c->count; k++)
         prox_free(&c->allocator, c->emitter[k].pairs);
     prox_free(&c->allocator, c->emitter);
@@ -123,6 +146,7 @@ typedef struct pair_source {
     const int64_t *counts;
     int arrays_count;
     int threads;
+    bool unsorted; /* keep arrival order (prox_sink_unsorted) */
 } pair_source;
 
 static int64_t source_total(const pair_source *s)
@@ -204,7 +228,22 @@ static void build_rows(const pair_source *s, int64_t rows, bool both_ends, int64
     prox_prefix_sums(offsets, rows, s->threads);
     memcpy(cursor, offsets, (size_t)(rows + 1) * sizeof *cursor);
     scatter_rows(s, cursor, entries, both_ends);
-    sort_rows(offsets, entries, rows, s->threads);
+    if (!s->unsorted)
+        sort_rows(offsets, entries, rows, s->threads);
+}
+
+/* Unsorted: the arrays one after the other, copied in parallel. */
+static void concatenate(const pair_source *s, prox_pair *out, int64_t total)
+{
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && total > 65536) \
+    schedule(dynamic, 1)
+    for (int a = 0; a < s->arrays_count; a++) {
+        int64_t at = 0; /* arrays are few (a few per thread) */
+        for (int b = 0; b < a; b++)
+            at += s->counts[b];
+        if (s->counts[a] > 0)
+            memcpy(out + at, s->arrays[a], (size_t)s->counts[a] * sizeof *out);
+    }
 }
 
 static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int64_t rows)
@@ -214,6 +253,11 @@ static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int
     prox_status st = prox_pair_buffer_reserve(b, total);
     if (st)
         return st;
+    if (s->unsorted) {
+        concatenate(s, b->pairs, total);
+        b->count = total;
+        return PROX_OK;
+    }
     int64_t *offsets = prox_alloc_array(&b->allocator, 2 * (rows + 1), sizeof *offsets);
     prox_index *entries = prox_alloc_array(&b->allocator, total, sizeof *entries);
     if (!offsets || !entries) {
@@ -281,6 +325,10 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
         return PROX_STOPPED;
     if (sink.kind != PROX_SINK_BUFFER && sink.kind != PROX_SINK_LISTS)
         return PROX_OK;
+    if (c->adopted) { /* the one chunk stored into the buffer itself */
+        c->adopted->count = total;
+        return PROX_OK;
+    }
 
     const prox_pair **arrays = prox_alloc_array(&c->allocator, c->count, sizeof *arrays);
     int64_t *counts = prox_alloc_array(&c->allocator, c->count, sizeof *counts);
@@ -292,7 +340,7 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
             arrays[k] = c->emitter[k].pairs;
             counts[k] = c->emitter[k].count;
         }
-        pair_source s = {arrays, counts, c->count, c->threads > 0 ? c->threads : 1};
+        pair_source s = {arrays, counts, c->count, c->threads > 0 ? c->threads : 1, sink.unsorted};
         st = deliver_source(&s, sink, rows, symmetric);
     }
     prox_free(&c->allocator, arrays);
@@ -310,7 +358,7 @@ prox_status prox_pairs_deliver(const prox_pair *pairs, int64_t count, prox_sink 
                 return PROX_STOPPED;
         return PROX_OK;
     }
-    pair_source s = {&pairs, &count, 1, 1};
+    pair_source s = {&pairs, &count, 1, 1, sink.unsorted};
     return deliver_source(&s, sink, rows, symmetric);
 }
 

@@ -350,6 +350,61 @@ static void check_lists_sink(run *r, const csr *want, int64_t pairs)
     prox_lists_free(&lists);
 }
 
+static int compare_index(const void *a, const void *b)
+{
+    prox_index x = *(const prox_index *)a, y = *(const prox_index *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void expect_self_orientation(run *r, const pair_list *got);
+
+/* prox_sink_unsorted: the same pairs (self pairs still i < j), any order;
+ * sorted, they must equal the oracle's. */
+static void check_unsorted_buffer_sink(run *r, const pair_list *want)
+{
+    run_label(r, "unsorted buffer");
+    prox_pair_buffer buffer;
+    prox_pair_buffer_init(&buffer, NULL);
+    prox_stats stats;
+    memset(&stats, 0xA5, sizeof stats);
+    CHECK_STATUS(run_call(r, prox_sink_unsorted(prox_sink_buffer(&buffer)), &stats), PROX_OK,
+                 r->context);
+    CHECK(buffer.count == want->count, r->context,
+          "unsorted buffer holds %" PRId64 " pairs, expected %" PRId64, buffer.count,
+          want->count);
+    pair_list got;
+    pair_list_init(&got);
+    for (int64_t n = 0; n < buffer.count; n++)
+        pair_list_push(&got, buffer.pairs[n].i, buffer.pairs[n].j);
+    expect_self_orientation(r, &got);
+    pair_list_sort(&got);
+    expect_same_pairs(&r->subject, want, got.items, got.count);
+    expect_stats(r, &stats, want->count);
+    pair_list_free(&got);
+    prox_pair_buffer_free(&buffer);
+}
+
+/* Unsorted lists: each row, sorted, must equal the oracle's row. */
+static void check_unsorted_lists_sink(run *r, const csr *want, int64_t pairs)
+{
+    run_label(r, "unsorted lists");
+    prox_lists lists;
+    prox_lists_init(&lists, NULL);
+    prox_stats stats;
+    memset(&stats, 0xA5, sizeof stats);
+    CHECK_STATUS(run_call(r, prox_sink_unsorted(prox_sink_lists(&lists)), &stats), PROX_OK,
+                 r->context);
+    for (int64_t row = 0; row < lists.rows; row++) {
+        int64_t begin = lists.offsets[row], end = lists.offsets[row + 1];
+        if (end > begin && begin >= 0 && end <= lists.offsets[lists.rows])
+            qsort(lists.indices + begin, (size_t)(end - begin), sizeof *lists.indices,
+                  compare_index);
+    }
+    expect_same_lists(&r->subject, want, &lists);
+    expect_stats(r, &stats, pairs);
+    prox_lists_free(&lists);
+}
+
 static void check_count_sink(run *r, int64_t pairs)
 {
     run_label(r, "count");
@@ -421,6 +476,8 @@ static void check_all_sinks(run *r, const pair_list *want_pairs, const csr *want
     }
     check_buffer_sink(r, want_pairs);
     check_lists_sink(r, want_lists, want_pairs->count);
+    check_unsorted_buffer_sink(r, want_pairs);
+    check_unsorted_lists_sink(r, want_lists, want_pairs->count);
     check_count_sink(r, want_pairs->count);
     check_callback_sink(r, want_pairs);
     check_callback_stops(r, want_pairs);
@@ -507,8 +564,8 @@ void check_class(input_class cls, const algo_config *const *configs, int config_
 
 /* Everything one call sequence delivers, kept for byte comparisons. */
 typedef struct capture {
-    prox_pair_buffer buffer;
-    prox_lists lists;
+    prox_pair_buffer buffer, unsorted_buffer;
+    prox_lists lists, unsorted_lists;
     collector callbacks;
 } capture;
 
@@ -524,12 +581,22 @@ static void capture_run(run *r, capture *out)
     run_label(r, "callback");
     CHECK_STATUS(run_call(r, prox_sink_callback(collector_fn, &out->callbacks), NULL), PROX_OK,
                  r->context);
+    prox_pair_buffer_init(&out->unsorted_buffer, NULL);
+    prox_lists_init(&out->unsorted_lists, NULL);
+    run_label(r, "unsorted buffer");
+    CHECK_STATUS(run_call(r, prox_sink_unsorted(prox_sink_buffer(&out->unsorted_buffer)), NULL),
+                 PROX_OK, r->context);
+    run_label(r, "unsorted lists");
+    CHECK_STATUS(run_call(r, prox_sink_unsorted(prox_sink_lists(&out->unsorted_lists)), NULL),
+                 PROX_OK, r->context);
 }
 
 static void capture_free(capture *c)
 {
     prox_pair_buffer_free(&c->buffer);
+    prox_pair_buffer_free(&c->unsorted_buffer);
     prox_lists_free(&c->lists);
+    prox_lists_free(&c->unsorted_lists);
     collector_free(&c->callbacks);
 }
 
@@ -558,21 +625,30 @@ static void expect_same_sequence(run *r, const char *what, const prox_pair *one,
           n < many_count ? (unsigned)many[n].j : 0u);
 }
 
+static void expect_same_lists_bytes(run *r, const char *what, const prox_lists *one,
+                                    const prox_lists *many)
+{
+    CHECK(one->rows == many->rows, r->context, "%s: rows differ", what);
+    CHECK(same_bytes(one->offsets, many->offsets, one->rows + 1, sizeof(int64_t)), r->context,
+          "%s: offsets differ from threads=1", what);
+    int64_t entries = one->offsets[one->rows];
+    CHECK(same_bytes(one->indices, many->indices, entries, sizeof(prox_index)), r->context,
+          "%s: indices differ from threads=1", what);
+}
+
 static void expect_same_capture(run *r, const capture *one, const capture *many)
 {
-    run_label(r, "buffer/lists/callback compared with threads=1");
+    run_label(r, "buffer/lists/callback/unsorted compared with threads=1");
     expect_same_sequence(r, "pair buffer", one->buffer.pairs, one->buffer.count,
                          many->buffer.pairs, many->buffer.count);
     expect_same_sequence(r, "callback order", one->callbacks.got.items,
                          one->callbacks.got.count, many->callbacks.got.items,
                          many->callbacks.got.count);
-    CHECK(one->lists.rows == many->lists.rows, r->context, "list rows differ");
-    CHECK(same_bytes(one->lists.offsets, many->lists.offsets, one->lists.rows + 1,
-                     sizeof(int64_t)),
-          r->context, "list offsets differ from threads=1");
-    int64_t entries = one->lists.offsets[one->lists.rows];
-    CHECK(same_bytes(one->lists.indices, many->lists.indices, entries, sizeof(prox_index)),
-          r->context, "list indices differ from threads=1");
+    expect_same_sequence(r, "unsorted pair buffer", one->unsorted_buffer.pairs,
+                         one->unsorted_buffer.count, many->unsorted_buffer.pairs,
+                         many->unsorted_buffer.count);
+    expect_same_lists_bytes(r, "lists", &one->lists, &many->lists);
+    expect_same_lists_bytes(r, "unsorted lists", &one->unsorted_lists, &many->unsorted_lists);
 }
 
 void check_thread_independence(const test_case *tc, const algo_config *config)

@@ -571,14 +571,22 @@ static prox_status one_shot_sinks(const scenario *s, const prox_allocator *hook)
 {
     prox_grid_desc desc = scenario_desc(s, hook);
     prox_points points = test_case_points(s->tc), queries = test_case_queries(s->tc);
-    prox_pair_buffer buffer;
+    prox_pair_buffer buffer, unsorted;
     prox_lists lists;
     prox_pair_buffer_init(&buffer, hook);
+    prox_pair_buffer_init(&unsorted, hook);
     prox_lists_init(&lists, hook);
     collector c;
     collector_init(&c, 0);
     prox_status status =
         prox_pairs(&points, &desc, s->config->algo, prox_sink_buffer(&buffer), NULL);
+    if (status == PROX_OK)
+        status = prox_pairs(&points, &desc, s->config->algo,
+                            prox_sink_unsorted(prox_sink_buffer(&unsorted)), NULL);
+    if (status == PROX_OK)
+        CHECK(unsorted.count == s->e->pairs.count, s->name,
+              "unsorted buffer: %lld pairs, expected %lld", (long long)unsorted.count,
+              (long long)s->e->pairs.count);
     if (status == PROX_OK)
         status = prox_pairs(&points, &desc, s->config->algo, prox_sink_lists(&lists), NULL);
     if (status == PROX_OK)
@@ -600,6 +608,7 @@ static prox_status one_shot_sinks(const scenario *s, const prox_allocator *hook)
     }
     collector_free(&c);
     prox_pair_buffer_free(&buffer);
+    prox_pair_buffer_free(&unsorted);
     prox_lists_free(&lists);
     return status;
 }

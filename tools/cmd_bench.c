@@ -18,8 +18,9 @@ static const char usage[] =
     "algorithm and task on it: grid with linear keys, with Morton keys (cells of\n"
     "r and of r/2) and with hash keys, the hierarchical hash, and brute force when\n"
     "N <= 20000.\n"
-    "  sph3d  tasks: pairs into a buffer, count only, full lists\n"
-    "  nns2d  task: full lists\n"
+    "  sph3d  tasks: pairs into a buffer (sorted, and unsorted: traversal order),\n"
+    "         count only, full lists (rows sorted, and unsorted)\n"
+    "  nns2d  tasks: full lists (rows sorted, and unsorted)\n"
     "\n"
     "Options:\n"
     "  -n, --n N          points (default 1000000)\n"
@@ -37,8 +38,14 @@ static const char usage[] =
 
 #define BRUTE_MAX_N 20000
 
-typedef enum bench_task { TASK_PAIRS, TASK_COUNT, TASK_LISTS } bench_task;
-static const char *const task_names[] = { "pairs", "count", "lists" };
+typedef enum bench_task {
+    TASK_PAIRS, TASK_COUNT, TASK_LISTS, TASK_PAIRS_UNSORTED, TASK_LISTS_UNSORTED
+} bench_task;
+static const char *const task_names[] = { "pairs", "count", "lists", "pairs-unsorted",
+                                          "lists-unsorted" };
+static const bench_task sph3d_tasks[] = { TASK_PAIRS, TASK_PAIRS_UNSORTED, TASK_COUNT, TASK_LISTS,
+                                          TASK_LISTS_UNSORTED };
+static const bench_task nns2d_tasks[] = { TASK_LISTS, TASK_LISTS_UNSORTED };
 
 typedef struct variant {
     const char *algo_name, *keys_name, *cell_name;
@@ -215,6 +222,10 @@ static prox_sink sink_for(bench_task task, sinks *s)
         return prox_sink_count();
     if (task == TASK_LISTS)
         return prox_sink_lists(&s->lists);
+    if (task == TASK_LISTS_UNSORTED)
+        return prox_sink_unsorted(prox_sink_lists(&s->lists));
+    if (task == TASK_PAIRS_UNSORTED)
+        return prox_sink_unsorted(prox_sink_buffer(&s->buffer));
     return prox_sink_buffer(&s->buffer);
 }
 
@@ -287,8 +298,11 @@ static bool run_table(const bench_options *o, const prox_points *points, const p
     int64_t expected = -2;
     bool agree = true;
     for (int v = 0; v < variant_count; v++) {
-        for (int task = o->nns2d ? TASK_LISTS : TASK_PAIRS; task <= TASK_LISTS; task++) {
-            int64_t pairs = measure_row(&variants[v], (bench_task)task, points, desc, o->runs, &s);
+        const bench_task *tasks = o->nns2d ? nns2d_tasks : sph3d_tasks;
+        int task_count = o->nns2d ? (int)(sizeof nns2d_tasks / sizeof *nns2d_tasks)
+                                  : (int)(sizeof sph3d_tasks / sizeof *sph3d_tasks);
+        for (int t = 0; t < task_count; t++) {
+            int64_t pairs = measure_row(&variants[v], tasks[t], points, desc, o->runs, &s);
             agree = agree && pairs >= 0 && (expected == -2 || pairs == expected);
             expected = pairs;
         }

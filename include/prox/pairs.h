@@ -13,6 +13,14 @@
  *     the query then returns PROX_STOPPED.
  * The same input always gives the same output in the same order, whatever
  * the number of threads.
+ *
+ * prox_sink_unsorted(sink) skips the final sort of a buffer or lists sink:
+ * the buffer then holds the same pairs (each once, i < j for self pairs) in
+ * the search's traversal order (for the grid, the callback's order), and
+ * each CSR row its entries in traversal order. Still the same output for
+ * every thread count; it saves the staging and sorting that sorted output
+ * costs (W1: docs/benchmarks.md). Structures without a faster unsorted path
+ * deliver sorted output, which is one valid traversal order.
  */
 #ifndef PROX_PAIRS_H
 #define PROX_PAIRS_H
@@ -70,12 +78,15 @@ typedef struct prox_sink {
     prox_lists *lists;        /* PROX_SINK_LISTS: replaced by the result */
     prox_pair_fn fn;          /* PROX_SINK_CALLBACK */
     void *user;               /* PROX_SINK_CALLBACK */
+    bool unsorted;            /* BUFFER, LISTS: traversal order (prox_sink_unsorted) */
 } prox_sink;
 
 prox_sink prox_sink_count(void);
 prox_sink prox_sink_buffer(prox_pair_buffer *buffer);
 prox_sink prox_sink_lists(prox_lists *lists);
 prox_sink prox_sink_callback(prox_pair_fn fn, void *user);
+/* The same sink, delivered in traversal order instead of sorted. */
+prox_sink prox_sink_unsorted(prox_sink sink);
 
 #ifdef __cplusplus
 }

@@ -279,6 +279,29 @@ t_pairs_grid_equals_brute() {
     [ -s brute.out ] || { why="no pairs at all"; return 1; }
 }
 
+# --unsorted: the same pairs (and the same list rows) in traversal order,
+# byte-identical for 1 and 2 threads.
+t_pairs_unsorted() {
+    "$PROX" gen sph3d --n 3000 -o s3000.txt || { why="gen failed"; return 1; }
+    "$PROX" pairs s3000.txt >sorted.out && "$PROX" pairs --lists s3000.txt >lists.out ||
+        { why="sorted runs failed"; return 1; }
+    for t in 1 2; do
+        "$PROX" pairs --unsorted --threads $t s3000.txt >unsorted$t.out &&
+            "$PROX" pairs --unsorted --lists --threads $t s3000.txt >ulists$t.out ||
+            { why="--unsorted --threads $t failed"; return 1; }
+    done
+    same_files unsorted1.out unsorted2.out && same_files ulists1.out ulists2.out || return 1
+    ! cmp -s sorted.out unsorted1.out || { why="--unsorted output is sorted: the test proves nothing"; return 1; }
+    sort -n -k1,1 -k2,2 unsorted1.out >resorted.out
+    same_files sorted.out resorted.out || return 1
+    # every row holds the same entries: (row, entry) lines, sorted, agree
+    for f in lists ulists1; do
+        awk '!/^#/ { for (k = 2; k <= NF; k++) print $1 + 0, $k }' $f.out | sort -n -k1,1 -k2,2 >$f.entries
+    done
+    [ -s lists.entries ] || { why="no list entries"; return 1; }
+    same_files lists.entries ulists1.entries
+}
+
 t_pairs_text_equals_f64() {
     "$PROX" gen sph3d --n 2000 -o s2000.txt && "$PROX" gen sph3d --n 2000 -o s2000.f64 ||
         { why="gen failed"; return 1; }
@@ -631,6 +654,7 @@ check pairs_output_file t_pairs_output_file
 check pairs_2d t_pairs_2d
 check pairs_periodic t_pairs_periodic
 check pairs_grid_equals_brute t_pairs_grid_equals_brute
+check pairs_unsorted t_pairs_unsorted
 check pairs_text_equals_f64 t_pairs_text_equals_f64
 check pairs_f32 t_pairs_f32
 check pairs_stats t_pairs_stats
