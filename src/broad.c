@@ -638,11 +638,30 @@ static void fill_stats(const prox_broad *b, const chunk_job *job, int64_t pairs,
                    (b->box_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
 }
 
-static prox_status run_queries(const prox_broad *b, const query_set *qs, prox_sink sink,
+/* The built boxes as a structure sees them. */
+static broad_input input_of(const prox_broad *b)
+{
+    broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
+                      {0, 0, 0}, {0, 0, 0}};
+    memcpy(in.lo, b->lo, sizeof in.lo);
+    memcpy(in.hi, b->hi, sizeof in.hi);
+    return in;
+}
+
+static prox_status run_queries(prox_broad *b, const query_set *qs, prox_sink sink,
                                prox_stats *stats)
 {
     chunk_job job = {.broad = b, .queries = qs};
-    prox_status st = job_init(&job, b, qs, sink);
+    prox_status st = PROX_OK;
+    if (b->ops->prepare_queries) {
+        broad_input in = input_of(b);
+        if ((st = b->ops->prepare_queries(b->impl, &in))) {
+            if (stats)
+                *stats = (prox_stats){0};
+            return st;
+        }
+    }
+    st = job_init(&job, b, qs, sink);
     if (!st)
         space_order(&job, b, qs);
     int64_t pairs = 0;
@@ -736,7 +755,7 @@ prox_status prox_broad_pairs(prox_broad *b, prox_sink sink, prox_stats *stats)
     prox_status st = check_ready(b, sink, stats);
     if (st)
         return st;
-    if (b->ops->self_pairs)
+    if (b->ops->self_pairs && (!b->ops->has_self_pairs || b->ops->has_self_pairs(b->impl)))
         return run_self_pairs(b, sink, stats);
     query_set qs = {.kind = QUERY_SELF, .count = b->n};
     return run_queries(b, &qs, sink, stats);

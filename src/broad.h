@@ -125,6 +125,14 @@ typedef struct broad_ops {
      * queries each built box through gather. */
     prox_status (*self_pairs)(const void *impl, const broad_input *in, prox_chunks *chunks,
                               prox_stats *stats);
+    /* Whether self_pairs serves the current build (NULL: always, when
+     * self_pairs is there): the uniform grid finds self pairs natively only
+     * for boxes of similar sizes. */
+    bool (*has_self_pairs)(const void *impl);
+    /* Called before queries gather (NULL: nothing to do): a structure may
+     * build what only queries need on first use (the uniform grid's
+     * per-cell engine). */
+    prox_status (*prepare_queries)(void *impl, const broad_input *in);
     int64_t (*bytes)(const void *impl);
     int64_t (*cells)(const void *impl);
 } broad_ops;

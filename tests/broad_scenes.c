@@ -118,6 +118,48 @@ void mixed_boxes(box_set *s, rng *r, int dim, int64_t n, double origin, double s
     }
 }
 
+/* Edges 0.5 .. 1, dense enough for a few overlaps per box, with the special
+ * cases: zero extent along y, a point, a face-touching neighbour, a copy,
+ * and corner-touching pairs of unit boxes (their centres exactly the
+ * longest extents apart on every axis: the edge of the centres' ball). */
+static void similar_boxes(box_set *s, rng *r, int dim, int64_t n, double origin)
+{
+    box_set_alloc(s, dim, n);
+    double side = dim == 2 ? sqrt((double)n) : 1.3 * cbrt((double)n);
+    for (int64_t i = 0; i < n; i++) {
+        double *b = box_at(s, i);
+        for (int k = 0; k < dim; k++) {
+            b[k] = origin + rng_range(r, 0, side);
+            b[dim + k] = b[k] + rng_range(r, 0.5, 0.5);
+        }
+        const double *p = i > 0 ? box_at(s, i - 1) : NULL;
+        if (i % 13 == 5)
+            b[dim + 1] = b[1];
+        if (i % 31 == 4)
+            for (int k = 0; k < dim; k++)
+                b[dim + k] = b[k];
+        if (p && i % 19 == 7) {
+            double w = b[dim] - b[0];
+            b[0] = p[dim];
+            b[dim] = b[0] + w;
+            for (int k = 1; k < dim; k++) {
+                b[k] = p[k];
+                b[dim + k] = p[dim + k];
+            }
+        }
+        if (p && i % 23 == 11)
+            memcpy(b, p, 2 * (size_t)dim * sizeof(double));
+        if (p && i % 37 == 9) {
+            double *q = box_at(s, i - 1);
+            for (int k = 0; k < dim; k++) {
+                q[dim + k] = q[k] + 1.0;
+                b[k] = q[dim + k];
+                b[dim + k] = b[k] + 1.0;
+            }
+        }
+    }
+}
+
 /* Segments: random, of length 0, axis-parallel, ending exactly on a face of
  * a built box, starting on a corner. */
 static void segments(scene *sc, rng *r, int64_t m, double origin, double side)
@@ -172,12 +214,18 @@ void scene_make(scene *sc, scene_kind kind, int dim, bool f32, int64_t n, int64_
     sc->dim = dim;
     sc->f32 = f32;
     rng r = rng_seeded(1000 + 10 * (uint64_t)kind + (uint64_t)dim);
-    double origin = kind == SCENE_OFFSET ? 1e9 : -3e4, side = 65536;
+    bool similar = kind == SCENE_SIMILAR || kind == SCENE_SIMILAR_OFFSET;
+    double origin = kind == SCENE_OFFSET || kind == SCENE_SIMILAR_OFFSET ? 1e9 : similar ? -20 : -3e4;
+    double side = similar ? 40 : 65536;
     int64_t count = kind == SCENE_EMPTY ? 0 : kind == SCENE_ONE ? 1 : n;
     static const char *names[] = {"mixed sizes", "1e9 offsets", "N = 0", "N = 1",
-                                  "all boxes identical"};
+                                  "all boxes identical", "similar sizes",
+                                  "similar sizes at 1e9"};
     sc->name = names[kind];
-    mixed_boxes(&sc->boxes, &r, dim, count, origin, side);
+    if (similar)
+        similar_boxes(&sc->boxes, &r, dim, count, origin);
+    else
+        mixed_boxes(&sc->boxes, &r, dim, count, origin, side);
     if (kind == SCENE_SAME)
         for (int64_t i = 1; i < count; i++)
             memcpy(box_at(&sc->boxes, i), box_at(&sc->boxes, 0),
@@ -450,6 +498,8 @@ void check_common_scenes(const config *const *configs, int config_count)
     check_scene_kind(SCENE_EMPTY, 0, 50, configs, config_count);
     check_scene_kind(SCENE_ONE, 1, 50, configs, config_count);
     check_scene_kind(SCENE_SAME, 60, 40, configs, config_count);
+    check_scene_kind(SCENE_SIMILAR, 700, 100, configs, config_count);
+    check_scene_kind(SCENE_SIMILAR_OFFSET, 400, 100, configs, config_count);
 }
 
 typedef struct stopper {

@@ -45,7 +45,13 @@ typedef struct scene {
     point_set starts, ends;
 } scene;
 
-typedef enum scene_kind { SCENE_MIXED, SCENE_OFFSET, SCENE_EMPTY, SCENE_ONE, SCENE_SAME } scene_kind;
+/* SIMILAR: boxes of similar sizes (the uniform grid then searches their
+ * centres), some touching face to face or corner to corner; SIMILAR_OFFSET
+ * the same at 1e9. */
+typedef enum scene_kind {
+    SCENE_MIXED, SCENE_OFFSET, SCENE_EMPTY, SCENE_ONE, SCENE_SAME, SCENE_SIMILAR,
+    SCENE_SIMILAR_OFFSET
+} scene_kind;
 
 typedef enum query_kind {
     Q_PAIRS, Q_BOXES, Q_SEGMENTS, Q_SEGMENTS_BROAD, Q_SWEPT, Q_KINDS

@@ -75,6 +75,14 @@ static void identical_boxes_match_brute_force(void **state)
     run_scene(SCENE_SAME, 60, 40);
 }
 
+/* The uniform grid's self pairs by box centres (broad_grid.c). */
+static void similar_sizes_match_brute_force(void **state)
+{
+    (void)state;
+    run_scene(SCENE_SIMILAR, 700, 100);
+    run_scene(SCENE_SIMILAR_OFFSET, 400, 100);
+}
+
 /* Over 4096 queries against a structure over 1 MiB, the driver runs the
  * queries in space order (broad.c, space_order): every query kind must
  * still give what brute force gives (self pairs take the same path; brute
@@ -362,6 +370,7 @@ int main(void)
         cmocka_unit_test(offsets_of_1e9_match_brute_force),
         cmocka_unit_test(empty_and_single_match_brute_force),
         cmocka_unit_test(identical_boxes_match_brute_force),
+        cmocka_unit_test(similar_sizes_match_brute_force),
         cmocka_unit_test(space_ordered_queries_match_brute_force),
         cmocka_unit_test(results_do_not_depend_on_threads),
         cmocka_unit_test(callback_can_stop_early),
