@@ -299,18 +299,23 @@ static prox_index *scratch_ids(const prox_grid *g)
 
 /* ---- building ------------------------------------------------------------ */
 
+/* The cell of the caller's point i (wrapped on periodic axes). */
+static inline cell3 cell_of_input(const prox_grid *g, const prox_points *p, int64_t i)
+{
+    const double *period = g->desc.period;
+    double z = p->dim == 3 ? prox_coord(p, i, 2, period) : 0.0;
+    return cell_of_point(g, prox_coord(p, i, 0, period), prox_coord(p, i, 1, period), z);
+}
+
 /* Keys and identity ids in input order. */
 static void compute_keys(prox_grid *g, const prox_points *p)
 {
     uint64_t *keys = sort_keys(g);
-    const double *period = g->desc.period;
     int64_t n = p->count;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t i = 0; i < n; i++) {
-        double z = p->dim == 3 ? prox_coord(p, i, 2, period) : 0.0;
-        cell3 c = cell_of_point(g, prox_coord(p, i, 0, period), prox_coord(p, i, 1, period), z);
-        keys[i] = key_of_cell(g, c);
+        keys[i] = key_of_cell(g, cell_of_input(g, p, i));
         g->id[i] = (prox_index)i;
     }
 }
@@ -506,15 +511,11 @@ static uint32_t *linear_keys(const prox_grid *g)
 static void compute_linear_keys(prox_grid *g, const prox_points *p)
 {
     uint32_t *keys = linear_keys(g);
-    const double *period = g->desc.period;
     int64_t n = p->count;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
-    for (int64_t i = 0; i < n; i++) {
-        double z = p->dim == 3 ? prox_coord(p, i, 2, period) : 0.0;
-        cell3 c = cell_of_point(g, prox_coord(p, i, 0, period), prox_coord(p, i, 1, period), z);
-        keys[i] = (uint32_t)key_of_cell(g, c);
-    }
+    for (int64_t i = 0; i < n; i++)
+        keys[i] = (uint32_t)key_of_cell(g, cell_of_input(g, p, i));
 }
 
 /* Runs from the cell table (table[c] = first point of cell c): one per
