@@ -123,16 +123,20 @@ static void bounding_box(const prox_points *p, const double *period, int threads
     }
 }
 
-/* Linear keys index a table of every cell of the box: worth it up to
- * LINEAR_CELLS_PER_POINT cells per point (the table costs 4 bytes a cell). */
+/* Linear keys index every cell of the box: a table entry per cell (4 bytes)
+ * up to LINEAR_CELLS_PER_POINT cells per point; beyond, occupancy bits and
+ * ranks (3/16 of a byte per cell) up to SPARSE_CELLS_PER_POINT, or up to
+ * SPARSE_MIN_CELLS cells (3 MiB) for few points; sparser still, Morton keys. */
 #define LINEAR_CELLS_PER_POINT 4
 #define LINEAR_MIN_CELLS 65536
+#define SPARSE_CELLS_PER_POINT 256
+#define SPARSE_MIN_CELLS (1 << 24)
 
-static bool linear_keys_fit(const prox_grid *g, int64_t n)
+static bool cells_fit(const prox_grid *g, int64_t n, double per_point, double minimum)
 {
     double cells = (double)g->ncell[0] * (double)g->ncell[1] * (double)g->ncell[2];
-    double limit = (double)LINEAR_CELLS_PER_POINT * (double)n;
-    return cells <= (limit > LINEAR_MIN_CELLS ? limit : LINEAR_MIN_CELLS);
+    double limit = per_point * (double)n;
+    return cells <= (limit > minimum ? limit : minimum);
 }
 
 static prox_status choose_geometry(prox_grid *g, const prox_points *p)
@@ -153,8 +157,14 @@ static prox_status choose_geometry(prox_grid *g, const prox_points *p)
     }
     g->dim = p->dim;
     g->keys = g->desc.keys;
-    if (g->keys == PROX_KEYS_LINEAR && !linear_keys_fit(g, p->count))
-        g->keys = PROX_KEYS_MORTON; /* documented: too sparse for a table of every cell */
+    g->sparse = false;
+    if (g->keys == PROX_KEYS_LINEAR &&
+        !cells_fit(g, p->count, LINEAR_CELLS_PER_POINT, LINEAR_MIN_CELLS)) {
+        if (cells_fit(g, p->count, SPARSE_CELLS_PER_POINT, SPARSE_MIN_CELLS))
+            g->sparse = true;
+        else
+            g->keys = PROX_KEYS_MORTON; /* documented: too sparse even for occupancy bits */
+    }
     if (g->keys == PROX_KEYS_MORTON && p->dim == 3)
         for (int k = 0; k < 3; k++)
             if (g->ncell[k] > MORTON3_CELLS)
@@ -243,7 +253,8 @@ void prox_grid_destroy(prox_grid *g)
     if (!g)
         return;
     prox_allocator al = g->allocator;
-    void *blocks[] = {g->id, g->pos, g->run_start, g->run_cell, g->table, g->stencil};
+    void *blocks[] = {g->id,    g->pos,      g->run_start, g->run_cell,
+                      g->table, g->occupied, g->rank,      g->stencil};
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
         prox_free(&al, blocks[b]);
     prox_free(&al, g);
@@ -253,7 +264,7 @@ int64_t prox_grid_bytes(const prox_grid *g)
 {
     return g->id_cap * 4 + g->pos_cap * 8 + g->run_start_cap * 4 +
            g->run_cell_cap * (int64_t)sizeof(cell3) +
-           g->table_cap * 4 + (int64_t)sizeof *g;
+           g->table_cap * 4 + g->occupied_cap * 8 + g->rank_cap * 4 + (int64_t)sizeof *g;
 }
 
 static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t size)
@@ -480,6 +491,29 @@ static prox_status index_slot_runs(prox_grid *g)
     return PROX_OK;
 }
 
+/* Linear keys over a sparse box: a bit per cell, set for the occupied
+ * ones, and per 64-bit word the occupied cells before it (runs are in key
+ * order, so that count is the run index of the word's first occupied cell). */
+static prox_status index_sparse_runs(prox_grid *g)
+{
+    int64_t cells = g->ncell[0] * g->ncell[1] * g->ncell[2], words = cells / 64 + 1;
+    if (!reserve(g, &g->occupied, &g->occupied_cap, words, sizeof *g->occupied) ||
+        !reserve(g, &g->rank, &g->rank_cap, words, sizeof *g->rank))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells' bits",
+                         (long long)cells);
+    memset(g->occupied, 0, (size_t)words * sizeof *g->occupied);
+    for (int64_t r = 0; r < g->nruns; r++) {
+        uint64_t key = run_key(g, r);
+        g->occupied[key >> 6] |= 1ull << (key & 63);
+    }
+    uint32_t before = 0;
+    for (int64_t w = 0; w < words; w++) {
+        g->rank[w] = before;
+        before += (uint32_t)__builtin_popcountll(g->occupied[w]);
+    }
+    return PROX_OK;
+}
+
 /* After the sort (keys in sort_keys): runs, coordinates, cell table. */
 static prox_status index_runs(prox_grid *g, const prox_points *p)
 {
@@ -491,7 +525,9 @@ static prox_status index_runs(prox_grid *g, const prox_points *p)
     if (!exact_keys && (st = find_run_starts(g, NULL)))
         return st;
     describe_runs(g);
-    return g->keys == PROX_KEYS_MORTON ? index_morton_runs(g) : index_slot_runs(g);
+    if (g->keys == PROX_KEYS_MORTON)
+        return index_morton_runs(g);
+    return g->sparse ? index_sparse_runs(g) : index_slot_runs(g);
 }
 
 /* ---- building with linear keys: seed 002's counting sort ----------------- */
@@ -612,7 +648,7 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
         st = build_stencil(g);
     if (st)
         return st;
-    if (g->keys == PROX_KEYS_LINEAR && linear_cells(g) < UINT32_MAX) {
+    if (g->keys == PROX_KEYS_LINEAR && !g->sparse && linear_cells(g) < UINT32_MAX) {
         st = build_by_counting(g, p);
     } else {
         compute_keys(g, p);

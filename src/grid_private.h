@@ -58,6 +58,15 @@ struct prox_grid {
     int table_bits;
     bool table_dense; /* Morton: table[key] directly */
 
+    /* linear keys over a sparse box (more than 4 cells per point): instead
+     * of a table entry per cell, one bit per cell (occupied) and, per
+     * 64-cell word, the occupied cells before it (rank): a cell's first
+     * point is run_start[rank of the cell], 3/16 of a byte per cell */
+    bool sparse;
+    uint64_t *occupied; /* words + 1 (the last one empty) */
+    uint32_t *rank;     /* words + 1 */
+    int64_t occupied_cap, rank_cap;
+
     /* stencil offsets: the forward half (self pairs) first, then the rest;
      * the full set serves ball queries */
     cell3 *stencil;
@@ -120,6 +129,13 @@ static inline cell3 cell_of_point(const prox_grid *g, double x, double y, double
 {
     cell3 c = {{cell_of(g, 0, x), cell_of(g, 1, y), g->dim == 3 ? cell_of(g, 2, z) : 0}};
     return c;
+}
+
+/* Runs before linear key c (occupied cells below c), for a sparse table. */
+static inline uint64_t sparse_rank(const prox_grid *g, uint64_t c)
+{
+    uint64_t w = c >> 6, below = (1ull << (c & 63)) - 1;
+    return g->rank[w] + (uint64_t)__builtin_popcountll(g->occupied[w] & below);
 }
 
 /* The cell of run r: kept per run for Morton and hash keys; with linear

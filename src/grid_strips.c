@@ -72,10 +72,15 @@ static inline bool shift_axis(const prox_grid *g, int k, int64_t c, int d, int64
 }
 
 /* Sorted points of cells x0 .. x1 of row (y, z): two cellStart lookups
- * (the table holds each cell's first point). */
+ * (the table holds each cell's first point), or for a sparse box two ranks
+ * in the occupancy bits. */
 static inline range cells_range(const prox_grid *g, int64_t x0, int64_t x1, int64_t y, int64_t z)
 {
     uint64_t row = ((uint64_t)z * (uint64_t)g->ncell[1] + (uint64_t)y) * (uint64_t)g->ncell[0];
+    if (g->sparse) { /* runs of the cells; no run: an empty range, no point read */
+        uint64_t r0 = sparse_rank(g, row + (uint64_t)x0), r1 = sparse_rank(g, row + (uint64_t)x1 + 1);
+        return r0 == r1 ? (range){0, 0} : (range){g->run_start[r0], g->run_start[r1]};
+    }
     return (range){g->table[row + (uint64_t)x0], g->table[row + (uint64_t)x1 + 1]};
 }
 

@@ -127,6 +127,7 @@ typedef struct walk_params {
     int dim;
     prox_scalar scalar;
     bool periodic;
+    double box; /* side of the box the points walk in; 0: 16 in 3D, 40 in 2D */
 } walk_params;
 
 enum { WALK_POINTS = 2000, WALK_STEPS = 50, FAR_STEP = 25 };
@@ -170,7 +171,7 @@ static void expect_partial_relocation(const prox_stats *stats, const char *conte
 
 static void run_walk(const walk_params *w)
 {
-    double box = w->dim == 3 ? 16.0 : 40.0, radius = 1.0;
+    double box = w->box > 0 ? w->box : w->dim == 3 ? 16.0 : 40.0, radius = 1.0;
     double period[3] = {0, 0, 0};
     for (int k = 0; k < w->dim && w->periodic; k++)
         period[k] = box;
@@ -197,6 +198,9 @@ static void run_walk(const walk_params *w)
         expect_grid_pairs(grid, &m, radius, period, context);
         if (kind == STEP_SMALL)
             expect_partial_relocation(&stats, context);
+        if (w->box > 0 && step < FAR_STEP) /* the sparse walks: still linear keys */
+            CHECK(stats.keys == PROX_KEYS_LINEAR, context, "stats.keys = %d, linear expected",
+                  (int)stats.keys);
     }
     cloud queries;
     cloud_uniform(&queries, w->dim, 300, -2.0, box + 4.0, &r);
@@ -211,10 +215,26 @@ static void grid_update_follows_random_walk_3d(void **state)
     (void)state;
     for (int c = 0; c < GRID_CONFIG_COUNT; c++) {
         for (int periodic = 0; periodic <= 1; periodic++) {
-            walk_params w = {GRID_CONFIGS[c], 3, PROX_F64, periodic};
+            walk_params w = {GRID_CONFIGS[c], 3, PROX_F64, periodic, 0.0};
             run_walk(&w);
         }
     }
+}
+
+/* A box of about 100 cells per point: linear keys keep occupancy bits and
+ * ranks instead of a table entry per cell (grid.c, index_sparse_runs),
+ * rebuilt by every update. */
+static void grid_update_follows_random_walk_sparse(void **state)
+{
+    (void)state;
+    const algo_config *linear[] = {&CONFIG_LINEAR, &CONFIG_LINEAR_DIVISIONS_2};
+    for (int c = 0; c < 2; c++)
+        for (int periodic = 0; periodic <= 1; periodic++) {
+            walk_params w3 = {linear[c], 3, PROX_F64, periodic, 60.0};
+            run_walk(&w3);
+            walk_params w2 = {linear[c], 2, PROX_F64, periodic, 450.0};
+            run_walk(&w2);
+        }
 }
 
 static void grid_update_follows_random_walk_2d_f32(void **state)
@@ -222,7 +242,7 @@ static void grid_update_follows_random_walk_2d_f32(void **state)
     (void)state;
     for (int c = 0; c < 2; c++) {
         for (int periodic = 0; periodic <= 1; periodic++) {
-            walk_params w = {GRID_CONFIGS[c], 2, PROX_F32, periodic};
+            walk_params w = {GRID_CONFIGS[c], 2, PROX_F32, periodic, 0.0};
             run_walk(&w);
         }
     }
@@ -557,6 +577,7 @@ int main(void)
         cmocka_unit_test(grid_update_follows_random_walk_3d),
         cmocka_unit_test(grid_update_relocates_points_drifting_past_the_box),
         cmocka_unit_test(grid_update_follows_random_walk_2d_f32),
+        cmocka_unit_test(grid_update_follows_random_walk_sparse),
         cmocka_unit_test(skin_list_rebuilds_only_beyond_half_skin),
         cmocka_unit_test(skin_list_serves_every_sink),
         cmocka_unit_test(skin_list_count_change_rebuilds_or_is_rejected),

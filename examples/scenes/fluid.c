@@ -62,7 +62,7 @@ static const scene_extra extras[] = {
     {"friction", "tangential velocity lost in a bounce, 0..1", &opt_friction, NULL},
     {"relax", "fraction of a particle overlap undone per frame, 0..1", &opt_relax, NULL},
     {"skin", "neighbours from a skin list of this skin (0 = grid update)", &opt_skin, NULL},
-    {"morton", "grid cell keys in Morton order (default: the hash table, faster here)", NULL,
+    {"morton", "grid cell keys in Morton order (default: linear keys, faster here)", NULL,
      &opt_morton},
     {"rebuild-broad", "1 = rebuild the sphere structure every frame (hash phase)",
      &opt_rebuild_broad, NULL},
@@ -172,9 +172,11 @@ static int setup(fluid *f, const scene_options *o, prox_broad_algo algo)
     prox_grid_desc gd = prox_default_grid_desc();
     gd.radius = DIAMETER;
     gd.threads = o->threads;
-    /* The particles fill few of the box's 256^3 cells: measured, the hash
-     * table answers the stencil's lookups faster than Morton keys. */
-    gd.keys = opt_morton ? PROX_KEYS_MORTON : PROX_KEYS_HASH;
+    /* The particles fill few of the box's 256^3 cells: linear keys then
+     * keep a bit per cell (grid.c), which answers the stencil's lookups
+     * 4x faster than the hash table did here (neighbours 37 -> 8.4 ms per
+     * frame at 100,000 particles, one thread). */
+    gd.keys = opt_morton ? PROX_KEYS_MORTON : PROX_KEYS_LINEAR;
     reset_predicted(f);
     prox_points pts = prox_points_f64(f->p, f->n, 3);
     if (opt_skin > 0)

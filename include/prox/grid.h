@@ -8,9 +8,10 @@
  *                     002's cellStart without hashing): the cells of a stencil
  *                     row are contiguous, so a search reads 9 (3D) or 3 (2D)
  *                     contiguous ranges per cell instead of 27 or 9 cells.
- *                     Used when the box has at most 4 cells per point;
- *                     sparser data falls back to Morton keys (stats.keys
- *                     tells). The default.
+ *                     Up to 4 cells per point the table holds each cell's
+ *                     first point; up to 256 (or 2^24 cells), a bit per
+ *                     cell with ranks; sparser data falls back to Morton
+ *                     keys (stats.keys tells). The default.
  *   PROX_KEYS_MORTON  exact integer cell coordinates interleaved into Morton
  *                     order (also reorders points for cache locality);
  *   PROX_KEYS_HASH    Teschner's XOR of big primes into a power-of-two table
