@@ -566,10 +566,16 @@ static void job_free(chunk_job *job, const prox_allocator *al)
  * A structure under SPACE_MIN_BYTES stays in cache anyway, and then the
  * sort and the scattered reads of the queries cost more than they save
  * (W4, one thread, CPU seconds: N = 1,000 boxes, 0.3 MB: 0.29 s in input
- * order, 0.36 s sorted; N = 10,000, 2.5 MB: 0.76 s and 0.61 s). */
+ * order, 0.36 s sorted; N = 10,000, 2.5 MB: 0.76 s and 0.61 s). Bytes alone
+ * misjudge small sets in big tables: the fluid scene's 2,000 spheres take
+ * 1.1-1.8 MB in the hash structures, and sorting its 100,000 particle paths
+ * cost more than it saved (grid 19.4 ms per frame sorted, 13.1 ms in input
+ * order; multilevel 18.9 and 16.2; hierarchical 22.3 and 19.5; one thread):
+ * under SPACE_MIN_BOXES built boxes the queries stay in input order too. */
 #define SPACE_BITS 10
 #define SPACE_MIN_QUERIES 4096
 #define SPACE_MIN_BYTES (1 << 20)
+#define SPACE_MIN_BOXES 8192
 
 static void query_centre(const prox_broad *b, const query_set *qs, int64_t q, double c[3])
 {
@@ -594,7 +600,7 @@ static void space_order(chunk_job *job, const prox_broad *b, const query_set *qs
 {
     int64_t n = qs->count;
     if (!b->ops->gather || n < SPACE_MIN_QUERIES || n > (int64_t)UINT32_MAX ||
-        b->ops->bytes(b->impl) < SPACE_MIN_BYTES)
+        b->n < SPACE_MIN_BOXES || b->ops->bytes(b->impl) < SPACE_MIN_BYTES)
         return;
     const prox_allocator *al = &b->allocator;
     uint64_t *key = prox_alloc_array(al, 2 * n, sizeof(uint64_t));
