@@ -20,7 +20,7 @@ from collections import OrderedDict
 
 MIB = 1024.0 * 1024.0
 TITLES = {
-    "W1": "W1 `sph3d`: every pair at distance <= r (3D, about 15 neighbours per point)",
+    "W1": "W1 `sph3d`: every pair at distance <= r (3D, about 15 pairs per point)",
     "W2": "W2 `nns2d`: full neighbour lists (2D, wide domain)",
     "W3": "W3 `spheres3d`: broad phase over equal spheres",
     "W4": "W4 `mixed2d`: boxes of very different sizes against segments",
