@@ -283,7 +283,85 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     return st;
 }
 
+/* Pairs of the runs of chunk k of `count` into emitter e. */
+static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int k, int count,
+                                prox_emitter *e, prox_stats *counters)
+{
+    half_scratch hs = {NULL, 0};
+    int64_t runs = g->nruns;
+    for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !e->stop; r++)
+        half_pairs_of_run(g, rows, r, &hs, e, counters);
+    prox_free(&g->allocator, hs.hits);
+}
+
+static void *refuse_alloc(size_t size, void *user)
+{
+    (void)size;
+    (void)user;
+    return NULL;
+}
+
+static void ignore_free(void *ptr, void *user)
+{
+    (void)ptr;
+    (void)user;
+}
+
+/* An unsorted buffer filled by several chunks: each chunk counts its pairs
+ * first, then writes them straight into its own window of the caller's
+ * buffer, windows in chunk order, which is the one-chunk traversal order:
+ * no staging arrays, no concatenation. A window is exactly its chunk's
+ * count, so it never grows (its emitter's allocator refuses, should it). */
+static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int count,
+                                           prox_stats *stats)
+{
+    strip_rows rows;
+    prox_grid_strip_rows(g, true, &rows);
+    int64_t *at = prox_alloc_array(&g->allocator, count + 1, sizeof *at);
+    if (!at)
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %d chunks", count);
+    at[0] = 0;
+#pragma omp parallel for num_threads(g->threads) schedule(dynamic, 1)
+    for (int k = 0; k < count; k++) {
+        prox_stats ignored = {0};
+        prox_emitter e = {.kind = PROX_SINK_COUNT};
+        half_pairs_of_chunk(g, &rows, k, count, &e, &ignored);
+        at[k + 1] = e.count;
+    }
+    for (int k = 0; k < count; k++)
+        at[k + 1] += at[k];
+    prox_pair_buffer *b = sink.buffer;
+    b->count = 0;
+    prox_status st = prox_pair_buffer_reserve(b, at[count]);
+    int64_t candidates = 0, cells_visited = 0;
+    bool failed = false;
+    const prox_allocator fixed = {refuse_alloc, ignore_free, NULL};
+    if (!st) {
+#pragma omp parallel for num_threads(g->threads) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited) reduction(|| : failed)
+        for (int k = 0; k < count; k++) {
+            prox_stats counters = {0};
+            prox_emitter e = {.kind = PROX_SINK_BUFFER, .pairs = b->pairs + at[k],
+                              .capacity = at[k + 1] - at[k], .allocator = &fixed};
+            half_pairs_of_chunk(g, &rows, k, count, &e, &counters);
+            failed = failed || e.failed || e.count != at[k + 1] - at[k];
+            candidates += counters.candidates;
+            cells_visited += counters.cells_visited;
+        }
+        if (failed)
+            st = prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for pair scratch");
+        else
+            b->count = at[count];
+    }
+    prox_grid_fill_stats(g, stats, b->count, candidates, cells_visited);
+    prox_free(&g->allocator, at);
+    return st;
+}
+
 prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
 {
+    int count = prox_chunk_count(sink, g->threads, g->n);
+    if (sink.kind == PROX_SINK_BUFFER && sink.unsorted && count > 1)
+        return half_pairs_into_windows(g, sink, count, stats);
     return half_pairs(g, sink, stats);
 }
