@@ -441,7 +441,7 @@ static void grid_stats_report_keys_and_cells(void **state)
         CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_count(), &stats),
                      PROX_OK, config->name);
         /* linear keys fall back to Morton keys only where the box holds more
-         * than 4 cells per point (and more than 2^16 cells) */
+         * than 256 cells per point (and more than 2^24 cells) */
         bool fell_back = config->keys == PROX_KEYS_LINEAR && stats.keys == PROX_KEYS_MORTON &&
                          config->cell_divisions > 1;
         CHECK(stats.keys == (int)config->keys || fell_back, config->name,

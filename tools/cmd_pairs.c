@@ -28,7 +28,7 @@ static const char usage[] =
     "                          tested, or the hierarchical hash (seed 000 Listing 3;\n"
     "                          one thread, open axes)\n"
     "      --keys linear|morton|hash  grid cell keys (default linear: row-major over\n"
-    "                          every cell, Morton when over 4 cells per point)\n"
+    "                          every cell, Morton when over 256 cells per point)\n"
     "  -t, --threads T         threads, 0 = OpenMP default (default 0)\n"
     "      --periodic LX,LY[,LZ]  periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum-image\n"
     "                          distances, one period per dimension\n"
