@@ -260,6 +260,13 @@ uint64_t parse_u64(const opt_parser *p, const char *text)
     return v;
 }
 
+void parse_workload_name(const opt_parser *p, const char *text, const char *name, bool *seen)
+{
+    if (*seen || strcmp(text, name) != 0)
+        die_usage(p->command, "one workload only (%s), not '%s'", name, text);
+    *seen = true;
+}
+
 double parse_double(const opt_parser *p, const char *text)
 {
     char *end;

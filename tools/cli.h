@@ -82,6 +82,9 @@ int opt_next(opt_parser *p, const char **value);
 int64_t parse_count(const opt_parser *p, const char *text, int64_t min, int64_t max);
 uint64_t parse_u64(const opt_parser *p, const char *text);
 double parse_double(const opt_parser *p, const char *text);
+/* The one positional argument of a single-workload command (`prox bench
+ * NAME`): NAME once, anything else or a second one is a usage error. */
+void parse_workload_name(const opt_parser *p, const char *text, const char *name, bool *seen);
 /* Comma-separated doubles: returns how many were read (at most max). */
 int parse_double_list(const opt_parser *p, const char *text, double *out, int max);
 

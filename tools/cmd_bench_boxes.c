@@ -81,11 +81,7 @@ static bool parse_options(int argc, char **argv, bench_options *o)
     bool workload = false;
     while ((id = opt_next(&p, &v)) != OPT_END) {
         switch (id) {
-        case OPT_ARG:
-            if (workload || strcmp(v, "mixed2d") != 0)
-                die_usage("bench", "one workload only (mixed2d), not '%s'", v);
-            workload = true;
-            break;
+        case OPT_ARG: parse_workload_name(&p, v, "mixed2d", &workload); break;
         case OPT_N: o->n = parse_count(&p, v, 0, PROX_MAX_POINTS); break;
         case OPT_QUERIES: o->queries = parse_count(&p, v, 0, PROX_MAX_POINTS); break;
         case OPT_SEED: o->seed = parse_u64(&p, v); break;

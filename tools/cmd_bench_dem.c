@@ -96,12 +96,10 @@ static bool parse_options(int argc, char **argv, bench_options *o)
     p.next = 1;
     const char *v;
     int id;
+    bool workload = false;
     while ((id = opt_next(&p, &v)) != OPT_END) {
         switch (id) {
-        case OPT_ARG:
-            if (strcmp(v, "dem3d") != 0)
-                die_usage("bench", "unexpected argument '%s'", v);
-            break;
+        case OPT_ARG: parse_workload_name(&p, v, "dem3d", &workload); break;
         case OPT_N: o->n = parse_count(&p, v, 2, PROX_MAX_POINTS); break;
         case OPT_STEPS: o->steps = parse_count(&p, v, 1, 1000000); break;
         case OPT_SEED: o->seed = parse_u64(&p, v); break;

@@ -106,11 +106,7 @@ static bool parse_options(int argc, char **argv, bench_options *o)
     bool workload = false;
     while ((id = opt_next(&p, &v)) != OPT_END) {
         switch (id) {
-        case OPT_ARG:
-            if (workload || strcmp(v, "spheres3d") != 0)
-                die_usage("bench", "one workload only (spheres3d), not '%s'", v);
-            workload = true;
-            break;
+        case OPT_ARG: parse_workload_name(&p, v, "spheres3d", &workload); break;
         case OPT_N:
             if (o->sizes == MAX_SIZES)
                 die_usage("bench", "at most %d values of --n", MAX_SIZES);
