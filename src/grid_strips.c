@@ -249,6 +249,21 @@ static void reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, i
         e->pairs = p;
 }
 
+/* Pairs of the runs of chunk k of `count` into emitter e; with `predict`,
+ * e's storage is sized after the chunk's first 64 runs (reserve_predicted). */
+static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int k, int count,
+                                bool predict, prox_emitter *e, prox_stats *counters)
+{
+    half_scratch hs = {NULL, 0};
+    int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
+    for (int64_t r = r0; r < r1 && !e->stop; r++) {
+        half_pairs_of_run(g, rows, r, &hs, e, counters);
+        if (predict && r == r0 + 63)
+            reserve_predicted(g, e, r0, r + 1, r1);
+    }
+    prox_free(&g->allocator, hs.hits);
+}
+
 static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
 {
     prox_chunks chunks = {0};
@@ -259,20 +274,13 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     chunks.threads = g->threads;
     strip_rows rows;
     prox_grid_strip_rows(g, true, &rows);
-    int64_t candidates = 0, cells_visited = 0, runs = g->nruns;
+    int64_t candidates = 0, cells_visited = 0;
 #pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
     reduction(+ : candidates, cells_visited)
     for (int k = 0; k < chunks.count; k++) {
         prox_stats counters = {0};
-        half_scratch hs = {NULL, 0};
         prox_emitter *e = &chunks.emitter[k];
-        int64_t r0 = runs * k / chunks.count, r1 = runs * (k + 1) / chunks.count;
-        for (int64_t r = r0; r < r1 && !e->stop; r++) {
-            half_pairs_of_run(g, &rows, r, &hs, e, &counters);
-            if (r == r0 + 63 && e->kind == PROX_SINK_BUFFER)
-                reserve_predicted(g, e, r0, r + 1, r1);
-        }
-        prox_free(&g->allocator, hs.hits);
+        half_pairs_of_chunk(g, &rows, k, chunks.count, e->kind == PROX_SINK_BUFFER, e, &counters);
         candidates += counters.candidates;
         cells_visited += counters.cells_visited;
     }
@@ -281,17 +289,6 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     prox_chunks_free(&chunks);
     prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
     return st;
-}
-
-/* Pairs of the runs of chunk k of `count` into emitter e. */
-static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int k, int count,
-                                prox_emitter *e, prox_stats *counters)
-{
-    half_scratch hs = {NULL, 0};
-    int64_t runs = g->nruns;
-    for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !e->stop; r++)
-        half_pairs_of_run(g, rows, r, &hs, e, counters);
-    prox_free(&g->allocator, hs.hits);
 }
 
 static void *refuse_alloc(size_t size, void *user)
@@ -325,7 +322,7 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
     for (int k = 0; k < count; k++) {
         prox_stats ignored = {0};
         prox_emitter e = {.kind = PROX_SINK_COUNT};
-        half_pairs_of_chunk(g, &rows, k, count, &e, &ignored);
+        half_pairs_of_chunk(g, &rows, k, count, false, &e, &ignored);
         at[k + 1] = e.count;
     }
     for (int k = 0; k < count; k++)
@@ -343,7 +340,7 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
             prox_stats counters = {0};
             prox_emitter e = {.kind = PROX_SINK_BUFFER, .pairs = b->pairs + at[k],
                               .capacity = at[k + 1] - at[k], .allocator = &fixed};
-            half_pairs_of_chunk(g, &rows, k, count, &e, &counters);
+            half_pairs_of_chunk(g, &rows, k, count, false, &e, &counters);
             failed = failed || e.failed || e.count != at[k + 1] - at[k];
             candidates += counters.candidates;
             cells_visited += counters.cells_visited;
