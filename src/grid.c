@@ -310,6 +310,11 @@ static prox_index *scratch_ids(const prox_grid *g)
 
 /* ---- building ------------------------------------------------------------ */
 
+static int64_t linear_cells(const prox_grid *g)
+{
+    return g->ncell[0] * g->ncell[1] * g->ncell[2];
+}
+
 /* The cell of the caller's point i (wrapped on periodic axes). */
 static inline cell3 cell_of_input(const prox_grid *g, const prox_points *p, int64_t i)
 {
@@ -493,23 +498,58 @@ static prox_status index_slot_runs(prox_grid *g)
 
 /* Linear keys over a sparse box: a bit per cell, set for the occupied
  * ones, and per 64-bit word the occupied cells before it (runs are in key
- * order, so that count is the run index of the word's first occupied cell). */
-static prox_status index_sparse_runs(prox_grid *g)
+ * order, so that count is the run index of the word's first occupied cell).
+ * Read from the sorted keys, before the coordinates overwrite them; in
+ * parallel over blocks of words, each block setting the bits of the runs
+ * whose keys fall in its words. */
+static int64_t first_run_at_or_after(const prox_grid *g, const uint64_t *keys, uint64_t key)
 {
-    int64_t cells = g->ncell[0] * g->ncell[1] * g->ncell[2], words = cells / 64 + 1;
+    int64_t lo = 0, hi = g->nruns;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (keys[g->run_start[mid]] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static prox_status mark_occupied_cells(prox_grid *g, const uint64_t *keys)
+{
+    int64_t cells = linear_cells(g), words = cells / 64 + 1;
     if (!reserve(g, &g->occupied, &g->occupied_cap, words, sizeof *g->occupied) ||
         !reserve(g, &g->rank, &g->rank_cap, words, sizeof *g->rank))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells' bits",
                          (long long)cells);
-    memset(g->occupied, 0, (size_t)words * sizeof *g->occupied);
-    for (int64_t r = 0; r < g->nruns; r++) {
-        uint64_t key = run_key(g, r);
-        g->occupied[key >> 6] |= 1ull << (key & 63);
+    int blocks = g->threads > 1 && words + g->nruns > 65536
+                     ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS)
+                     : 1;
+    uint32_t occupied_before[MAX_BLOCKS + 1] = {0};
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t w0 = words * k / blocks, w1 = words * (k + 1) / blocks;
+        memset(g->occupied + w0, 0, (size_t)(w1 - w0) * sizeof *g->occupied);
+        for (int64_t r = first_run_at_or_after(g, keys, (uint64_t)w0 * 64); r < g->nruns; r++) {
+            uint64_t key = keys[g->run_start[r]];
+            if ((int64_t)(key >> 6) >= w1)
+                break;
+            g->occupied[key >> 6] |= 1ull << (key & 63);
+        }
+        uint32_t count = 0;
+        for (int64_t w = w0; w < w1; w++)
+            count += (uint32_t)__builtin_popcountll(g->occupied[w]);
+        occupied_before[k + 1] = count;
     }
-    uint32_t before = 0;
-    for (int64_t w = 0; w < words; w++) {
-        g->rank[w] = before;
-        before += (uint32_t)__builtin_popcountll(g->occupied[w]);
+    for (int k = 0; k < blocks; k++)
+        occupied_before[k + 1] += occupied_before[k];
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        uint32_t before = occupied_before[k];
+        for (int64_t w = words * k / blocks; w < words * (k + 1) / blocks; w++) {
+            g->rank[w] = before;
+            before += (uint32_t)__builtin_popcountll(g->occupied[w]);
+        }
     }
     return PROX_OK;
 }
@@ -519,6 +559,8 @@ static prox_status index_runs(prox_grid *g, const prox_points *p)
 {
     bool exact_keys = g->keys != PROX_KEYS_HASH;
     prox_status st = exact_keys ? find_run_starts(g, sort_keys(g)) : PROX_OK;
+    if (!st && g->sparse)
+        st = mark_occupied_cells(g, sort_keys(g));
     if (st)
         return st;
     gather_positions(g, p); /* overwrites the keys */
@@ -527,15 +569,10 @@ static prox_status index_runs(prox_grid *g, const prox_points *p)
     describe_runs(g);
     if (g->keys == PROX_KEYS_MORTON)
         return index_morton_runs(g);
-    return g->sparse ? index_sparse_runs(g) : index_slot_runs(g);
+    return g->sparse ? PROX_OK : index_slot_runs(g);
 }
 
 /* ---- building with linear keys: seed 002's counting sort ----------------- */
-
-static int64_t linear_cells(const prox_grid *g)
-{
-    return g->ncell[0] * g->ncell[1] * g->ncell[2];
-}
 
 /* Each point's linear key (its cell's slot), 32 bits, in the coordinate
  * array's first 4n bytes. */
@@ -661,8 +698,9 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
 
 /* ---- moving points (seed 004: relocate only what changed cell) ----------- */
 
-/* New cell of sorted point s from the caller's view; false when it falls
- * outside the built cell range of an open axis. */
+/* New cell of sorted point s from the caller's view; false when it is not
+ * finite or falls outside the built cell range of an open axis (the update
+ * then rebuilds, and the build reports a non-finite coordinate). */
 static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell3 *out)
 {
     prox_index i = g->id[s];
@@ -672,6 +710,8 @@ static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell
             continue;
         }
         double v = prox_coord(p, i, k, g->desc.period);
+        if (!isfinite(v))
+            return false;
         double u = floor((v - g->origin[k]) * g->inv_cell[k]);
         if (g->periodic[k]) {
             u = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : u;
@@ -694,24 +734,54 @@ static prox_index *update_sort_ids(const prox_grid *g, int64_t moved)
     return (prox_index *)(void *)(scratch_keys(g) + moved);
 }
 
-/* Split sorted points into those that stayed (kept in order: ids at the
- * front of id[], keys in sort_keys) and those that moved (new keys and ids
- * in the scratch). Returns the number moved, or -1 when some point left the
- * cell range. */
-static int64_t partition_moved(prox_grid *g, const prox_points *p)
+/* The partition runs over blocks of runs, in parallel. Block b first keeps
+ * everything inside its own points' slots, whose coordinates it has
+ * already read: stayed ids and keys at the front of its stretch of id[]
+ * and the sort keys, moved keys at its stretch of the scratch keys (the y
+ * coordinates), moved ids from the z coordinate of its first point on
+ * (2D: from its first point's slot of the scratch ids).
+ * Then close_up_blocks moves the pieces together, in block order, which
+ * gives the serial partition's layout whatever the thread count. */
+typedef struct update_block {
+    int64_t r0, r1; /* runs [r0, r1) */
+    int64_t s0;     /* its first point */
+    int64_t stayed, moved;
+} update_block;
+
+/* Points between two looks at the moved total, to give up early. */
+#define UPDATE_CHECK_EVERY 4096
+
+static prox_index *block_moved_ids(const prox_grid *g, int64_t s0)
 {
-    uint64_t *stay_key = sort_keys(g), *moved_key = scratch_keys(g);
-    prox_index *moved_id = scratch_ids(g);
-    int64_t stay = 0, moved = 0;
-    for (int64_t r = 0; r < g->nruns; r++) {
+    if (g->dim == 2) /* no z coordinates: the scratch ids are free */
+        return scratch_ids(g) + s0;
+    return (prox_index *)(void *)(g->pos + 2 * g->n + s0);
+}
+
+/* One block's partition; false to rebuild instead: a point left the cell
+ * range or is not finite, or the moved points of all blocks so far passed
+ * the limit (then the full count would too: the decision is the same for
+ * every thread count). */
+static bool partition_block(prox_grid *g, const prox_points *p, update_block *b, int64_t limit,
+                            int64_t *moved_total, int *give_up)
+{
+    uint64_t *stay_key = sort_keys(g), *moved_key = scratch_keys(g) + b->s0;
+    prox_index *moved_id = block_moved_ids(g, b->s0);
+    int64_t stay = b->s0, moved = 0, told = 0, end = g->run_start[b->r1];
+    int64_t next_look = b->s0 + UPDATE_CHECK_EVERY;
+    for (int64_t r = b->r0; r < b->r1; r++) {
         cell3 old = run_cell_of(g, r); /* before this run's points are overwritten */
-        uint64_t old_key = run_key(g, r);
-        for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
-            if (s + PREFETCH_AHEAD < g->n) /* sorted order: random in the input */
+        uint64_t old_key = key_of_cell(g, old);
+        int64_t s1 = g->run_start[r + 1];
+        for (int64_t s = g->run_start[r]; s < s1; s++) {
+            if (s + PREFETCH_AHEAD < end) /* sorted order: random in the input */
                 __builtin_prefetch((const char *)p->axis[0] + g->id[s + PREFETCH_AHEAD] * p->stride);
             cell3 c;
-            if (!moved_cell(g, p, s, &c))
-                return -1;
+            if (!moved_cell(g, p, s, &c)) {
+#pragma omp atomic write
+                *give_up = 1;
+                return false;
+            }
             if (same_cell(c, old)) {
                 stay_key[stay] = old_key;
                 g->id[stay++] = g->id[s];
@@ -720,8 +790,71 @@ static int64_t partition_moved(prox_grid *g, const prox_points *p)
                 moved_id[moved++] = g->id[s];
             }
         }
+        if (s1 >= next_look || r + 1 == b->r1) {
+            int64_t total;
+#pragma omp atomic capture
+            {
+                *moved_total += moved - told;
+                total = *moved_total;
+            }
+            told = moved;
+            next_look = s1 + UPDATE_CHECK_EVERY;
+            int stop;
+#pragma omp atomic read
+            stop = *give_up;
+            if (stop || total > limit) {
+#pragma omp atomic write
+                *give_up = 1;
+                return false;
+            }
+        }
+    }
+    b->stayed = stay - b->s0;
+    b->moved = moved;
+    return true;
+}
+
+/* The blocks' pieces, moved down in block order (each destination starts
+ * at or before its source, and past every earlier block's). */
+static int64_t close_up_blocks(prox_grid *g, const update_block *blocks, int nblocks)
+{
+    uint64_t *stay_key = sort_keys(g), *moved_key = scratch_keys(g);
+    prox_index *moved_id = scratch_ids(g);
+    int64_t stayed = 0, moved = 0;
+    for (int k = 0; k < nblocks; k++) {
+        const update_block *b = &blocks[k];
+        memmove(g->id + stayed, g->id + b->s0, (size_t)b->stayed * sizeof *g->id);
+        memmove(stay_key + stayed, stay_key + b->s0, (size_t)b->stayed * sizeof *stay_key);
+        memmove(moved_key + moved, moved_key + b->s0, (size_t)b->moved * sizeof *moved_key);
+        memmove(moved_id + moved, block_moved_ids(g, b->s0), (size_t)b->moved * sizeof *moved_id);
+        stayed += b->stayed;
+        moved += b->moved;
     }
     return moved;
+}
+
+/* Split sorted points into those that stayed (kept in order: ids at the
+ * front of id[], keys in sort_keys) and those that moved (new keys and ids
+ * in the scratch). Returns the number moved, or -1 to rebuild instead: some
+ * point left the cell range or is not finite, or more than
+ * UPDATE_REBUILD_FRACTION of them moved. */
+static int64_t partition_moved(prox_grid *g, const prox_points *p)
+{
+    update_block blocks[MAX_BLOCKS];
+    int nblocks = g->threads > 1 && g->n > 65536 && g->nruns >= MAX_BLOCKS
+                      ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS)
+                      : 1;
+    for (int k = 0; k < nblocks; k++) {
+        blocks[k].r0 = g->nruns * k / nblocks;
+        blocks[k].r1 = g->nruns * (k + 1) / nblocks;
+        blocks[k].s0 = g->run_start[blocks[k].r0];
+    }
+    int64_t limit = (int64_t)(UPDATE_REBUILD_FRACTION * (double)g->n), moved_total = 0;
+    int give_up = 0;
+#pragma omp parallel for num_threads(nblocks) if (nblocks > 1) schedule(static)
+    for (int k = 0; k < nblocks; k++)
+        partition_block(g, p, &blocks[k], limit, &moved_total, &give_up);
+    return give_up ? -1 : close_up_blocks(g, blocks, nblocks);
 }
 
 /* Merge the stayed points (n - moved) with the sorted moved ones, by key,
@@ -762,13 +895,16 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
 {
     if (!g)
         return prox_fail(PROX_ERR_INVALID, "prox_grid_update: grid is NULL");
-    prox_status st = check_build_input(g, p);
+    /* finiteness: checked on the way (moved_cell), or by the rebuild */
+    prox_status st = prox_points_check(p, "points");
+    if (!st)
+        st = prox_grid_desc_check(&g->desc, p->dim);
     if (st)
         return st;
     if (!g->built || p->count != g->n || p->dim != g->dim)
         return rebuild(g, p, stats);
     int64_t moved = partition_moved(g, p);
-    if (moved < 0 || (double)moved > UPDATE_REBUILD_FRACTION * (double)g->n)
+    if (moved < 0)
         return rebuild(g, p, stats);
     /* the moved points sort among themselves */
     int64_t stay = g->n - moved;

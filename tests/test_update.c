@@ -507,6 +507,86 @@ static void grid_update_of_many_points_matches_oracle_rows(void **state)
     }
 }
 
+/* 70000 points updated by grids of 1, 2 and 3 threads (the relocation is
+ * split into one block of cells per thread): the same relocations and
+ * rebuilds, and the same pairs in the same traversal order, step by step;
+ * small steps, then a quarter and more of the points teleported (a
+ * rebuild), in 2D and 3D, with dense and sparse linear keys, Morton and
+ * hash keys. Sampled rows against the oracle besides. */
+static void update_steps_agree_across_threads(const algo_config *config, int dim, double box,
+                                              rng *r)
+{
+    enum { THREAD_COUNTS = 3, STEPS = 5 };
+    double radius = 0.9;
+    moving m;
+    moving_init(&m, dim, MANY, box, PROX_F64, r);
+    pin_corners(&m, box);
+    prox_grid *grid[THREAD_COUNTS];
+    prox_pair_buffer out[THREAD_COUNTS];
+    char context[200];
+    snprintf(context, sizeof context, "prox_grid_update, %d points, %dD, box %g, algo=%s", MANY,
+             dim, box, config->name);
+    prox_points view = moving_view(&m);
+    for (int t = 0; t < THREAD_COUNTS; t++) {
+        prox_grid_desc desc = config_desc(config, radius, NULL, t + 1);
+        grid[t] = NULL;
+        CHECK_STATUS(prox_grid_create(&desc, &grid[t]), PROX_OK, context);
+        CHECK_STATUS(prox_grid_build(grid[t], &view), PROX_OK, context);
+        prox_pair_buffer_init(&out[t], NULL);
+    }
+    prox_lists lists;
+    prox_lists_init(&lists, NULL);
+    for (int step = 1; step <= STEPS; step++) {
+        if (step == 3)
+            teleport(&m, MANY / 3, box, r);
+        else
+            jiggle(&m, 0.02 * radius, box, true, r);
+        view = moving_view(&m);
+        prox_stats stats[THREAD_COUNTS];
+        for (int t = 0; t < THREAD_COUNTS; t++) {
+            CHECK_STATUS(prox_grid_update(grid[t], &view, &stats[t]), PROX_OK, context);
+            out[t].count = 0;
+            CHECK_STATUS(prox_grid_pairs(grid[t], prox_sink_unsorted(prox_sink_buffer(&out[t])),
+                                         NULL),
+                         PROX_OK, context);
+        }
+        CHECK(stats[0].rebuilt == (step == 3), context, "step %d: rebuilt = %d", step,
+              (int)stats[0].rebuilt);
+        for (int t = 1; t < THREAD_COUNTS; t++) {
+            CHECK(stats[t].rebuilt == stats[0].rebuilt && stats[t].relocated == stats[0].relocated,
+                  context, "step %d, %d threads: rebuilt %d relocated %" PRId64
+                  " (1 thread: %d, %" PRId64 ")", step, t + 1, (int)stats[t].rebuilt,
+                  stats[t].relocated, (int)stats[0].rebuilt, stats[0].relocated);
+            CHECK(out[t].count == out[0].count &&
+                      memcmp(out[t].pairs, out[0].pairs, (size_t)out[0].count * sizeof *out[0].pairs) == 0,
+                  context, "step %d: %d threads give other pairs or another order than 1 (%" PRId64
+                  " against %" PRId64 " pairs)", step, t + 1, out[t].count, out[0].count);
+        }
+        expect_sampled_lists(prox_grid_pairs(grid[1], prox_sink_lists(&lists), NULL), &lists, &m,
+                             radius, NULL, context);
+    }
+    prox_lists_free(&lists);
+    for (int t = 0; t < THREAD_COUNTS; t++) {
+        prox_pair_buffer_free(&out[t]);
+        prox_grid_destroy(grid[t]);
+    }
+    moving_free(&m);
+}
+
+static void grid_update_of_many_points_is_the_same_for_every_thread_count(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(70002);
+    const algo_config *configs[] = {&CONFIG_LINEAR, &CONFIG_MORTON, &CONFIG_HASH};
+    for (int c = 0; c < 3; c++) {
+        update_steps_agree_across_threads(configs[c], 3, 32.0, &r);
+        update_steps_agree_across_threads(configs[c], 2, 200.0, &r);
+    }
+    /* about 50 cells per point: occupancy bits and ranks (sparse) */
+    update_steps_agree_across_threads(&CONFIG_LINEAR, 3, 130.0, &r);
+    update_steps_agree_across_threads(&CONFIG_LINEAR, 2, 1700.0, &r);
+}
+
 /* 70000 points in a skin list: the parallel displacement check. */
 static void skin_list_of_many_points_matches_oracle_rows(void **state)
 {
@@ -578,6 +658,7 @@ int main(void)
         cmocka_unit_test(grid_update_relocates_points_drifting_past_the_box),
         cmocka_unit_test(grid_update_follows_random_walk_2d_f32),
         cmocka_unit_test(grid_update_follows_random_walk_sparse),
+        cmocka_unit_test(grid_update_of_many_points_is_the_same_for_every_thread_count),
         cmocka_unit_test(skin_list_rebuilds_only_beyond_half_skin),
         cmocka_unit_test(skin_list_serves_every_sink),
         cmocka_unit_test(skin_list_count_change_rebuilds_or_is_rejected),
