@@ -474,10 +474,10 @@ static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
  * several points. Where nearly every occupied cell holds one, the cost is
  * the cell lookups, not the distance tests, and few pairs are found: there
  * the half stencil's pairs, each then written into both rows (pairs.c),
- * look up half as many cells. Measured (lists, one thread): the fluid
- * scene's neighbours, 1.0 point per occupied cell, 4.65 -> 2.6 ms per frame
- * (2 threads); W2 k = 1 (1.13), 0.067 -> 0.061 s; W2 k = 5 (2.0) the other
- * way, 0.087 -> 0.147 s (the serial scatter of 5M entries). */
+ * look up half as many cells. The fluid scene (1.0 point per occupied
+ * cell) and W2 at k = 1 (1.13) gain; W2 at k = 5 (2.0) loses, the serial
+ * scatter of its 5M entries costing more than the lookups saved
+ * (docs/design.md). */
 #define HALF_PAIRS_MAX_POINTS_PER_CELL 1.25
 
 static bool lists_from_half_pairs(const prox_grid *g)
