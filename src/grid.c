@@ -698,9 +698,9 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
 
 /* ---- moving points (seed 004: relocate only what changed cell) ----------- */
 
-/* New cell of sorted point s from the caller's view; false when it is not
- * finite or falls outside the built cell range of an open axis (the update
- * then rebuilds, and the build reports a non-finite coordinate). */
+/* New cell of sorted point s from the caller's view; false when it falls
+ * outside the built cell range of an open axis (or is not finite, which
+ * check_build_input has ruled out already: no NaN ever reaches the cast). */
 static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell3 *out)
 {
     prox_index i = g->id[s];
@@ -759,7 +759,7 @@ static prox_index *block_moved_ids(const prox_grid *g, int64_t s0)
 }
 
 /* One block's partition; false to rebuild instead: a point left the cell
- * range or is not finite, or the moved points of all blocks so far passed
+ * range, or the moved points of all blocks so far passed
  * the limit (then the full count would too: the decision is the same for
  * every thread count). */
 static bool partition_block(prox_grid *g, const prox_points *p, update_block *b, int64_t limit,
@@ -836,7 +836,7 @@ static int64_t close_up_blocks(prox_grid *g, const update_block *blocks, int nbl
 /* Split sorted points into those that stayed (kept in order: ids at the
  * front of id[], keys in sort_keys) and those that moved (new keys and ids
  * in the scratch). Returns the number moved, or -1 to rebuild instead: some
- * point left the cell range or is not finite, or more than
+ * point left the cell range, or more than
  * UPDATE_REBUILD_FRACTION of them moved. */
 static int64_t partition_moved(prox_grid *g, const prox_points *p)
 {
@@ -895,10 +895,9 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
 {
     if (!g)
         return prox_fail(PROX_ERR_INVALID, "prox_grid_update: grid is NULL");
-    /* finiteness: checked on the way (moved_cell), or by the rebuild */
-    prox_status st = prox_points_check(p, "points");
-    if (!st)
-        st = prox_grid_desc_check(&g->desc, p->dim);
+    /* checked before anything moves: a rejected update leaves the grid as
+     * it was */
+    prox_status st = check_build_input(g, p);
     if (st)
         return st;
     if (!g->built || p->count != g->n || p->dim != g->dim)

@@ -414,7 +414,13 @@ static void check_bad_points(const prox_grid_desc *desc, const bad_data *bad,
     expect_data_error(prox_grid_build(grid, &bad->view), BAD_INDEX, context);
     CHECK_STATUS(prox_grid_build(grid, good), PROX_OK, context);
     snprintf(context, sizeof context, "%s: prox_grid_update", what);
+    prox_stats before, after;
+    CHECK_STATUS(prox_grid_pairs(grid, prox_sink_count(), &before), PROX_OK, context);
     expect_data_error(prox_grid_update(grid, &bad->view, NULL), BAD_INDEX, context);
+    /* rejected before anything moved: the grid still answers for `good` */
+    CHECK_STATUS(prox_grid_pairs(grid, prox_sink_count(), &after), PROX_OK, context);
+    CHECK(after.pairs == before.pairs, context, "%" PRId64 " pairs after the rejected update, "
+          "%" PRId64 " before", after.pairs, before.pairs);
     prox_grid_destroy(grid);
     prox_skin_list *list = NULL;
     snprintf(context, sizeof context, "%s: prox_skin_list_pairs", what);
