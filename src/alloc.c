@@ -1,44 +1,12 @@
-/* madvise and MADV_HUGEPAGE are outside strict C11 */
-#define _DEFAULT_SOURCE
-
 #include "alloc.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
-/* The default allocator asks for transparent huge pages on large blocks
- * (Linux with THP in "madvise" or "always" mode; advice only, ignored
- * elsewhere). The grid's coordinates, the rows it stages and the caller's
- * output are tens to hundreds of MB written once per call; with 4 KiB pages
- * a good part of a search went into page faults and TLB misses (W1 at 1M
- * points, full lists: 0.35 s -> 0.29 s; docs/benchmarks.md). */
-#define HUGE_PAGE ((size_t)2 << 20)
-#define HUGE_PAGE_MIN_BLOCK ((size_t)4 << 20)
-
-static void advise_huge_pages(void *p, size_t size)
-{
-#if defined(MADV_HUGEPAGE)
-    uintptr_t begin = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-    uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)(HUGE_PAGE - 1);
-    if (end > begin)
-        (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE); /* may fail: only advice */
-#else
-    (void)p;
-    (void)size;
-#endif
-}
 
 static void *default_alloc(size_t size, void *user)
 {
     (void)user;
-    void *p = malloc(size);
-    if (p && size >= HUGE_PAGE_MIN_BLOCK)
-        advise_huge_pages(p, size);
-    return p;
+    return malloc(size);
 }
 
 static void default_free(void *ptr, void *user)
