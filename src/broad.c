@@ -485,11 +485,18 @@ static void prefetch_query(const query_set *qs, int64_t q)
     }
 }
 
+/* Chunk k's queries. The chunk's emitter, scratch and candidate count are
+ * worked on in local copies and written back at the end: the arrays hold
+ * them side by side, and chunks running on different threads would
+ * otherwise share cache lines that every hit writes (W4 on two threads:
+ * 15-20% more CPU than one thread before). */
 static void run_chunk(chunk_job *job, int k)
 {
     const prox_broad *b = job->broad;
     bool self = job->queries->kind == QUERY_SELF;
-    prox_emitter *e = &job->chunks.emitter[k];
+    prox_emitter emitter = job->chunks.emitter[k], *e = &emitter;
+    broad_scratch scratch = job->scratch[k];
+    int64_t candidates = job->candidates[k];
     uint32_t *stamp = b->ops->gather ? job->stamps + (int64_t)omp_get_thread_num() * b->n : NULL;
     query_shape *shapes = job->shapes + (int64_t)k * SHAPE_BLOCK;
     int64_t end = chunk_begin(job, k + 1);
@@ -500,17 +507,20 @@ static void run_chunk(chunk_job *job, int k)
                 prefetch_query(job->queries, job->order[at + PREFETCH_AHEAD]);
             shapes[at - first] = shape_of(b, job->queries, job->order ? job->order[at] : at);
         }
-        for (int64_t at = first; at < last && !e->stop && !job->scratch[k].failed; at++) {
+        for (int64_t at = first; at < last && !e->stop && !scratch.failed; at++) {
             int64_t q = job->order ? job->order[at] : at;
             const query_shape *s = &shapes[at - first];
             if (stamp)
-                test_candidates(b, s, q, self, &job->scratch[k], stamp, e, &job->candidates[k]);
+                test_candidates(b, s, q, self, &scratch, stamp, e, &candidates);
             else
-                scan_all(b, s, q, self, e, &job->candidates[k]);
+                scan_all(b, s, q, self, e, &candidates);
         }
-        if (e->stop || job->scratch[k].failed)
+        if (e->stop || scratch.failed)
             break;
     }
+    job->chunks.emitter[k] = emitter;
+    job->scratch[k] = scratch;
+    job->candidates[k] = candidates;
 }
 
 static prox_status job_init(chunk_job *job, const prox_broad *b, const query_set *qs,

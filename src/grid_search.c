@@ -409,10 +409,11 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
         for (int k = 0; k < count; k++) {
             query_counters qc = {0, 0};
             gathered scratch = {.allocator = &g->allocator};
-            rows[k].points_left =
-                g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
-            for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rows[k].failed; r++)
-                rows_of_run(g, r, strips, &scratch, &rows[k], row_len, rule, !sink.unsorted, &qc);
+            row_chunk rc = rows[k]; /* a local copy: rows[] neighbours share cache lines */
+            rc.points_left = g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
+            for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
+                rows_of_run(g, r, strips, &scratch, &rc, row_len, rule, !sink.unsorted, &qc);
+            rows[k] = rc;
             gathered_free(&scratch);
             candidates += qc.candidates;
             cells_visited += qc.cells_visited;
