@@ -496,12 +496,7 @@ static prox_status index_slot_runs(prox_grid *g)
     return PROX_OK;
 }
 
-/* Linear keys over a sparse box: a bit per cell, set for the occupied
- * ones, and per 64-bit word the occupied cells before it (runs are in key
- * order, so that count is the run index of the word's first occupied cell).
- * Read from the sorted keys, before the coordinates overwrite them; in
- * parallel over blocks of words, each block setting the bits of the runs
- * whose keys fall in its words. */
+/* The first run whose key (its first point's sorted key) is >= key. */
 static int64_t first_run_at_or_after(const prox_grid *g, const uint64_t *keys, uint64_t key)
 {
     int64_t lo = 0, hi = g->nruns;
@@ -515,6 +510,12 @@ static int64_t first_run_at_or_after(const prox_grid *g, const uint64_t *keys, u
     return lo;
 }
 
+/* Linear keys over a sparse box: a bit per cell, set for the occupied
+ * ones, and per 64-bit word the occupied cells before it (runs are in key
+ * order, so that count is the run index of the word's first occupied cell).
+ * Read from the sorted keys, before the coordinates overwrite them; in
+ * parallel over blocks of words, each block setting the bits of the runs
+ * whose keys fall in its words. */
 static prox_status mark_occupied_cells(prox_grid *g, const uint64_t *keys)
 {
     int64_t cells = linear_cells(g), words = cells / 64 + 1;
@@ -699,8 +700,8 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
 /* ---- moving points (seed 004: relocate only what changed cell) ----------- */
 
 /* New cell of sorted point s from the caller's view; false when it falls
- * outside the built cell range of an open axis (or is not finite, which
- * check_build_input has ruled out already: no NaN ever reaches the cast). */
+ * outside the built cell range of an open axis. (check_build_input has
+ * ruled out NaN and inf before: none reaches the cast.) */
 static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell3 *out)
 {
     prox_index i = g->id[s];
@@ -710,8 +711,6 @@ static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell
             continue;
         }
         double v = prox_coord(p, i, k, g->desc.period);
-        if (!isfinite(v))
-            return false;
         double u = floor((v - g->origin[k]) * g->inv_cell[k]);
         if (g->periodic[k]) {
             u = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : u;
@@ -758,11 +757,11 @@ static prox_index *block_moved_ids(const prox_grid *g, int64_t s0)
     return (prox_index *)(void *)(g->pos + 2 * g->n + s0);
 }
 
-/* One block's partition; false to rebuild instead: a point left the cell
- * range, or the moved points of all blocks so far passed
+/* One block's partition. It sets *give_up (rebuild instead) when a point
+ * left the cell range, or when the moved points of all blocks so far passed
  * the limit (then the full count would too: the decision is the same for
  * every thread count). */
-static bool partition_block(prox_grid *g, const prox_points *p, update_block *b, int64_t limit,
+static void partition_block(prox_grid *g, const prox_points *p, update_block *b, int64_t limit,
                             int64_t *moved_total, int *give_up)
 {
     uint64_t *stay_key = sort_keys(g), *moved_key = scratch_keys(g) + b->s0;
@@ -780,7 +779,7 @@ static bool partition_block(prox_grid *g, const prox_points *p, update_block *b,
             if (!moved_cell(g, p, s, &c)) {
 #pragma omp atomic write
                 *give_up = 1;
-                return false;
+                return;
             }
             if (same_cell(c, old)) {
                 stay_key[stay] = old_key;
@@ -805,13 +804,12 @@ static bool partition_block(prox_grid *g, const prox_points *p, update_block *b,
             if (stop || total > limit) {
 #pragma omp atomic write
                 *give_up = 1;
-                return false;
+                return;
             }
         }
     }
     b->stayed = stay - b->s0;
     b->moved = moved;
-    return true;
 }
 
 /* The blocks' pieces, moved down in block order (each destination starts
