@@ -485,16 +485,16 @@ static void prefetch_query(const query_set *qs, int64_t q)
     }
 }
 
-/* Chunk k's queries. The chunk's emitter, scratch and candidate count are
- * worked on in local copies and written back at the end: the arrays hold
- * them side by side, and chunks running on different threads would
- * otherwise share cache lines that every hit writes (W4 on two threads:
- * 15-20% more CPU than one thread before). */
+/* Chunk k's queries. The chunk's scratch and candidate count are worked on
+ * in local copies and written back at the end: the arrays hold them side by
+ * side, and chunks running on different threads would otherwise share
+ * cache lines that every query writes (emitters are padded against the
+ * same, pair_sink.h). */
 static void run_chunk(chunk_job *job, int k)
 {
     const prox_broad *b = job->broad;
     bool self = job->queries->kind == QUERY_SELF;
-    prox_emitter emitter = job->chunks.emitter[k], *e = &emitter;
+    prox_emitter *e = &job->chunks.emitter[k];
     broad_scratch scratch = job->scratch[k];
     int64_t candidates = job->candidates[k];
     uint32_t *stamp = b->ops->gather ? job->stamps + (int64_t)omp_get_thread_num() * b->n : NULL;
@@ -518,7 +518,6 @@ static void run_chunk(chunk_job *job, int k)
         if (e->stop || scratch.failed)
             break;
     }
-    job->chunks.emitter[k] = emitter;
     job->scratch[k] = scratch;
     job->candidates[k] = candidates;
 }

@@ -377,6 +377,15 @@ static inline uint64_t run_key(const prox_grid *g, int64_t r)
 
 #define MAX_BLOCKS 64
 
+/* Blocks a pass over `work` items splits into: one per thread (at most
+ * MAX_BLOCKS), or one when single-threaded or too small to be worth it. */
+static int parallel_blocks(const prox_grid *g, int64_t work)
+{
+    if (g->threads <= 1 || work <= 65536)
+        return 1;
+    return g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS;
+}
+
 /* Runs: maximal stretches of sorted points in one cell. Finds where they
  * start, in parallel over blocks of points: count the runs each block
  * starts, then write them at the block's prefix-sum position. keys: the
@@ -384,7 +393,7 @@ static inline uint64_t run_key(const prox_grid *g, int64_t r)
 static prox_status find_run_starts(prox_grid *g, const uint64_t *keys)
 {
     int64_t n = g->n;
-    int blocks = g->threads > 1 && n > 65536 ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS) : 1;
+    int blocks = parallel_blocks(g, n);
     int64_t first_run[MAX_BLOCKS + 1] = {0};
 #pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
     for (int k = 0; k < blocks; k++) {
@@ -523,9 +532,7 @@ static prox_status mark_occupied_cells(prox_grid *g, const uint64_t *keys)
         !reserve(g, &g->rank, &g->rank_cap, words, sizeof *g->rank))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells' bits",
                          (long long)cells);
-    int blocks = g->threads > 1 && words + g->nruns > 65536
-                     ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS)
-                     : 1;
+    int blocks = parallel_blocks(g, words + g->nruns);
     uint32_t occupied_before[MAX_BLOCKS + 1] = {0};
 #pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
     for (int k = 0; k < blocks; k++) {
@@ -596,7 +603,7 @@ static void compute_linear_keys(prox_grid *g, const prox_points *p)
  * occupied cell, in parallel over blocks of cells like find_run_starts. */
 static prox_status runs_from_table(prox_grid *g, int64_t cells)
 {
-    int blocks = g->threads > 1 && cells > 65536 ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS) : 1;
+    int blocks = parallel_blocks(g, cells);
     int64_t first_run[MAX_BLOCKS + 1] = {0};
     const uint32_t *t = g->table;
 #pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
@@ -839,9 +846,7 @@ static int64_t close_up_blocks(prox_grid *g, const update_block *blocks, int nbl
 static int64_t partition_moved(prox_grid *g, const prox_points *p)
 {
     update_block blocks[MAX_BLOCKS];
-    int nblocks = g->threads > 1 && g->n > 65536 && g->nruns >= MAX_BLOCKS
-                      ? (g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS)
-                      : 1;
+    int nblocks = parallel_blocks(g, g->n); /* a block without runs is empty */
     for (int k = 0; k < nblocks; k++) {
         blocks[k].r0 = g->nruns * k / nblocks;
         blocks[k].r1 = g->nruns * (k + 1) / nblocks;
