@@ -744,9 +744,7 @@ static prox_status run_self_pairs(const prox_broad *b, prox_sink sink, prox_stat
     int64_t pairs = 0;
     if (!st) {
         chunks.threads = b->threads;
-        broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
-                          {0, 0, 0}, {0, 0, 0}};
-        bounding_box(b->box, b->n, in.lo, in.hi);
+        broad_input in = input_of(b);
         st = b->ops->self_pairs(b->impl, &in, &chunks, &found);
         for (int k = 0; !st && k < chunks.count; k++)
             if (chunks.emitter[k].failed)

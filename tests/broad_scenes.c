@@ -149,6 +149,15 @@ static void similar_boxes(box_set *s, rng *r, int dim, int64_t n, double origin)
         }
         if (p && i % 23 == 11)
             memcpy(b, p, 2 * (size_t)dim * sizeof(double));
+        if (p && i % 41 == 13) { /* one double ulp past the previous box: apart, though */
+            double w = b[dim] - b[0]; /* float copies of the bounds would touch */
+            b[0] = nextafter(p[dim], INFINITY);
+            b[dim] = b[0] + w;
+            for (int k = 1; k < dim; k++) {
+                b[k] = p[k];
+                b[dim + k] = p[dim + k];
+            }
+        }
         if (p && i % 37 == 9) {
             double *q = box_at(s, i - 1);
             for (int k = 0; k < dim; k++) {

@@ -75,12 +75,69 @@ static void identical_boxes_match_brute_force(void **state)
     run_scene(SCENE_SAME, 60, 40);
 }
 
-/* The uniform grid's self pairs by box centres (broad_grid.c). */
+/* The uniform grid's self pairs by rows of cells (box_rows.c). */
 static void similar_sizes_match_brute_force(void **state)
 {
     (void)state;
     run_scene(SCENE_SIMILAR, 700, 100);
     run_scene(SCENE_SIMILAR_OFFSET, 400, 100);
+}
+
+/* The uniform grid's rows (box_rows.c) with rows longer than its on-stack
+ * sort takes, and enough boxes for several chunks: self pairs as brute
+ * force finds them, and the same unsorted output for 1, 2 and 3 threads. */
+static void long_rows_match_brute_force_for_every_thread_count(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++) {
+        enum { N = 9000 };
+        static double bounds[N * 6];
+        rng r = rng_seeded(77 + (uint64_t)dim);
+        for (int64_t i = 0; i < N; i++) {
+            double *b = &bounds[2 * dim * i];
+            bool in_line = i % 3 == 0; /* a third along one thin line: a long row */
+            for (int k = 0; k < dim; k++) {
+                double span = k == 0 ? 600 : in_line ? 0.3 : 40;
+                b[k] = rng_range(&r, -300, span);
+                b[dim + k] = b[k] + rng_range(&r, 0.6, 0.4);
+            }
+        }
+        prox_boxes boxes = prox_boxes_f64(bounds, N, dim);
+        prox_pair_buffer want, got, first;
+        prox_pair_buffer_init(&want, NULL);
+        prox_pair_buffer_init(&got, NULL);
+        prox_pair_buffer_init(&first, NULL);
+        prox_broad *brute = create(&BRUTE, 1);
+        CHECK_STATUS(prox_broad_build(brute, &boxes), PROX_OK, "long rows: brute");
+        CHECK_STATUS(prox_broad_pairs(brute, prox_sink_buffer(&want), NULL), PROX_OK,
+                     "long rows: brute");
+        for (int threads = 1; threads <= 3; threads++) {
+            char context[64];
+            snprintf(context, sizeof context, "long rows, %dD, %d threads", dim, threads);
+            prox_broad *grid = create(&CONFIGS[0], threads);
+            CHECK_STATUS(prox_broad_build(grid, &boxes), PROX_OK, context);
+            CHECK_STATUS(prox_broad_pairs(grid, prox_sink_buffer(&got), NULL), PROX_OK, context);
+            CHECK(got.count == want.count && memcmp(got.pairs, want.pairs, (size_t)got.count *
+                                                    sizeof(prox_pair)) == 0,
+                  context, "%lld pairs, brute force %lld", (long long)got.count,
+                  (long long)want.count);
+            prox_pair_buffer *unsorted = threads == 1 ? &first : &got;
+            CHECK_STATUS(prox_broad_pairs(grid, prox_sink_unsorted(prox_sink_buffer(unsorted)),
+                                          NULL),
+                         PROX_OK, context);
+            CHECK(unsorted->count == first.count &&
+                      memcmp(unsorted->pairs, first.pairs,
+                             (size_t)first.count * sizeof(prox_pair)) == 0,
+                  context, "unsorted output differs from one thread's");
+            prox_broad_destroy(grid);
+        }
+        CHECK(want.count > N, "long rows", "only %lld pairs: too few to test",
+              (long long)want.count);
+        prox_broad_destroy(brute);
+        prox_pair_buffer_free(&want);
+        prox_pair_buffer_free(&got);
+        prox_pair_buffer_free(&first);
+    }
 }
 
 /* Over 4096 queries against a structure over 1 MiB, the driver runs the
@@ -371,6 +428,7 @@ int main(void)
         cmocka_unit_test(empty_and_single_match_brute_force),
         cmocka_unit_test(identical_boxes_match_brute_force),
         cmocka_unit_test(similar_sizes_match_brute_force),
+        cmocka_unit_test(long_rows_match_brute_force_for_every_thread_count),
         cmocka_unit_test(space_ordered_queries_match_brute_force),
         cmocka_unit_test(results_do_not_depend_on_threads),
         cmocka_unit_test(callback_can_stop_early),

@@ -1,0 +1,502 @@
+/* box_rows.c: self pairs of boxes of similar sizes (W3's equal spheres, DEM
+ * grains) by a grid of rows, each row swept along the remaining axis.
+ *
+ * Cells: the data's widest axis is the sweep axis; along the other one or
+ * two axes the boxes' min corners fall into cells a little larger than the
+ * longest extent E_k along that axis. Two boxes overlapping along axis k
+ * have |lo_a - lo_b| <= E_k, so their cells differ by at most one: a box
+ * meets only its own row and the eight rows around it (two in 2D), and the
+ * half stencil visits each pair of rows once (seed 001's every-pair-once
+ * rule applied to rows). Rows are infinitely long cells: along the sweep
+ * axis the sort does the work a cell key would, with no empty cells to
+ * visit (W3 at d = 0.1 fills 19% of cells of side 2).
+ *
+ * Storage: every box once, rows in order (a counting sort on the row
+ * index), each row sorted by (min along the sweep axis, id); a box is 32
+ * bytes: its bounds relative to the data's minimum corner rounded outwards
+ * to float (the sweep axis first), and its id. A row is swept against itself and against each
+ * neighbour row by merging the two sorted lists: from each box, the boxes
+ * after it in the merged order whose min is <= its max overlap it along
+ * the sweep axis (the order meets each pair once, from its earlier box).
+ *
+ * Exactness: the float bounds are rounded outwards, so a pair of boxes
+ * that overlap passes the float test. A pair that passes it with a margin
+ * of four float ulps of the largest offset on every side overlaps for
+ * certain (the rounding moved no bound by more than one ulp, nor the
+ * double offsets by more than 2^-53 of themselves); the rare pair within
+ * the margin gets the exact test on the doubles. */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "box_rows.h"
+#include "error.h"
+#include "radix_sort.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define ROWS_AVX512 1
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Rows at most max(n, MIN_ROWS): the cells grow (never shrink) to keep it. */
+#define MIN_ROWS 1024
+/* Cells a little larger than E_k: the rounding of the cell index (relative
+ * 2^-52 of at most 2^26 cells) never puts an overlapping pair two apart. */
+#define CELL_MARGIN (1.0 + 0x1p-16)
+#define MAX_CELLS_PER_AXIS 0x1p26
+/* Offsets must fit a float with room to spare. */
+#define MAX_EXTENT 0x1p100
+/* Rows up to this length are sorted by insertion on the stack. */
+#define SHORT_ROW 256
+/* Boxes read ahead of their use. */
+#define PREFETCH 16
+/* In 2D the third axis's bounds: every pair overlaps there, surely. */
+#define FLAT_HI 0x1p110f
+
+static inline uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* t >= 0 rounded to the float at or below it, and at or above it. */
+static inline float round_down(double t)
+{
+    float f = (float)t;
+    return (double)f > t ? bits_float(float_bits(f) - 1) : f;
+}
+
+static inline float round_up(double t)
+{
+    float f = (float)t;
+    return (double)f < t ? bits_float(float_bits(f) + 1) : f;
+}
+
+static inline int64_t cell_of(const box_rows *r, int j, const prox_aabb *b)
+{
+    int k = r->row[j];
+    if (k < 0)
+        return 0;
+    int64_t c = (int64_t)((b->lo[k] - r->origin[k]) * r->inverse[j]);
+    return c < r->cells[j] ? c : r->cells[j] - 1;
+}
+
+static inline int64_t row_of(const box_rows *r, const prox_aabb *b)
+{
+    return cell_of(r, 0, b) + r->cells[0] * cell_of(r, 1, b);
+}
+
+/* Slot 0 holds the sweep axis, slots 1 and 2 the row axes. */
+static row_box row_box_of(const box_rows *r, const prox_aabb *b, uint32_t id)
+{
+    row_box x = {.lo = {0, 0, 0}, .id = id, .hi = {0, 0, FLAT_HI}, .unused = 0};
+    const int axes[3] = {r->axis, r->row[0], r->row[1]};
+    for (int s = 0; s < r->dim; s++) {
+        int k = axes[s];
+        x.lo[s] = round_down(b->lo[k] - r->origin[k]);
+        x.hi[s] = round_up(b->hi[k] - r->origin[k]);
+    }
+    return x;
+}
+
+/* The sweep axis, the row axes and their cells (see the top comment). */
+static void lay_out(box_rows *r, const broad_input *in, const double longest[3])
+{
+    double extent[3] = {0, 0, 0};
+    for (int k = 0; k < in->dim; k++)
+        extent[k] = in->hi[k] - in->lo[k];
+    r->dim = in->dim;
+    r->axis = 0;
+    for (int k = 1; k < in->dim; k++)
+        r->axis = extent[k] > extent[r->axis] ? k : r->axis;
+    r->row[0] = r->row[1] = -1;
+    for (int k = 0, j = 0; k < in->dim; k++)
+        if (k != r->axis)
+            r->row[j++] = k;
+    memcpy(r->origin, in->lo, sizeof r->origin);
+
+    double cell[2] = {1, 1};
+    for (int j = 0; j < 2; j++) {
+        int k = r->row[j];
+        if (k < 0)
+            continue;
+        cell[j] = fmax(longest[k] * CELL_MARGIN, extent[k] / MAX_CELLS_PER_AXIS);
+        if (!(cell[j] > 0))
+            cell[j] = 1.0; /* every box a point on this axis, all in one cell */
+    }
+    double max_rows = in->n > MIN_ROWS ? (double)in->n : MIN_ROWS;
+    for (;;) {
+        for (int j = 0; j < 2; j++) {
+            r->inverse[j] = 1.0 / cell[j];
+            r->cells[j] = r->row[j] < 0 ? 1 : (int64_t)(extent[r->row[j]] * r->inverse[j]) + 1;
+        }
+        if ((double)r->cells[0] * (double)r->cells[1] <= max_rows)
+            break;
+        cell[0] *= 2;
+        cell[1] *= 2;
+    }
+    r->rows = r->cells[0] * r->cells[1];
+
+    /* Four ulps of the largest offset (section "Exactness" above), and at
+     * least four of the smallest subnormal. */
+    double widest = fmax(extent[0], fmax(extent[1], extent[2]));
+    int e;
+    frexp(widest, &e);
+    r->sure = (float)fmax(ldexp(1.0, e - 22), 0x1p-147);
+    /* A box meeting box p along the sweep axis has min >= min_p - reach
+     * (its extent, and the roundings of both mins, with room). */
+    r->reach = round_up(longest[r->axis]) + 4 * r->sure;
+}
+
+static int compare_row_boxes(const void *a, const void *b)
+{
+    const row_box *x = a, *y = b;
+    if (x->lo[0] != y->lo[0])
+        return x->lo[0] < y->lo[0] ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* A short row: its ids by (min along the sweep axis, id) through 64-bit
+ * keys (the offsets are >= 0, so a float's bits order like the float),
+ * then its boxes written in that order. The ids arrive ascending. */
+static void fill_short_row(const box_rows *r, const prox_aabb *box, const uint32_t *ids,
+                           int64_t count, int64_t ahead, row_box *out)
+{
+    uint64_t key[SHORT_ROW];
+    int axis = r->axis;
+    for (int64_t j = 0; j < count; j++) {
+        if (j + PREFETCH < ahead) /* into the next rows too */
+            __builtin_prefetch(&box[ids[j + PREFETCH]]);
+        float lo = round_down(box[ids[j]].lo[axis] - r->origin[axis]);
+        uint64_t x = (uint64_t)float_bits(lo) << 32 | ids[j];
+        int64_t i = j;
+        for (; i > 0 && key[i - 1] > x; i--)
+            key[i] = key[i - 1];
+        key[i] = x;
+    }
+    for (int64_t j = 0; j < count; j++) {
+        uint32_t id = (uint32_t)key[j];
+        out[j] = row_box_of(r, &box[id], id);
+    }
+}
+
+static void fill_row(box_rows *r, const prox_aabb *box, int64_t row)
+{
+    int64_t first = r->start[row], count = r->start[row + 1] - first;
+    row_box *out = r->box + first;
+    if (count <= SHORT_ROW) {
+        fill_short_row(r, box, r->order + first, count, r->count - first, out);
+    } else {
+        for (int64_t j = 0; j < count; j++)
+            out[j] = row_box_of(r, &box[r->order[first + j]], r->order[first + j]);
+        qsort(out, (size_t)count, sizeof *out, compare_row_boxes);
+    }
+    for (int64_t j = 0; j < count; j++)
+        r->x_lo[first + j] = out[j].lo[0];
+}
+
+static bool reserve(box_rows *r, const broad_input *in, int threads)
+{
+    const prox_allocator *al = in->allocator;
+    int64_t n = in->n;
+    return prox_reserve(al, (void **)&r->box, &r->box_capacity, n, sizeof *r->box) &&
+           prox_reserve(al, (void **)&r->x_lo, &r->x_lo_capacity, n, sizeof *r->x_lo) &&
+           prox_reserve(al, (void **)&r->key, &r->key_capacity, n, sizeof *r->key) &&
+           prox_reserve(al, (void **)&r->order, &r->order_capacity, n, sizeof *r->order) &&
+           prox_reserve(al, (void **)&r->start, &r->start_capacity, r->rows + 1,
+                        sizeof *r->start) &&
+           prox_reserve(al, (void **)&r->hist, &r->hist_capacity, (threads - 1) * r->rows + 1,
+                        sizeof *r->hist);
+}
+
+prox_status prox_box_rows_build(box_rows *r, const broad_input *in, const double longest[3])
+{
+    assert(in->n < ((int64_t)1 << 32));
+    for (int k = 0; k < in->dim; k++)
+        if (!(in->hi[k] - in->lo[k] < MAX_EXTENT))
+            return PROX_ERR_RANGE;
+    lay_out(r, in, longest);
+    int64_t n = in->n;
+    int threads = in->threads > 1 && n > 65536 ? in->threads : 1;
+    if (!reserve(r, in, threads))
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for the rows of %lld boxes",
+                         (long long)n);
+    r->count = n;
+
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        r->key[i] = (uint32_t)row_of(r, &in->box[i]);
+    prox_counting_sort_u32(r->key, n, r->rows, r->start, r->order, r->hist, threads);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 256)
+    for (int64_t row = 0; row < r->rows; row++)
+        fill_row(r, in->box, row);
+    return PROX_OK;
+}
+
+/* ---- the sweep ---------------------------------------------------------- */
+
+/* Candidate pairs (positions in the rows) are gathered, then tested a
+ * batch at a time: appending a window is a few stores, and the test loop
+ * keeps its hits without a branch on each outcome (about half the
+ * candidates of W3 overlap: a branch would guess wrong half the time). */
+#define BATCH 512
+#define BATCH_ROOM (BATCH + 5 * 16) /* a box adds at most 5 windows of 16 */
+
+typedef struct sweeper {
+    const box_rows *r;
+    const prox_aabb *box; /* the caller's boxes as doubles, by id */
+    prox_emitter *e;
+    int64_t tested, visited;
+    int count;
+    uint32_t p[BATCH_ROOM + 16], q[BATCH_ROOM + 16]; /* 16 lanes past count are written */
+    prox_pair hit[BATCH_ROOM];
+} sweeper;
+
+/* Whether the float bounds of a and b overlap (maybe), and do so by the
+ * margin that makes the doubles' overlap certain (sure). */
+static inline void float_overlap(const row_box *a, const row_box *b, float s, bool *maybe,
+                                 bool *sure)
+{
+#ifdef __SSE2__
+    /* lanes 0-2: the axes (lane 3 holds the ids) */
+    __m128 alo = _mm_loadu_ps(a->lo), ahi = _mm_loadu_ps(a->hi);
+    __m128 blo = _mm_loadu_ps(b->lo), bhi = _mm_loadu_ps(b->hi);
+    __m128 margin = _mm_set1_ps(s);
+    int m = _mm_movemask_ps(_mm_and_ps(_mm_cmple_ps(alo, bhi), _mm_cmple_ps(blo, ahi)));
+    int n = _mm_movemask_ps(_mm_and_ps(_mm_cmple_ps(_mm_add_ps(alo, margin), bhi),
+                                       _mm_cmple_ps(_mm_add_ps(blo, margin), ahi)));
+    *maybe = (m & 7) == 7;
+    *sure = (n & 7) == 7;
+    return;
+#endif
+    *maybe = (a->lo[0] <= b->hi[0]) & (b->lo[0] <= a->hi[0]) & (a->lo[1] <= b->hi[1]) &
+             (b->lo[1] <= a->hi[1]) & (a->lo[2] <= b->hi[2]) & (b->lo[2] <= a->hi[2]);
+    *sure = (a->lo[0] + s <= b->hi[0]) & (b->lo[0] + s <= a->hi[0]) &
+            (a->lo[1] + s <= b->hi[1]) & (b->lo[1] + s <= a->hi[1]) &
+            (a->lo[2] + s <= b->hi[2]) & (b->lo[2] + s <= a->hi[2]);
+}
+
+static void test_batch(sweeper *w)
+{
+    const row_box *box = w->r->box;
+    float s = w->r->sure;
+    int hits = 0;
+    for (int c = 0; c < w->count; c++) {
+        const row_box *a = &box[w->p[c]], *b = &box[w->q[c]];
+        bool maybe, sure;
+        float_overlap(a, b, s, &maybe, &sure);
+        uint32_t i = a->id < b->id ? a->id : b->id, j = a->id ^ b->id ^ i;
+        w->hit[hits] = (prox_pair){i, j};
+        hits += maybe & sure;
+        if (maybe & !sure) /* within float rounding: the doubles decide (rare) */
+            hits += prox_aabb_overlap(&w->box[i], &w->box[j]);
+    }
+    for (int h = 0; h < hits; h++)
+        prox_emit(w->e, w->hit[h].i, w->hit[h].j);
+    w->tested += w->count;
+    w->count = 0;
+}
+
+/* Candidates (p, q) for q in [at, at + count). */
+static inline int add_candidates(sweeper *w, int filled, uint32_t p, int64_t at, int64_t count)
+{
+#ifdef ROWS_AVX512
+    if (count <= 16) {
+        const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        _mm512_storeu_si512(w->p + filled, _mm512_set1_epi32((int)p));
+        _mm512_storeu_si512(w->q + filled, _mm512_add_epi32(_mm512_set1_epi32((int)at), lane));
+        return filled + (int)count;
+    }
+#endif
+    for (int64_t k = 0; k < count; k++) {
+        if (filled == BATCH_ROOM) {
+            w->count = filled;
+            test_batch(w);
+            filled = 0;
+        }
+        w->p[filled] = p;
+        w->q[filled++] = (uint32_t)(at + k);
+    }
+    return filled;
+}
+
+/* A neighbour row's boxes not yet behind the sweep: [at, end). */
+typedef struct window {
+    int64_t at, end;
+} window;
+
+/* The half of a row's neighbours after it: (+1, 0), and in 3D (-1, +1),
+ * (0, +1), (+1, +1); the non-empty ones. */
+static int neighbour_rows(const box_rows *r, int64_t row, window out[4])
+{
+    int64_t c0 = row % r->cells[0], c1 = row / r->cells[0];
+    int64_t cell[4][2] = {{c0 + 1, c1}, {c0 - 1, c1 + 1}, {c0, c1 + 1}, {c0 + 1, c1 + 1}};
+    int count = 0;
+    for (int j = 0; j < (r->row[1] >= 0 ? 4 : 1); j++) {
+        if (cell[j][0] < 0 || cell[j][0] >= r->cells[0] || cell[j][1] >= r->cells[1])
+            continue;
+        int64_t other = cell[j][0] + r->cells[0] * cell[j][1];
+        if (r->start[other] < r->start[other + 1])
+            out[count++] = (window){r->start[other], r->start[other + 1]};
+    }
+    return count;
+}
+
+/* The sweep's two searches over sorted keys x[at .. end): the first
+ * position whose key is >= v, and the number of keys <= v from `at`. Keys
+ * are read 16 at a time where AVX-512 is there (masked, so reading never
+ * passes `end`): a sorted run of compares is a prefix of the mask, and its
+ * popcount replaces a loop whose exit the branch predictor cannot guess. */
+#ifdef ROWS_AVX512
+static inline __mmask16 keys_mask(int64_t left)
+{
+    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+}
+
+static inline int64_t skip_below(const float *x, int64_t at, int64_t end, float v)
+{
+    const __m512 limit = _mm512_set1_ps(v);
+    for (;;) {
+        __mmask16 valid = keys_mask(end - at);
+        __m512 keys = _mm512_maskz_loadu_ps(valid, x + at);
+        int below = __builtin_popcount(_mm512_mask_cmp_ps_mask(valid, keys, limit, _CMP_LT_OQ));
+        at += below;
+        if (below < 16)
+            return at;
+    }
+}
+
+static inline int64_t count_upto(const float *x, int64_t at, int64_t end, float v)
+{
+    const __m512 limit = _mm512_set1_ps(v);
+    int64_t count = 0;
+    for (;;) {
+        __mmask16 valid = keys_mask(end - at - count);
+        __m512 keys = _mm512_maskz_loadu_ps(valid, x + at + count);
+        int upto = __builtin_popcount(_mm512_mask_cmp_ps_mask(valid, keys, limit, _CMP_LE_OQ));
+        count += upto;
+        if (upto < 16)
+            return count;
+    }
+}
+#else
+static inline int64_t skip_below(const float *x, int64_t at, int64_t end, float v)
+{
+    while (at < end && x[at] < v)
+        at++;
+    return at;
+}
+
+static inline int64_t count_upto(const float *x, int64_t at, int64_t end, float v)
+{
+    int64_t q = at;
+    while (q < end && x[q] <= v)
+        q++;
+    return q - at;
+}
+#endif
+
+/* Each box of the row against the boxes after it in the row, and against
+ * the neighbour rows' boxes whose min lies in [min - reach, max]: every
+ * pair of the row and every pair across is met once. */
+static void sweep_from_row(sweeper *w, int64_t row)
+{
+    const box_rows *r = w->r;
+    int64_t first = r->start[row], end = r->start[row + 1];
+    window next[4];
+    int count = first < end ? neighbour_rows(r, row, next) : 0;
+    w->visited += 1 + count;
+    const float *x_lo = r->x_lo;
+    int filled = w->count; /* in a register: the stores to w->p, w->q may alias w->count */
+    for (int64_t p = first; p < end; p++) {
+        const row_box *bp = &r->box[p];
+        float hi = bp->hi[0], lower = bp->lo[0] - r->reach;
+        filled = add_candidates(w, filled, (uint32_t)p, p + 1, count_upto(x_lo, p + 1, end, hi));
+        for (int j = 0; j < count; j++) {
+            window *v = &next[j];
+            v->at = skip_below(x_lo, v->at, v->end, lower);
+            filled = add_candidates(w, filled, (uint32_t)p, v->at,
+                                    count_upto(x_lo, v->at, v->end, hi));
+        }
+        if (filled >= BATCH) {
+            w->count = filled;
+            test_batch(w);
+            filled = 0;
+        }
+    }
+    w->count = filled;
+}
+
+/* The first row starting at or after box position `at`. */
+static int64_t row_at(const box_rows *r, int64_t at)
+{
+    int64_t lo = 0, hi = r->rows;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (r->start[mid] < at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void prox_box_rows_pairs(const box_rows *r, const broad_input *in, prox_chunks *chunks,
+                         prox_stats *stats)
+{
+    int count = chunks->count;
+    int threads = count > 1 ? in->threads : 1;
+    int64_t tested = 0, visited = 0;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1) \
+    reduction(+ : tested, visited)
+    for (int k = 0; k < count; k++) {
+        sweeper local, *w = &local; /* 10 KB: the stack */
+        w->r = r;
+        w->box = in->box;
+        w->e = &chunks->emitter[k];
+        w->tested = w->visited = 0;
+        w->count = 0;
+        int64_t first = row_at(r, r->count * k / count);
+        int64_t end = k + 1 == count ? r->rows : row_at(r, r->count * (k + 1) / count);
+        for (int64_t row = first; row < end && !w->e->stop; row++)
+            sweep_from_row(w, row);
+        test_batch(w);
+        tested += w->tested;
+        visited += w->visited;
+    }
+    stats->candidates += tested;
+    stats->cells_visited += visited;
+}
+
+void prox_box_rows_free(box_rows *r, const prox_allocator *allocator)
+{
+    prox_free(allocator, r->box);
+    prox_free(allocator, r->x_lo);
+    prox_free(allocator, r->key);
+    prox_free(allocator, r->order);
+    prox_free(allocator, r->start);
+    prox_free(allocator, r->hist);
+    *r = (box_rows){0};
+}
+
+int64_t prox_box_rows_bytes(const box_rows *r)
+{
+    return r->box_capacity * (int64_t)sizeof *r->box +
+           r->x_lo_capacity * (int64_t)sizeof *r->x_lo +
+           r->key_capacity * (int64_t)sizeof *r->key +
+           r->order_capacity * (int64_t)sizeof *r->order +
+           r->start_capacity * (int64_t)sizeof *r->start +
+           r->hist_capacity * (int64_t)sizeof *r->hist;
+}
