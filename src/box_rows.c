@@ -33,7 +33,6 @@
 #include "alloc.h"
 #include "box_rows.h"
 #include "error.h"
-#include "radix_sort.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -52,8 +51,6 @@
 #define MAX_EXTENT 0x1p100
 /* Rows up to this length are sorted by insertion on the stack. */
 #define SHORT_ROW 256
-/* Boxes read ahead of their use. */
-#define PREFETCH 16
 /* In 2D the third axis's bounds: every pair overlaps there, surely. */
 #define FLAT_HI 0x1p110f
 
@@ -71,17 +68,19 @@ static inline float bits_float(uint32_t u)
     return f;
 }
 
-/* t >= 0 rounded to the float at or below it, and at or above it. */
+/* t >= 0 rounded to the float at or below it, and at or above it: the
+ * nearest float, moved one step (its bits, as t >= 0) where it went the
+ * wrong way. Arithmetic, not a branch: the direction is a coin toss. */
 static inline float round_down(double t)
 {
     float f = (float)t;
-    return (double)f > t ? bits_float(float_bits(f) - 1) : f;
+    return bits_float(float_bits(f) - (uint32_t)((double)f > t));
 }
 
 static inline float round_up(double t)
 {
     float f = (float)t;
-    return (double)f < t ? bits_float(float_bits(f) + 1) : f;
+    return bits_float(float_bits(f) + (uint32_t)((double)f < t));
 }
 
 static inline int64_t cell_of(const box_rows *r, int j, const prox_aabb *b)
@@ -98,17 +97,22 @@ static inline int64_t row_of(const box_rows *r, const prox_aabb *b)
     return cell_of(r, 0, b) + r->cells[0] * cell_of(r, 1, b);
 }
 
-/* Slot 0 holds the sweep axis, slots 1 and 2 the row axes. */
-static row_box row_box_of(const box_rows *r, const prox_aabb *b, uint32_t id)
+/* Slot 0 holds the sweep axis, slots 1 and 2 the row axes (in 2D slot 2
+ * is FLAT: every pair overlaps there, surely). */
+static inline row_box row_box_of(const box_rows *r, const prox_aabb *b, uint32_t id)
 {
-    row_box x = {.lo = {0, 0, 0}, .id = id, .hi = {0, 0, FLAT_HI}, .unused = 0};
-    const int axes[3] = {r->axis, r->row[0], r->row[1]};
-    for (int s = 0; s < r->dim; s++) {
-        int k = axes[s];
-        x.lo[s] = round_down(b->lo[k] - r->origin[k]);
-        x.hi[s] = round_up(b->hi[k] - r->origin[k]);
-    }
-    return x;
+    const double *o = r->origin;
+    int a = r->axis, u = r->row[0], v = r->row[1];
+    bool flat = v < 0;
+    v = flat ? a : v;
+    return (row_box){
+        .lo = {round_down(b->lo[a] - o[a]), round_down(b->lo[u] - o[u]),
+               flat ? 0.0f : round_down(b->lo[v] - o[v])},
+        .id = id,
+        .hi = {round_up(b->hi[a] - o[a]), round_up(b->hi[u] - o[u]),
+               flat ? FLAT_HI : round_up(b->hi[v] - o[v])},
+        .unused = 0,
+    };
 }
 
 /* The sweep axis, the row axes and their cells (see the top comment). */
@@ -168,57 +172,63 @@ static int compare_row_boxes(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* A short row: its ids by (min along the sweep axis, id) through 64-bit
- * keys (the offsets are >= 0, so a float's bits order like the float),
- * then its boxes written in that order. The ids arrive ascending. */
-static void fill_short_row(const box_rows *r, const prox_aabb *box, const uint32_t *ids,
-                           int64_t count, int64_t ahead, row_box *out)
+/* A short row by (min along the sweep axis, id) through 64-bit keys on
+ * the stack (the offsets are >= 0, so a float's bits order like the
+ * float; the boxes arrive in id order, so their index breaks ties). */
+static void sort_short_row(row_box *box, int64_t count)
 {
     uint64_t key[SHORT_ROW];
-    int axis = r->axis;
+    row_box sorted[SHORT_ROW];
     for (int64_t j = 0; j < count; j++) {
-        if (j + PREFETCH < ahead) /* into the next rows too */
-            __builtin_prefetch(&box[ids[j + PREFETCH]]);
-        float lo = round_down(box[ids[j]].lo[axis] - r->origin[axis]);
-        uint64_t x = (uint64_t)float_bits(lo) << 32 | ids[j];
+        uint64_t x = (uint64_t)float_bits(box[j].lo[0]) << 32 | (uint64_t)j;
         int64_t i = j;
         for (; i > 0 && key[i - 1] > x; i--)
             key[i] = key[i - 1];
         key[i] = x;
     }
-    for (int64_t j = 0; j < count; j++) {
-        uint32_t id = (uint32_t)key[j];
-        out[j] = row_box_of(r, &box[id], id);
-    }
+    for (int64_t j = 0; j < count; j++)
+        sorted[j] = box[(uint32_t)key[j]];
+    memcpy(box, sorted, (size_t)count * sizeof *box);
 }
 
-static void fill_row(box_rows *r, const prox_aabb *box, int64_t row)
+static void sort_row(box_rows *r, int64_t row)
 {
     int64_t first = r->start[row], count = r->start[row + 1] - first;
-    row_box *out = r->box + first;
-    if (count <= SHORT_ROW) {
-        fill_short_row(r, box, r->order + first, count, r->count - first, out);
-    } else {
-        for (int64_t j = 0; j < count; j++)
-            out[j] = row_box_of(r, &box[r->order[first + j]], r->order[first + j]);
-        qsort(out, (size_t)count, sizeof *out, compare_row_boxes);
-    }
+    row_box *box = r->box + first;
+    if (count <= SHORT_ROW)
+        sort_short_row(box, count);
+    else
+        qsort(box, (size_t)count, sizeof *box, compare_row_boxes);
     for (int64_t j = 0; j < count; j++)
-        r->x_lo[first + j] = out[j].lo[0];
+        r->x_lo[first + j] = box[j].lo[0];
 }
 
-static bool reserve(box_rows *r, const broad_input *in, int threads)
+static bool reserve(box_rows *r, const broad_input *in)
 {
     const prox_allocator *al = in->allocator;
     int64_t n = in->n;
     return prox_reserve(al, (void **)&r->box, &r->box_capacity, n, sizeof *r->box) &&
            prox_reserve(al, (void **)&r->x_lo, &r->x_lo_capacity, n, sizeof *r->x_lo) &&
            prox_reserve(al, (void **)&r->key, &r->key_capacity, n, sizeof *r->key) &&
-           prox_reserve(al, (void **)&r->order, &r->order_capacity, n, sizeof *r->order) &&
            prox_reserve(al, (void **)&r->start, &r->start_capacity, r->rows + 1,
-                        sizeof *r->start) &&
-           prox_reserve(al, (void **)&r->hist, &r->hist_capacity, (threads - 1) * r->rows + 1,
-                        sizeof *r->hist);
+                        sizeof *r->start);
+}
+
+/* A counting sort on the row: counts, offsets, then each box (read in
+ * input order) written to its row; start[row] ends as the next row's
+ * start and is shifted back. Ids ascend within each row. */
+static void place_in_rows(box_rows *r, const broad_input *in)
+{
+    uint32_t *start = r->start;
+    memset(start, 0, (size_t)(r->rows + 1) * sizeof *start);
+    for (int64_t i = 0; i < in->n; i++)
+        start[r->key[i] + 1]++;
+    for (int64_t row = 0; row < r->rows; row++)
+        start[row + 1] += start[row];
+    for (int64_t i = 0; i < in->n; i++)
+        r->box[start[r->key[i]]++] = row_box_of(r, &in->box[i], (uint32_t)i);
+    memmove(start + 1, start, (size_t)r->rows * sizeof *start);
+    start[0] = 0;
 }
 
 prox_status prox_box_rows_build(box_rows *r, const broad_input *in, const double longest[3])
@@ -229,19 +239,18 @@ prox_status prox_box_rows_build(box_rows *r, const broad_input *in, const double
             return PROX_ERR_RANGE;
     lay_out(r, in, longest);
     int64_t n = in->n;
-    int threads = in->threads > 1 && n > 65536 ? in->threads : 1;
-    if (!reserve(r, in, threads))
+    if (!reserve(r, in))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for the rows of %lld boxes",
                          (long long)n);
     r->count = n;
-
+    int threads = in->threads > 1 && n > 65536 ? in->threads : 1;
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
     for (int64_t i = 0; i < n; i++)
         r->key[i] = (uint32_t)row_of(r, &in->box[i]);
-    prox_counting_sort_u32(r->key, n, r->rows, r->start, r->order, r->hist, threads);
+    place_in_rows(r, in);
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 256)
     for (int64_t row = 0; row < r->rows; row++)
-        fill_row(r, in->box, row);
+        sort_row(r, row);
     return PROX_OK;
 }
 
@@ -485,9 +494,7 @@ void prox_box_rows_free(box_rows *r, const prox_allocator *allocator)
     prox_free(allocator, r->box);
     prox_free(allocator, r->x_lo);
     prox_free(allocator, r->key);
-    prox_free(allocator, r->order);
     prox_free(allocator, r->start);
-    prox_free(allocator, r->hist);
     *r = (box_rows){0};
 }
 
@@ -496,7 +503,5 @@ int64_t prox_box_rows_bytes(const box_rows *r)
     return r->box_capacity * (int64_t)sizeof *r->box +
            r->x_lo_capacity * (int64_t)sizeof *r->x_lo +
            r->key_capacity * (int64_t)sizeof *r->key +
-           r->order_capacity * (int64_t)sizeof *r->order +
-           r->start_capacity * (int64_t)sizeof *r->start +
-           r->hist_capacity * (int64_t)sizeof *r->hist;
+           r->start_capacity * (int64_t)sizeof *r->start;
 }

@@ -31,10 +31,8 @@ typedef struct box_rows {
     int64_t x_lo_capacity;
     uint32_t *start;   /* rows + 1 offsets into box */
     int64_t rows, start_capacity;
-    /* build scratch: each box's row, the ids in row order, the counting
-     * sort's per-thread counts */
-    uint32_t *key, *order, *hist;
-    int64_t key_capacity, order_capacity, hist_capacity;
+    uint32_t *key; /* build scratch: each box's row */
+    int64_t key_capacity;
 } box_rows;
 
 /* Sorts the boxes into rows; longest[k] is the longest extent along axis

@@ -62,7 +62,8 @@ static void scatter(const uint64_t *keys, const uint32_t *values, uint64_t *out_
     for (int64_t i = begin; i < end; i++) {
         int64_t to = at[digit_of(keys[i], pass)]++;
         out_keys[to] = keys[i];
-        out_values[to] = values[i];
+        if (values)
+            out_values[to] = values[i];
     }
 }
 
@@ -98,7 +99,8 @@ void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
     }
     if (src_k != keys) {
         memcpy(keys, src_k, (size_t)n * sizeof *keys);
-        memcpy(values, src_v, (size_t)n * sizeof *values);
+        if (values)
+            memcpy(values, src_v, (size_t)n * sizeof *values);
     }
 }
 

@@ -7,6 +7,7 @@
 /* Stable LSD radix sort of (keys[i], values[i]) by key, 8-bit digits; a
  * digit that is the same for every key costs no pass. tmp_keys and
  * tmp_values are scratch of n elements. The result is in keys/values.
+ * values and tmp_values may both be NULL: the keys alone are sorted.
  * Parallel over `threads` (per-thread histograms, scatter in thread
  * order), so the result is identical for every thread count. */
 void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
