@@ -256,12 +256,14 @@ prox_status prox_box_rows_build(box_rows *r, const broad_input *in, const double
 
 /* ---- the sweep ---------------------------------------------------------- */
 
-/* Candidate pairs (positions in the rows) are gathered, then tested a
- * batch at a time: appending a window is a few stores, and the test loop
- * keeps its hits without a branch on each outcome (about half the
- * candidates of W3 overlap: a branch would guess wrong half the time). */
+/* Candidate pairs (positions p, q in the rows, packed p << 32 | q) are
+ * gathered, then tested a batch at a time: appending a window is one
+ * store, and the test loop keeps its hits without a branch on each
+ * outcome (about half the candidates of W3 overlap: a branch would guess
+ * wrong half the time). */
 #define BATCH 512
-#define BATCH_ROOM (BATCH + 5 * 16) /* a box adds at most 5 windows of 16 */
+#define LANES 8                          /* candidates one store appends */
+#define BATCH_ROOM (BATCH + 5 * LANES)   /* a box adds at most 5 such stores */
 
 typedef struct sweeper {
     const box_rows *r;
@@ -269,7 +271,7 @@ typedef struct sweeper {
     prox_emitter *e;
     int64_t tested, visited;
     int count;
-    uint32_t p[BATCH_ROOM + 16], q[BATCH_ROOM + 16]; /* 16 lanes past count are written */
+    uint64_t pq[BATCH_ROOM + LANES]; /* a store may write LANES past count */
     prox_pair hit[BATCH_ROOM];
 } sweeper;
 
@@ -288,29 +290,39 @@ static inline void float_overlap(const row_box *a, const row_box *b, float s, bo
                                        _mm_cmple_ps(_mm_add_ps(blo, margin), ahi)));
     *maybe = (m & 7) == 7;
     *sure = (n & 7) == 7;
-    return;
-#endif
+#else
     *maybe = (a->lo[0] <= b->hi[0]) & (b->lo[0] <= a->hi[0]) & (a->lo[1] <= b->hi[1]) &
              (b->lo[1] <= a->hi[1]) & (a->lo[2] <= b->hi[2]) & (b->lo[2] <= a->hi[2]);
     *sure = (a->lo[0] + s <= b->hi[0]) & (b->lo[0] + s <= a->hi[0]) &
             (a->lo[1] + s <= b->hi[1]) & (b->lo[1] + s <= a->hi[1]) &
             (a->lo[2] + s <= b->hi[2]) & (b->lo[2] + s <= a->hi[2]);
+#endif
 }
 
 static void test_batch(sweeper *w)
 {
     const row_box *box = w->r->box;
     float s = w->r->sure;
-    int hits = 0;
+    int hits = 0, ambiguous = 0;
     for (int c = 0; c < w->count; c++) {
-        const row_box *a = &box[w->p[c]], *b = &box[w->q[c]];
+        const row_box *a = &box[w->pq[c] >> 32], *b = &box[(uint32_t)w->pq[c]];
         bool maybe, sure;
         float_overlap(a, b, s, &maybe, &sure);
         uint32_t i = a->id < b->id ? a->id : b->id, j = a->id ^ b->id ^ i;
         w->hit[hits] = (prox_pair){i, j};
         hits += maybe & sure;
-        if (maybe & !sure) /* within float rounding: the doubles decide (rare) */
-            hits += prox_aabb_overlap(&w->box[i], &w->box[j]);
+        ambiguous |= maybe & !sure;
+    }
+    if (ambiguous) { /* within float rounding: the doubles decide (rare); again in */
+        hits = 0;    /* candidate order, so that batch boundaries never show */
+        for (int c = 0; c < w->count; c++) {
+            const row_box *a = &box[w->pq[c] >> 32], *b = &box[(uint32_t)w->pq[c]];
+            bool maybe, sure;
+            float_overlap(a, b, s, &maybe, &sure);
+            uint32_t i = a->id < b->id ? a->id : b->id, j = a->id ^ b->id ^ i;
+            if (maybe && (sure || prox_aabb_overlap(&w->box[i], &w->box[j])))
+                w->hit[hits++] = (prox_pair){i, j};
+        }
     }
     for (int h = 0; h < hits; h++)
         prox_emit(w->e, w->hit[h].i, w->hit[h].j);
@@ -318,14 +330,14 @@ static void test_batch(sweeper *w)
     w->count = 0;
 }
 
-/* Candidates (p, q) for q in [at, at + count). */
+/* Candidates (p, q) for q in [at, at + count); returns the new fill. */
 static inline int add_candidates(sweeper *w, int filled, uint32_t p, int64_t at, int64_t count)
 {
 #ifdef ROWS_AVX512
-    if (count <= 16) {
-        const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-        _mm512_storeu_si512(w->p + filled, _mm512_set1_epi32((int)p));
-        _mm512_storeu_si512(w->q + filled, _mm512_add_epi32(_mm512_set1_epi32((int)at), lane));
+    if (count <= LANES) {
+        const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+        __m512i first = _mm512_set1_epi64((int64_t)((uint64_t)p << 32 | (uint64_t)at));
+        _mm512_storeu_si512(w->pq + filled, _mm512_add_epi64(first, lane));
         return filled + (int)count;
     }
 #endif
@@ -335,8 +347,7 @@ static inline int add_candidates(sweeper *w, int filled, uint32_t p, int64_t at,
             test_batch(w);
             filled = 0;
         }
-        w->p[filled] = p;
-        w->q[filled++] = (uint32_t)(at + k);
+        w->pq[filled++] = (uint64_t)p << 32 | (uint64_t)(at + k);
     }
     return filled;
 }
@@ -363,59 +374,35 @@ static int neighbour_rows(const box_rows *r, int64_t row, window out[4])
     return count;
 }
 
-/* The sweep's two searches over sorted keys x[at .. end): the first
- * position whose key is >= v, and the number of keys <= v from `at`. Keys
- * are read 16 at a time where AVX-512 is there (masked, so reading never
- * passes `end`): a sorted run of compares is a prefix of the mask, and its
- * popcount replaces a loop whose exit the branch predictor cannot guess. */
+/* The keys x[at .. end) of a row are sorted. Moves `at` past the keys
+ * below `lower` and returns how many keys from there are <= hi (lower <=
+ * hi). With AVX-512 one masked load of 16 keys (it never reads past end)
+ * answers both where the window is that short, as in W3 nearly always: a
+ * sorted run of compares is a prefix of the mask, and its popcount
+ * replaces a loop whose exit the branch predictor cannot guess. */
+static inline int64_t window_of(const float *x, int64_t *at, int64_t end, float lower, float hi)
+{
 #ifdef ROWS_AVX512
-static inline __mmask16 keys_mask(int64_t left)
-{
-    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
-}
-
-static inline int64_t skip_below(const float *x, int64_t at, int64_t end, float v)
-{
-    const __m512 limit = _mm512_set1_ps(v);
-    for (;;) {
-        __mmask16 valid = keys_mask(end - at);
-        __m512 keys = _mm512_maskz_loadu_ps(valid, x + at);
-        int below = __builtin_popcount(_mm512_mask_cmp_ps_mask(valid, keys, limit, _CMP_LT_OQ));
-        at += below;
-        if (below < 16)
-            return at;
+    int64_t left = end - *at;
+    __mmask16 valid = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+    __m512 keys = _mm512_maskz_loadu_ps(valid, x + *at);
+    int below = __builtin_popcount(
+        _mm512_mask_cmp_ps_mask(valid, keys, _mm512_set1_ps(lower), _CMP_LT_OQ));
+    int upto = __builtin_popcount(
+        _mm512_mask_cmp_ps_mask(valid, keys, _mm512_set1_ps(hi), _CMP_LE_OQ));
+    if (upto < 16) {
+        *at += below;
+        return upto - below;
     }
-}
-
-static inline int64_t count_upto(const float *x, int64_t at, int64_t end, float v)
-{
-    const __m512 limit = _mm512_set1_ps(v);
-    int64_t count = 0;
-    for (;;) {
-        __mmask16 valid = keys_mask(end - at - count);
-        __m512 keys = _mm512_maskz_loadu_ps(valid, x + at + count);
-        int upto = __builtin_popcount(_mm512_mask_cmp_ps_mask(valid, keys, limit, _CMP_LE_OQ));
-        count += upto;
-        if (upto < 16)
-            return count;
-    }
-}
-#else
-static inline int64_t skip_below(const float *x, int64_t at, int64_t end, float v)
-{
-    while (at < end && x[at] < v)
-        at++;
-    return at;
-}
-
-static inline int64_t count_upto(const float *x, int64_t at, int64_t end, float v)
-{
-    int64_t q = at;
-    while (q < end && x[q] <= v)
-        q++;
-    return q - at;
-}
 #endif
+    int64_t q = *at;
+    while (q < end && x[q] < lower)
+        q++;
+    *at = q;
+    while (q < end && x[q] <= hi)
+        q++;
+    return q - *at;
+}
 
 /* Each box of the row against the boxes after it in the row, and against
  * the neighbour rows' boxes whose min lies in [min - reach, max]: every
@@ -428,16 +415,17 @@ static void sweep_from_row(sweeper *w, int64_t row)
     int count = first < end ? neighbour_rows(r, row, next) : 0;
     w->visited += 1 + count;
     const float *x_lo = r->x_lo;
-    int filled = w->count; /* in a register: the stores to w->p, w->q may alias w->count */
+    int filled = w->count; /* in a register: the stores to w->pq may alias w->count */
     for (int64_t p = first; p < end; p++) {
         const row_box *bp = &r->box[p];
         float hi = bp->hi[0], lower = bp->lo[0] - r->reach;
-        filled = add_candidates(w, filled, (uint32_t)p, p + 1, count_upto(x_lo, p + 1, end, hi));
+        int64_t after = p + 1;
+        filled = add_candidates(w, filled, (uint32_t)p, p + 1,
+                                window_of(x_lo, &after, end, bp->lo[0], hi));
         for (int j = 0; j < count; j++) {
             window *v = &next[j];
-            v->at = skip_below(x_lo, v->at, v->end, lower);
-            filled = add_candidates(w, filled, (uint32_t)p, v->at,
-                                    count_upto(x_lo, v->at, v->end, hi));
+            int64_t n = window_of(x_lo, &v->at, v->end, lower, hi);
+            filled = add_candidates(w, filled, (uint32_t)p, v->at, n);
         }
         if (filled >= BATCH) {
             w->count = filled;
