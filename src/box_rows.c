@@ -118,7 +118,7 @@ static inline row_box row_box_of(const box_rows *r, const prox_aabb *b, uint32_t
 }
 
 /* The sweep axis, the row axes and their cells (see the top comment). */
-static void lay_out(box_rows *r, const broad_input *in, const double longest[3])
+static void lay_out(box_rows *r, const broad_input *in)
 {
     double extent[3] = {0, 0, 0};
     for (int k = 0; k < in->dim; k++)
@@ -138,7 +138,7 @@ static void lay_out(box_rows *r, const broad_input *in, const double longest[3])
         int k = r->row[j];
         if (k < 0)
             continue;
-        cell[j] = fmax(longest[k] * CELL_MARGIN, extent[k] / MAX_CELLS_PER_AXIS);
+        cell[j] = fmax(in->longest[k] * CELL_MARGIN, extent[k] / MAX_CELLS_PER_AXIS);
         if (!(cell[j] > 0))
             cell[j] = 1.0; /* every box a point on this axis, all in one cell */
     }
@@ -163,7 +163,7 @@ static void lay_out(box_rows *r, const broad_input *in, const double longest[3])
     r->sure = (float)fmax(ldexp(1.0, e - 22), 0x1p-147);
     /* A box meeting box p along the sweep axis has min >= min_p - reach
      * (its extent, and the roundings of both mins, with room). */
-    r->reach = round_up(longest[r->axis]) + 4 * r->sure;
+    r->reach = round_up(in->longest[r->axis]) + 4 * r->sure;
 }
 
 static int compare_row_boxes(const void *a, const void *b)
@@ -316,13 +316,13 @@ static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads
     return PROX_OK;
 }
 
-prox_status prox_box_rows_build(box_rows *r, const broad_input *in, const double longest[3])
+prox_status prox_box_rows_build(box_rows *r, const broad_input *in)
 {
     assert(in->n < ((int64_t)1 << 32));
     for (int k = 0; k < in->dim; k++)
         if (!(in->hi[k] - in->lo[k] < MAX_EXTENT))
             return PROX_ERR_RANGE;
-    lay_out(r, in, longest);
+    lay_out(r, in);
     int64_t n = in->n;
     if (!reserve(r, in))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for the rows of %lld boxes",

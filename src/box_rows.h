@@ -35,10 +35,9 @@ typedef struct box_rows {
     int64_t key_capacity;
 } box_rows;
 
-/* Sorts the boxes into rows; longest[k] is the longest extent along axis
- * k. PROX_ERR_RANGE (no message) when the extent is too large for float
+/* Sorts the boxes into rows. PROX_ERR_RANGE (no message) when the extent is too large for float
  * offsets: the caller takes another path. */
-prox_status prox_box_rows_build(box_rows *r, const broad_input *in, const double longest[3]);
+prox_status prox_box_rows_build(box_rows *r, const broad_input *in);
 
 /* Every overlapping pair once (i < j, after the exact test), the rows split
  * over the chunks in order. */

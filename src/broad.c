@@ -39,6 +39,7 @@ struct prox_broad {
     prox_aabb *previous; /* update: the boxes before it */
     int64_t previous_capacity;
     double lo[3], hi[3]; /* bounding box of the built boxes */
+    double longest[3];   /* the longest extent along each axis */
 };
 
 /* ---- the structures ---------------------------------------------------- */
@@ -98,26 +99,60 @@ void prox_broad_destroy(prox_broad *b)
 
 /* ---- build ------------------------------------------------------------- */
 
-static void copy_boxes(prox_broad *b, const prox_boxes *boxes)
+/* Copies the boxes into b->box as doubles and measures them (bounding
+ * box, longest extents) in the same pass, checking them too: returns the
+ * lowest box that is not finite with min <= max, or -1. */
+static int64_t copy_boxes(prox_broad *b, const prox_boxes *boxes)
 {
-    int64_t n = boxes->count;
-#pragma omp parallel for num_threads(b->threads) if (b->threads > 1 && n > 65536) \
-    schedule(static)
-    for (int64_t i = 0; i < n; i++)
-        b->box[i] = prox_boxes_aabb(boxes, i);
+    int64_t n = boxes->count, first_bad = INT64_MAX;
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, longest[3] = {0, 0, 0};
+    if (n > 0)
+        for (int k = 0; k < 3; k++) {
+            lo[k] = INFINITY;
+            hi[k] = -INFINITY;
+        }
+#pragma omp parallel num_threads(b->threads) if (b->threads > 1 && n > 65536)
+    {
+        double tlo[3] = {INFINITY, INFINITY, INFINITY}, thi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        double tlong[3] = {0, 0, 0};
+        int64_t tbad = INT64_MAX;
+#pragma omp for schedule(static) nowait
+        for (int64_t i = 0; i < n; i++) {
+            prox_aabb a = prox_boxes_aabb(boxes, i);
+            b->box[i] = a;
+            bool ok = true;
+            for (int k = 0; k < 3; k++) {
+                ok &= isfinite(a.lo[k]) & isfinite(a.hi[k]) & (a.lo[k] <= a.hi[k]);
+                tlo[k] = a.lo[k] < tlo[k] ? a.lo[k] : tlo[k];
+                thi[k] = a.hi[k] > thi[k] ? a.hi[k] : thi[k];
+                tlong[k] = a.hi[k] - a.lo[k] > tlong[k] ? a.hi[k] - a.lo[k] : tlong[k];
+            }
+            tbad = !ok && i < tbad ? i : tbad;
+        }
+#pragma omp critical(prox_broad_measure)
+        {
+            first_bad = tbad < first_bad ? tbad : first_bad;
+            for (int k = 0; k < 3; k++) {
+                lo[k] = tlo[k] < lo[k] ? tlo[k] : lo[k];
+                hi[k] = thi[k] > hi[k] ? thi[k] : hi[k];
+                longest[k] = tlong[k] > longest[k] ? tlong[k] : longest[k];
+            }
+        }
+    }
+    memcpy(b->lo, lo, sizeof lo);
+    memcpy(b->hi, hi, sizeof hi);
+    memcpy(b->longest, longest, sizeof longest);
+    return first_bad == INT64_MAX ? -1 : first_bad;
 }
 
-static void bounding_box(const prox_aabb *box, int64_t n, double *lo, double *hi)
+static broad_input input_of(const prox_broad *b)
 {
-    for (int k = 0; k < 3; k++) {
-        lo[k] = n ? box[0].lo[k] : 0.0;
-        hi[k] = n ? box[0].hi[k] : 0.0;
-    }
-    for (int64_t i = 1; i < n; i++)
-        for (int k = 0; k < 3; k++) {
-            lo[k] = box[i].lo[k] < lo[k] ? box[i].lo[k] : lo[k];
-            hi[k] = box[i].hi[k] > hi[k] ? box[i].hi[k] : hi[k];
-        }
+    broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
+                      {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    memcpy(in.lo, b->lo, sizeof in.lo);
+    memcpy(in.hi, b->hi, sizeof in.hi);
+    memcpy(in.longest, b->longest, sizeof in.longest);
+    return in;
 }
 
 /* The hash structures measure cells from the data's minimum corner: the
@@ -140,8 +175,6 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
         return prox_fail(PROX_ERR_INVALID, "the broad-phase object is NULL");
     b->built = false;
     prox_status st = prox_boxes_check(boxes, "boxes");
-    if (!st)
-        st = prox_boxes_check_values(boxes, "boxes", b->threads);
     if (st)
         return st;
     void *p = b->box;
@@ -151,14 +184,11 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
                          (long long)boxes->count);
     }
     b->box = p;
-    copy_boxes(b, boxes);
+    if (copy_boxes(b, boxes) >= 0) /* the check names the lowest bad box */
+        return prox_boxes_check_values(boxes, "boxes", b->threads);
     b->n = boxes->count;
     b->dim = boxes->dim;
-    broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
-                      {0, 0, 0}, {0, 0, 0}};
-    bounding_box(b->box, b->n, in.lo, in.hi);
-    memcpy(b->lo, in.lo, sizeof b->lo);
-    memcpy(b->hi, in.hi, sizeof b->hi);
+    broad_input in = input_of(b);
     st = check_extent(b, &in);
     if (!st)
         st = b->ops->build(&b->impl, &in);
@@ -196,7 +226,8 @@ static prox_status swap_in(prox_broad *b, const prox_boxes *boxes)
     if (!ok)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld boxes",
                          (long long)boxes->count);
-    copy_boxes(b, boxes);
+    if (copy_boxes(b, boxes) >= 0) /* checked before: cannot happen */
+        return prox_boxes_check_values(boxes, "boxes", b->threads);
     return PROX_OK;
 }
 
@@ -218,11 +249,7 @@ prox_status prox_broad_update(prox_broad *b, const prox_boxes *boxes, prox_stats
     bool rebuilt = false;
     if (!st) {
         b->n = boxes->count;
-        broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
-                          {0, 0, 0}, {0, 0, 0}};
-        bounding_box(b->box, b->n, in.lo, in.hi);
-        memcpy(b->lo, in.lo, sizeof b->lo);
-        memcpy(b->hi, in.hi, sizeof b->hi);
+        broad_input in = input_of(b);
         st = check_extent(b, &in);
         if (!st)
             st = b->ops->update(&b->impl, &in, b->previous, old_n, &relocated, &rebuilt);
@@ -654,15 +681,6 @@ static void fill_stats(const prox_broad *b, const chunk_job *job, int64_t pairs,
 }
 
 /* The built boxes as a structure sees them. */
-static broad_input input_of(const prox_broad *b)
-{
-    broad_input in = {b->box, b->n, b->dim, b->threads, &b->desc, &b->allocator,
-                      {0, 0, 0}, {0, 0, 0}};
-    memcpy(in.lo, b->lo, sizeof in.lo);
-    memcpy(in.hi, b->hi, sizeof in.hi);
-    return in;
-}
-
 static prox_status run_queries(prox_broad *b, const query_set *qs, prox_sink sink,
                                prox_stats *stats)
 {

@@ -42,6 +42,7 @@ typedef struct broad_input {
     const prox_broad_desc *desc;
     const prox_allocator *allocator;
     double lo[3], hi[3]; /* bounding box of every built box (0 when n == 0) */
+    double longest[3];   /* the longest extent of a box along each axis */
 } broad_input;
 
 /* ---- per-chunk scratch -------------------------------------------------- */

@@ -71,19 +71,13 @@ static prox_status build_levels(uniform_grid *u, const broad_input *in)
     return st;
 }
 
-/* Whether the boxes are of similar sizes (rows serve their self pairs),
- * with longest[k] the longest extent along axis k. */
-static bool similar_sizes(const broad_input *in, double longest[3])
+/* Whether the boxes are of similar sizes (rows serve their self pairs):
+ * no box much longer along an axis than the median box's longest edge. */
+static bool similar_sizes(const broad_input *in)
 {
-    longest[0] = longest[1] = longest[2] = 0;
-    for (int64_t i = 0; i < in->n; i++)
-        for (int k = 0; k < in->dim; k++) {
-            double e = in->box[i].hi[k] - in->box[i].lo[k];
-            longest[k] = e > longest[k] ? e : longest[k];
-        }
     double limit = ROWS_MAX_EXTENT_IN_EDGES * median_longest_edge(in);
     for (int k = 0; k < in->dim; k++)
-        if (!(longest[k] <= limit))
+        if (!(in->longest[k] <= limit))
             return false;
     return true;
 }
@@ -99,9 +93,8 @@ static prox_status grid_build(void **impl, const broad_input *in)
         *impl = u;
     }
     u->levels_ready = u->rows_ready = false;
-    double longest[3];
-    if (similar_sizes(in, longest)) {
-        prox_status st = prox_box_rows_build(&u->rows, in, longest);
+    if (similar_sizes(in)) {
+        prox_status st = prox_box_rows_build(&u->rows, in);
         u->rows_ready = st == PROX_OK;
         if (st != PROX_ERR_RANGE) /* offsets too large for floats: the engine */
             return st;
