@@ -278,15 +278,42 @@ static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads
 
     /* First pass: each box, read in input order, to its group (one pass,
      * a single group, when the groups would be too uneven). Slot `unused`
-     * carries the row to the second pass. */
-    int64_t at[GROUPS];
-    for (int64_t g = 0; g < groups; g++)
-        at[g] = group_start[g];
-    for (int64_t i = 0; i < n; i++) {
-        row_box x = row_box_of(r, &in->box[i], (uint32_t)i);
-        x.unused = r->key[i];
-        r->box[at[two_passes ? r->key[i] >> shift : 0]++] = x;
+     * carries the row to the second pass. Threads take blocks of the input
+     * and write each group's part of a block after the earlier blocks'
+     * parts, so every thread count places the boxes alike. */
+    int64_t(*at)[GROUPS] = prox_alloc_array(in->allocator, threads, sizeof *at);
+    if (!at) {
+        prox_free(in->allocator, scratch);
+        prox_free(in->allocator, cursors);
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory placing %lld boxes in rows",
+                         (long long)n);
     }
+    int used = two_passes ? threads : 1;
+#pragma omp parallel num_threads(used) if (used > 1)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+        int64_t *mine = at[t];
+        memset(mine, 0, sizeof at[t]);
+        for (int64_t i = begin; i < end; i++)
+            mine[two_passes ? r->key[i] >> shift : 0]++;
+#pragma omp barrier
+#pragma omp single
+        for (int64_t g = 0; g < groups; g++) {
+            int64_t next = group_start[g];
+            for (int u = 0; u < nt; u++) {
+                int64_t c = at[u][g];
+                at[u][g] = next;
+                next += c;
+            }
+        }
+        for (int64_t i = begin; i < end; i++) {
+            row_box x = row_box_of(r, &in->box[i], (uint32_t)i);
+            x.unused = r->key[i];
+            r->box[mine[two_passes ? r->key[i] >> shift : 0]++] = x;
+        }
+    }
+    prox_free(in->allocator, at);
     if (!two_passes) { /* one group: place it through the scratch of a full copy */
         scratch = prox_alloc_array(in->allocator, n, sizeof *scratch);
         cursors = prox_alloc_array(in->allocator, rows, sizeof *cursors);
