@@ -9,7 +9,9 @@
  * stamp per built box) and emits through the chunked emitters of
  * pair_sink.h, which produce the same sorted output for every thread
  * count. Large query sets run in space order (space_order below). */
+#include <assert.h>
 #include <math.h>
+#include <stddef.h>
 #include <omp.h>
 #ifdef __AVX512F__
 #include <immintrin.h>
@@ -34,8 +36,10 @@ struct prox_broad {
     bool built;
     int dim;
     int64_t n;
-    prox_aabb *box;
-    int64_t box_capacity;
+    const prox_aabb *box; /* the built boxes: `copy`, or the caller's (borrowed) */
+    bool borrowed;
+    prox_aabb *copy; /* the boxes as doubles (z = 0 in 2D) */
+    int64_t copy_capacity;
     prox_aabb *previous; /* update: the boxes before it */
     int64_t previous_capacity;
     double lo[3], hi[3]; /* bounding box of the built boxes */
@@ -91,7 +95,7 @@ void prox_broad_destroy(prox_broad *b)
         return;
     if (b->impl)
         b->ops->destroy(b->impl, &b->allocator);
-    prox_free(&b->allocator, b->box);
+    prox_free(&b->allocator, b->copy);
     prox_free(&b->allocator, b->previous);
     prox_allocator al = b->allocator;
     prox_free(&al, b);
@@ -99,10 +103,10 @@ void prox_broad_destroy(prox_broad *b)
 
 /* ---- build ------------------------------------------------------------- */
 
-/* Copies the boxes into b->box as doubles and measures them (bounding
- * box, longest extents) in the same pass, checking them too: returns the
- * lowest box that is not finite with min <= max, or -1. */
-static int64_t copy_boxes(prox_broad *b, const prox_boxes *boxes)
+/* Copies the boxes into `out` as doubles (unless out is NULL) and measures
+ * them (bounding box, longest extents) in the same pass, checking them too:
+ * returns the lowest box that is not finite with min <= max, or -1. */
+static int64_t copy_boxes(prox_broad *b, const prox_boxes *boxes, prox_aabb *out)
 {
     int64_t n = boxes->count, first_bad = INT64_MAX;
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, longest[3] = {0, 0, 0};
@@ -119,7 +123,8 @@ static int64_t copy_boxes(prox_broad *b, const prox_boxes *boxes)
 #pragma omp for schedule(static) nowait
         for (int64_t i = 0; i < n; i++) {
             prox_aabb a = prox_boxes_aabb(boxes, i);
-            b->box[i] = a;
+            if (out)
+                out[i] = a;
             bool ok = true;
             for (int k = 0; k < 3; k++) {
                 ok &= isfinite(a.lo[k]) & isfinite(a.hi[k]) & (a.lo[k] <= a.hi[k]);
@@ -169,6 +174,19 @@ static prox_status check_extent(const prox_broad *b, const broad_input *in)
     return PROX_OK;
 }
 
+/* The view is 3D double boxes laid out as prox_aabb (min x, y, z, max x,
+ * y, z; 48-byte stride, aligned): the structures can read them in place. */
+static bool packed_doubles(const prox_boxes *v)
+{
+    const char *base = v->min[0];
+    bool packed = v->scalar == PROX_F64 && v->dim == 3 && v->stride == sizeof(prox_aabb) &&
+                  (uintptr_t)base % _Alignof(prox_aabb) == 0;
+    for (int k = 0; packed && k < 3; k++)
+        packed = (const char *)v->min[k] == base + offsetof(prox_aabb, lo) + k * sizeof(double) &&
+                 (const char *)v->max[k] == base + offsetof(prox_aabb, hi) + k * sizeof(double);
+    return packed;
+}
+
 prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
 {
     if (!b)
@@ -177,15 +195,20 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
     prox_status st = prox_boxes_check(boxes, "boxes");
     if (st)
         return st;
-    void *p = b->box;
-    if (!prox_reserve(&b->allocator, &p, &b->box_capacity, boxes->count, sizeof(prox_aabb))) {
-        b->box = NULL;
-        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld boxes",
-                         (long long)boxes->count);
+    b->borrowed = b->desc.borrow_boxes && packed_doubles(boxes);
+    if (!b->borrowed) {
+        void *p = b->copy;
+        bool ok = prox_reserve(&b->allocator, &p, &b->copy_capacity, boxes->count,
+                               sizeof(prox_aabb));
+        b->copy = p;
+        b->box = b->copy;
+        if (!ok)
+            return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld boxes",
+                             (long long)boxes->count);
     }
-    b->box = p;
-    if (copy_boxes(b, boxes) >= 0) /* the check names the lowest bad box */
-        return prox_boxes_check_values(boxes, "boxes", b->threads);
+    if (copy_boxes(b, boxes, b->borrowed ? NULL : b->copy) >= 0) /* the check names */
+        return prox_boxes_check_values(boxes, "boxes", b->threads); /* the lowest bad box */
+    b->box = b->borrowed ? (const prox_aabb *)boxes->min[0] : b->copy;
     b->n = boxes->count;
     b->dim = boxes->dim;
     broad_input in = input_of(b);
@@ -206,35 +229,37 @@ static void update_stats(const prox_broad *b, prox_status st, int64_t relocated,
     stats->relocated = relocated;
     if (st == PROX_OK) {
         stats->bytes = b->ops->bytes(b->impl) +
-                       (b->box_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+                       (b->copy_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
         stats->cells = b->ops->cells(b->impl);
     }
 }
 
-/* The new boxes become b->box; the old ones stay in b->previous. */
+/* The new boxes become b->box (a copy); the old ones stay in b->previous. */
 static prox_status swap_in(prox_broad *b, const prox_boxes *boxes)
 {
-    prox_aabb *old = b->box;
-    int64_t old_capacity = b->box_capacity;
+    assert(!b->borrowed);
+    prox_aabb *old = b->copy;
+    int64_t old_capacity = b->copy_capacity;
     void *p = b->previous;
-    b->box = NULL;
-    b->box_capacity = b->previous_capacity;
-    bool ok = prox_reserve(&b->allocator, &p, &b->box_capacity, boxes->count, sizeof(prox_aabb));
-    b->box = p;
+    b->copy_capacity = b->previous_capacity;
+    bool ok = prox_reserve(&b->allocator, &p, &b->copy_capacity, boxes->count, sizeof(prox_aabb));
+    b->copy = p;
+    b->box = b->copy;
     b->previous = old;
     b->previous_capacity = old_capacity;
     if (!ok)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld boxes",
                          (long long)boxes->count);
-    if (copy_boxes(b, boxes) >= 0) /* checked before: cannot happen */
+    if (copy_boxes(b, boxes, b->copy) >= 0) /* checked before: cannot happen */
         return prox_boxes_check_values(boxes, "boxes", b->threads);
     return PROX_OK;
 }
 
 prox_status prox_broad_update(prox_broad *b, const prox_boxes *boxes, prox_stats *stats)
 {
-    if (!b || !b->built || !b->ops->update || !boxes || boxes->dim != b->dim) {
-        /* nothing to relocate: a build (which also checks everything) */
+    if (!b || !b->built || !b->ops->update || !boxes || boxes->dim != b->dim || b->borrowed) {
+        /* nothing to relocate (or the old boxes were the caller's, changed
+         * since): a build, which also checks everything */
         prox_status st = prox_broad_build(b, boxes);
         if (b)
             update_stats(b, st, 0, true, stats);
@@ -677,7 +702,7 @@ static void fill_stats(const prox_broad *b, const chunk_job *job, int64_t pairs,
     }
     stats->cells = b->ops->cells(b->impl);
     stats->bytes = b->ops->bytes(b->impl) +
-                   (b->box_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+                   (b->copy_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
 }
 
 /* The built boxes as a structure sees them. */
@@ -776,7 +801,7 @@ static prox_status run_self_pairs(const prox_broad *b, prox_sink sink, prox_stat
         stats->pairs = pairs;
         stats->cells = b->ops->cells(b->impl);
         stats->bytes = b->ops->bytes(b->impl) +
-                       (b->box_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+                       (b->copy_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
     }
     return st;
 }

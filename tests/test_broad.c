@@ -32,8 +32,18 @@ static const config CONFIGS[] = {
     {"hierarchical growable", PROX_BROAD_HIERARCHICAL, 0, 0, true, 0, 0},
     {"hierarchical growable from 1 slot", PROX_BROAD_HIERARCHICAL, 0, 1, true, 0, 0},
     {"hierarchical classes -2..4", PROX_BROAD_HIERARCHICAL, 0, 0, false, -2, 4},
+    /* borrow_boxes (borrow_hook): packed 3D doubles read in place, other
+     * views copied */
+    {"grid borrowing the boxes", PROX_BROAD_GRID, 0, 0, false, 0, 0},
+    {"hierarchical borrowing the boxes", PROX_BROAD_HIERARCHICAL, 0, 0, false, 0, 0},
 };
 #define CONFIG_COUNT ((int)(sizeof CONFIGS / sizeof CONFIGS[0]))
+#define BORROWING 2 /* the last configs */
+
+static void borrow_hook(const config *c, prox_broad_desc *d)
+{
+    d->borrow_boxes = c >= &CONFIGS[CONFIG_COUNT - BORROWING] && c < &CONFIGS[CONFIG_COUNT];
+}
 
 /* ---- tests -------------------------------------------------------------------- */
 
@@ -420,8 +430,77 @@ static void stats_are_consistent(void **state)
     scene_free(&sc);
 }
 
+/* borrow_boxes: the packed doubles are read in place (the structure holds
+ * 48 bytes a box less), results equal the copying build's, and an update
+ * after the caller changed its array rebuilds from the new boxes. */
+static void borrowed_boxes_are_read_in_place(void **state)
+{
+    (void)state;
+    scene sc;
+    scene_make(&sc, SCENE_SIMILAR, 3, false, 3000, 10);
+    prox_boxes boxes = box_view(&sc.boxes, false);
+    const config *grid = &CONFIGS[0], *borrowing = &CONFIGS[CONFIG_COUNT - BORROWING];
+    prox_broad *copying = create(grid, 2), *reading = create(borrowing, 2);
+    for (int step = 0; step < 2; step++) {
+        prox_pair_buffer want, got;
+        prox_pair_buffer_init(&want, NULL);
+        prox_pair_buffer_init(&got, NULL);
+        prox_stats copied, read;
+        CHECK_STATUS(prox_broad_build(copying, &boxes), PROX_OK, "borrow: copying build");
+        if (step == 0)
+            CHECK_STATUS(prox_broad_build(reading, &boxes), PROX_OK, "borrow: build");
+        else
+            CHECK_STATUS(prox_broad_update(reading, &boxes, NULL), PROX_OK, "borrow: update");
+        CHECK_STATUS(prox_broad_pairs(copying, prox_sink_buffer(&want), &copied), PROX_OK,
+                     "borrow: copying pairs");
+        CHECK_STATUS(prox_broad_pairs(reading, prox_sink_buffer(&got), &read), PROX_OK,
+                     "borrow: pairs");
+        CHECK(got.count == want.count && want.count > 0 &&
+                  memcmp(got.pairs, want.pairs, (size_t)got.count * sizeof(prox_pair)) == 0,
+              "borrow", "step %d: %lld pairs, copying build %lld", step, (long long)got.count,
+              (long long)want.count);
+        CHECK(copied.bytes - read.bytes >= 3000 * 48, "borrow",
+              "step %d: %lld bytes held, %lld when copying", step, (long long)read.bytes,
+              (long long)copied.bytes);
+        prox_pair_buffer_free(&want);
+        prox_pair_buffer_free(&got);
+        for (int64_t i = 0; i < 3000; i++) /* the caller moves its boxes */
+            for (int k = 0; k < 6; k++)
+                box_at(&sc.boxes, i)[k] += i % 7 == 0 ? 0.75 : 0.0;
+    }
+    /* boxes inside larger structs: not packed, so copied */
+    typedef struct body {
+        double lo[3], hi[3], mass;
+    } body;
+    body *bodies = malloc(3000 * sizeof *bodies);
+    for (int64_t i = 0; i < 3000; i++) {
+        memcpy(bodies[i].lo, box_at(&sc.boxes, i), 6 * sizeof(double));
+        bodies[i].mass = 1e300;
+    }
+    prox_boxes in_structs = prox_boxes_strided(bodies[0].lo, bodies[0].hi, 3000, 3, PROX_F64,
+                                               sizeof(body));
+    prox_pair_buffer want, got;
+    prox_pair_buffer_init(&want, NULL);
+    prox_pair_buffer_init(&got, NULL);
+    CHECK_STATUS(prox_broad_build(copying, &boxes), PROX_OK, "borrow: copying build");
+    CHECK_STATUS(prox_broad_build(reading, &in_structs), PROX_OK, "borrow: structs");
+    CHECK_STATUS(prox_broad_pairs(copying, prox_sink_buffer(&want), NULL), PROX_OK, "borrow");
+    CHECK_STATUS(prox_broad_pairs(reading, prox_sink_buffer(&got), NULL), PROX_OK, "borrow");
+    CHECK(got.count == want.count &&
+              memcmp(got.pairs, want.pairs, (size_t)got.count * sizeof(prox_pair)) == 0,
+          "borrow", "boxes in structs: %lld pairs, packed copy %lld", (long long)got.count,
+          (long long)want.count);
+    prox_pair_buffer_free(&want);
+    prox_pair_buffer_free(&got);
+    free(bodies);
+    prox_broad_destroy(copying);
+    prox_broad_destroy(reading);
+    scene_free(&sc);
+}
+
 int main(void)
 {
+    create_hook = borrow_hook;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mixed_sizes_match_brute_force),
         cmocka_unit_test(offsets_of_1e9_match_brute_force),
@@ -429,6 +508,7 @@ int main(void)
         cmocka_unit_test(identical_boxes_match_brute_force),
         cmocka_unit_test(similar_sizes_match_brute_force),
         cmocka_unit_test(long_rows_match_brute_force_for_every_thread_count),
+        cmocka_unit_test(borrowed_boxes_are_read_in_place),
         cmocka_unit_test(space_ordered_queries_match_brute_force),
         cmocka_unit_test(results_do_not_depend_on_threads),
         cmocka_unit_test(callback_can_stop_early),

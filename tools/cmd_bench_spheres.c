@@ -44,6 +44,8 @@ static const char usage[] =
     "  -s, --seed S       workload seed (default 1)\n"
     "  -t, --threads T    threads, 0 = OpenMP default (default 0)\n"
     "      --runs R       runs per measurement; the tables show medians (default 5)\n"
+    "      --borrow       Tables 2, 3: the structures read the input boxes in place\n"
+    "                     (prox_broad_desc.borrow_boxes) instead of copying them\n"
     "  -h, --help         this help\n"
     "\n"
     "Table 1 columns: sub_per_N (records after splitting / N), Vn_Ve (enclosing\n"
@@ -54,7 +56,7 @@ static const char usage[] =
     "CPU time of build + pairs, all threads), medians; candidates (pairs\n"
     "given the exact box test; kdtree-1 counts repeats); pairs (overlapping boxes);\n"
     "true (overlapping spheres); struct_MB (the structure, the front's copy of\n"
-    "the boxes included); peak_MB (peak RSS of the child process that ran it:\n"
+    "the boxes included unless --borrow); peak_MB (peak RSS of the child process that ran it:\n"
     "input boxes included); input_MB (the boxes, 48 bytes each).\n"
     "Brute force runs up to N = 100,000. A structure not available yet is\n"
     "skipped. Exit status 1 if the structures disagree.\n";
@@ -83,17 +85,20 @@ typedef struct bench_options {
     double d[MAX_D];
     int ds;
     int table, threads, runs;
+    bool borrow;
     uint64_t seed;
     const char *algo;
 } bench_options;
 
-enum { OPT_N = 1, OPT_D, OPT_TABLE, OPT_ALGO, OPT_SEED, OPT_THREADS, OPT_RUNS, OPT_HELP };
+enum { OPT_N = 1, OPT_D, OPT_TABLE, OPT_ALGO, OPT_SEED, OPT_THREADS, OPT_RUNS, OPT_BORROW,
+       OPT_HELP };
 
 static const opt_spec specs[] = {
     { "n", 'n', true, OPT_N },         { "d", 0, true, OPT_D },
     { "table", 0, true, OPT_TABLE },   { "algo", 0, true, OPT_ALGO },
     { "seed", 's', true, OPT_SEED },   { "threads", 't', true, OPT_THREADS },
-    { "runs", 0, true, OPT_RUNS },     { "help", 'h', false, OPT_HELP },
+    { "runs", 0, true, OPT_RUNS },     { "borrow", 0, false, OPT_BORROW },
+    { "help", 'h', false, OPT_HELP },
 };
 
 static bool parse_options(int argc, char **argv, bench_options *o)
@@ -123,6 +128,7 @@ static bool parse_options(int argc, char **argv, bench_options *o)
         case OPT_SEED: o->seed = parse_u64(&p, v); break;
         case OPT_THREADS: o->threads = (int)parse_count(&p, v, 0, 4096); break;
         case OPT_RUNS: o->runs = (int)parse_count(&p, v, 1, 1000); break;
+        case OPT_BORROW: o->borrow = true; break;
         case OPT_HELP: return false;
         }
     }
@@ -246,6 +252,7 @@ static row measure(const variant *v, const bench_options *o, const double *b, in
     row r = {.available = 1};
     prox_boxes boxes = prox_boxes_f64(b, n, 3);
     prox_broad_desc desc = desc_for(v, o->threads, true);
+    desc.borrow_boxes = o->borrow;
     double *t = xmalloc(sizeof(double) * 4 * (size_t)o->runs);
     for (int run = 0; run < o->runs; run++) {
         prox_broad *br = NULL;
@@ -374,8 +381,9 @@ int cmd_bench_spheres(int argc, char **argv)
     printf("workload: spheres3d (W3) seed=%llu; seed 003 Tables 2 and 3\n",
            (unsigned long long)o.seed);
     printf("threads: %d; times in seconds, median of %d runs; each structure in its own "
-           "process\n",
-           effective_threads(o.threads), o.runs);
+           "process%s\n",
+           effective_threads(o.threads), o.runs,
+           o.borrow ? "; boxes read in place (--borrow)" : "");
     bool agree = true;
     for (int k = 0; k < o.sizes; k++)
         agree = table2_size(&o, o.n[k], o.d[0]) && agree;

@@ -84,6 +84,14 @@ typedef struct prox_broad_desc {
     int threads;             /* 0 = OpenMP default, 1 = no threads; output identical for all */
     prox_allocator allocator;
 
+    /* Zero-copy: when the boxes are 3D doubles packed as min x, y, z, max
+     * x, y, z per box (prox_boxes_f64(bounds, n, 3), or structs whose six
+     * bounds are the first 48 bytes of a 48-byte struct), read them in place
+     * instead of copying them (48 bytes per box saved, and the copy's time).
+     * The caller then keeps the array alive and unchanged until the next
+     * build, update or destroy; an update rebuilds. Other views are copied
+     * as usual. Default false. */
+    bool borrow_boxes;
     /* grid: cell edge; 0 = fit the data (the median longest box edge) */
     double cell_size;
     /* multilevel, hierarchical: hash table slots, rounded up to a power of
@@ -122,7 +130,8 @@ typedef struct prox_broad prox_broad;
 prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out);
 void prox_broad_destroy(prox_broad *broad);
 
-/* Build from scratch over `boxes` (the structure keeps its own copy). */
+/* Build from scratch over `boxes` (the structure keeps its own copy, or
+ * with desc.borrow_boxes reads packed doubles in place). */
 prox_status prox_broad_build(prox_broad *broad, const prox_boxes *boxes);
 
 /* Every pair of built boxes that overlap: i < j; buffer sorted by (i, j);
