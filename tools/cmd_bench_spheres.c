@@ -56,8 +56,9 @@ static const char usage[] =
     "CPU time of build + pairs, all threads), medians; candidates (pairs\n"
     "given the exact box test; kdtree-1 counts repeats); pairs (overlapping boxes);\n"
     "true (overlapping spheres); struct_MB (the structure, the front's copy of\n"
-    "the boxes included unless --borrow); peak_MB (peak RSS of the child process that ran it:\n"
-    "input boxes included); input_MB (the boxes, 48 bytes each).\n"
+    "the boxes included unless --borrow); peak_MB (peak RSS of the child\n"
+    "process that ran it: input boxes included); input_MB (the boxes, 48 bytes\n"
+    "each).\n"
     "Brute force runs up to N = 100,000. A structure not available yet is\n"
     "skipped. Exit status 1 if the structures disagree.\n";
 

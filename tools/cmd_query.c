@@ -83,6 +83,7 @@ static bool parse_options(int argc, char **argv, query_options *o)
 {
     memset(o, 0, sizeof *o);
     o->desc = prox_default_broad_desc();
+    o->desc.borrow_boxes = true; /* the boxes read from the file stay put until exit */
     opt_parser p = opt_init("query", specs, sizeof specs / sizeof specs[0], argc, argv);
     p.next = 1;
     const char *v;
