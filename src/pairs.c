@@ -247,8 +247,9 @@ static void concatenate(const pair_source *s, prox_pair *out, int64_t total)
 }
 
 /* Fewer pairs than rows (W3's boxes: 0.76 pairs per box): a radix sort
- * of the pairs as 64-bit keys (i, j) beats placing them by row, which
- * walks and allocates per row. */
+ * of the pairs as keys i * 2^bits + j (bits: enough for the largest j, so
+ * that the keys are short) beats placing them by row, which walks and
+ * allocates per row. */
 static prox_status sort_sparse_pairs(const pair_source *s, prox_pair_buffer *b, int64_t total)
 {
     uint64_t *keys = prox_alloc_array(&b->allocator, total, sizeof *keys);
@@ -259,12 +260,21 @@ static prox_status sort_sparse_pairs(const pair_source *s, prox_pair_buffer *b, 
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory sorting %lld pairs",
                          (long long)total);
     }
-    concatenate(s, b->pairs, total);
-    for (int64_t k = 0; k < total; k++)
-        keys[k] = (uint64_t)b->pairs[k].i << 32 | b->pairs[k].j;
+    prox_index largest = 0;
+    for (int a = 0; a < s->arrays_count; a++)
+        for (int64_t k = 0; k < s->counts[a]; k++)
+            largest = s->arrays[a][k].j > largest ? s->arrays[a][k].j : largest;
+    int bits = 1;
+    while (bits < 32 && ((uint64_t)1 << bits) <= largest)
+        bits++;
+    int64_t at = 0;
+    for (int a = 0; a < s->arrays_count; a++)
+        for (int64_t k = 0; k < s->counts[a]; k++, at++)
+            keys[at] = (uint64_t)s->arrays[a][k].i << bits | s->arrays[a][k].j;
     prox_radix_sort64(keys, NULL, tmp, NULL, total, s->threads);
+    uint64_t low = ((uint64_t)1 << bits) - 1;
     for (int64_t k = 0; k < total; k++)
-        b->pairs[k] = (prox_pair){(prox_index)(keys[k] >> 32), (prox_index)keys[k]};
+        b->pairs[k] = (prox_pair){(prox_index)(keys[k] >> bits), (prox_index)(keys[k] & low)};
     b->count = total;
     prox_free(&b->allocator, keys);
     prox_free(&b->allocator, tmp);
