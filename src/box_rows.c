@@ -11,13 +11,14 @@
  * axis the sort does the work a cell key would, with no empty cells to
  * visit (W3 at d = 0.1 fills 19% of cells of side 2).
  *
- * Storage: every box once, rows in order (a counting sort on the row
+ * Storage: every box once, rows in order (an MSD radix sort on the row
  * index), each row sorted by (min along the sweep axis, id); a box is 32
  * bytes: its bounds relative to the data's minimum corner rounded outwards
- * to float (the sweep axis first), and its id. A row is swept against itself and against each
- * neighbour row by merging the two sorted lists: from each box, the boxes
- * after it in the merged order whose min is <= its max overlap it along
- * the sweep axis (the order meets each pair once, from its earlier box).
+ * to float (the sweep axis first), and its id. The sweep takes each box p
+ * against the boxes after it in its row whose min is <= max_p, and against
+ * the boxes of each neighbour row (half stencil) whose min lies in
+ * [min_p - reach, max_p]: every pair overlapping along the sweep axis is
+ * met once.
  *
  * Exactness: the float bounds are rounded outwards, so a pair of boxes
  * that overlap passes the float test. A pair that passes it with a margin
@@ -113,7 +114,7 @@ static inline row_box row_box_of(const box_rows *r, const prox_aabb *b, uint32_t
         .id = id,
         .hi = {round_up(b->hi[a] - o[a]), round_up(b->hi[u] - o[u]),
                flat ? FLAT_HI : round_up(b->hi[v] - o[v])},
-        .unused = 0,
+        .row = 0,
     };
 }
 
@@ -235,14 +236,14 @@ static void count_rows(box_rows *r, int64_t n)
         start[row + 1] += start[row];
 }
 
-/* Boxes [first, first + count) of rows [row0, row0 + nrows), ordered by
- * row and id in `from`, written to their rows, which are then sorted. */
+/* The `count` boxes of rows [row0, row0 + nrows), in id order in `from`,
+ * written to their rows (slot `row`), which are then sorted. */
 static void place_group(box_rows *r, const row_box *from, int64_t count, int64_t row0,
                         int64_t nrows, uint32_t *cursor)
 {
     memcpy(cursor, r->start + row0, (size_t)nrows * sizeof *cursor);
     for (int64_t k = 0; k < count; k++)
-        r->box[cursor[from[k].unused - row0]++] = from[k];
+        r->box[cursor[from[k].row - row0]++] = from[k];
     for (int64_t row = row0; row < row0 + nrows; row++)
         sort_row(r, row);
 }
@@ -277,7 +278,7 @@ static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads
     }
 
     /* First pass: each box, read in input order, to its group (one pass,
-     * a single group, when the groups would be too uneven). Slot `unused`
+     * a single group, when the groups would be too uneven). Slot `row`
      * carries the row to the second pass. Threads take blocks of the input
      * and write each group's part of a block after the earlier blocks'
      * parts, so every thread count places the boxes alike. */
@@ -309,7 +310,7 @@ static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads
         }
         for (int64_t i = begin; i < end; i++) {
             row_box x = row_box_of(r, &in->box[i], (uint32_t)i);
-            x.unused = r->key[i];
+            x.row = r->key[i];
             r->box[mine[two_passes ? r->key[i] >> shift : 0]++] = x;
         }
     }

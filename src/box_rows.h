@@ -13,7 +13,7 @@ typedef struct row_box {
     float lo[3];
     uint32_t id;
     float hi[3];
-    uint32_t unused; /* 32 bytes: two boxes per cache line; lo, hi 16 each */
+    uint32_t row; /* the build's scratch (32 bytes: two boxes per cache line) */
 } row_box;
 
 typedef struct box_rows {
