@@ -232,8 +232,11 @@ static void count_rows(box_rows *r, int64_t n)
     memset(start, 0, (size_t)(r->rows + 1) * sizeof *start);
     for (int64_t i = 0; i < n; i++)
         start[r->key[i] + 1]++;
-    for (int64_t row = 0; row < r->rows; row++)
+    r->occupied = 0;
+    for (int64_t row = 0; row < r->rows; row++) {
+        r->occupied += start[row + 1] > 0;
         start[row + 1] += start[row];
+    }
 }
 
 /* The `count` boxes of rows [row0, row0 + nrows), in id order in `from`,

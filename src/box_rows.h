@@ -31,6 +31,7 @@ typedef struct box_rows {
     int64_t x_lo_capacity;
     uint32_t *start;   /* rows + 1 offsets into box */
     int64_t rows, start_capacity;
+    int64_t occupied;  /* rows holding a box */
     uint32_t *key; /* build scratch: each box's row */
     int64_t key_capacity;
 } box_rows;

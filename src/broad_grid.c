@@ -151,7 +151,7 @@ static int64_t grid_cells(const void *impl)
     const uniform_grid *u = impl;
     if (u->levels_ready)
         return prox_levels_cells(u->levels);
-    return u->rows_ready ? u->rows.rows : 0;
+    return u->rows_ready ? u->rows.occupied : 0;
 }
 
 const broad_ops prox_broad_grid_ops = {
