@@ -430,6 +430,45 @@ static void stats_are_consistent(void **state)
     scene_free(&sc);
 }
 
+/* The grid's rows keep float offsets: at scales where floats underflow
+ * (1e-300: every bound rounds to 0 or the smallest subnormal, so the
+ * doubles decide every pair) or where the extent is too large for them
+ * (1e35: the per-cell engine takes over), and in between, self pairs equal
+ * brute force's. */
+static void similar_boxes_at_extreme_scales_match_brute_force(void **state)
+{
+    (void)state;
+    const double scales[] = {1e-300, 1e-30, 1e20, 1e35, 1e300};
+    for (int dim = 2; dim <= 3; dim++)
+        for (int k = 0; k < 5; k++) {
+            scene sc;
+            scene_make(&sc, SCENE_SIMILAR, dim, false, 600, 10);
+            for (int64_t i = 0; i < 600; i++)
+                for (int c = 0; c < 2 * dim; c++)
+                    box_at(&sc.boxes, i)[c] *= scales[k];
+            prox_boxes boxes = box_view(&sc.boxes, false);
+            char context[64];
+            snprintf(context, sizeof context, "scale %g, %dD", scales[k], dim);
+            prox_pair_buffer want, got;
+            prox_pair_buffer_init(&want, NULL);
+            prox_pair_buffer_init(&got, NULL);
+            prox_broad *brute = create(&BRUTE, 1), *grid = create(&CONFIGS[0], 2);
+            CHECK_STATUS(prox_broad_build(brute, &boxes), PROX_OK, context);
+            CHECK_STATUS(prox_broad_pairs(brute, prox_sink_buffer(&want), NULL), PROX_OK, context);
+            CHECK_STATUS(prox_broad_build(grid, &boxes), PROX_OK, context);
+            CHECK_STATUS(prox_broad_pairs(grid, prox_sink_buffer(&got), NULL), PROX_OK, context);
+            CHECK(got.count == want.count && want.count > 0 &&
+                      memcmp(got.pairs, want.pairs, (size_t)got.count * sizeof(prox_pair)) == 0,
+                  context, "%lld pairs, brute force %lld", (long long)got.count,
+                  (long long)want.count);
+            prox_broad_destroy(brute);
+            prox_broad_destroy(grid);
+            prox_pair_buffer_free(&want);
+            prox_pair_buffer_free(&got);
+            scene_free(&sc);
+        }
+}
+
 /* borrow_boxes: the packed doubles are read in place (the structure holds
  * 48 bytes a box less), results equal the copying build's, and an update
  * after the caller changed its array rebuilds from the new boxes. */
@@ -509,6 +548,7 @@ int main(void)
         cmocka_unit_test(similar_sizes_match_brute_force),
         cmocka_unit_test(long_rows_match_brute_force_for_every_thread_count),
         cmocka_unit_test(borrowed_boxes_are_read_in_place),
+        cmocka_unit_test(similar_boxes_at_extreme_scales_match_brute_force),
         cmocka_unit_test(space_ordered_queries_match_brute_force),
         cmocka_unit_test(results_do_not_depend_on_threads),
         cmocka_unit_test(callback_can_stop_early),
