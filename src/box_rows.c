@@ -221,7 +221,7 @@ static bool reserve(box_rows *r, const broad_input *in)
  * holds at most 1/GROUP_SHARE of the boxes: first into GROUPS groups of
  * consecutive rows, then each group (in cache) into its rows. One pass of
  * writes to random rows would miss the cache on nearly every box once the
- * boxes outgrow it (W3 at 5M: 160 MB). */
+ * boxes outgrow it (W3 at 5M: 160 MB; build 0.88 s against 0.46 s). */
 #define GROUPS 1024
 #define GROUP_SHARE 8
 
@@ -251,6 +251,58 @@ static void place_group(box_rows *r, const row_box *from, int64_t count, int64_t
         sort_row(r, row);
 }
 
+/* One pass: each box, read in input order, straight to its row (the rows'
+ * starts as cursors, shifted back after); then every row sorted. For
+ * uneven data, where a group would hold most boxes. */
+static void place_directly(box_rows *r, const broad_input *in, int threads)
+{
+    uint32_t *start = r->start;
+    for (int64_t i = 0; i < in->n; i++) {
+        row_box x = row_box_of(r, &in->box[i], (uint32_t)i);
+        x.row = r->key[i];
+        r->box[start[x.row]++] = x;
+    }
+    memmove(start + 1, start, (size_t)r->rows * sizeof *start);
+    start[0] = 0;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 256)
+    for (int64_t row = 0; row < r->rows; row++)
+        sort_row(r, row);
+}
+
+/* First pass: each box, read in input order, to its group; slot `row`
+ * carries its row to the second pass. Threads take blocks of the input and
+ * write each group's part of a block after the earlier blocks' parts, so
+ * every thread count places the boxes alike. at: threads x GROUPS. */
+static void place_in_groups(box_rows *r, const broad_input *in, int threads, int shift,
+                            int64_t groups, const int64_t *group_start, int64_t (*at)[GROUPS])
+{
+    int64_t n = in->n;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+        int64_t *mine = at[t];
+        memset(mine, 0, sizeof at[t]);
+        for (int64_t i = begin; i < end; i++)
+            mine[r->key[i] >> shift]++;
+#pragma omp barrier
+#pragma omp single
+        for (int64_t g = 0; g < groups; g++) {
+            int64_t next = group_start[g];
+            for (int u = 0; u < nt; u++) {
+                int64_t c = at[u][g];
+                at[u][g] = next;
+                next += c;
+            }
+        }
+        for (int64_t i = begin; i < end; i++) {
+            row_box x = row_box_of(r, &in->box[i], (uint32_t)i);
+            x.row = r->key[i];
+            r->box[mine[x.row >> shift]++] = x;
+        }
+    }
+}
+
 static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads)
 {
     int64_t n = in->n, rows = r->rows;
@@ -265,73 +317,19 @@ static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads
     for (int64_t g = 0; g < groups; g++)
         largest = group_start[g + 1] - group_start[g] > largest ? group_start[g + 1] - group_start[g]
                                                                  : largest;
-    bool two_passes = groups > 1 && largest <= n / GROUP_SHARE;
+    if (groups == 1 || largest > n / GROUP_SHARE) {
+        place_directly(r, in, threads);
+        return PROX_OK;
+    }
     int64_t span = (int64_t)1 << shift;
-    row_box *scratch = NULL;
-    uint32_t *cursors = NULL;
-    if (two_passes) {
-        scratch = prox_alloc_array(in->allocator, threads * largest, sizeof *scratch);
-        cursors = prox_alloc_array(in->allocator, threads * span, sizeof *cursors);
-        if (!scratch || !cursors) {
-            prox_free(in->allocator, scratch);
-            prox_free(in->allocator, cursors);
-            return prox_fail(PROX_ERR_NO_MEMORY, "out of memory placing %lld boxes in rows",
-                             (long long)n);
-        }
-    }
-
-    /* First pass: each box, read in input order, to its group (one pass,
-     * a single group, when the groups would be too uneven). Slot `row`
-     * carries the row to the second pass. Threads take blocks of the input
-     * and write each group's part of a block after the earlier blocks'
-     * parts, so every thread count places the boxes alike. */
+    row_box *scratch = prox_alloc_array(in->allocator, threads * largest, sizeof *scratch);
+    uint32_t *cursors = prox_alloc_array(in->allocator, threads * span, sizeof *cursors);
     int64_t(*at)[GROUPS] = prox_alloc_array(in->allocator, threads, sizeof *at);
-    if (!at) {
-        prox_free(in->allocator, scratch);
-        prox_free(in->allocator, cursors);
-        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory placing %lld boxes in rows",
-                         (long long)n);
-    }
-    int used = two_passes ? threads : 1;
-#pragma omp parallel num_threads(used) if (used > 1)
-    {
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
-        int64_t *mine = at[t];
-        memset(mine, 0, sizeof at[t]);
-        for (int64_t i = begin; i < end; i++)
-            mine[two_passes ? r->key[i] >> shift : 0]++;
-#pragma omp barrier
-#pragma omp single
-        for (int64_t g = 0; g < groups; g++) {
-            int64_t next = group_start[g];
-            for (int u = 0; u < nt; u++) {
-                int64_t c = at[u][g];
-                at[u][g] = next;
-                next += c;
-            }
-        }
-        for (int64_t i = begin; i < end; i++) {
-            row_box x = row_box_of(r, &in->box[i], (uint32_t)i);
-            x.row = r->key[i];
-            r->box[mine[two_passes ? r->key[i] >> shift : 0]++] = x;
-        }
-    }
-    prox_free(in->allocator, at);
-    if (!two_passes) { /* one group: place it through the scratch of a full copy */
-        scratch = prox_alloc_array(in->allocator, n, sizeof *scratch);
-        cursors = prox_alloc_array(in->allocator, rows, sizeof *cursors);
-        if ((!scratch || !cursors) && n > 0) {
-            prox_free(in->allocator, scratch);
-            prox_free(in->allocator, cursors);
-            return prox_fail(PROX_ERR_NO_MEMORY, "out of memory placing %lld boxes in rows",
-                             (long long)n);
-        }
-        if (n > 0) {
-            memcpy(scratch, r->box, (size_t)n * sizeof *scratch);
-            place_group(r, scratch, n, 0, rows, cursors);
-        }
-    } else {
+    bool ok = scratch && cursors && at;
+    if (ok) {
+        place_in_groups(r, in, threads, shift, groups, group_start, at);
+        /* Second pass: each group, copied aside (it fits the cache), into its
+         * rows, sorted while they are hot. */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
         for (int64_t g = 0; g < groups; g++) {
             int t = omp_get_thread_num();
@@ -344,7 +342,9 @@ static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads
     }
     prox_free(in->allocator, scratch);
     prox_free(in->allocator, cursors);
-    return PROX_OK;
+    prox_free(in->allocator, at);
+    return ok ? PROX_OK : prox_fail(PROX_ERR_NO_MEMORY, "out of memory placing %lld boxes in rows",
+                                    (long long)n);
 }
 
 prox_status prox_box_rows_build(box_rows *r, const broad_input *in)
