@@ -221,7 +221,8 @@ static bool reserve(box_rows *r, const broad_input *in)
  * holds at most 1/GROUP_SHARE of the boxes: first into GROUPS groups of
  * consecutive rows, then each group (in cache) into its rows. One pass of
  * writes to random rows would miss the cache on nearly every box once the
- * boxes outgrow it (W3 at 5M: 160 MB; build 0.88 s against 0.46 s). */
+ * boxes outgrow it (W3 at 5M, 160 MB of rows: build 0.54 s in one pass,
+ * 0.40 s in two; at 1M 0.087 s against 0.066 s). */
 #define GROUPS 1024
 #define GROUP_SHARE 8
 
