@@ -103,51 +103,88 @@ void prox_broad_destroy(prox_broad *b)
 
 /* ---- build ------------------------------------------------------------- */
 
+/* The view is 3D double boxes laid out as prox_aabb (min x, y, z, max x,
+ * y, z; 48-byte stride, aligned): the structures can read them in place. */
+static bool packed_doubles(const prox_boxes *v)
+{
+    const char *base = v->min[0];
+    bool packed = v->scalar == PROX_F64 && v->dim == 3 && v->stride == sizeof(prox_aabb) &&
+                  (uintptr_t)base % _Alignof(prox_aabb) == 0;
+    for (int k = 0; packed && k < 3; k++)
+        packed = (const char *)v->min[k] == base + offsetof(prox_aabb, lo) + k * sizeof(double) &&
+                 (const char *)v->max[k] == base + offsetof(prox_aabb, hi) + k * sizeof(double);
+    return packed;
+}
+
+/* What copy_boxes learns about the boxes (one per thread, then merged). */
+typedef struct box_measure {
+    double lo[3], hi[3], longest[3];
+    int64_t first_bad;
+} box_measure;
+
+static inline void measure_box(box_measure *m, const prox_aabb *a, int64_t i)
+{
+    bool ok = true;
+    for (int k = 0; k < 3; k++) {
+        ok &= isfinite(a->lo[k]) & isfinite(a->hi[k]) & (a->lo[k] <= a->hi[k]);
+        m->lo[k] = a->lo[k] < m->lo[k] ? a->lo[k] : m->lo[k];
+        m->hi[k] = a->hi[k] > m->hi[k] ? a->hi[k] : m->hi[k];
+        m->longest[k] = a->hi[k] - a->lo[k] > m->longest[k] ? a->hi[k] - a->lo[k] : m->longest[k];
+    }
+    m->first_bad = !ok && i < m->first_bad ? i : m->first_bad;
+}
+
+static box_measure empty_measure(void)
+{
+    return (box_measure){{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY},
+                         {0, 0, 0}, INT64_MAX};
+}
+
 /* Copies the boxes into `out` as doubles (unless out is NULL) and measures
  * them (bounding box, longest extents) in the same pass, checking them too:
- * returns the lowest box that is not finite with min <= max, or -1. */
+ * returns the lowest box that is not finite with min <= max, or -1. Packed
+ * 3D doubles are read as prox_aabb directly (the view's accessors cost a
+ * third of the pass). */
 static int64_t copy_boxes(prox_broad *b, const prox_boxes *boxes, prox_aabb *out)
 {
-    int64_t n = boxes->count, first_bad = INT64_MAX;
-    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, longest[3] = {0, 0, 0};
-    if (n > 0)
-        for (int k = 0; k < 3; k++) {
-            lo[k] = INFINITY;
-            hi[k] = -INFINITY;
-        }
+    int64_t n = boxes->count;
+    const prox_aabb *packed = packed_doubles(boxes) ? (const prox_aabb *)boxes->min[0] : NULL;
+    box_measure all = empty_measure();
 #pragma omp parallel num_threads(b->threads) if (b->threads > 1 && n > 65536)
     {
-        double tlo[3] = {INFINITY, INFINITY, INFINITY}, thi[3] = {-INFINITY, -INFINITY, -INFINITY};
-        double tlong[3] = {0, 0, 0};
-        int64_t tbad = INT64_MAX;
+        box_measure mine = empty_measure();
+        if (packed) {
 #pragma omp for schedule(static) nowait
-        for (int64_t i = 0; i < n; i++) {
-            prox_aabb a = prox_boxes_aabb(boxes, i);
-            if (out)
-                out[i] = a;
-            bool ok = true;
-            for (int k = 0; k < 3; k++) {
-                ok &= isfinite(a.lo[k]) & isfinite(a.hi[k]) & (a.lo[k] <= a.hi[k]);
-                tlo[k] = a.lo[k] < tlo[k] ? a.lo[k] : tlo[k];
-                thi[k] = a.hi[k] > thi[k] ? a.hi[k] : thi[k];
-                tlong[k] = a.hi[k] - a.lo[k] > tlong[k] ? a.hi[k] - a.lo[k] : tlong[k];
+            for (int64_t i = 0; i < n; i++) {
+                if (out)
+                    out[i] = packed[i];
+                measure_box(&mine, &packed[i], i);
             }
-            tbad = !ok && i < tbad ? i : tbad;
+        } else {
+#pragma omp for schedule(static) nowait
+            for (int64_t i = 0; i < n; i++) {
+                prox_aabb a = prox_boxes_aabb(boxes, i);
+                if (out)
+                    out[i] = a;
+                measure_box(&mine, &a, i);
+            }
         }
 #pragma omp critical(prox_broad_measure)
         {
-            first_bad = tbad < first_bad ? tbad : first_bad;
+            all.first_bad = mine.first_bad < all.first_bad ? mine.first_bad : all.first_bad;
             for (int k = 0; k < 3; k++) {
-                lo[k] = tlo[k] < lo[k] ? tlo[k] : lo[k];
-                hi[k] = thi[k] > hi[k] ? thi[k] : hi[k];
-                longest[k] = tlong[k] > longest[k] ? tlong[k] : longest[k];
+                all.lo[k] = mine.lo[k] < all.lo[k] ? mine.lo[k] : all.lo[k];
+                all.hi[k] = mine.hi[k] > all.hi[k] ? mine.hi[k] : all.hi[k];
+                all.longest[k] = mine.longest[k] > all.longest[k] ? mine.longest[k] : all.longest[k];
             }
         }
     }
-    memcpy(b->lo, lo, sizeof lo);
-    memcpy(b->hi, hi, sizeof hi);
-    memcpy(b->longest, longest, sizeof longest);
-    return first_bad == INT64_MAX ? -1 : first_bad;
+    for (int k = 0; k < 3; k++) { /* no boxes: all zero */
+        b->lo[k] = n ? all.lo[k] : 0.0;
+        b->hi[k] = n ? all.hi[k] : 0.0;
+        b->longest[k] = all.longest[k];
+    }
+    return all.first_bad == INT64_MAX ? -1 : all.first_bad;
 }
 
 static broad_input input_of(const prox_broad *b)
@@ -172,19 +209,6 @@ static prox_status check_extent(const prox_broad *b, const broad_input *in)
                              "(%s needs it; brute force does not)",
                              in->lo[k], in->hi[k], axis_name[k], b->ops->name);
     return PROX_OK;
-}
-
-/* The view is 3D double boxes laid out as prox_aabb (min x, y, z, max x,
- * y, z; 48-byte stride, aligned): the structures can read them in place. */
-static bool packed_doubles(const prox_boxes *v)
-{
-    const char *base = v->min[0];
-    bool packed = v->scalar == PROX_F64 && v->dim == 3 && v->stride == sizeof(prox_aabb) &&
-                  (uintptr_t)base % _Alignof(prox_aabb) == 0;
-    for (int k = 0; packed && k < 3; k++)
-        packed = (const char *)v->min[k] == base + offsetof(prox_aabb, lo) + k * sizeof(double) &&
-                 (const char *)v->max[k] == base + offsetof(prox_aabb, hi) + k * sizeof(double);
-    return packed;
 }
 
 prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
