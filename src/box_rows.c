@@ -34,6 +34,7 @@
 #include "alloc.h"
 #include "box_rows.h"
 #include "error.h"
+#include "radix_sort.h"
 
 #include <omp.h>
 
@@ -162,9 +163,11 @@ static void lay_out(box_rows *r, const broad_input *in)
     int e;
     frexp(widest, &e);
     r->sure = (float)fmax(ldexp(1.0, e - 22), 0x1p-147);
-    /* A box meeting box p along the sweep axis has min >= min_p - reach
-     * (its extent, and the roundings of both mins, with room). */
-    r->reach = round_up(in->longest[r->axis]) + 4 * r->sure;
+    /* A box meeting box p along the sweep axis has min >= min_p - reach:
+     * its extent, the roundings of both mins, and the truncation of the
+     * sweep's keys (sort_short_row: up to 2^-15 of the widest offset),
+     * with room. */
+    r->reach = round_up(in->longest[r->axis]) + 4 * r->sure + (float)ldexp(1.0, e - 14);
 }
 
 static int compare_row_boxes(const void *a, const void *b)
@@ -175,22 +178,24 @@ static int compare_row_boxes(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* A short row by (min along the sweep axis, id) through 64-bit keys on
- * the stack (the offsets are >= 0, so a float's bits order like the
- * float; the boxes arrive in id order, so their index breaks ties). */
-static void sort_short_row(row_box *box, int64_t count)
+/* A short row by its sweep keys: 32-bit keys, a min's float bits (the
+ * offsets are >= 0, so they order like the floats) with the low 8 cleared
+ * for the box's index in the row (ids ascend with it), sorted by the
+ * project's small-array sort (a sorting network with AVX-512). The cleared
+ * bits round each key down by at most 2^-15 of itself: the keys (x_lo)
+ * stay sorted and never above the mins, which is all the sweep's windows
+ * need, and reach covers the difference (lay_out). */
+static void sort_short_row(row_box *box, float *x_lo, int64_t count)
 {
-    uint64_t key[SHORT_ROW];
+    uint32_t key[SHORT_ROW];
     row_box sorted[SHORT_ROW];
-    for (int64_t j = 0; j < count; j++) {
-        uint64_t x = (uint64_t)float_bits(box[j].lo[0]) << 32 | (uint64_t)j;
-        int64_t i = j;
-        for (; i > 0 && key[i - 1] > x; i--)
-            key[i] = key[i - 1];
-        key[i] = x;
-    }
     for (int64_t j = 0; j < count; j++)
-        sorted[j] = box[(uint32_t)key[j]];
+        key[j] = (float_bits(box[j].lo[0]) & ~(uint32_t)(SHORT_ROW - 1)) | (uint32_t)j;
+    prox_sort_u32(key, count);
+    for (int64_t j = 0; j < count; j++) {
+        sorted[j] = box[key[j] & (SHORT_ROW - 1)];
+        x_lo[j] = bits_float(key[j] & ~(uint32_t)(SHORT_ROW - 1));
+    }
     memcpy(box, sorted, (size_t)count * sizeof *box);
 }
 
@@ -198,10 +203,11 @@ static void sort_row(box_rows *r, int64_t row)
 {
     int64_t first = r->start[row], count = r->start[row + 1] - first;
     row_box *box = r->box + first;
-    if (count <= SHORT_ROW)
-        sort_short_row(box, count);
-    else
-        qsort(box, (size_t)count, sizeof *box, compare_row_boxes);
+    if (count <= SHORT_ROW) {
+        sort_short_row(box, r->x_lo + first, count);
+        return;
+    }
+    qsort(box, (size_t)count, sizeof *box, compare_row_boxes);
     for (int64_t j = 0; j < count; j++)
         r->x_lo[first + j] = box[j].lo[0];
 }
@@ -531,10 +537,11 @@ static void sweep_from_row(sweeper *w, int64_t row)
     int filled = w->count; /* in a register: the stores to w->pq may alias w->count */
     for (int64_t p = first; p < end; p++) {
         const row_box *bp = &r->box[p];
-        float hi = bp->hi[0], lower = bp->lo[0] - r->reach;
+        /* from the key, not the min: keys are sorted, so lower never falls */
+        float hi = bp->hi[0], lower = x_lo[p] - r->reach;
         int64_t after = p + 1;
         filled = add_candidates(w, filled, (uint32_t)p, p + 1,
-                                window_of(x_lo, &after, end, bp->lo[0], hi));
+                                window_of(x_lo, &after, end, x_lo[p], hi));
         for (int j = 0; j < count; j++) {
             window *v = &next[j];
             int64_t n = window_of(x_lo, &v->at, v->end, lower, hi);

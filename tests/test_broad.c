@@ -469,6 +469,65 @@ static void similar_boxes_at_extreme_scales_match_brute_force(void **state)
         }
 }
 
+/* The rows' sweep keys round mins down by up to 2^-15 of themselves
+ * (box_rows.c, sort_short_row). Pairs that touch at the full reach along
+ * the sweep axis, in neighbouring rows, with an extent (1.0003) that is no
+ * multiple of the keys' resolution; and clusters of mins closer than that
+ * resolution whose order the ids reverse. */
+static void mins_at_the_keys_resolution_match_brute_force(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++) {
+        enum { N = 3000 };
+        static double bounds[N * 6];
+        rng r = rng_seeded(91 + (uint64_t)dim);
+        const double edge = 1.0003;
+        for (int k = 0; k < dim; k++) { /* box 0 at the origin: offsets = coordinates */
+            bounds[k] = 0.0;
+            bounds[dim + k] = 1.0;
+        }
+        int64_t i = 1;
+        for (int x = 20; x < 60 && i + 2 <= N / 2; x++) { /* p touching b at x */
+            double *p = &bounds[2 * dim * i++], *q = &bounds[2 * dim * i++];
+            p[0] = x;
+            p[dim] = x + edge;
+            q[dim] = x;
+            q[0] = x - edge;
+            for (int k = 1; k < dim; k++) {
+                p[k] = 5.0 + 0.37 * (double)(x % 7);
+                p[dim + k] = p[k] + edge;
+                q[k] = p[k] + 0.9; /* the next row up, overlapping */
+                q[dim + k] = q[k] + edge;
+            }
+        }
+        for (; i < N; i++) { /* clusters: mins fall as ids rise */
+            double *p = &bounds[2 * dim * i];
+            double x = 20.0 + 3.0 * (double)((i / 30) % 10);
+            for (int k = 0; k < dim; k++) {
+                p[k] = k == 0 ? x - 1e-6 * (double)(i % 30) : rng_range(&r, 0, 12);
+                p[dim + k] = p[k] + rng_range(&r, 0.5, 0.5);
+            }
+        }
+        prox_boxes boxes = prox_boxes_f64(bounds, N, dim);
+        prox_pair_buffer want, got;
+        prox_pair_buffer_init(&want, NULL);
+        prox_pair_buffer_init(&got, NULL);
+        prox_broad *brute = create(&BRUTE, 1), *grid = create(&CONFIGS[0], 1);
+        CHECK_STATUS(prox_broad_build(brute, &boxes), PROX_OK, "keys' resolution: brute");
+        CHECK_STATUS(prox_broad_pairs(brute, prox_sink_buffer(&want), NULL), PROX_OK, "brute");
+        CHECK_STATUS(prox_broad_build(grid, &boxes), PROX_OK, "keys' resolution: grid");
+        CHECK_STATUS(prox_broad_pairs(grid, prox_sink_buffer(&got), NULL), PROX_OK, "grid");
+        CHECK(got.count == want.count &&
+                  memcmp(got.pairs, want.pairs, (size_t)got.count * sizeof(prox_pair)) == 0,
+              "keys' resolution", "%dD: %lld pairs, brute force %lld", dim,
+              (long long)got.count, (long long)want.count);
+        prox_broad_destroy(brute);
+        prox_broad_destroy(grid);
+        prox_pair_buffer_free(&want);
+        prox_pair_buffer_free(&got);
+    }
+}
+
 /* borrow_boxes: the packed doubles are read in place (the structure holds
  * 48 bytes a box less), results equal the copying build's, and an update
  * after the caller changed its array rebuilds from the new boxes. */
@@ -549,6 +608,7 @@ int main(void)
         cmocka_unit_test(long_rows_match_brute_force_for_every_thread_count),
         cmocka_unit_test(borrowed_boxes_are_read_in_place),
         cmocka_unit_test(similar_boxes_at_extreme_scales_match_brute_force),
+        cmocka_unit_test(mins_at_the_keys_resolution_match_brute_force),
         cmocka_unit_test(space_ordered_queries_match_brute_force),
         cmocka_unit_test(results_do_not_depend_on_threads),
         cmocka_unit_test(callback_can_stop_early),
