@@ -12,12 +12,13 @@
  * visit (W3 at d = 0.1 fills 19% of cells of side 2).
  *
  * Storage: every box once, rows in order (an MSD radix sort on the row
- * index), each row sorted by (min along the sweep axis, id); a box is 32
- * bytes: its bounds relative to the data's minimum corner rounded outwards
- * to float (the sweep axis first), and its id. The sweep takes each box p
- * against the boxes after it in its row whose min is <= max_p, and against
- * the boxes of each neighbour row (half stencil) whose min lies in
- * [min_p - reach, max_p]: every pair overlapping along the sweep axis is
+ * index), each row sorted by its min along the sweep axis (keys x_lo that
+ * round the min down a little, ties by id); a box is 32 bytes: its bounds
+ * relative to the data's minimum corner rounded outwards to float (the
+ * sweep axis first), and its id. The sweep takes each box p against the
+ * boxes after it in its row whose key is <= max_p, and against the boxes
+ * of each neighbour row (half stencil) whose key lies in
+ * [key_p - reach, max_p]: every pair overlapping along the sweep axis is
  * met once.
  *
  * Exactness: the float bounds are rounded outwards, so a pair of boxes
@@ -28,6 +29,7 @@
  * the margin gets the exact test on the doubles. */
 #include <assert.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +37,6 @@
 #include "box_rows.h"
 #include "error.h"
 #include "radix_sort.h"
-
-#include <omp.h>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>

@@ -25,9 +25,10 @@ typedef struct box_rows {
     double origin[3];  /* the data's minimum corner */
     float sure;        /* a float test passing by this margin holds for the doubles */
     float reach;       /* see sweep_from_row */
-    row_box *box;      /* count boxes, row by row, each row by (lo[0], id) */
+    row_box *box;      /* count boxes, row by row, each row by its keys */
     int64_t count, box_capacity;
-    float *x_lo;       /* box[p].lo[0], the sweep's keys, densely */
+    float *x_lo;       /* the sweep's keys: box[p].lo[0], rounded down by at most
+                          2^-15 of itself (sort_short_row), sorted within a row */
     int64_t x_lo_capacity;
     uint32_t *start;   /* rows + 1 offsets into box */
     int64_t rows, start_capacity;
@@ -36,8 +37,8 @@ typedef struct box_rows {
     int64_t key_capacity;
 } box_rows;
 
-/* Sorts the boxes into rows. PROX_ERR_RANGE (no message) when the extent is too large for float
- * offsets: the caller takes another path. */
+/* Sorts the boxes into rows. PROX_ERR_RANGE (no message) when the extent
+ * is too large for float offsets: the caller takes another path. */
 prox_status prox_box_rows_build(box_rows *r, const broad_input *in);
 
 /* Every overlapping pair once (i < j, after the exact test), the rows split
