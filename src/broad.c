@@ -141,11 +141,12 @@ static box_measure empty_measure(void)
 }
 
 /* Copies the boxes into `out` as doubles (unless out is NULL) and measures
- * them (bounding box, longest extents) in the same pass, checking them too:
- * returns the lowest box that is not finite with min <= max, or -1. Packed
- * 3D doubles are read as prox_aabb directly (the view's accessors cost a
- * third of the pass). */
-static int64_t copy_boxes(prox_broad *b, const prox_boxes *boxes, prox_aabb *out)
+ * them (bounding box, longest extents) in the same pass, checking them too
+ * (m->first_bad: the lowest box that is not finite with min <= max, or
+ * INT64_MAX). Packed 3D doubles are read as prox_aabb directly (the view's
+ * accessors cost a third of the pass). */
+static void copy_boxes(const prox_broad *b, const prox_boxes *boxes, prox_aabb *out,
+                       box_measure *m)
 {
     int64_t n = boxes->count;
     const prox_aabb *packed = packed_doubles(boxes) ? (const prox_aabb *)boxes->min[0] : NULL;
@@ -179,12 +180,17 @@ static int64_t copy_boxes(prox_broad *b, const prox_boxes *boxes, prox_aabb *out
             }
         }
     }
+    *m = all;
+}
+
+/* The measures of good boxes become the built set's. */
+static void keep_measure(prox_broad *b, const box_measure *m, int64_t n)
+{
     for (int k = 0; k < 3; k++) { /* no boxes: all zero */
-        b->lo[k] = n ? all.lo[k] : 0.0;
-        b->hi[k] = n ? all.hi[k] : 0.0;
-        b->longest[k] = all.longest[k];
+        b->lo[k] = n ? m->lo[k] : 0.0;
+        b->hi[k] = n ? m->hi[k] : 0.0;
+        b->longest[k] = m->longest[k];
     }
-    return all.first_bad == INT64_MAX ? -1 : all.first_bad;
 }
 
 static broad_input input_of(const prox_broad *b)
@@ -230,8 +236,11 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
             return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld boxes",
                              (long long)boxes->count);
     }
-    if (copy_boxes(b, boxes, b->borrowed ? NULL : b->copy) >= 0) /* the check names */
-        return prox_boxes_check_values(boxes, "boxes", b->threads); /* the lowest bad box */
+    box_measure m;
+    copy_boxes(b, boxes, b->borrowed ? NULL : b->copy, &m);
+    if (m.first_bad != INT64_MAX) /* the check names the lowest bad box */
+        return prox_boxes_check_values(boxes, "boxes", b->threads);
+    keep_measure(b, &m, boxes->count);
     b->box = b->borrowed ? (const prox_aabb *)boxes->min[0] : b->copy;
     b->n = boxes->count;
     b->dim = boxes->dim;
@@ -258,24 +267,31 @@ static void update_stats(const prox_broad *b, prox_status st, int64_t relocated,
     }
 }
 
-/* The new boxes become b->box (a copy); the old ones stay in b->previous. */
+/* The new boxes are copied into the spare buffer and checked there; only
+ * good boxes become b->box, the old ones then staying in b->previous. A
+ * rejected update leaves the built set as it was. */
 static prox_status swap_in(prox_broad *b, const prox_boxes *boxes)
 {
     assert(!b->borrowed);
-    prox_aabb *old = b->copy;
-    int64_t old_capacity = b->copy_capacity;
     void *p = b->previous;
-    b->copy_capacity = b->previous_capacity;
-    bool ok = prox_reserve(&b->allocator, &p, &b->copy_capacity, boxes->count, sizeof(prox_aabb));
-    b->copy = p;
-    b->box = b->copy;
-    b->previous = old;
-    b->previous_capacity = old_capacity;
+    bool ok = prox_reserve(&b->allocator, &p, &b->previous_capacity, boxes->count,
+                           sizeof(prox_aabb));
+    b->previous = p;
     if (!ok)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld boxes",
                          (long long)boxes->count);
-    if (copy_boxes(b, boxes, b->copy) >= 0) /* checked before: cannot happen */
+    box_measure m;
+    copy_boxes(b, boxes, b->previous, &m);
+    if (m.first_bad != INT64_MAX) /* the check names the lowest bad box */
         return prox_boxes_check_values(boxes, "boxes", b->threads);
+    keep_measure(b, &m, boxes->count);
+    prox_aabb *old = b->copy;
+    int64_t old_capacity = b->copy_capacity;
+    b->copy = b->previous;
+    b->copy_capacity = b->previous_capacity;
+    b->box = b->copy;
+    b->previous = old;
+    b->previous_capacity = old_capacity;
     return PROX_OK;
 }
 
@@ -283,7 +299,18 @@ prox_status prox_broad_update(prox_broad *b, const prox_boxes *boxes, prox_stats
 {
     if (!b || !b->built || !b->ops->update || !boxes || boxes->dim != b->dim || b->borrowed) {
         /* nothing to relocate (or the old boxes were the caller's, changed
-         * since): a build, which also checks everything */
+         * since): a build. It overwrites the copy as it checks, so a built
+         * structure is checked first (a read-only pass) to stay usable when
+         * the update is rejected. */
+        if (b && b->built && boxes && !prox_boxes_check(boxes, "boxes")) {
+            box_measure m;
+            copy_boxes(b, boxes, NULL, &m);
+            if (m.first_bad != INT64_MAX) {
+                prox_status st = prox_boxes_check_values(boxes, "boxes", b->threads);
+                update_stats(b, st, 0, false, stats);
+                return st;
+            }
+        }
         prox_status st = prox_broad_build(b, boxes);
         if (b)
             update_stats(b, st, 0, true, stats);
@@ -291,18 +318,18 @@ prox_status prox_broad_update(prox_broad *b, const prox_boxes *boxes, prox_stats
     }
     prox_status st = prox_boxes_check(boxes, "boxes");
     if (!st)
-        st = prox_boxes_check_values(boxes, "boxes", b->threads);
-    if (!st)
         st = swap_in(b, boxes);
+    if (st) { /* nothing moved: the built set stays as it was, and usable */
+        update_stats(b, st, 0, false, stats);
+        return st;
+    }
     int64_t old_n = b->n, relocated = 0;
     bool rebuilt = false;
-    if (!st) {
-        b->n = boxes->count;
-        broad_input in = input_of(b);
-        st = check_extent(b, &in);
-        if (!st)
-            st = b->ops->update(&b->impl, &in, b->previous, old_n, &relocated, &rebuilt);
-    }
+    b->n = boxes->count;
+    broad_input in = input_of(b);
+    st = check_extent(b, &in);
+    if (!st)
+        st = b->ops->update(&b->impl, &in, b->previous, old_n, &relocated, &rebuilt);
     b->built = st == PROX_OK;
     update_stats(b, st, relocated, rebuilt, stats);
     return st;

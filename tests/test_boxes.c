@@ -75,6 +75,38 @@ static void expect_message(const char *needle)
         fail_msg("message \"%s\" lacks \"%s\"", prox_last_error(), needle);
 }
 
+/* An update with a bad box is rejected, naming it, and leaves every
+ * structure as it was: the pairs before it, and a good update after. */
+static void rejected_update_leaves_the_structure_usable(void **state)
+{
+    (void)state;
+    double boxes[6 * 4] = {0, 0, 1, 1, 0.5, 0.5, 2, 2, 3, 3, 4, 4,
+                           3.5, 0, 5, 1, 1, 1, 1.5, 1.5, 10, 10, 11, 11};
+    double bad[6 * 4], moved[6 * 4];
+    memcpy(bad, boxes, sizeof bad);
+    bad[5 * 4 + 3] = NAN; /* box 5: max y */
+    memcpy(moved, boxes, sizeof moved);
+    moved[5 * 4 + 0] = moved[5 * 4 + 1] = 0.25; /* box 5 joins boxes 0, 1 and 4 */
+    moved[5 * 4 + 2] = moved[5 * 4 + 3] = 1.25;
+    prox_boxes v = prox_boxes_f64(boxes, 6, 2), vb = prox_boxes_f64(bad, 6, 2),
+               vm = prox_boxes_f64(moved, 6, 2);
+    for (int a = 0; a <= (int)PROX_BROAD_SAP; a++) {
+        prox_broad *b = make_broad((prox_broad_algo)a);
+        prox_stats st;
+        assert_int_equal(prox_broad_build(b, &v), PROX_OK);
+        assert_int_equal(prox_broad_pairs(b, prox_sink_count(), &st), PROX_OK);
+        assert_int_equal(st.pairs, 3); /* (0 1) (0 4) (1 4) */
+        assert_int_equal(prox_broad_update(b, &vb, NULL), PROX_ERR_DATA);
+        expect_message("box 5");
+        assert_int_equal(prox_broad_pairs(b, prox_sink_count(), &st), PROX_OK);
+        assert_int_equal(st.pairs, 3);
+        assert_int_equal(prox_broad_update(b, &vm, NULL), PROX_OK);
+        assert_int_equal(prox_broad_pairs(b, prox_sink_count(), &st), PROX_OK);
+        assert_int_equal(st.pairs, 6); /* and (0 5) (1 5) (4 5) */
+        prox_broad_destroy(b);
+    }
+}
+
 static void bad_boxes_name_the_box_and_axis(void **state)
 {
     (void)state;
@@ -422,6 +454,7 @@ int main(void)
         cmocka_unit_test(packed_views_read_min_then_max),
         cmocka_unit_test(strided_views_read_structs),
         cmocka_unit_test(bad_boxes_name_the_box_and_axis),
+        cmocka_unit_test(rejected_update_leaves_the_structure_usable),
         cmocka_unit_test(bad_shapes_are_invalid),
         cmocka_unit_test(extents_beyond_the_double_range),
         cmocka_unit_test(names_round_trip),

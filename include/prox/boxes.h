@@ -158,7 +158,9 @@ prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
 /* The built boxes changed: `boxes` is the new set. Boxes 0 .. kept-1 keep
  * their identity (moved or resized: relocated where their cells changed);
  * boxes beyond the old count are added; a smaller count removes the tail.
- * The structure rebuilds instead when that is cheaper (stats->rebuilt). */
+ * The structure rebuilds instead when that is cheaper (stats->rebuilt).
+ * An update rejected for a bad box (PROX_ERR_DATA, naming it) leaves the
+ * structure as it was, still usable. */
 prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxes, prox_stats *stats);
 
 /* Diagnostics of a built kdtree (seed 003 Table 1). Codes have 57 levels in
