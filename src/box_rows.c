@@ -9,7 +9,8 @@
  * half stencil visits each pair of rows once (seed 001's every-pair-once
  * rule applied to rows). Rows are infinitely long cells: along the sweep
  * axis the sort does the work a cell key would, with no empty cells to
- * visit (W3 at d = 0.1 fills 19% of cells of side 2).
+ * visit (W3 at d = 0.1 has 0.19 boxes per cell of side 2: most cells
+ * are empty).
  *
  * Storage: every box once, rows in order (an MSD radix sort on the row
  * index), each row sorted by its min along the sweep axis (keys x_lo that

@@ -143,8 +143,8 @@ static box_measure empty_measure(void)
 /* Copies the boxes into `out` as doubles (unless out is NULL) and measures
  * them (bounding box, longest extents) in the same pass, checking them too
  * (m->first_bad: the lowest box that is not finite with min <= max, or
- * INT64_MAX). Packed 3D doubles are read as prox_aabb directly (the view's
- * accessors cost a third of the pass). */
+ * INT64_MAX). Packed 3D doubles are read as prox_aabb directly, not
+ * through the view's per-value accessors. */
 static void copy_boxes(const prox_broad *b, const prox_boxes *boxes, prox_aabb *out,
                        box_measure *m)
 {

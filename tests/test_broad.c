@@ -93,6 +93,35 @@ static void similar_sizes_match_brute_force(void **state)
     run_scene(SCENE_SIMILAR_OFFSET, 400, 100);
 }
 
+/* The grid (CONFIGS[0]) over `boxes` on `threads` threads, its sorted self
+ * pairs checked against brute force's; returns brute force's pair count.
+ * The grid is left in *grid when grid is not NULL (the caller destroys it). */
+static int64_t grid_matches_brute_force(const prox_boxes *boxes, int threads,
+                                        const char *context, prox_broad **grid)
+{
+    prox_pair_buffer want, got;
+    prox_pair_buffer_init(&want, NULL);
+    prox_pair_buffer_init(&got, NULL);
+    prox_broad *brute = create(&BRUTE, 1), *g = create(&CONFIGS[0], threads);
+    CHECK_STATUS(prox_broad_build(brute, boxes), PROX_OK, context);
+    CHECK_STATUS(prox_broad_pairs(brute, prox_sink_buffer(&want), NULL), PROX_OK, context);
+    CHECK_STATUS(prox_broad_build(g, boxes), PROX_OK, context);
+    CHECK_STATUS(prox_broad_pairs(g, prox_sink_buffer(&got), NULL), PROX_OK, context);
+    CHECK(got.count == want.count &&
+              (got.count == 0 ||
+               memcmp(got.pairs, want.pairs, (size_t)got.count * sizeof(prox_pair)) == 0),
+          context, "%lld pairs, brute force %lld", (long long)got.count, (long long)want.count);
+    int64_t count = want.count;
+    prox_broad_destroy(brute);
+    if (grid)
+        *grid = g;
+    else
+        prox_broad_destroy(g);
+    prox_pair_buffer_free(&want);
+    prox_pair_buffer_free(&got);
+    return count;
+}
+
 /* The uniform grid's rows (box_rows.c) with rows longer than its on-stack
  * sort takes, and enough boxes for several chunks: self pairs as brute
  * force finds them, and the same unsorted output for 1, 2 and 3 threads. */
@@ -113,25 +142,16 @@ static void long_rows_match_brute_force_for_every_thread_count(void **state)
             }
         }
         prox_boxes boxes = prox_boxes_f64(bounds, N, dim);
-        prox_pair_buffer want, got, first;
-        prox_pair_buffer_init(&want, NULL);
-        prox_pair_buffer_init(&got, NULL);
+        prox_pair_buffer first, again;
         prox_pair_buffer_init(&first, NULL);
-        prox_broad *brute = create(&BRUTE, 1);
-        CHECK_STATUS(prox_broad_build(brute, &boxes), PROX_OK, "long rows: brute");
-        CHECK_STATUS(prox_broad_pairs(brute, prox_sink_buffer(&want), NULL), PROX_OK,
-                     "long rows: brute");
+        prox_pair_buffer_init(&again, NULL);
         for (int threads = 1; threads <= 3; threads++) {
             char context[64];
             snprintf(context, sizeof context, "long rows, %dD, %d threads", dim, threads);
-            prox_broad *grid = create(&CONFIGS[0], threads);
-            CHECK_STATUS(prox_broad_build(grid, &boxes), PROX_OK, context);
-            CHECK_STATUS(prox_broad_pairs(grid, prox_sink_buffer(&got), NULL), PROX_OK, context);
-            CHECK(got.count == want.count && memcmp(got.pairs, want.pairs, (size_t)got.count *
-                                                    sizeof(prox_pair)) == 0,
-                  context, "%lld pairs, brute force %lld", (long long)got.count,
-                  (long long)want.count);
-            prox_pair_buffer *unsorted = threads == 1 ? &first : &got;
+            prox_broad *grid;
+            int64_t pairs = grid_matches_brute_force(&boxes, threads, context, &grid);
+            CHECK(pairs > N, context, "only %lld pairs: too few to test", (long long)pairs);
+            prox_pair_buffer *unsorted = threads == 1 ? &first : &again;
             CHECK_STATUS(prox_broad_pairs(grid, prox_sink_unsorted(prox_sink_buffer(unsorted)),
                                           NULL),
                          PROX_OK, context);
@@ -141,12 +161,8 @@ static void long_rows_match_brute_force_for_every_thread_count(void **state)
                   context, "unsorted output differs from one thread's");
             prox_broad_destroy(grid);
         }
-        CHECK(want.count > N, "long rows", "only %lld pairs: too few to test",
-              (long long)want.count);
-        prox_broad_destroy(brute);
-        prox_pair_buffer_free(&want);
-        prox_pair_buffer_free(&got);
         prox_pair_buffer_free(&first);
+        prox_pair_buffer_free(&again);
     }
 }
 
@@ -449,22 +465,8 @@ static void similar_boxes_at_extreme_scales_match_brute_force(void **state)
             prox_boxes boxes = box_view(&sc.boxes, false);
             char context[64];
             snprintf(context, sizeof context, "scale %g, %dD", scales[k], dim);
-            prox_pair_buffer want, got;
-            prox_pair_buffer_init(&want, NULL);
-            prox_pair_buffer_init(&got, NULL);
-            prox_broad *brute = create(&BRUTE, 1), *grid = create(&CONFIGS[0], 2);
-            CHECK_STATUS(prox_broad_build(brute, &boxes), PROX_OK, context);
-            CHECK_STATUS(prox_broad_pairs(brute, prox_sink_buffer(&want), NULL), PROX_OK, context);
-            CHECK_STATUS(prox_broad_build(grid, &boxes), PROX_OK, context);
-            CHECK_STATUS(prox_broad_pairs(grid, prox_sink_buffer(&got), NULL), PROX_OK, context);
-            CHECK(got.count == want.count && want.count > 0 &&
-                      memcmp(got.pairs, want.pairs, (size_t)got.count * sizeof(prox_pair)) == 0,
-                  context, "%lld pairs, brute force %lld", (long long)got.count,
-                  (long long)want.count);
-            prox_broad_destroy(brute);
-            prox_broad_destroy(grid);
-            prox_pair_buffer_free(&want);
-            prox_pair_buffer_free(&got);
+            CHECK(grid_matches_brute_force(&boxes, 2, context, NULL) > 0, context,
+                  "no pairs: nothing tested");
             scene_free(&sc);
         }
 }
@@ -509,22 +511,9 @@ static void mins_at_the_keys_resolution_match_brute_force(void **state)
             }
         }
         prox_boxes boxes = prox_boxes_f64(bounds, N, dim);
-        prox_pair_buffer want, got;
-        prox_pair_buffer_init(&want, NULL);
-        prox_pair_buffer_init(&got, NULL);
-        prox_broad *brute = create(&BRUTE, 1), *grid = create(&CONFIGS[0], 1);
-        CHECK_STATUS(prox_broad_build(brute, &boxes), PROX_OK, "keys' resolution: brute");
-        CHECK_STATUS(prox_broad_pairs(brute, prox_sink_buffer(&want), NULL), PROX_OK, "brute");
-        CHECK_STATUS(prox_broad_build(grid, &boxes), PROX_OK, "keys' resolution: grid");
-        CHECK_STATUS(prox_broad_pairs(grid, prox_sink_buffer(&got), NULL), PROX_OK, "grid");
-        CHECK(got.count == want.count &&
-                  memcmp(got.pairs, want.pairs, (size_t)got.count * sizeof(prox_pair)) == 0,
-              "keys' resolution", "%dD: %lld pairs, brute force %lld", dim,
-              (long long)got.count, (long long)want.count);
-        prox_broad_destroy(brute);
-        prox_broad_destroy(grid);
-        prox_pair_buffer_free(&want);
-        prox_pair_buffer_free(&got);
+        char context[64];
+        snprintf(context, sizeof context, "keys' resolution, %dD", dim);
+        grid_matches_brute_force(&boxes, 1, context, NULL);
     }
 }
 
