@@ -59,11 +59,15 @@ static void offsets_from_counts(int64_t (*count)[BUCKETS], int threads)
 static void scatter(const uint64_t *keys, const uint32_t *values, uint64_t *out_keys,
                     uint32_t *out_values, int64_t begin, int64_t end, int pass, int64_t *at)
 {
+    if (!values) { /* keys alone */
+        for (int64_t i = begin; i < end; i++)
+            out_keys[at[digit_of(keys[i], pass)]++] = keys[i];
+        return;
+    }
     for (int64_t i = begin; i < end; i++) {
         int64_t to = at[digit_of(keys[i], pass)]++;
         out_keys[to] = keys[i];
-        if (values)
-            out_values[to] = values[i];
+        out_values[to] = values[i];
     }
 }
 

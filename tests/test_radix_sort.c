@@ -138,12 +138,46 @@ static void small_sort_matches_qsort(void **state)
         }
 }
 
+static int by_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* values = NULL: the keys alone, as qsort orders them, for every thread
+ * count; 40-bit keys (the sparse pair delivery's) and full 64-bit ones. */
+static void radix_sort_of_keys_alone_matches_qsort(void **state)
+{
+    (void)state;
+    for (int s = 0; s < COUNT(SIZES); s++)
+        for (int t = 0; t < COUNT(THREADS); t++)
+            for (int wide = 0; wide < 2; wide++) {
+                int64_t n = SIZES[s];
+                uint64_t *keys = malloc((size_t)(n + 1) * sizeof *keys);
+                uint64_t *want = malloc((size_t)(n + 1) * sizeof *want);
+                uint64_t *tmp = malloc((size_t)(n + 1) * sizeof *tmp);
+                assert_true(keys && want && tmp);
+                rng r = rng_seeded(500 + (uint64_t)s);
+                for (int64_t i = 0; i < n; i++)
+                    keys[i] = wide ? rng_next(&r) : rng_next(&r) & ((UINT64_C(1) << 40) - 1);
+                memcpy(want, keys, (size_t)n * sizeof *keys);
+                qsort(want, (size_t)n, sizeof *want, by_u64);
+                prox_radix_sort64(keys, NULL, tmp, NULL, n, THREADS[t]);
+                if (n > 0)
+                    assert_memory_equal(keys, want, (size_t)n * sizeof *keys);
+                free(keys);
+                free(want);
+                free(tmp);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counting_sort_is_stable_and_thread_independent),
         cmocka_unit_test(radix_sort_is_stable_and_thread_independent),
         cmocka_unit_test(small_sort_matches_qsort),
+        cmocka_unit_test(radix_sort_of_keys_alone_matches_qsort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
