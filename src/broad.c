@@ -44,6 +44,18 @@ struct prox_broad {
     int64_t previous_capacity;
     double lo[3], hi[3]; /* bounding box of the built boxes */
     double longest[3];   /* the longest extent along each axis */
+    /* kept from one query to the next (pair_sink.h): pair arrays, scratch,
+     * and each chunk's candidate arrays */
+    prox_workspace work;
+    broad_scratch *kept_scratch;
+    int kept_scratch_count;
+};
+
+enum { /* the workspace slots of the query driver */
+    SLOT_STAMPS = PROX_SCRATCH_OWNER,
+    SLOT_SPACE_KEYS,
+    SLOT_SPACE_ORDER,
+    SLOT_SHAPES
 };
 
 /* ---- the structures ---------------------------------------------------- */
@@ -80,8 +92,40 @@ prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out)
     *b = (prox_broad){.desc = *desc, .allocator = al, .ops = ops,
                       .threads = prox_threads_resolve(desc->threads)};
     b->desc.allocator = al;
+    prox_workspace_init(&b->work, &al);
     *out = b;
     return PROX_OK;
+}
+
+static void free_kept_scratch(prox_broad *b)
+{
+    for (int k = 0; k < b->kept_scratch_count; k++) {
+        prox_free(&b->allocator, b->kept_scratch[k].ids);
+        prox_free(&b->allocator, b->kept_scratch[k].runs);
+        prox_free(&b->allocator, b->kept_scratch[k].stack);
+    }
+    prox_free(&b->allocator, b->kept_scratch);
+    b->kept_scratch = NULL;
+    b->kept_scratch_count = 0;
+}
+
+static int64_t kept_bytes(const prox_broad *b)
+{
+    int64_t bytes = prox_workspace_bytes(&b->work) +
+                    b->kept_scratch_count * (int64_t)sizeof *b->kept_scratch;
+    for (int k = 0; k < b->kept_scratch_count; k++) {
+        const broad_scratch *s = &b->kept_scratch[k];
+        bytes += s->capacity * 4 + s->runs_capacity * (int64_t)sizeof(broad_run);
+    } /* the structures' traversal stacks (a few KB) are not counted */
+    return bytes;
+}
+
+void prox_broad_trim(prox_broad *b)
+{
+    if (!b)
+        return;
+    prox_workspace_free(&b->work);
+    free_kept_scratch(b);
 }
 
 const void *prox_broad_impl(const prox_broad *b, const broad_ops *ops)
@@ -97,6 +141,7 @@ void prox_broad_destroy(prox_broad *b)
         b->ops->destroy(b->impl, &b->allocator);
     prox_free(&b->allocator, b->copy);
     prox_free(&b->allocator, b->previous);
+    prox_broad_trim(b);
     prox_allocator al = b->allocator;
     prox_free(&al, b);
 }
@@ -252,6 +297,13 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
     return st;
 }
 
+/* Memory the structure holds with the boxes' copies (stats.bytes). */
+static int64_t held_bytes(const prox_broad *b)
+{
+    return b->ops->bytes(b->impl) +
+           (b->copy_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+}
+
 static void update_stats(const prox_broad *b, prox_status st, int64_t relocated, bool rebuilt,
                          prox_stats *stats)
 {
@@ -261,8 +313,8 @@ static void update_stats(const prox_broad *b, prox_status st, int64_t relocated,
     stats->rebuilt = rebuilt;
     stats->relocated = relocated;
     if (st == PROX_OK) {
-        stats->bytes = b->ops->bytes(b->impl) +
-                       (b->copy_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+        stats->bytes = held_bytes(b);
+        stats->kept_bytes = kept_bytes(b);
         stats->cells = b->ops->cells(b->impl);
     }
 }
@@ -625,44 +677,75 @@ static void run_chunk(chunk_job *job, int k)
     job->candidates[k] = candidates;
 }
 
-static prox_status job_init(chunk_job *job, const prox_broad *b, const query_set *qs,
+/* The chunks' candidate scratch, with the arrays they grew in earlier
+ * queries (kept in b); false when out of memory. */
+static bool take_scratch(prox_broad *b, broad_scratch *scratch, int count)
+{
+    if (count > b->kept_scratch_count) {
+        broad_scratch *grown = prox_alloc_array(&b->allocator, count, sizeof *grown);
+        if (!grown)
+            return false;
+        for (int k = 0; k < count; k++)
+            grown[k] = k < b->kept_scratch_count ? b->kept_scratch[k]
+                                                 : (broad_scratch){.allocator = &b->allocator};
+        prox_free(&b->allocator, b->kept_scratch);
+        b->kept_scratch = grown;
+        b->kept_scratch_count = count;
+    }
+    for (int k = 0; k < count; k++) {
+        const broad_scratch *kept = &b->kept_scratch[k];
+        scratch[k] = (broad_scratch){.ids = kept->ids, .capacity = kept->capacity,
+                                     .runs = kept->runs, .runs_capacity = kept->runs_capacity,
+                                     .stack = kept->stack, .stack_capacity = kept->stack_capacity,
+                                     .allocator = &b->allocator};
+    }
+    return true;
+}
+
+static prox_status job_init(chunk_job *job, prox_broad *b, const query_set *qs,
                             prox_sink sink)
 {
     int64_t work = b->ops->gather ? qs->count : qs->count * (b->n > 64 ? 64 : b->n + 1);
     int count = prox_chunk_count(sink, b->threads, work);
-    prox_status st = prox_chunks_init(&job->chunks, count, sink, &b->allocator);
+    prox_status st = prox_chunks_init(&job->chunks, count, sink, &b->work);
     if (st)
         return st;
     int threads = count > 1 ? b->threads : 1;
     job->scratch = prox_alloc_array(&b->allocator, count, sizeof *job->scratch);
-    for (int k = 0; job->scratch && k < count; k++)
-        job->scratch[k] = (broad_scratch){.allocator = &b->allocator};
+    if (job->scratch && !take_scratch(b, job->scratch, count)) {
+        prox_free(&b->allocator, job->scratch);
+        job->scratch = NULL;
+    }
     job->candidates = prox_alloc_array(&b->allocator, count, sizeof *job->candidates);
     for (int k = 0; job->candidates && k < count; k++)
         job->candidates[k] = 0;
-    job->stamps = b->ops->gather ? prox_alloc_array(&b->allocator, threads * b->n, 4) : NULL;
-    job->shapes = prox_alloc_array(&b->allocator, (int64_t)count * SHAPE_BLOCK,
-                                   sizeof(query_shape));
-    if (!job->scratch || !job->candidates || !job->shapes || (b->ops->gather && !job->stamps))
+    int64_t stamps = b->ops->gather ? threads * b->n : 0;
+    job->stamps = prox_workspace_scratch(&b->work, SLOT_STAMPS, stamps * 4);
+    job->shapes = prox_workspace_scratch(&b->work, SLOT_SHAPES,
+                                         (int64_t)count * SHAPE_BLOCK * (int64_t)sizeof(query_shape));
+    if (!job->scratch || !job->candidates || !job->shapes || !job->stamps)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for query scratch");
-    if (job->stamps)
-        memset(job->stamps, 0, (size_t)(threads * b->n) * sizeof(uint32_t));
+    memset(job->stamps, 0, (size_t)stamps * sizeof(uint32_t));
+    if (!b->ops->gather)
+        job->stamps = NULL;
     return PROX_OK;
 }
 
-static void job_free(chunk_job *job, const prox_allocator *al)
+/* What the job grew goes back to b for the next query. */
+static void job_free(chunk_job *job, prox_broad *b)
 {
     if (job->scratch)
         for (int k = 0; k < job->chunks.count; k++) {
-            prox_free(al, job->scratch[k].ids);
-            prox_free(al, job->scratch[k].runs);
-            prox_free(al, job->scratch[k].stack);
+            broad_scratch *kept = &b->kept_scratch[k];
+            kept->ids = job->scratch[k].ids;
+            kept->capacity = job->scratch[k].capacity;
+            kept->runs = job->scratch[k].runs;
+            kept->runs_capacity = job->scratch[k].runs_capacity;
+            kept->stack = job->scratch[k].stack;
+            kept->stack_capacity = job->scratch[k].stack_capacity;
         }
-    prox_free(al, job->scratch);
-    prox_free(al, job->candidates);
-    prox_free(al, job->stamps);
-    prox_free(al, job->order);
-    prox_free(al, job->shapes);
+    prox_free(&b->allocator, job->scratch);
+    prox_free(&b->allocator, job->candidates);
     prox_chunks_free(&job->chunks);
 }
 
@@ -708,20 +791,16 @@ static uint64_t space_key(const double c[3], const double lo[3], const double sc
 
 /* job->order: the queries sorted by space_key (stable: ties in input
  * order). Left NULL when there are few queries or memory runs out. */
-static void space_order(chunk_job *job, const prox_broad *b, const query_set *qs)
+static void space_order(chunk_job *job, prox_broad *b, const query_set *qs)
 {
     int64_t n = qs->count;
     if (!b->ops->gather || n < SPACE_MIN_QUERIES || n > (int64_t)UINT32_MAX ||
         b->n < SPACE_MIN_BOXES || b->ops->bytes(b->impl) < SPACE_MIN_BYTES)
         return;
-    const prox_allocator *al = &b->allocator;
-    uint64_t *key = prox_alloc_array(al, 2 * n, sizeof(uint64_t));
-    uint32_t *order = prox_alloc_array(al, 2 * n, sizeof(uint32_t));
-    if (!key || !order) {
-        prox_free(al, key);
-        prox_free(al, order);
+    uint64_t *key = prox_workspace_scratch(&b->work, SLOT_SPACE_KEYS, 2 * n * 8);
+    uint32_t *order = prox_workspace_scratch(&b->work, SLOT_SPACE_ORDER, 2 * n * 4);
+    if (!key || !order)
         return;
-    }
     const double *lo = b->lo;
     double scale[3];
     for (int k = 0; k < 3; k++) {
@@ -736,7 +815,6 @@ static void space_order(chunk_job *job, const prox_broad *b, const query_set *qs
         order[q] = (uint32_t)q;
     }
     prox_radix_sort64(key, order, key + n, order + n, n, b->threads);
-    prox_free(al, key);
     job->order = order;
 }
 
@@ -752,8 +830,8 @@ static void fill_stats(const prox_broad *b, const chunk_job *job, int64_t pairs,
         stats->cells_visited += job->scratch[k].cells_visited;
     }
     stats->cells = b->ops->cells(b->impl);
-    stats->bytes = b->ops->bytes(b->impl) +
-                   (b->copy_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+    stats->bytes = held_bytes(b);
+    stats->kept_bytes = kept_bytes(b);
 }
 
 /* The built boxes as a structure sees them. */
@@ -788,7 +866,7 @@ static prox_status run_queries(prox_broad *b, const query_set *qs, prox_sink sin
                                           qs->kind == QUERY_SELF, &pairs);
     }
     fill_stats(b, &job, pairs, stats);
-    job_free(&job, &b->allocator);
+    job_free(&job, b);
     return st;
 }
 
@@ -829,11 +907,11 @@ static prox_status check_points(const prox_broad *b, const prox_points *p, const
 }
 
 /* Self pairs of a structure that finds them itself (broad_ops.self_pairs). */
-static prox_status run_self_pairs(const prox_broad *b, prox_sink sink, prox_stats *stats)
+static prox_status run_self_pairs(prox_broad *b, prox_sink sink, prox_stats *stats)
 {
     prox_chunks chunks;
     int count = prox_chunk_count(sink, b->threads, b->n);
-    prox_status st = prox_chunks_init(&chunks, count, sink, &b->allocator);
+    prox_status st = prox_chunks_init(&chunks, count, sink, &b->work);
     prox_stats found = {0};
     int64_t pairs = 0;
     if (!st) {
@@ -851,8 +929,8 @@ static prox_status run_self_pairs(const prox_broad *b, prox_sink sink, prox_stat
         *stats = found;
         stats->pairs = pairs;
         stats->cells = b->ops->cells(b->impl);
-        stats->bytes = b->ops->bytes(b->impl) +
-                       (b->copy_capacity + b->previous_capacity) * (int64_t)sizeof(prox_aabb);
+        stats->bytes = held_bytes(b);
+        stats->kept_bytes = kept_bytes(b);
     }
     return st;
 }

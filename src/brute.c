@@ -77,12 +77,14 @@ static prox_status brute_run(const prox_points *points, const prox_points *queri
     double *pc = load_coords(points, desc->period, al);
     double *qc = self ? pc : load_coords(queries, desc->period, al);
     prox_chunks chunks = {0};
+    prox_workspace work; /* one call: its memory goes with it */
+    prox_workspace_init(&work, al);
     const prox_points *rows_of = self ? points : queries;
     if (!pc || !qc) {
         st = prox_fail(PROX_ERR_NO_MEMORY, "brute force: out of memory for coordinates");
     } else {
         int count = prox_chunk_count(sink, threads, rows_of->count);
-        st = prox_chunks_init(&chunks, count, sink, al);
+        st = prox_chunks_init(&chunks, count, sink, &work);
         chunks.threads = threads;
     }
     int64_t pairs = 0;
@@ -101,6 +103,7 @@ static prox_status brute_run(const prox_points *points, const prox_points *queri
                                  : points->count * queries->count;
     }
     prox_chunks_free(&chunks);
+    prox_workspace_free(&work);
     if (qc != pc)
         prox_free(al, qc);
     prox_free(al, pc);

@@ -244,6 +244,7 @@ prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out)
     g->desc = *desc;
     g->allocator = al;
     g->threads = prox_threads_resolve(desc->threads);
+    prox_workspace_init(&g->work, &al);
     *out = g;
     return PROX_OK;
 }
@@ -257,7 +258,35 @@ void prox_grid_destroy(prox_grid *g)
                       g->table, g->occupied, g->rank,      g->stencil};
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
         prox_free(&al, blocks[b]);
+    prox_grid_free_kept(g);
     prox_free(&al, g);
+}
+
+void prox_grid_free_kept(prox_grid *g)
+{
+    for (int k = 0; k < g->row_chunks; k++)
+        prox_free(&g->allocator, g->row_entries[k]);
+    prox_free(&g->allocator, g->row_entries);
+    prox_free(&g->allocator, g->row_entries_cap);
+    g->row_entries = NULL;
+    g->row_entries_cap = NULL;
+    g->row_chunks = 0;
+    prox_workspace_free(&g->work);
+}
+
+void prox_grid_trim(prox_grid *g)
+{
+    if (g)
+        prox_grid_free_kept(g);
+}
+
+int64_t prox_grid_kept_bytes(const prox_grid *g)
+{
+    int64_t bytes = prox_workspace_bytes(&g->work) +
+                    g->row_chunks * (int64_t)(sizeof *g->row_entries + sizeof *g->row_entries_cap);
+    for (int k = 0; k < g->row_chunks; k++)
+        bytes += g->row_entries_cap[k] * (int64_t)sizeof(prox_index);
+    return bytes;
 }
 
 int64_t prox_grid_bytes(const prox_grid *g)
@@ -889,6 +918,7 @@ static prox_status rebuild(prox_grid *g, const prox_points *p, prox_stats *stats
         stats->relocated = p->count;
         stats->cells = g->nruns;
         stats->bytes = prox_grid_bytes(g);
+        stats->kept_bytes = prox_grid_kept_bytes(g);
         stats->keys = g->keys;
     }
     return st;
@@ -921,6 +951,7 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
         stats->relocated = moved;
         stats->cells = g->nruns;
         stats->bytes = prox_grid_bytes(g);
+        stats->kept_bytes = prox_grid_kept_bytes(g);
         stats->keys = g->keys;
     }
     return st;

@@ -10,6 +10,7 @@
 #include "exact.h"
 #include "hash.h"
 #include "morton.h"
+#include "pair_sink.h"
 #include "prox/grid.h"
 
 /* How many iterations ahead random reads are prefetched. */
@@ -71,10 +72,22 @@ struct prox_grid {
      * the full set serves ball queries */
     cell3 *stencil;
     int stencil_forward, stencil_full;
+
+    /* kept from one query to the next (pair_sink.h): the chunks' pair
+     * arrays and scratch, and the row entries of each chunk of grid_rows */
+    prox_workspace work;
+    prox_index **row_entries;
+    int64_t *row_entries_cap;
+    int row_chunks;
 };
+
+/* Releases what the grid keeps between queries. */
+void prox_grid_free_kept(prox_grid *g);
 
 /* Memory the grid holds, in bytes. */
 int64_t prox_grid_bytes(const prox_grid *g);
+/* Memory it keeps for the next query (stats.kept_bytes). */
+int64_t prox_grid_kept_bytes(const prox_grid *g);
 
 /* A search's stats (NULL: none wanted). */
 void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,

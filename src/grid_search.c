@@ -384,15 +384,57 @@ static prox_status reserve_rows_output(prox_grid *g, prox_sink sink, int64_t tot
     prox_status st = prox_pair_buffer_reserve(sink.buffer, total);
     if (st)
         return st;
-    *offsets = prox_alloc_array(&g->allocator, g->n + 1, sizeof **offsets);
+    *offsets = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 1,
+                                      (g->n + 1) * (int64_t)sizeof **offsets);
     return *offsets ? PROX_OK : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row offsets");
+}
+
+/* rows[0 .. count) with the entry arrays the grid kept from its last
+ * query (none the first time); false when out of memory. */
+static bool take_row_chunks(prox_grid *g, row_chunk *rows, int count)
+{
+    if (count > g->row_chunks) {
+        prox_index **entries = prox_alloc_array(&g->allocator, count, sizeof *entries);
+        int64_t *cap = prox_alloc_array(&g->allocator, count, sizeof *cap);
+        if (!entries || !cap) {
+            prox_free(&g->allocator, entries);
+            prox_free(&g->allocator, cap);
+            return false;
+        }
+        for (int k = 0; k < count; k++) {
+            entries[k] = k < g->row_chunks ? g->row_entries[k] : NULL;
+            cap[k] = k < g->row_chunks ? g->row_entries_cap[k] : 0;
+        }
+        prox_free(&g->allocator, g->row_entries);
+        prox_free(&g->allocator, g->row_entries_cap);
+        g->row_entries = entries;
+        g->row_entries_cap = cap;
+        g->row_chunks = count;
+    }
+    for (int k = 0; k < count; k++)
+        rows[k] = (row_chunk){.entries = g->row_entries[k], .cap = g->row_entries_cap[k]};
+    return true;
+}
+
+/* The chunks' entry arrays (perhaps grown) back to the grid. */
+static void keep_row_chunks(prox_grid *g, const row_chunk *rows, int count)
+{
+    for (int k = 0; k < count; k++) {
+        g->row_entries[k] = rows[k].entries;
+        g->row_entries_cap[k] = rows[k].cap;
+    }
 }
 
 static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
 {
     int count = prox_chunk_count(sink, g->threads, g->n);
     row_chunk *rows = prox_alloc_array(&g->allocator, count, sizeof *rows);
-    uint32_t *row_len = prox_alloc_array(&g->allocator, g->n, sizeof *row_len);
+    if (rows && !take_row_chunks(g, rows, count)) {
+        prox_free(&g->allocator, rows);
+        rows = NULL;
+    }
+    uint32_t *row_len = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER,
+                                               g->n * (int64_t)sizeof(uint32_t));
     int64_t candidates = 0, cells_visited = 0, runs = g->nruns;
     bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
     prox_id_rule rule = lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE;
@@ -401,8 +443,6 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
         prox_grid_strip_rows(g, false, &strip_rows);
         strips = &strip_rows;
     }
-    if (rows)
-        memset(rows, 0, (size_t)count * sizeof *rows);
     if (!failed) {
 #pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1) \
     reduction(+ : candidates, cells_visited)
@@ -438,12 +478,9 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
         else
             sink.buffer->count = total;
     }
-    if (!lists)
-        prox_free(&g->allocator, offsets);
-    for (int k = 0; rows && k < count; k++)
-        prox_free(&g->allocator, rows[k].entries);
+    if (rows)
+        keep_row_chunks(g, rows, count);
     prox_free(&g->allocator, rows);
-    prox_free(&g->allocator, row_len);
     prox_grid_fill_stats(g, stats, lists ? total / 2 : total, candidates, cells_visited);
     return st;
 }
@@ -459,6 +496,7 @@ void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
     stats->cells_visited = cells_visited;
     stats->cells = g->nruns;
     stats->bytes = prox_grid_bytes(g);
+    stats->kept_bytes = prox_grid_kept_bytes(g);
     stats->keys = g->keys;
 }
 
@@ -499,8 +537,7 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     if (g->keys == PROX_KEYS_LINEAR)
         return prox_grid_strip_pairs(g, sink, stats);
     prox_chunks chunks = {0};
-    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink,
-                          &g->allocator);
+    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink, &g->work);
     if (st)
         return st;
     chunks.threads = g->threads;
@@ -614,7 +651,7 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
         return st;
     prox_chunks chunks = {0};
     int64_t nq = queries->count;
-    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, nq), sink, &g->allocator);
+    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, nq), sink, &g->work);
     if (st)
         return st;
     chunks.threads = g->threads;

@@ -267,8 +267,8 @@ static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int 
 static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
 {
     prox_chunks chunks = {0};
-    prox_status st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink,
-                                      &g->allocator);
+    prox_status st =
+        prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink, &g->work);
     if (st)
         return st;
     chunks.threads = g->threads;

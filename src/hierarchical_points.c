@@ -406,6 +406,8 @@ static prox_status run(const prox_points *points, const prox_points *queries,
     while (slots < initial)
         slots <<= 1;
     prox_chunks chunks = {0};
+    prox_workspace work; /* one call: its memory goes with it */
+    prox_workspace_init(&work, &al);
     bool ok = h.coord && h.next && h.id && table_alloc(&h.t, &al, slots);
     if (ok && queries)
         ok = (qc = load(queries, &al)) != NULL;
@@ -416,7 +418,7 @@ static prox_status run(const prox_points *points, const prox_points *queries,
         st = prox_fail(PROX_ERR_NO_MEMORY, "hierarchical: out of memory ordering %lld points",
                        (long long)n);
     if (!st)
-        st = prox_chunks_init(&chunks, 1, sink, &al);
+        st = prox_chunks_init(&chunks, 1, sink, &work);
     int64_t pairs = 0;
     if (!st) {
         double r2 = desc->radius * desc->radius;
@@ -441,6 +443,7 @@ static prox_status run(const prox_points *points, const prox_points *queries,
         stats->bytes = h.t.slots * (int64_t)(8 + 4 + 1) + n * (int64_t)(4 + 4 + 24);
     }
     prox_chunks_free(&chunks);
+    prox_workspace_free(&work);
     table_free(&h.t, &al);
     prox_free(&al, h.next);
     prox_free(&al, h.id);

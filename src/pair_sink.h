@@ -57,17 +57,50 @@ static inline void prox_emit(prox_emitter *e, prox_index i, prox_index j)
     e->count++;
 }
 
+/* Memory a structure keeps from one query to the next: the chunks'
+ * emitters with their pair arrays, and the delivery's scratch. Fresh pages
+ * are dear (on the development VM about 0.5 ms per MB to fault in, twelve
+ * times the cost of writing warm memory: docs/design.md), so a structure
+ * queried every step reuses what its last query grew instead of
+ * allocating it again. One-shot calls keep a workspace for the call. */
+enum {
+    PROX_SCRATCH_SORT,    /* keys of the sparse sorted delivery */
+    PROX_SCRATCH_OFFSETS, /* row offsets and cursors */
+    PROX_SCRATCH_ENTRIES, /* row entries */
+    PROX_SCRATCH_OWNER,   /* first slot for the owner's own use */
+    PROX_SCRATCH_SLOTS = 8
+};
+
+typedef struct prox_workspace {
+    prox_allocator allocator;
+    prox_emitter *emitter; /* `emitters` of them, each keeping its pair array */
+    int emitters;
+    void *scratch[PROX_SCRATCH_SLOTS];
+    int64_t scratch_bytes[PROX_SCRATCH_SLOTS];
+} prox_workspace;
+
+void prox_workspace_init(prox_workspace *w, const prox_allocator *allocator);
+/* Frees everything it holds; the workspace is as after init. */
+void prox_workspace_free(prox_workspace *w);
+int64_t prox_workspace_bytes(const prox_workspace *w);
+/* At least `bytes` of scratch in `slot` (content not kept from the last
+ * use); NULL when out of memory. */
+void *prox_workspace_scratch(prox_workspace *w, int slot, int64_t bytes);
+
 typedef struct prox_chunks {
-    prox_emitter *emitter;
+    prox_emitter *emitter; /* the workspace's first `count` */
     int count;
     int threads; /* for the delivery; init sets 1, a caller may raise it */
-    prox_allocator allocator;
+    prox_workspace *workspace;
     prox_pair_buffer *adopted; /* unsorted buffer of one chunk: emitter 0 stores into it */
+    prox_pair *own_pairs;      /* emitter 0's array while the buffer's is lent to it */
+    int64_t own_capacity;
 } prox_chunks;
 
-/* `count` emitters for `sink` (a callback sink needs count == 1). */
-prox_status prox_chunks_init(prox_chunks *c, int count, prox_sink sink,
-                             const prox_allocator *allocator);
+/* `count` emitters for `sink` (a callback sink needs count == 1), taken
+ * from the workspace with the arrays they grew before, emptied. */
+prox_status prox_chunks_init(prox_chunks *c, int count, prox_sink sink, prox_workspace *w);
+/* The emitters go back to the workspace, arrays kept. */
 void prox_chunks_free(prox_chunks *c);
 
 /* Hand what the chunks gathered to the sink. symmetric: self pairs, stored
@@ -79,7 +112,7 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
 
 /* Deliver one array of pairs (already oriented as above, any order). */
 prox_status prox_pairs_deliver(const prox_pair *pairs, int64_t count, prox_sink sink,
-                               int64_t rows, bool symmetric, const prox_allocator *allocator);
+                               int64_t rows, bool symmetric, prox_workspace *w);
 
 
 

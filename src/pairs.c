@@ -89,24 +89,73 @@ bool prox_emitter_grow(prox_emitter *e, int64_t more)
     return true;
 }
 
-prox_status prox_chunks_init(prox_chunks *c, int count, prox_sink sink,
-                             const prox_allocator *allocator)
+void prox_workspace_init(prox_workspace *w, const prox_allocator *allocator)
 {
-    c->allocator = prox_allocator_resolve(allocator);
-    c->count = count;
-    c->threads = 1;
-    c->adopted = NULL;
-    c->emitter = prox_alloc_array(&c->allocator, count, sizeof *c->emitter);
-    if (!c->emitter)
-        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %d result chunks", count);
+    *w = (prox_workspace){.allocator = prox_allocator_resolve(allocator)};
+}
+
+void prox_workspace_free(prox_workspace *w)
+{
+    for (int k = 0; k < w->emitters; k++)
+        prox_free(&w->allocator, w->emitter[k].pairs);
+    prox_free(&w->allocator, w->emitter);
+    for (int k = 0; k < PROX_SCRATCH_SLOTS; k++)
+        prox_free(&w->allocator, w->scratch[k]);
+    prox_workspace_init(w, &w->allocator);
+}
+
+int64_t prox_workspace_bytes(const prox_workspace *w)
+{
+    int64_t bytes = (int64_t)w->emitters * (int64_t)sizeof(prox_emitter);
+    for (int k = 0; k < w->emitters; k++)
+        bytes += w->emitter[k].capacity * (int64_t)sizeof(prox_pair);
+    for (int k = 0; k < PROX_SCRATCH_SLOTS; k++)
+        bytes += w->scratch_bytes[k];
+    return bytes;
+}
+
+void *prox_workspace_scratch(prox_workspace *w, int slot, int64_t bytes)
+{
+    return prox_reserve(&w->allocator, &w->scratch[slot], &w->scratch_bytes[slot],
+                        bytes > 0 ? bytes : 1, 1)
+               ? w->scratch[slot]
+               : NULL;
+}
+
+/* At least `count` emitters in the workspace; the old ones keep their arrays. */
+static bool workspace_emitters(prox_workspace *w, int count)
+{
+    if (count <= w->emitters)
+        return true;
+    prox_emitter *grown = prox_alloc_array(&w->allocator, count, sizeof *grown);
+    if (!grown)
+        return false;
     for (int k = 0; k < count; k++)
-        c->emitter[k] = (prox_emitter){.kind = sink.kind, .allocator = &c->allocator,
-                                       .fn = sink.fn, .user = sink.user};
+        grown[k] = k < w->emitters ? w->emitter[k] : (prox_emitter){0};
+    prox_free(&w->allocator, w->emitter);
+    w->emitter = grown;
+    w->emitters = count;
+    return true;
+}
+
+prox_status prox_chunks_init(prox_chunks *c, int count, prox_sink sink, prox_workspace *w)
+{
+    *c = (prox_chunks){.count = count, .threads = 1, .workspace = w};
+    if (!workspace_emitters(w, count))
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %d result chunks", count);
+    c->emitter = w->emitter;
+    for (int k = 0; k < count; k++)
+        c->emitter[k] = (prox_emitter){.kind = sink.kind, .allocator = &w->allocator,
+                                       .fn = sink.fn, .user = sink.user,
+                                       .pairs = c->emitter[k].pairs,
+                                       .capacity = c->emitter[k].capacity};
     if (count == 1 && sink.kind == PROX_SINK_BUFFER && sink.unsorted) {
         /* one chunk in traversal order is the result itself: store straight
          * into the caller's buffer (its storage and allocator) */
         prox_pair_buffer *b = sink.buffer;
         c->adopted = b;
+        c->own_pairs = c->emitter[0].pairs;
+        c->own_capacity = c->emitter[0].capacity;
         c->emitter[0].pairs = b->pairs;
         c->emitter[0].capacity = b->capacity;
         c->emitter[0].allocator = &b->allocator;
@@ -122,12 +171,11 @@ void prox_chunks_free(prox_chunks *c)
     if (c->adopted) { /* the storage goes back to the buffer (count set on delivery) */
         c->adopted->pairs = c->emitter[0].pairs;
         c->adopted->capacity = c->emitter[0].capacity;
-        c->emitter[0].pairs = NULL;
+        c->emitter[0].pairs = c->own_pairs;
+        c->emitter[0].capacity = c->own_capacity;
+        c->emitter[0].allocator = &c->workspace->allocator;
         c->adopted = NULL;
     }
-    for (int k = 0; k < c->count; k++)
-        prox_free(&c->allocator, c->emitter[k].pairs);
-    prox_free(&c->allocator, c->emitter);
     c->emitter = NULL;
 }
 
@@ -147,6 +195,7 @@ typedef struct pair_source {
     int arrays_count;
     int threads;
     bool unsorted; /* keep arrival order (prox_sink_unsorted) */
+    prox_workspace *workspace;
 } pair_source;
 
 static int64_t source_total(const pair_source *s)
@@ -249,17 +298,16 @@ static void concatenate(const pair_source *s, prox_pair *out, int64_t total)
 /* Fewer pairs than rows (W3's boxes: 0.76 pairs per box): a radix sort
  * of the pairs as keys i * 2^bits + j (bits: enough for the largest j, so
  * that the keys are short) beats placing them by row, which walks and
- * allocates per row. */
+ * allocates per row. A key takes the 8 bytes of a pair, so the keys are
+ * made in the buffer itself and turned back into pairs where the sort
+ * leaves them: one array of scratch. Keys go through memcpy because the
+ * storage holds pairs before and after. */
 static prox_status sort_sparse_pairs(const pair_source *s, prox_pair_buffer *b, int64_t total)
 {
-    uint64_t *keys = prox_alloc_array(&b->allocator, total, sizeof *keys);
-    uint64_t *tmp = prox_alloc_array(&b->allocator, total, sizeof *tmp);
-    if (!keys || !tmp) {
-        prox_free(&b->allocator, keys);
-        prox_free(&b->allocator, tmp);
+    uint64_t *tmp = prox_workspace_scratch(s->workspace, PROX_SCRATCH_SORT, total * 8);
+    if (!tmp)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory sorting %lld pairs",
                          (long long)total);
-    }
     prox_index largest = 0;
     for (int a = 0; a < s->arrays_count; a++)
         for (int64_t k = 0; k < s->counts[a]; k++)
@@ -267,17 +315,23 @@ static prox_status sort_sparse_pairs(const pair_source *s, prox_pair_buffer *b, 
     int bits = 1;
     while (bits < 32 && ((uint64_t)1 << bits) <= largest)
         bits++;
+    _Static_assert(sizeof(prox_pair) == sizeof(uint64_t), "a key fills a pair's storage");
+    uint64_t *keys = (uint64_t *)(void *)b->pairs;
     int64_t at = 0;
     for (int a = 0; a < s->arrays_count; a++)
-        for (int64_t k = 0; k < s->counts[a]; k++, at++)
-            keys[at] = (uint64_t)s->arrays[a][k].i << bits | s->arrays[a][k].j;
-    prox_radix_sort64(keys, NULL, tmp, NULL, total, s->threads);
+        for (int64_t k = 0; k < s->counts[a]; k++, at++) {
+            uint64_t key = (uint64_t)s->arrays[a][k].i << bits | s->arrays[a][k].j;
+            memcpy(keys + at, &key, sizeof key);
+        }
+    const uint64_t *sorted = prox_radix_sort64_keys(keys, tmp, total, s->threads);
     uint64_t low = ((uint64_t)1 << bits) - 1;
-    for (int64_t k = 0; k < total; k++)
-        b->pairs[k] = (prox_pair){(prox_index)(keys[k] >> bits), (prox_index)(keys[k] & low)};
+    for (int64_t k = 0; k < total; k++) {
+        uint64_t key;
+        memcpy(&key, sorted + k, sizeof key);
+        prox_pair p = {(prox_index)(key >> bits), (prox_index)(key & low)};
+        memcpy(b->pairs + k, &p, sizeof p);
+    }
     b->count = total;
-    prox_free(&b->allocator, keys);
-    prox_free(&b->allocator, tmp);
     return PROX_OK;
 }
 
@@ -295,14 +349,13 @@ static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int
     }
     if (total <= rows)
         return sort_sparse_pairs(s, b, total);
-    int64_t *offsets = prox_alloc_array(&b->allocator, 2 * (rows + 1), sizeof *offsets);
-    prox_index *entries = prox_alloc_array(&b->allocator, total, sizeof *entries);
-    if (!offsets || !entries) {
-        prox_free(&b->allocator, offsets);
-        prox_free(&b->allocator, entries);
+    int64_t *offsets = prox_workspace_scratch(s->workspace, PROX_SCRATCH_OFFSETS,
+                                              2 * (rows + 1) * (int64_t)sizeof *offsets);
+    prox_index *entries = prox_workspace_scratch(s->workspace, PROX_SCRATCH_ENTRIES,
+                                                 total * (int64_t)sizeof *entries);
+    if (!offsets || !entries)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory sorting %lld pairs",
                          (long long)total);
-    }
     build_rows(s, rows, false, offsets, offsets + rows + 1, entries);
 #pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && rows > 4096) \
     schedule(dynamic, 4096)
@@ -310,8 +363,6 @@ static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int
         for (int64_t k = offsets[r]; k < offsets[r + 1]; k++)
             b->pairs[k] = (prox_pair){(prox_index)r, entries[k]};
     b->count = total;
-    prox_free(&b->allocator, offsets);
-    prox_free(&b->allocator, entries);
     return PROX_OK;
 }
 
@@ -325,13 +376,14 @@ static prox_status deliver_lists(const pair_source *s, prox_lists *l, int64_t ro
     l->indices = idx;
     ok = ok && prox_reserve(&l->allocator, &off, &l->offsets_capacity, rows + 1, sizeof(int64_t));
     l->offsets = off;
-    int64_t *cursor = ok ? prox_alloc_array(&l->allocator, rows + 1, sizeof *cursor) : NULL;
+    int64_t *cursor = ok ? prox_workspace_scratch(s->workspace, PROX_SCRATCH_OFFSETS,
+                                                  (rows + 1) * (int64_t)sizeof(int64_t))
+                         : NULL;
     if (!cursor)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",
                          (long long)total);
     build_rows(s, rows, symmetric, l->offsets, cursor, l->indices);
     l->rows = rows;
-    prox_free(&l->allocator, cursor);
     return PROX_OK;
 }
 
@@ -367,8 +419,9 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
         return PROX_OK;
     }
 
-    const prox_pair **arrays = prox_alloc_array(&c->allocator, c->count, sizeof *arrays);
-    int64_t *counts = prox_alloc_array(&c->allocator, c->count, sizeof *counts);
+    const prox_allocator *al = &c->workspace->allocator;
+    const prox_pair **arrays = prox_alloc_array(al, c->count, sizeof *arrays);
+    int64_t *counts = prox_alloc_array(al, c->count, sizeof *counts);
     prox_status st = PROX_OK;
     if (!arrays || !counts) {
         st = prox_fail(PROX_ERR_NO_MEMORY, "out of memory gathering pairs");
@@ -377,25 +430,25 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
             arrays[k] = c->emitter[k].pairs;
             counts[k] = c->emitter[k].count;
         }
-        pair_source s = {arrays, counts, c->count, c->threads > 0 ? c->threads : 1, sink.unsorted};
+        pair_source s = {arrays, counts, c->count, c->threads > 0 ? c->threads : 1, sink.unsorted,
+                         c->workspace};
         st = deliver_source(&s, sink, rows, symmetric);
     }
-    prox_free(&c->allocator, arrays);
-    prox_free(&c->allocator, counts);
+    prox_free(al, arrays);
+    prox_free(al, counts);
     return st;
 }
 
 prox_status prox_pairs_deliver(const prox_pair *pairs, int64_t count, prox_sink sink,
-                               int64_t rows, bool symmetric, const prox_allocator *allocator)
+                               int64_t rows, bool symmetric, prox_workspace *w)
 {
-    (void)allocator;
     if (sink.kind == PROX_SINK_CALLBACK) {
         for (int64_t k = 0; k < count; k++)
             if (sink.fn(pairs[k].i, pairs[k].j, sink.user))
                 return PROX_STOPPED;
         return PROX_OK;
     }
-    pair_source s = {&pairs, &count, 1, 1, sink.unsorted};
+    pair_source s = {&pairs, &count, 1, 1, sink.unsorted, w};
     return deliver_source(&s, sink, rows, symmetric);
 }
 

@@ -2,6 +2,7 @@
 #ifndef PROX_RADIX_SORT_H
 #define PROX_RADIX_SORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Stable LSD radix sort of (keys[i], values[i]) by key, 8-bit digits; a
@@ -12,6 +13,15 @@
  * order), so the result is identical for every thread count. */
 void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
                        uint32_t *tmp_values, int64_t n, int threads);
+
+/* As prox_radix_sort64 without the final copy: returns true when the
+ * result is in tmp_keys / tmp_values (then the caller swaps its arrays). */
+bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                              uint32_t *tmp_values, int64_t n, int threads);
+
+/* The keys alone, sorted as above without the final copy: the result is
+ * in keys or in tmp (n elements of scratch), whichever is returned. */
+uint64_t *prox_radix_sort64_keys(uint64_t *keys, uint64_t *tmp, int64_t n, int threads);
 
 /* Stable counting sort of the indices 0 .. n-1 by keys[i] < buckets (seed
  * 002: the grid's cellStart by counting). out[] receives the indices in key

@@ -23,6 +23,7 @@ struct prox_skin_list {
     int64_t kept_cap;
     double *reference;   /* wrapped positions at the last rebuild, axis-major */
     int64_t reference_cap;
+    prox_workspace work; /* the delivery's scratch, kept between calls */
     int64_t n;
     int dim;
     bool valid;
@@ -55,6 +56,7 @@ prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_
     l->skin = skin;
     l->allocator = al;
     prox_pair_buffer_init(&l->candidates, &al);
+    prox_workspace_init(&l->work, &al);
     st = prox_grid_create(&wide, &l->grid);
     if (st) {
         prox_free(&al, l);
@@ -72,6 +74,7 @@ void prox_skin_list_destroy(prox_skin_list *l)
     prox_pair_buffer_free(&l->candidates);
     prox_free(&l->allocator, l->kept);
     prox_free(&l->allocator, l->reference);
+    prox_workspace_free(&l->work);
     prox_free(&l->allocator, l);
 }
 
@@ -157,7 +160,7 @@ prox_status prox_skin_list_pairs(prox_skin_list *l, const prox_points *p, prox_s
                       sizeof *l->kept))
         return prox_fail(PROX_ERR_NO_MEMORY, "skin list: out of memory");
     int64_t kept = filter_candidates(l, p);
-    st = prox_pairs_deliver(l->kept, kept, sink, l->n, true, &l->allocator);
+    st = prox_pairs_deliver(l->kept, kept, sink, l->n, true, &l->work);
     if (stats) {
         *stats = (prox_stats){0};
         stats->pairs = kept;

@@ -166,6 +166,99 @@ static void long_rows_match_brute_force_for_every_thread_count(void **state)
     }
 }
 
+/* An allocator that counts the bytes it hands out. */
+static void *counted_alloc(size_t size, void *user)
+{
+    *(int64_t *)user += (int64_t)size;
+    return malloc(size);
+}
+
+static void counted_free(void *ptr, void *user)
+{
+    (void)user;
+    free(ptr);
+}
+
+static bool same_pairs(const prox_pair_buffer *a, const prox_pair_buffer *b)
+{
+    return a->count == b->count &&
+           memcmp(a->pairs, b->pairs, (size_t)a->count * sizeof(prox_pair)) == 0;
+}
+
+/* A query keeps the memory it grew (broad.c, pair_sink.h): the next query
+ * allocates next to nothing, and every sink still gets what it got from a
+ * fresh object, in any order of sinks (an unsorted buffer of one chunk
+ * lends its storage to the chunk and must get it back), on 1 and 2 threads;
+ * trim releases it all, and queries go on working. */
+static void repeated_queries_reuse_their_memory(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    static double bounds[N * 6];
+    rng r = rng_seeded(91);
+    for (int64_t i = 0; i < N; i++)
+        for (int k = 0; k < 3; k++) {
+            bounds[6 * i + k] = rng_range(&r, 0, 40);
+            bounds[6 * i + 3 + k] = bounds[6 * i + k] + 1;
+        }
+    prox_boxes boxes = prox_boxes_f64(bounds, N, 3);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int a = 0; a < 2; a++) {
+            char context[96];
+            snprintf(context, sizeof context, "repeated queries, %s, %d threads",
+                     a ? "hierarchical" : "grid", threads);
+            int64_t allocated = 0;
+            prox_broad_desc d = prox_default_broad_desc();
+            d.algo = a ? PROX_BROAD_HIERARCHICAL : PROX_BROAD_GRID;
+            d.threads = threads;
+            d.allocator = (prox_allocator){counted_alloc, counted_free, &allocated};
+            prox_broad *b;
+            CHECK_STATUS(prox_broad_create(&d, &b), PROX_OK, context);
+            CHECK_STATUS(prox_broad_build(b, &boxes), PROX_OK, context);
+            prox_pair_buffer sorted, unsorted, again;
+            prox_pair_buffer_init(&sorted, NULL);
+            prox_pair_buffer_init(&unsorted, NULL);
+            prox_pair_buffer_init(&again, NULL);
+            prox_stats st;
+            int64_t before = allocated;
+            CHECK_STATUS(prox_broad_pairs(b, prox_sink_buffer(&sorted), &st), PROX_OK, context);
+            int64_t first = allocated - before;
+            CHECK(sorted.count > N && st.kept_bytes > 0, context,
+                  "%lld pairs, %lld bytes kept", (long long)sorted.count,
+                  (long long)st.kept_bytes);
+            CHECK_STATUS(prox_broad_pairs(b, prox_sink_unsorted(prox_sink_buffer(&unsorted)),
+                                          NULL),
+                         PROX_OK, context);
+            before = allocated;
+            CHECK_STATUS(prox_broad_pairs(b, prox_sink_buffer(&again), NULL), PROX_OK, context);
+            CHECK(same_pairs(&sorted, &again), context, "a repeated sorted query differs");
+            CHECK(allocated - before < first / 16, context,
+                  "the repeated query allocated %lld bytes, the first %lld",
+                  (long long)(allocated - before), (long long)first);
+            prox_lists lists;
+            prox_lists_init(&lists, NULL);
+            CHECK_STATUS(prox_broad_pairs(b, prox_sink_lists(&lists), NULL), PROX_OK, context);
+            CHECK(lists.offsets[N] == 2 * sorted.count, context, "lists hold %lld entries",
+                  (long long)lists.offsets[N]);
+            CHECK_STATUS(prox_broad_pairs(b, prox_sink_unsorted(prox_sink_buffer(&again)), NULL),
+                         PROX_OK, context);
+            CHECK(same_pairs(&unsorted, &again), context, "a repeated unsorted query differs");
+            int64_t kept = st.kept_bytes; /* with the sorted query's pair arrays */
+            prox_broad_trim(b);
+            CHECK_STATUS(prox_broad_pairs(b, prox_sink_count(), &st), PROX_OK, context);
+            CHECK(st.kept_bytes < kept - 8 * sorted.count && st.pairs == sorted.count, context,
+                  "after trim: %lld bytes kept (%lld before), %lld pairs",
+                  (long long)st.kept_bytes, (long long)kept, (long long)st.pairs);
+            CHECK_STATUS(prox_broad_pairs(b, prox_sink_buffer(&again), NULL), PROX_OK, context);
+            CHECK(same_pairs(&sorted, &again), context, "the sorted query after trim differs");
+            prox_lists_free(&lists);
+            prox_pair_buffer_free(&sorted);
+            prox_pair_buffer_free(&unsorted);
+            prox_pair_buffer_free(&again);
+            prox_broad_destroy(b);
+        }
+}
+
 /* Over 4096 queries against a structure over 1 MiB, the driver runs the
  * queries in space order (broad.c, space_order): every query kind must
  * still give what brute force gives (self pairs take the same path; brute
@@ -595,6 +688,7 @@ int main(void)
         cmocka_unit_test(identical_boxes_match_brute_force),
         cmocka_unit_test(similar_sizes_match_brute_force),
         cmocka_unit_test(long_rows_match_brute_force_for_every_thread_count),
+        cmocka_unit_test(repeated_queries_reuse_their_memory),
         cmocka_unit_test(borrowed_boxes_are_read_in_place),
         cmocka_unit_test(similar_boxes_at_extreme_scales_match_brute_force),
         cmocka_unit_test(mins_at_the_keys_resolution_match_brute_force),

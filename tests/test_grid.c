@@ -401,6 +401,114 @@ static void grid_sinks_replace_previous_results(void **state)
     test_case_free(&small);
 }
 
+static void *counted_alloc(size_t size, void *user)
+{
+    *(int64_t *)user += (int64_t)size;
+    return malloc(size);
+}
+
+static void counted_free(void *ptr, void *user)
+{
+    (void)user;
+    free(ptr);
+}
+
+static bool same_buffers(const prox_pair_buffer *a, const prox_pair_buffer *b)
+{
+    return a->count == b->count &&
+           memcmp(a->pairs, b->pairs, (size_t)a->count * sizeof(prox_pair)) == 0;
+}
+
+static bool same_lists(const prox_lists *a, const prox_lists *b)
+{
+    return a->rows == b->rows &&
+           memcmp(a->offsets, b->offsets, (size_t)(a->rows + 1) * sizeof(int64_t)) == 0 &&
+           memcmp(a->indices, b->indices, (size_t)a->offsets[a->rows] * sizeof(prox_index)) == 0;
+}
+
+/* A grid keeps what its queries grew (pair_sink.h, grid_search.c's row
+ * chunks): a repeated query allocates next to nothing and gives what the
+ * first gave, whatever sinks came between, for every key scheme and 1 or 2
+ * threads; the first equals brute force; trim releases the memory and
+ * queries go on working. Each chunk's small gather buffers (Morton and
+ * hash keys, a few KB) are still allocated per call: hence 1/8, not 0. */
+static void grid_repeated_queries_reuse_their_memory(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(5);
+    cloud c;
+    cloud_uniform(&c, 3, 30000, -10, 30, &r);
+    prox_points points = prox_points_f64(c.xyz, c.count, 3);
+    prox_grid_desc plain = prox_default_grid_desc();
+    plain.radius = 1.0;
+    prox_pair_buffer want, first, again;
+    prox_lists lists, lists_again;
+    prox_pair_buffer_init(&want, NULL);
+    prox_pair_buffer_init(&first, NULL);
+    prox_pair_buffer_init(&again, NULL);
+    prox_lists_init(&lists, NULL);
+    prox_lists_init(&lists_again, NULL);
+    CHECK_STATUS(prox_pairs(&points, &plain, PROX_ALGO_BRUTE, prox_sink_buffer(&want), NULL),
+                 PROX_OK, "brute force");
+    prox_keys keys[] = {PROX_KEYS_LINEAR, PROX_KEYS_MORTON, PROX_KEYS_HASH};
+    for (int k = 0; k < 3; k++)
+        for (int threads = 1; threads <= 2; threads++) {
+            char context[80];
+            snprintf(context, sizeof context, "repeated grid queries, keys %d, %d threads",
+                     (int)keys[k], threads);
+            int64_t allocated = 0;
+            prox_grid_desc desc = plain;
+            desc.keys = keys[k];
+            desc.threads = threads;
+            desc.allocator = (prox_allocator){counted_alloc, counted_free, &allocated};
+            prox_grid *g;
+            CHECK_STATUS(prox_grid_create(&desc, &g), PROX_OK, context);
+            CHECK_STATUS(prox_grid_build(g, &points), PROX_OK, context);
+            int64_t before = allocated;
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&first), NULL), PROX_OK, context);
+            int64_t sorted_bytes = allocated - before;
+            CHECK(same_buffers(&want, &first), context, "%lld pairs, brute force %lld",
+                  (long long)first.count, (long long)want.count);
+            before = allocated;
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_lists(&lists), NULL), PROX_OK, context);
+            int64_t lists_bytes = allocated - before;
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_unsorted(prox_sink_buffer(&again)), NULL),
+                         PROX_OK, context);
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_unsorted(prox_sink_lists(&lists_again)),
+                                         NULL),
+                         PROX_OK, context);
+            before = allocated;
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&again), NULL), PROX_OK, context);
+            CHECK(same_buffers(&first, &again), context, "a repeated sorted query differs");
+            CHECK(allocated - before < sorted_bytes / 8, context,
+                  "the repeated buffer query allocated %lld bytes, the first %lld",
+                  (long long)(allocated - before), (long long)sorted_bytes);
+            before = allocated;
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_lists(&lists_again), NULL), PROX_OK, context);
+            CHECK(same_lists(&lists, &lists_again), context, "repeated lists differ");
+            CHECK(allocated - before < lists_bytes / 8, context,
+                  "the repeated lists query allocated %lld bytes, the first %lld",
+                  (long long)(allocated - before), (long long)lists_bytes);
+            prox_stats st;
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_count(), &st), PROX_OK, context);
+            int64_t kept = st.kept_bytes;
+            prox_grid_trim(g);
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_count(), &st), PROX_OK, context);
+            CHECK(st.kept_bytes < kept && st.pairs == want.count, context,
+                  "after trim %lld bytes kept (%lld before), %lld pairs",
+                  (long long)st.kept_bytes, (long long)kept, (long long)st.pairs);
+            CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&again), NULL), PROX_OK, context);
+            CHECK(same_buffers(&first, &again), context, "the query after trim differs");
+            prox_grid_destroy(g);
+        }
+    prox_pair_buffer_free(&want);
+    prox_pair_buffer_free(&first);
+    prox_pair_buffer_free(&again);
+    prox_lists_free(&lists);
+    prox_lists_free(&lists_again);
+    cloud_free(&c);
+}
+
 static void pair_buffer_reserve_keeps_content(void **state)
 {
     (void)state;
@@ -474,6 +582,7 @@ int main(void)
         cmocka_unit_test(grid_can_be_rebuilt_with_other_points),
         cmocka_unit_test(grid_keeps_its_own_copy_of_the_points),
         cmocka_unit_test(grid_sinks_replace_previous_results),
+        cmocka_unit_test(grid_repeated_queries_reuse_their_memory),
         cmocka_unit_test(pair_buffer_reserve_keeps_content),
         cmocka_unit_test(grid_stats_report_keys_and_cells),
     };

@@ -163,6 +163,12 @@ prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
  * structure as it was, still usable. */
 prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxes, prox_stats *stats);
 
+/* Queries keep the memory they grew (chunks of pairs, sorting scratch:
+ * stats.kept_bytes) for the next query; this releases it, the built
+ * structure stays. Queries on one object must not run at the same time
+ * (each is parallel inside). */
+void prox_broad_trim(prox_broad *broad);
+
 /* Diagnostics of a built kdtree (seed 003 Table 1). Codes have 57 levels in
  * 3D (19 bits per axis), 58 in 2D (29 bits per axis); a box too small for
  * any deeper cell stays at the deepest. Volumes are in the units of the

@@ -113,6 +113,9 @@ typedef struct prox_stats {
     int64_t relocated;     /* update: points that changed cell */
     int64_t bytes;         /* memory the structure held after the call (for one-shot calls:
                               the structure built for the call, released since) */
+    int64_t kept_bytes;    /* memory the object keeps for its next query (pair arrays,
+                              scratch), beside `bytes`; prox_grid_trim and prox_broad_trim
+                              release it */
     bool rebuilt;          /* update / skin list: the structure was rebuilt from scratch */
     int keys;              /* cell keys actually used (prox_keys) */
 } prox_stats;

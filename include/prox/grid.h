@@ -96,6 +96,11 @@ prox_status prox_grid_pairs(prox_grid *grid, prox_sink sink, prox_stats *stats);
 /* Ball queries of a second point set (same dim) against the built points. */
 prox_status prox_grid_query(prox_grid *grid, const prox_points *queries, prox_sink sink,
                             prox_stats *stats);
+/* A query keeps the memory it grew (its chunks of pairs, sorting scratch:
+ * stats.kept_bytes) for the next one, which then writes warm memory instead
+ * of fresh pages. This releases it; the built grid stays. Queries on one
+ * grid must not run at the same time (each is parallel inside). */
+void prox_grid_trim(prox_grid *grid);
 
 /* Skin (Verlet) lists, as LAMMPS does: pairs within radius + skin are kept;
  * each call returns the pairs within radius for the current positions and
