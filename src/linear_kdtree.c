@@ -26,8 +26,8 @@
  * less volume than the cell it avoids (Figure 7). Pieces of one box lie in
  * disjoint cells.
  *
- * Records (key, box id) are made in blocks in parallel (each block into
- * its own region of the sort's scratch, then packed), sorted with
+ * Records (key, box id) are made in slices in parallel (each where its
+ * worst case would start, then moved down), sorted with
  * prox_radix_sort64, and swept (section 5.5): record j is a candidate of
  * record i < j while key j lies in the subtree of key i.
  *   kd-tree-1: every such pair is a candidate, repeats included (a pair of
@@ -57,7 +57,7 @@
 #include "morton.h"
 #include "radix_sort.h"
 
-#define BLOCK 4096      /* boxes per block of the parallel record build */
+#define BLOCK 4096      /* boxes per thread, at least, of the parallel record build */
 #define MAX_PIECES 8    /* once per axis */
 #define SMALL_RANGE 8   /* a query takes a subtree this small whole */
 #define PREFETCH 16     /* records ahead whose boxes the sweep prefetches */
@@ -182,93 +182,134 @@ typedef struct pieces {
     int count;
 } pieces;
 
-/* An integer box, with its lower corner's Morton code kept per axis (each
- * axis' bits spread and shifted into place), so that a split recomputes at
- * most one axis. */
-typedef struct qbox_codes {
-    uint32_t lo[3], hi[3];
-    uint64_t slo[3];
-} qbox_codes;
-
+/* Section 5.3: the cell of a box is the longest common prefix of its
+ * corners' codes. Axis by axis: where the corners first differ along axis
+ * k, at bit p from the top, is cut p * dim + (dim - 1 - k) of the
+ * interleaved sequence; the cell's length is the smallest such cut (depth
+ * when the corners agree on every axis). */
 static inline uint64_t spread(const kd_geometry *g, int k, uint32_t v)
 {
     return g->dim == 3 ? prox_morton_spread3(v) << k : prox_morton_spread2(v) << k;
 }
 
-/* Section 5.3: the cell of a box is the longest common prefix of its
- * corners' codes. Its length, axis by axis: the first bit where the corners
- * differ along axis k is bit p from the top, the cut p * dim + (dim - 1 - k)
- * of the interleaved sequence. */
-static inline int box_length(const kd_geometry *g, const qbox_codes *b)
+static inline int first_cut(const kd_geometry *g, int k, uint32_t lo, uint32_t hi)
 {
-    int len = g->depth;
-    for (int k = 0; k < g->dim; k++) {
-        uint32_t x = b->lo[k] ^ b->hi[k];
-        if (x) {
-            int first = (__builtin_clz(x) - (32 - g->bits)) * g->dim + g->dim - 1 - k;
-            len = first < len ? first : len;
-        }
-    }
-    return len;
+    uint32_t x = lo ^ hi;
+    return x ? (__builtin_clz(x) - (32 - g->bits)) * g->dim + g->dim - 1 - k : g->depth;
 }
 
-static inline uint64_t box_key(const kd_geometry *g, const qbox_codes *b, int len)
+/* A box's splits, axis by axis: the first cut of the whole interval
+ * [lo, hi] (side 0) and of its halves when the interval is split at its
+ * first differing bit, [lo, mid - 1] (side 1) and [mid, hi] (side 2);
+ * and the spread bits of each side's lower end, the pieces' Morton codes.
+ * A split along one axis changes no other axis, so every piece of
+ * section 4 is a choice of side per axis, and its cell is read from these
+ * 3 x 3 numbers without touching the box again. */
+typedef struct box_sides {
+    int cut[3][3];
+    uint64_t code[3][3];
+} box_sides;
+
+static void sides_of(const kd_geometry *g, const uint32_t lo[3], const uint32_t hi[3],
+                     box_sides *s)
+{
+    for (int k = 0; k < 3; k++) {
+        uint64_t code = k < g->dim ? spread(g, k, lo[k]) : 0;
+        s->code[k][0] = s->code[k][1] = s->code[k][2] = code;
+        s->cut[k][0] = s->cut[k][1] = s->cut[k][2] = g->depth;
+        if (k >= g->dim || lo[k] == hi[k])
+            continue;
+        int bit = 31 - __builtin_clz(lo[k] ^ hi[k]); /* lo has 0 there, hi 1 */
+        uint32_t mid = hi[k] >> bit << bit;
+        s->cut[k][0] = first_cut(g, k, lo[k], hi[k]);
+        s->cut[k][1] = first_cut(g, k, lo[k], mid - 1);
+        s->cut[k][2] = first_cut(g, k, mid, hi[k]);
+        s->code[k][2] = spread(g, k, mid);
+    }
+}
+
+static inline void add_piece(const kd_geometry *g, const box_sides *s, const int side[3],
+                             int len, pieces *out)
 {
     int free_bits = g->depth - len;
-    uint64_t code = b->slo[0] | b->slo[1] | b->slo[2];
-    return ((code >> free_bits) << free_bits) << PROX_KD_LEN_BITS | (uint64_t)len;
+    uint64_t code = s->code[0][side[0]] | s->code[1][side[1]] | s->code[2][side[2]];
+    out->key[out->count++] = ((code >> free_bits) << free_bits) << PROX_KD_LEN_BITS |
+                             (uint64_t)len;
 }
 
-/* The records of box b, already split along the axes in `done`; b is
- * restored on return. */
-static void place(const kd_geometry *g, qbox_codes *b, unsigned done, bool split, pieces *out)
+/* Cells' volumes in deepest cells: 2^(depth - length), exact in 64 bits. */
+static inline uint64_t volume_of(const kd_geometry *g, int len)
 {
-    int len = box_length(g, b), a = cut_axis(g, len);
-    if (!split || len == g->depth || (done & (1u << a))) {
-        out->key[out->count++] = box_key(g, b, len);
+    return (uint64_t)1 << (g->depth - len);
+}
+
+/* The records of the piece given by side[] (axes in `done` already split),
+ * appended to out. A split is tried along the axis of the piece's next cut
+ * (the paper's order, top-down); its pieces are kept only if their cells
+ * (after their own splits) hold less volume than the cell they avoid
+ * (Figure 7), else they are taken back and the piece stays whole. Halves
+ * with every axis split are leaves, decided here without a call. */
+static void place(const kd_geometry *g, const box_sides *s, int side[3], unsigned done,
+                  bool split, pieces *out)
+{
+    int len = g->depth, axis = 0;
+    for (int k = 0; k < g->dim; k++)
+        if (s->cut[k][side[k]] < len) {
+            len = s->cut[k][side[k]];
+            axis = k;
+        }
+    unsigned below = done | 1u << axis;
+    if (!split || len == g->depth || below == done) {
+        add_piece(g, s, side, len, out);
         return;
     }
-    /* the box crosses cut len + 1 (its corners differ there) */
-    int shift = g->bits - cuts_along(g, len, a) - 1;
-    uint32_t mid = ((b->lo[a] >> (shift + 1)) << (shift + 1)) | ((uint32_t)1 << shift);
-    pieces parts = {.count = 0};
-    uint32_t keep = b->hi[a];
-    b->hi[a] = mid - 1;
-    place(g, b, done | 1u << a, true, &parts);
-    b->hi[a] = keep;
-    keep = b->lo[a];
-    uint64_t keep_s = b->slo[a];
-    b->lo[a] = mid;
-    b->slo[a] = spread(g, a, mid);
-    place(g, b, done | 1u << a, true, &parts);
-    b->lo[a] = keep;
-    b->slo[a] = keep_s;
-    /* Figure 7: only a split that shrinks the enclosing volume is kept
-     * (volumes in deepest cells: 2^(depth - length), exact in 64 bits) */
+    if (below == (1u << g->dim) - 1) {
+        int rest = g->depth;
+        for (int k = 0; k < g->dim; k++)
+            rest = k != axis && s->cut[k][side[k]] < rest ? s->cut[k][side[k]] : rest;
+        int low = s->cut[axis][1] < rest ? s->cut[axis][1] : rest;
+        int high = s->cut[axis][2] < rest ? s->cut[axis][2] : rest;
+        if (volume_of(g, low) + volume_of(g, high) >= volume_of(g, len)) {
+            add_piece(g, s, side, len, out);
+            return;
+        }
+        side[axis] = 1;
+        add_piece(g, s, side, low, out);
+        side[axis] = 2;
+        add_piece(g, s, side, high, out);
+        side[axis] = 0;
+        return;
+    }
+    int first = out->count;
+    side[axis] = 1;
+    place(g, s, side, below, true, out);
+    side[axis] = 2;
+    place(g, s, side, below, true, out);
+    side[axis] = 0;
     uint64_t volume = 0;
-    for (int p = 0; p < parts.count; p++)
-        volume += (uint64_t)1 << (g->depth - key_length(parts.key[p]));
-    if (volume < (uint64_t)1 << (g->depth - len))
-        for (int p = 0; p < parts.count; p++)
-            out->key[out->count++] = parts.key[p];
-    else
-        out->key[out->count++] = box_key(g, b, len);
+    for (int p = first; p < out->count; p++)
+        volume += volume_of(g, key_length(out->key[p]));
+    if (volume < volume_of(g, len))
+        return;
+    out->count = first;
+    add_piece(g, s, side, len, out);
 }
 
 static void pieces_of(const kdtree *t, const prox_aabb *box, pieces *out, uint32_t *qbox)
 {
     const kd_geometry *g = &t->g;
-    qbox_codes b;
-    quantize_box(g, box, b.lo, b.hi);
-    for (int k = 0; k < 3; k++)
-        b.slo[k] = k < g->dim ? spread(g, k, b.lo[k]) : 0;
+    uint32_t lo[3], hi[3];
+    quantize_box(g, box, lo, hi);
     if (qbox)
         for (int k = 0; k < g->dim; k++) {
-            qbox[k] = b.lo[k];
-            qbox[g->dim + k] = b.hi[k];
+            qbox[k] = lo[k];
+            qbox[g->dim + k] = hi[k];
         }
+    box_sides s;
+    sides_of(g, lo, hi, &s);
+    int side[3] = {0, 0, 0};
     out->count = 0;
-    place(g, &b, 0, t->split, out);
+    place(g, &s, side, 0, t->split, out);
 }
 
 /* ---- build -------------------------------------------------------------- */
@@ -279,41 +320,44 @@ static bool reserve(const prox_allocator *al, void *ptr, int64_t *capacity, int6
     return prox_reserve(al, (void **)ptr, capacity, count, size);
 }
 
-/* Pass 1: each block's records into its own region of the scratch arrays
- * (room for 2^dim per box), and their count (kd-tree-2 also keeps the
- * quantized boxes). */
-static void make_records(kdtree *t, const broad_input *in, int64_t blocks)
+/* The records of boxes [begin, end) from position `at` on (kd-tree-2 also
+ * keeps the quantized boxes); returns how many. */
+static int64_t records_of(kdtree *t, const broad_input *in, int64_t begin, int64_t end,
+                          int64_t at)
 {
-    int most = 1 << t->g.dim;
-#pragma omp parallel for num_threads(in->threads) if (in->threads > 1 && blocks > 1) \
-    schedule(static)
-    for (int64_t b = 0; b < blocks; b++) {
-        int64_t end = (b + 1) * BLOCK < in->n ? (b + 1) * BLOCK : in->n;
-        int64_t at = b * BLOCK * most;
-        pieces p;
-        for (int64_t i = b * BLOCK; i < end; i++) {
-            uint32_t *q = t->variant == 2 ? t->qbox + 2 * t->g.dim * i : NULL;
-            pieces_of(t, &in->box[i], &p, q);
-            for (int k = 0; k < p.count; k++, at++) {
-                t->tmp_key[at] = p.key[k];
-                t->tmp_id[at] = (uint32_t)i;
-            }
+    int64_t first = at;
+    pieces p;
+    for (int64_t i = begin; i < end; i++) {
+        uint32_t *q = t->variant == 2 ? t->qbox + 2 * t->g.dim * i : NULL;
+        pieces_of(t, &in->box[i], &p, q);
+        for (int k = 0; k < p.count; k++, at++) {
+            t->key[at] = p.key[k];
+            t->id[at] = (uint32_t)i;
         }
-        t->block_first[b + 1] = at - b * BLOCK * most;
     }
+    return at - first;
 }
 
-/* Pass 2: the blocks' records packed at the offsets of their counts. */
-static void pack_records(kdtree *t, const broad_input *in, int64_t blocks)
+/* The records (key, box id) in box order. Each thread takes a slice of the
+ * boxes and writes its records where the slice's worst case (2^dim per
+ * box) would start; the slices then move down behind one another. On one
+ * thread nothing moves. The order, and so the sort's result, is the same
+ * for every thread count. */
+static void make_records(kdtree *t, const broad_input *in, int parts)
 {
-    int most = 1 << t->g.dim;
-#pragma omp parallel for num_threads(in->threads) if (in->threads > 1 && blocks > 1) \
-    schedule(static)
-    for (int64_t b = 0; b < blocks; b++) {
-        int64_t from = b * BLOCK * most, to = t->block_first[b];
-        int64_t count = t->block_first[b + 1] - to;
-        memcpy(t->key + to, t->tmp_key + from, (size_t)count * sizeof(uint64_t));
-        memcpy(t->id + to, t->tmp_id + from, (size_t)count * sizeof(uint32_t));
+    int64_t n = in->n, most = (int64_t)1 << t->g.dim;
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static, 1)
+    for (int p = 0; p < parts; p++)
+        t->block_first[p] = records_of(t, in, n * p / parts, n * (p + 1) / parts,
+                                       n * p / parts * most);
+    t->count = 0;
+    for (int p = 0; p < parts; p++) {
+        int64_t from = n * p / parts * most, count = t->block_first[p];
+        if (from != t->count) { /* from > count: moving down, overlap allowed */
+            memmove(t->key + t->count, t->key + from, (size_t)count * sizeof(uint64_t));
+            memmove(t->id + t->count, t->id + from, (size_t)count * sizeof(uint32_t));
+        }
+        t->count += count;
     }
 }
 
@@ -329,13 +373,32 @@ static void summarise(kdtree *t)
     }
 }
 
-static prox_status allocate(kdtree *t, const broad_input *in, int64_t blocks)
+/* The records and the sort's scratch trade places. */
+static void swap_records(kdtree *t)
+{
+    uint64_t *key = t->key;
+    t->key = t->tmp_key;
+    t->tmp_key = key;
+    uint32_t *id = t->id;
+    t->id = t->tmp_id;
+    t->tmp_id = id;
+    int64_t c = t->key_capacity;
+    t->key_capacity = t->tmp_key_capacity;
+    t->tmp_key_capacity = c;
+    c = t->id_capacity;
+    t->id_capacity = t->tmp_id_capacity;
+    t->tmp_id_capacity = c;
+}
+
+static prox_status allocate(kdtree *t, const broad_input *in, int parts)
 {
     const prox_allocator *al = in->allocator;
     int64_t most = in->n << t->g.dim;
-    bool ok = reserve(al, &t->block_first, &t->block_capacity, blocks + 1, sizeof(int64_t)) &&
-              reserve(al, &t->tmp_key, &t->tmp_key_capacity, most, sizeof(uint64_t)) &&
-              reserve(al, &t->tmp_id, &t->tmp_id_capacity, most, sizeof(uint32_t));
+    if (t->key_capacity < most && t->tmp_key_capacity >= most)
+        swap_records(t); /* the last sort left the big arrays as scratch */
+    bool ok = reserve(al, &t->block_first, &t->block_capacity, parts, sizeof(int64_t)) &&
+              reserve(al, &t->key, &t->key_capacity, most, sizeof(uint64_t)) &&
+              reserve(al, &t->id, &t->id_capacity, most, sizeof(uint32_t));
     if (ok && t->variant == 2)
         ok = reserve(al, &t->qbox, &t->qbox_capacity, 2 * t->g.dim * in->n, sizeof(uint32_t));
     return ok ? PROX_OK
@@ -343,11 +406,12 @@ static prox_status allocate(kdtree *t, const broad_input *in, int64_t blocks)
                           (long long)in->n);
 }
 
-static prox_status allocate_records(kdtree *t, const broad_input *in)
+/* The sort's scratch, for the records there are. */
+static prox_status allocate_scratch(kdtree *t, const broad_input *in)
 {
     const prox_allocator *al = in->allocator;
-    bool ok = reserve(al, &t->key, &t->key_capacity, t->count, sizeof(uint64_t)) &&
-              reserve(al, &t->id, &t->id_capacity, t->count, sizeof(uint32_t));
+    bool ok = reserve(al, &t->tmp_key, &t->tmp_key_capacity, t->count, sizeof(uint64_t)) &&
+              reserve(al, &t->tmp_id, &t->tmp_id_capacity, t->count, sizeof(uint32_t));
     return ok ? PROX_OK
               : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %lld kd-tree records",
                           (long long)t->count);
@@ -369,22 +433,19 @@ static prox_status kd_build(void **impl, const broad_input *in)
     if (t->variant != 1 && t->variant != 2)
         return prox_fail(PROX_ERR_INVALID, "kdtree_variant is %d; use 1 or 2", t->variant);
     prox_status st = set_geometry(&t->g, in);
-    int64_t blocks = (in->n + BLOCK - 1) / BLOCK;
+    int parts = in->threads > 1 && in->n >= 2 * BLOCK ? in->threads : 1;
     if (!st)
-        st = allocate(t, in, blocks);
+        st = allocate(t, in, parts);
     if (st)
         return st;
-    make_records(t, in, blocks);
-    t->block_first[0] = 0;
-    prox_prefix_sums(t->block_first, blocks, in->threads);
-    t->count = t->block_first[blocks];
-    st = allocate_records(t, in);
+    make_records(t, in, parts);
+    st = allocate_scratch(t, in);
     if (st) {
         t->count = 0;
         return st;
     }
-    pack_records(t, in, blocks);
-    prox_radix_sort64(t->key, t->id, t->tmp_key, t->tmp_id, t->count, in->threads);
+    if (prox_radix_sort64_either(t->key, t->id, t->tmp_key, t->tmp_id, t->count, in->threads))
+        swap_records(t);
     summarise(t);
     t->n = in->n;
     return PROX_OK;
