@@ -69,15 +69,20 @@ typedef struct kd_geometry {
     double lo[3], hi[3], scale[3];
 } kd_geometry;
 
+/* Records (key, box id) with their arrays' capacities. */
+typedef struct kd_records {
+    uint64_t *key;
+    uint32_t *id;
+    int64_t key_capacity, id_capacity;
+} kd_records;
+
 typedef struct kdtree {
     kd_geometry g;
     int variant;
     bool split;
     int64_t n, count, cells;
     int deepest;
-    uint64_t *key, *tmp_key;
-    uint32_t *id, *tmp_id;
-    int64_t key_capacity, tmp_key_capacity, id_capacity, tmp_id_capacity;
+    kd_records rec, tmp; /* the sorted records, and the sort's scratch */
     int64_t *block_first;
     int64_t block_capacity;
     uint32_t *qbox; /* kd-tree-2: quantized lo[dim], hi[dim] per box */
@@ -331,8 +336,8 @@ static int64_t records_of(kdtree *t, const broad_input *in, int64_t begin, int64
         uint32_t *q = t->variant == 2 ? t->qbox + 2 * t->g.dim * i : NULL;
         pieces_of(t, &in->box[i], &p, q);
         for (int k = 0; k < p.count; k++, at++) {
-            t->key[at] = p.key[k];
-            t->id[at] = (uint32_t)i;
+            t->rec.key[at] = p.key[k];
+            t->rec.id[at] = (uint32_t)i;
         }
     }
     return at - first;
@@ -354,8 +359,8 @@ static void make_records(kdtree *t, const broad_input *in, int parts)
     for (int p = 0; p < parts; p++) {
         int64_t from = n * p / parts * most, count = t->block_first[p];
         if (from != t->count) { /* from > count: moving down, overlap allowed */
-            memmove(t->key + t->count, t->key + from, (size_t)count * sizeof(uint64_t));
-            memmove(t->id + t->count, t->id + from, (size_t)count * sizeof(uint32_t));
+            memmove(t->rec.key + t->count, t->rec.key + from, (size_t)count * sizeof(uint64_t));
+            memmove(t->rec.id + t->count, t->rec.id + from, (size_t)count * sizeof(uint32_t));
         }
         t->count += count;
     }
@@ -367,8 +372,8 @@ static void summarise(kdtree *t)
     t->cells = 0;
     t->deepest = 0;
     for (int64_t r = 0; r < t->count; r++) {
-        t->cells += r == 0 || t->key[r] != t->key[r - 1];
-        int len = key_length(t->key[r]);
+        t->cells += r == 0 || t->rec.key[r] != t->rec.key[r - 1];
+        int len = key_length(t->rec.key[r]);
         t->deepest = len > t->deepest ? len : t->deepest;
     }
 }
@@ -376,29 +381,20 @@ static void summarise(kdtree *t)
 /* The records and the sort's scratch trade places. */
 static void swap_records(kdtree *t)
 {
-    uint64_t *key = t->key;
-    t->key = t->tmp_key;
-    t->tmp_key = key;
-    uint32_t *id = t->id;
-    t->id = t->tmp_id;
-    t->tmp_id = id;
-    int64_t c = t->key_capacity;
-    t->key_capacity = t->tmp_key_capacity;
-    t->tmp_key_capacity = c;
-    c = t->id_capacity;
-    t->id_capacity = t->tmp_id_capacity;
-    t->tmp_id_capacity = c;
+    kd_records sorted = t->tmp;
+    t->tmp = t->rec;
+    t->rec = sorted;
 }
 
 static prox_status allocate(kdtree *t, const broad_input *in, int parts)
 {
     const prox_allocator *al = in->allocator;
     int64_t most = in->n << t->g.dim;
-    if (t->key_capacity < most && t->tmp_key_capacity >= most)
+    if (t->rec.key_capacity < most && t->tmp.key_capacity >= most)
         swap_records(t); /* the last sort left the big arrays as scratch */
     bool ok = reserve(al, &t->block_first, &t->block_capacity, parts, sizeof(int64_t)) &&
-              reserve(al, &t->key, &t->key_capacity, most, sizeof(uint64_t)) &&
-              reserve(al, &t->id, &t->id_capacity, most, sizeof(uint32_t));
+              reserve(al, &t->rec.key, &t->rec.key_capacity, most, sizeof(uint64_t)) &&
+              reserve(al, &t->rec.id, &t->rec.id_capacity, most, sizeof(uint32_t));
     if (ok && t->variant == 2)
         ok = reserve(al, &t->qbox, &t->qbox_capacity, 2 * t->g.dim * in->n, sizeof(uint32_t));
     return ok ? PROX_OK
@@ -410,8 +406,8 @@ static prox_status allocate(kdtree *t, const broad_input *in, int parts)
 static prox_status allocate_scratch(kdtree *t, const broad_input *in)
 {
     const prox_allocator *al = in->allocator;
-    bool ok = reserve(al, &t->tmp_key, &t->tmp_key_capacity, t->count, sizeof(uint64_t)) &&
-              reserve(al, &t->tmp_id, &t->tmp_id_capacity, t->count, sizeof(uint32_t));
+    bool ok = reserve(al, &t->tmp.key, &t->tmp.key_capacity, t->count, sizeof(uint64_t)) &&
+              reserve(al, &t->tmp.id, &t->tmp.id_capacity, t->count, sizeof(uint32_t));
     return ok ? PROX_OK
               : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for %lld kd-tree records",
                           (long long)t->count);
@@ -444,7 +440,7 @@ static prox_status kd_build(void **impl, const broad_input *in)
         t->count = 0;
         return st;
     }
-    if (prox_radix_sort64_either(t->key, t->id, t->tmp_key, t->tmp_id, t->count, in->threads))
+    if (prox_radix_sort64_either(t->rec.key, t->rec.id, t->tmp.key, t->tmp.id, t->count, in->threads))
         swap_records(t);
     summarise(t);
     t->n = in->n;
@@ -456,10 +452,10 @@ static void kd_destroy(void *impl, const prox_allocator *al)
     kdtree *t = impl;
     if (!t)
         return;
-    prox_free(al, t->key);
-    prox_free(al, t->tmp_key);
-    prox_free(al, t->id);
-    prox_free(al, t->tmp_id);
+    prox_free(al, t->rec.key);
+    prox_free(al, t->tmp.key);
+    prox_free(al, t->rec.id);
+    prox_free(al, t->tmp.id);
     prox_free(al, t->block_first);
     prox_free(al, t->qbox);
     prox_free(al, t);
@@ -470,8 +466,8 @@ static int64_t kd_bytes(const void *impl)
     const kdtree *t = impl;
     if (!t)
         return 0;
-    return (int64_t)sizeof *t + (t->key_capacity + t->tmp_key_capacity) * 8 +
-           (t->id_capacity + t->tmp_id_capacity) * 4 + t->block_capacity * 8 +
+    return (int64_t)sizeof *t + (t->rec.key_capacity + t->tmp.key_capacity) * 8 +
+           (t->rec.id_capacity + t->tmp.id_capacity) * 4 + t->block_capacity * 8 +
            t->qbox_capacity * 4;
 }
 
@@ -497,16 +493,16 @@ static int64_t sweep_raw(const kdtree *t, const prox_aabb *box, int64_t begin, i
                          prox_emitter *e)
 {
     const kd_geometry *g = &t->g;
-    const uint64_t *key = t->key;
+    const uint64_t *key = t->rec.key;
     int64_t candidates = 0, count = t->count;
     for (int64_t i = begin; i < end && !e->stop; i++) {
         uint64_t last = prox_kd_subtree_last(key[i], g->depth);
-        uint32_t a = t->id[i];
+        uint32_t a = t->rec.id[i];
         const prox_aabb *ba = &box[a];
         if (i + PREFETCH < count) /* boxes are in input order, records in space order */
-            __builtin_prefetch(&box[t->id[i + PREFETCH]]);
+            __builtin_prefetch(&box[t->rec.id[i + PREFETCH]]);
         for (int64_t j = i + 1; j < count && key[j] <= last; j++) {
-            uint32_t b = t->id[j];
+            uint32_t b = t->rec.id[j];
             candidates++;
             if (!prox_aabb_overlap(ba, &box[b]) || a == b)
                 continue;
@@ -529,20 +525,20 @@ static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin
                             prox_emitter *e)
 {
     const kd_geometry *g = &t->g;
-    const uint64_t *key = t->key;
+    const uint64_t *key = t->rec.key;
     int dim = g->dim;
     int64_t candidates = 0, count = t->count;
     for (int64_t i = begin; i < end && !e->stop; i++) {
         uint64_t last = prox_kd_subtree_last(key[i], g->depth);
-        uint32_t a = t->id[i];
+        uint32_t a = t->rec.id[i];
         const uint32_t *qa = t->qbox + 2 * dim * (int64_t)a;
         if (i + PREFETCH < count) { /* boxes are in input order, records in space order */
-            uint32_t ahead = t->id[i + PREFETCH];
+            uint32_t ahead = t->rec.id[i + PREFETCH];
             __builtin_prefetch(t->qbox + 2 * dim * (int64_t)ahead);
             __builtin_prefetch(&box[ahead]);
         }
         for (int64_t j = i + 1; j < count && key[j] <= last; j++) {
-            uint32_t b = t->id[j];
+            uint32_t b = t->rec.id[j];
             const uint32_t *qb = t->qbox + 2 * dim * (int64_t)b;
             bool overlap = true;
             uint32_t p[3] = {0, 0, 0};
@@ -650,21 +646,21 @@ static void visit(const kd_query *q, int64_t begin, int64_t end, uint64_t path, 
     const kdtree *t = q->t;
     const kd_geometry *g = &t->g;
     if (end - begin <= SMALL_RANGE || cell_inside_query(q, c0, c1)) {
-        push_ids(q->s, t->id, begin, end);
+        push_ids(q->s, t->rec.id, begin, end);
         return;
     }
     q->s->cells_visited++;
     uint64_t here = path << PROX_KD_LEN_BITS | (uint64_t)len;
     int64_t below = begin;
-    while (below < end && t->key[below] == here)
+    while (below < end && t->rec.key[below] == here)
         below++;
-    push_ids(q->s, t->id, begin, below);
+    push_ids(q->s, t->rec.id, begin, below);
     if (below == end || len == g->depth)
         return;
     int a = cut_axis(g, len);
     uint32_t mid = c0[a] + ((uint32_t)1 << (g->bits - cuts_along(g, len, a) - 1));
     uint64_t upper = path | (uint64_t)1 << (g->depth - len - 1);
-    int64_t split = lower_bound(t->key, below, end, upper << PROX_KD_LEN_BITS);
+    int64_t split = lower_bound(t->rec.key, below, end, upper << PROX_KD_LEN_BITS);
     if (q->lo[a] < mid && below < split) {
         uint32_t keep = c1[a];
         c1[a] = mid - 1;
@@ -716,9 +712,9 @@ prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *in
     }
     double volume = 0.0;
     for (int64_t r = 0; r < t->count; r++)
-        volume += ldexp(root, -key_length(t->key[r]));
+        volume += ldexp(root, -key_length(t->rec.key[r]));
     info->cell_volume = volume;
-    info->sweep_pairs = prox_kd_count_sweep_pairs(t->key, t->count, t->g.depth);
+    info->sweep_pairs = prox_kd_count_sweep_pairs(t->rec.key, t->count, t->g.depth);
     return PROX_OK;
 }
 

@@ -667,3 +667,53 @@ void check_thread_independence_on_samples(const algo_config *config)
         test_case_free(&tc);
     }
 }
+
+/* ---- memory kept between queries ------------------------------------------ */
+
+static void *counting_alloc(size_t size, void *user)
+{
+    *(int64_t *)user += (int64_t)size;
+    return malloc(size);
+}
+
+static void counting_free(void *ptr, void *user)
+{
+    (void)user;
+    free(ptr);
+}
+
+prox_allocator counting_allocator(int64_t *bytes)
+{
+    return (prox_allocator){counting_alloc, counting_free, bytes};
+}
+
+bool same_pair_buffers(const prox_pair_buffer *a, const prox_pair_buffer *b)
+{
+    return a->count == b->count &&
+           memcmp(a->pairs, b->pairs, (size_t)a->count * sizeof(prox_pair)) == 0;
+}
+
+bool same_lists(const prox_lists *a, const prox_lists *b)
+{
+    return a->rows == b->rows &&
+           memcmp(a->offsets, b->offsets, (size_t)(a->rows + 1) * sizeof(int64_t)) == 0 &&
+           memcmp(a->indices, b->indices, (size_t)a->offsets[a->rows] * sizeof(prox_index)) == 0;
+}
+
+void check_repeat_allocates_little(int64_t repeat_bytes, int64_t first_bytes,
+                                   const char *context, const char *what)
+{
+    CHECK(repeat_bytes < first_bytes / 8, context,
+          "the repeated %s allocated %lld bytes, the first %lld", what, (long long)repeat_bytes,
+          (long long)first_bytes);
+}
+
+void check_repeated_sorted_pairs(self_pairs_fn pairs, void *object, const prox_pair_buffer *want,
+                                 prox_pair_buffer *again, const int64_t *allocated,
+                                 int64_t first_bytes, const char *context)
+{
+    int64_t before = *allocated;
+    CHECK_STATUS(pairs(object, prox_sink_buffer(again), NULL), PROX_OK, context);
+    CHECK(same_pair_buffers(want, again), context, "a repeated sorted query differs");
+    check_repeat_allocates_little(*allocated - before, first_bytes, context, "sorted query");
+}

@@ -121,4 +121,21 @@ void check_thread_independence_on_samples(const algo_config *config);
  * of `configs`. */
 void check_class(input_class cls, const algo_config *const *configs, int config_count);
 
+/* malloc and free that add the bytes handed out to *bytes. */
+prox_allocator counting_allocator(int64_t *bytes);
+/* Byte-identical results. */
+bool same_pair_buffers(const prox_pair_buffer *a, const prox_pair_buffer *b);
+bool same_lists(const prox_lists *a, const prox_lists *b);
+/* A repeated query (`what`) allocated under an eighth of what the first
+ * one did: it reused the memory the object kept. */
+void check_repeat_allocates_little(int64_t repeat_bytes, int64_t first_bytes,
+                                   const char *context, const char *what);
+/* Self pairs of a grid or broad-phase object, behind one signature. */
+typedef prox_status (*self_pairs_fn)(void *object, prox_sink sink, prox_stats *stats);
+/* Self pairs into `again`, sorted, must equal `want` and allocate under an
+ * eighth of `first_bytes` (*allocated: the object's counting allocator). */
+void check_repeated_sorted_pairs(self_pairs_fn pairs, void *object, const prox_pair_buffer *want,
+                                 prox_pair_buffer *again, const int64_t *allocated,
+                                 int64_t first_bytes, const char *context);
+
 #endif

@@ -166,23 +166,9 @@ static void long_rows_match_brute_force_for_every_thread_count(void **state)
     }
 }
 
-/* An allocator that counts the bytes it hands out. */
-static void *counted_alloc(size_t size, void *user)
+static prox_status broad_pairs(void *broad, prox_sink sink, prox_stats *stats)
 {
-    *(int64_t *)user += (int64_t)size;
-    return malloc(size);
-}
-
-static void counted_free(void *ptr, void *user)
-{
-    (void)user;
-    free(ptr);
-}
-
-static bool same_pairs(const prox_pair_buffer *a, const prox_pair_buffer *b)
-{
-    return a->count == b->count &&
-           memcmp(a->pairs, b->pairs, (size_t)a->count * sizeof(prox_pair)) == 0;
+    return prox_broad_pairs(broad, sink, stats);
 }
 
 /* A query keeps the memory it grew (broad.c, pair_sink.h): the next query
@@ -211,7 +197,7 @@ static void repeated_queries_reuse_their_memory(void **state)
             prox_broad_desc d = prox_default_broad_desc();
             d.algo = a ? PROX_BROAD_HIERARCHICAL : PROX_BROAD_GRID;
             d.threads = threads;
-            d.allocator = (prox_allocator){counted_alloc, counted_free, &allocated};
+            d.allocator = counting_allocator(&allocated);
             prox_broad *b;
             CHECK_STATUS(prox_broad_create(&d, &b), PROX_OK, context);
             CHECK_STATUS(prox_broad_build(b, &boxes), PROX_OK, context);
@@ -229,12 +215,7 @@ static void repeated_queries_reuse_their_memory(void **state)
             CHECK_STATUS(prox_broad_pairs(b, prox_sink_unsorted(prox_sink_buffer(&unsorted)),
                                           NULL),
                          PROX_OK, context);
-            before = allocated;
-            CHECK_STATUS(prox_broad_pairs(b, prox_sink_buffer(&again), NULL), PROX_OK, context);
-            CHECK(same_pairs(&sorted, &again), context, "a repeated sorted query differs");
-            CHECK(allocated - before < first / 16, context,
-                  "the repeated query allocated %lld bytes, the first %lld",
-                  (long long)(allocated - before), (long long)first);
+            check_repeated_sorted_pairs(broad_pairs, b, &sorted, &again, &allocated, first, context);
             prox_lists lists;
             prox_lists_init(&lists, NULL);
             CHECK_STATUS(prox_broad_pairs(b, prox_sink_lists(&lists), NULL), PROX_OK, context);
@@ -242,7 +223,7 @@ static void repeated_queries_reuse_their_memory(void **state)
                   (long long)lists.offsets[N]);
             CHECK_STATUS(prox_broad_pairs(b, prox_sink_unsorted(prox_sink_buffer(&again)), NULL),
                          PROX_OK, context);
-            CHECK(same_pairs(&unsorted, &again), context, "a repeated unsorted query differs");
+            CHECK(same_pair_buffers(&unsorted, &again), context, "a repeated unsorted query differs");
             int64_t kept = st.kept_bytes; /* with the sorted query's pair arrays */
             prox_broad_trim(b);
             CHECK_STATUS(prox_broad_pairs(b, prox_sink_count(), &st), PROX_OK, context);
@@ -250,7 +231,7 @@ static void repeated_queries_reuse_their_memory(void **state)
                   "after trim: %lld bytes kept (%lld before), %lld pairs",
                   (long long)st.kept_bytes, (long long)kept, (long long)st.pairs);
             CHECK_STATUS(prox_broad_pairs(b, prox_sink_buffer(&again), NULL), PROX_OK, context);
-            CHECK(same_pairs(&sorted, &again), context, "the sorted query after trim differs");
+            CHECK(same_pair_buffers(&sorted, &again), context, "the sorted query after trim differs");
             prox_lists_free(&lists);
             prox_pair_buffer_free(&sorted);
             prox_pair_buffer_free(&unsorted);

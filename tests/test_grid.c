@@ -401,29 +401,9 @@ static void grid_sinks_replace_previous_results(void **state)
     test_case_free(&small);
 }
 
-static void *counted_alloc(size_t size, void *user)
+static prox_status grid_pairs(void *grid, prox_sink sink, prox_stats *stats)
 {
-    *(int64_t *)user += (int64_t)size;
-    return malloc(size);
-}
-
-static void counted_free(void *ptr, void *user)
-{
-    (void)user;
-    free(ptr);
-}
-
-static bool same_buffers(const prox_pair_buffer *a, const prox_pair_buffer *b)
-{
-    return a->count == b->count &&
-           memcmp(a->pairs, b->pairs, (size_t)a->count * sizeof(prox_pair)) == 0;
-}
-
-static bool same_lists(const prox_lists *a, const prox_lists *b)
-{
-    return a->rows == b->rows &&
-           memcmp(a->offsets, b->offsets, (size_t)(a->rows + 1) * sizeof(int64_t)) == 0 &&
-           memcmp(a->indices, b->indices, (size_t)a->offsets[a->rows] * sizeof(prox_index)) == 0;
+    return prox_grid_pairs(grid, sink, stats);
 }
 
 /* A grid keeps what its queries grew (pair_sink.h, grid_search.c's row
@@ -460,14 +440,14 @@ static void grid_repeated_queries_reuse_their_memory(void **state)
             prox_grid_desc desc = plain;
             desc.keys = keys[k];
             desc.threads = threads;
-            desc.allocator = (prox_allocator){counted_alloc, counted_free, &allocated};
+            desc.allocator = counting_allocator(&allocated);
             prox_grid *g;
             CHECK_STATUS(prox_grid_create(&desc, &g), PROX_OK, context);
             CHECK_STATUS(prox_grid_build(g, &points), PROX_OK, context);
             int64_t before = allocated;
             CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&first), NULL), PROX_OK, context);
             int64_t sorted_bytes = allocated - before;
-            CHECK(same_buffers(&want, &first), context, "%lld pairs, brute force %lld",
+            CHECK(same_pair_buffers(&want, &first), context, "%lld pairs, brute force %lld",
                   (long long)first.count, (long long)want.count);
             before = allocated;
             CHECK_STATUS(prox_grid_pairs(g, prox_sink_lists(&lists), NULL), PROX_OK, context);
@@ -477,18 +457,12 @@ static void grid_repeated_queries_reuse_their_memory(void **state)
             CHECK_STATUS(prox_grid_pairs(g, prox_sink_unsorted(prox_sink_lists(&lists_again)),
                                          NULL),
                          PROX_OK, context);
-            before = allocated;
-            CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&again), NULL), PROX_OK, context);
-            CHECK(same_buffers(&first, &again), context, "a repeated sorted query differs");
-            CHECK(allocated - before < sorted_bytes / 8, context,
-                  "the repeated buffer query allocated %lld bytes, the first %lld",
-                  (long long)(allocated - before), (long long)sorted_bytes);
+            check_repeated_sorted_pairs(grid_pairs, g, &first, &again, &allocated, sorted_bytes,
+                                        context);
             before = allocated;
             CHECK_STATUS(prox_grid_pairs(g, prox_sink_lists(&lists_again), NULL), PROX_OK, context);
             CHECK(same_lists(&lists, &lists_again), context, "repeated lists differ");
-            CHECK(allocated - before < lists_bytes / 8, context,
-                  "the repeated lists query allocated %lld bytes, the first %lld",
-                  (long long)(allocated - before), (long long)lists_bytes);
+            check_repeat_allocates_little(allocated - before, lists_bytes, context, "lists query");
             prox_stats st;
             CHECK_STATUS(prox_grid_pairs(g, prox_sink_count(), &st), PROX_OK, context);
             int64_t kept = st.kept_bytes;
@@ -498,7 +472,7 @@ static void grid_repeated_queries_reuse_their_memory(void **state)
                   "after trim %lld bytes kept (%lld before), %lld pairs",
                   (long long)st.kept_bytes, (long long)kept, (long long)st.pairs);
             CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&again), NULL), PROX_OK, context);
-            CHECK(same_buffers(&first, &again), context, "the query after trim differs");
+            CHECK(same_pair_buffers(&first, &again), context, "the query after trim differs");
             prox_grid_destroy(g);
         }
     prox_pair_buffer_free(&want);
