@@ -295,42 +295,22 @@ static void concatenate(const pair_source *s, prox_pair *out, int64_t total)
     }
 }
 
-/* Fewer pairs than rows (W3's boxes: 0.76 pairs per box): a radix sort
- * of the pairs as keys i * 2^bits + j (bits: enough for the largest j, so
- * that the keys are short) beats placing them by row, which walks and
- * allocates per row. A key takes the 8 bytes of a pair, so the keys are
- * made in the buffer itself and turned back into pairs where the sort
- * leaves them: one array of scratch. Keys go through memcpy because the
- * storage holds pairs before and after. */
+/* Fewer pairs than rows (W3's boxes: 0.76 pairs per box): the pairs,
+ * gathered into the buffer, are radix-sorted there as 8-byte words (one
+ * array of scratch), which beats placing them by row, since that walks and
+ * allocates per row. Only the bits that vary are sorted on: W3 at 1M, ids
+ * of 20 bits, takes 4 passes. */
 static prox_status sort_sparse_pairs(const pair_source *s, prox_pair_buffer *b, int64_t total)
 {
-    uint64_t *tmp = prox_workspace_scratch(s->workspace, PROX_SCRATCH_SORT, total * 8);
+    prox_pair *tmp = prox_workspace_scratch(s->workspace, PROX_SCRATCH_SORT,
+                                            total * (int64_t)sizeof(prox_pair));
     if (!tmp)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory sorting %lld pairs",
                          (long long)total);
-    prox_index largest = 0;
-    for (int a = 0; a < s->arrays_count; a++)
-        for (int64_t k = 0; k < s->counts[a]; k++)
-            largest = s->arrays[a][k].j > largest ? s->arrays[a][k].j : largest;
-    int bits = 1;
-    while (bits < 32 && ((uint64_t)1 << bits) <= largest)
-        bits++;
-    _Static_assert(sizeof(prox_pair) == sizeof(uint64_t), "a key fills a pair's storage");
-    uint64_t *keys = (uint64_t *)(void *)b->pairs;
-    int64_t at = 0;
-    for (int a = 0; a < s->arrays_count; a++)
-        for (int64_t k = 0; k < s->counts[a]; k++, at++) {
-            uint64_t key = (uint64_t)s->arrays[a][k].i << bits | s->arrays[a][k].j;
-            memcpy(keys + at, &key, sizeof key);
-        }
-    const uint64_t *sorted = prox_radix_sort64_keys(keys, tmp, total, s->threads);
-    uint64_t low = ((uint64_t)1 << bits) - 1;
-    for (int64_t k = 0; k < total; k++) {
-        uint64_t key;
-        memcpy(&key, sorted + k, sizeof key);
-        prox_pair p = {(prox_index)(key >> bits), (prox_index)(key & low)};
-        memcpy(b->pairs + k, &p, sizeof p);
-    }
+    concatenate(s, b->pairs, total);
+    const prox_pair *sorted = prox_radix_sort_pairs(b->pairs, tmp, total, s->threads);
+    if (sorted != b->pairs)
+        memcpy(b->pairs, sorted, (size_t)total * sizeof *sorted);
     b->count = total;
     return PROX_OK;
 }

@@ -15,42 +15,62 @@
 #define MAX_THREADS (COUNTERS >> NARROW_BITS)
 #define PARALLEL_MIN 65536
 
-/* A digit: `bits` bits of the key from bit `shift` up. */
+/* Keys are 8-byte words read and written through memcpy, so that the same
+ * passes sort uint64_t keys and prox_pair records (pairs.c) alike. */
+static inline uint64_t load_word(const void *words, int64_t i)
+{
+    uint64_t w;
+    memcpy(&w, (const char *)words + 8 * i, sizeof w);
+    return w;
+}
+
+static inline void store_word(void *words, int64_t i, uint64_t w)
+{
+    memcpy((char *)words + 8 * i, &w, sizeof w);
+}
+
+/* A digit: `bits` bits, from bit `shift` up, of the word rotated left by
+ * `rotate` (0, or 32: the halves swapped). */
 typedef struct digit {
-    int shift, bits;
+    int shift, bits, rotate;
 } digit;
 
-static inline unsigned digit_of(uint64_t key, digit d)
+static inline uint64_t rotated(uint64_t w, int rotate)
 {
-    return (unsigned)(key >> d.shift) & ((1u << d.bits) - 1);
+    return rotate ? (w << 32 | w >> 32) : w;
+}
+
+static inline unsigned digit_of(uint64_t word, digit d)
+{
+    return (unsigned)(rotated(word, d.rotate) >> d.shift) & ((1u << d.bits) - 1);
 }
 
 /* The passes: only bits that differ between keys are sorted on (a bit every
  * key shares leaves the order as it is), each digit starting at the lowest
  * varying bit above the previous digit. Returns the number of digits. */
-static int plan_digits(const uint64_t *keys, int64_t n, int bits, digit *out)
+static int plan_digits(const void *keys, int64_t n, int bits, int rotate, digit *out)
 {
     uint64_t all_or = 0, all_and = ~0ULL;
     for (int64_t i = 0; i < n; i++) {
-        all_or |= keys[i];
-        all_and &= keys[i];
+        uint64_t w = rotated(load_word(keys, i), rotate);
+        all_or |= w;
+        all_and &= w;
     }
     uint64_t varying = all_or ^ all_and;
     int count = 0;
     while (varying) {
         int shift = __builtin_ctzll(varying);
-        out[count++] = (digit){shift, bits};
+        out[count++] = (digit){shift, bits, rotate};
         varying = shift + bits >= 64 ? 0 : varying >> (shift + bits) << (shift + bits);
     }
     return count;
 }
 
-static void histogram(const uint64_t *keys, int64_t begin, int64_t end, digit d,
-                      int64_t *count)
+static void histogram(const void *keys, int64_t begin, int64_t end, digit d, int64_t *count)
 {
     memset(count, 0, ((size_t)1 << d.bits) * sizeof *count);
     for (int64_t i = begin; i < end; i++)
-        count[digit_of(keys[i], d)]++;
+        count[digit_of(load_word(keys, i), d)]++;
 }
 
 /* Turn per-thread counts (thread t's at count + t * buckets) into
@@ -67,25 +87,28 @@ static void offsets_from_counts(int64_t *count, int64_t buckets, int threads)
         }
 }
 
-static void scatter(const uint64_t *keys, const uint32_t *values, uint64_t *out_keys,
+static void scatter(const void *keys, const uint32_t *values, void *out_keys,
                     uint32_t *out_values, int64_t begin, int64_t end, digit d, int64_t *at)
 {
     if (!values) { /* keys alone */
-        for (int64_t i = begin; i < end; i++)
-            out_keys[at[digit_of(keys[i], d)]++] = keys[i];
+        for (int64_t i = begin; i < end; i++) {
+            uint64_t w = load_word(keys, i);
+            store_word(out_keys, at[digit_of(w, d)]++, w);
+        }
         return;
     }
     for (int64_t i = begin; i < end; i++) {
-        int64_t to = at[digit_of(keys[i], d)]++;
-        out_keys[to] = keys[i];
+        uint64_t w = load_word(keys, i);
+        int64_t to = at[digit_of(w, d)]++;
+        store_word(out_keys, to, w);
         out_values[to] = values[i];
     }
 }
 
-/* The passes of prox_radix_sort64; returns true when the result ended in
+/* The passes of the sorts below; returns true when the result ended in
  * the scratch arrays (an odd number of passes ran). */
-static bool sort_passes(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
-                        uint32_t *tmp_values, int64_t n, int threads)
+static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *tmp_values,
+                        int64_t n, int threads, int rotate)
 {
     if (threads > MAX_THREADS)
         threads = MAX_THREADS;
@@ -93,11 +116,11 @@ static bool sort_passes(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
         threads = 1;
     int bits = (threads << WIDE_BITS) <= COUNTERS ? WIDE_BITS : NARROW_BITS;
     digit digits[64];
-    int passes = plan_digits(keys, n, bits, digits);
+    int passes = plan_digits(keys, n, bits, rotate, digits);
     int64_t buckets = (int64_t)1 << bits;
     int64_t count[COUNTERS];
 
-    uint64_t *src_k = keys, *dst_k = tmp_keys;
+    void *src_k = keys, *dst_k = tmp_keys;
     uint32_t *src_v = values, *dst_v = tmp_values;
     for (int pass = 0; pass < passes; pass++) {
         digit d = digits[pass];
@@ -111,7 +134,7 @@ static bool sort_passes(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
             offsets_from_counts(count, buckets, nt);
             scatter(src_k, src_v, dst_k, dst_v, begin, end, d, count + t * buckets);
         }
-        uint64_t *sk = src_k; src_k = dst_k; dst_k = sk;
+        void *sk = src_k; src_k = dst_k; dst_k = sk;
         uint32_t *sv = src_v; src_v = dst_v; dst_v = sv;
     }
     return src_k != keys;
@@ -122,7 +145,7 @@ void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
 {
     if (n < 2)
         return;
-    if (sort_passes(keys, values, tmp_keys, tmp_values, n, threads)) {
+    if (sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0)) {
         memcpy(keys, tmp_keys, (size_t)n * sizeof *keys);
         if (values)
             memcpy(values, tmp_values, (size_t)n * sizeof *values);
@@ -132,14 +155,14 @@ void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
 bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
                               uint32_t *tmp_values, int64_t n, int threads)
 {
-    return n >= 2 && sort_passes(keys, values, tmp_keys, tmp_values, n, threads);
+    return n >= 2 && sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0);
 }
 
 uint64_t *prox_radix_sort64_keys(uint64_t *keys, uint64_t *tmp, int64_t n, int threads)
 {
     if (n < 2)
         return keys;
-    return sort_passes(keys, NULL, tmp, NULL, n, threads) ? tmp : keys;
+    return sort_passes(keys, NULL, tmp, NULL, n, threads, 0) ? tmp : keys;
 }
 
 /* Counting sort: each thread counts its block's keys, the counts turn into
@@ -322,4 +345,17 @@ void prox_sort_u32(uint32_t *a, int64_t n)
             a[j] = a[j - 1];
         a[j] = v;
     }
+}
+
+prox_pair *prox_radix_sort_pairs(prox_pair *pairs, prox_pair *tmp, int64_t n, int threads)
+{
+    _Static_assert(sizeof(prox_pair) == sizeof(uint64_t), "a pair is one 8-byte word");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    int rotate = 0; /* the word reads i : j already */
+#else
+    int rotate = 32; /* the word reads j : i; swapped, i leads */
+#endif
+    if (n < 2)
+        return pairs;
+    return sort_passes(pairs, NULL, tmp, NULL, n, threads, rotate) ? tmp : pairs;
 }

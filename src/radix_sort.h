@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "prox/pairs.h"
+
 /* Stable LSD radix sort of (keys[i], values[i]) by key, 8-bit digits; a
  * digit that is the same for every key costs no pass. tmp_keys and
  * tmp_values are scratch of n elements. The result is in keys/values.
@@ -22,6 +24,12 @@ bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_ke
 /* The keys alone, sorted as above without the final copy: the result is
  * in keys or in tmp (n elements of scratch), whichever is returned. */
 uint64_t *prox_radix_sort64_keys(uint64_t *keys, uint64_t *tmp, int64_t n, int threads);
+
+/* Pairs sorted by (i, j), the passes reading each pair as one 8-byte word
+ * (its halves swapped where the machine is little-endian): the buffer's
+ * order without making keys. tmp: n pairs of scratch. The result is in
+ * pairs or tmp, whichever is returned. */
+prox_pair *prox_radix_sort_pairs(prox_pair *pairs, prox_pair *tmp, int64_t n, int threads);
 
 /* Stable counting sort of the indices 0 .. n-1 by keys[i] < buckets (seed
  * 002: the grid's cellStart by counting). out[] receives the indices in key

@@ -171,6 +171,46 @@ static void radix_sort_of_keys_alone_matches_qsort(void **state)
             }
 }
 
+static int by_pair(const void *a, const void *b)
+{
+    const prox_pair *x = a, *y = b;
+    if (x->i != y->i)
+        return x->i < y->i ? -1 : 1;
+    return (x->j > y->j) - (x->j < y->j);
+}
+
+/* Pairs sorted as 8-byte words (radix_sort.c swaps the halves on a
+ * little-endian machine so that i leads) equal qsort by (i, j): ids of 20
+ * bits (W3's), of 32 bits, and many repeated i. */
+static void radix_sort_of_pairs_matches_qsort(void **state)
+{
+    (void)state;
+    for (int s = 0; s < COUNT(SIZES); s++)
+        for (int t = 0; t < COUNT(THREADS); t++)
+            for (int kind = 0; kind < 3; kind++) {
+                int64_t n = SIZES[s];
+                prox_pair *pairs = malloc((size_t)(n + 1) * sizeof *pairs);
+                prox_pair *want = malloc((size_t)(n + 1) * sizeof *want);
+                prox_pair *tmp = malloc((size_t)(n + 1) * sizeof *tmp);
+                assert_true(pairs && want && tmp);
+                rng r = rng_seeded(700 + (uint64_t)s);
+                for (int64_t k = 0; k < n; k++) {
+                    uint64_t a = rng_next(&r), b = rng_next(&r);
+                    pairs[k] = kind == 0   ? (prox_pair){(uint32_t)(a & 0xfffff), (uint32_t)(b & 0xfffff)}
+                               : kind == 1 ? (prox_pair){(uint32_t)a, (uint32_t)b}
+                                           : (prox_pair){(uint32_t)(a & 7), (uint32_t)b};
+                }
+                memcpy(want, pairs, (size_t)n * sizeof *pairs);
+                qsort(want, (size_t)n, sizeof *want, by_pair);
+                const prox_pair *got = prox_radix_sort_pairs(pairs, tmp, n, THREADS[t]);
+                if (n > 0)
+                    assert_memory_equal(got, want, (size_t)n * sizeof *want);
+                free(pairs);
+                free(want);
+                free(tmp);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +218,7 @@ int main(void)
         cmocka_unit_test(radix_sort_is_stable_and_thread_independent),
         cmocka_unit_test(small_sort_matches_qsort),
         cmocka_unit_test(radix_sort_of_keys_alone_matches_qsort),
+        cmocka_unit_test(radix_sort_of_pairs_matches_qsort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
