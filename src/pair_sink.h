@@ -77,6 +77,7 @@ typedef struct prox_workspace {
     int emitters;
     void *scratch[PROX_SCRATCH_SLOTS];
     int64_t scratch_bytes[PROX_SCRATCH_SLOTS];
+    int64_t last_pairs; /* the last query's pairs: a caller's buffer is sized by it */
 } prox_workspace;
 
 void prox_workspace_init(prox_workspace *w, const prox_allocator *allocator);

@@ -149,17 +149,20 @@ prox_status prox_chunks_init(prox_chunks *c, int count, prox_sink sink, prox_wor
                                        .fn = sink.fn, .user = sink.user,
                                        .pairs = c->emitter[k].pairs,
                                        .capacity = c->emitter[k].capacity};
-    if (count == 1 && sink.kind == PROX_SINK_BUFFER && sink.unsorted) {
-        /* one chunk in traversal order is the result itself: store straight
-         * into the caller's buffer (its storage and allocator) */
+    if (count == 1 && sink.kind == PROX_SINK_BUFFER) {
+        /* one chunk stores straight into the caller's buffer (its storage
+         * and allocator): in traversal order that is the result itself, and
+         * sorted it is sorted where it lies (no copy, no second array) */
         prox_pair_buffer *b = sink.buffer;
+        b->count = 0; /* replaced: nothing to keep */
+        if (b->capacity < w->last_pairs) /* a new buffer: one allocation, not doublings */
+            (void)prox_pair_buffer_reserve(b, w->last_pairs + w->last_pairs / 8);
         c->adopted = b;
         c->own_pairs = c->emitter[0].pairs;
         c->own_capacity = c->emitter[0].capacity;
         c->emitter[0].pairs = b->pairs;
         c->emitter[0].capacity = b->capacity;
         c->emitter[0].allocator = &b->allocator;
-        b->count = 0;
     }
     return PROX_OK;
 }
@@ -290,7 +293,7 @@ static void concatenate(const pair_source *s, prox_pair *out, int64_t total)
         int64_t at = 0; /* arrays are few (a few per thread) */
         for (int b = 0; b < a; b++)
             at += s->counts[b];
-        if (s->counts[a] > 0)
+        if (s->counts[a] > 0 && s->arrays[a] != out + at) /* not already in place */
             memcpy(out + at, s->arrays[a], (size_t)s->counts[a] * sizeof *out);
     }
 }
@@ -388,6 +391,7 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
         stopped |= c->emitter[k].stop;
     }
     *pairs = total;
+    c->workspace->last_pairs = total;
     if (failed)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory storing pairs");
     if (stopped)
@@ -395,8 +399,15 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
     if (sink.kind != PROX_SINK_BUFFER && sink.kind != PROX_SINK_LISTS)
         return PROX_OK;
     if (c->adopted) { /* the one chunk stored into the buffer itself */
-        c->adopted->count = total;
-        return PROX_OK;
+        prox_pair_buffer *b = c->adopted;
+        b->pairs = c->emitter[0].pairs; /* growth may have moved them */
+        b->capacity = c->emitter[0].capacity;
+        b->count = total;
+        if (sink.unsorted)
+            return PROX_OK;
+        const prox_pair *own = b->pairs;
+        pair_source s = {&own, &total, 1, c->threads > 0 ? c->threads : 1, false, c->workspace};
+        return deliver_buffer(&s, b, rows);
     }
 
     const prox_allocator *al = &c->workspace->allocator;
