@@ -93,7 +93,7 @@ typedef struct prox_chunks {
     int count;
     int threads; /* for the delivery; init sets 1, a caller may raise it */
     prox_workspace *workspace;
-    prox_pair_buffer *adopted; /* unsorted buffer of one chunk: emitter 0 stores into it */
+    prox_pair_buffer *adopted; /* the buffer of a lone chunk: emitter 0 stores into it */
     prox_pair *own_pairs;      /* emitter 0's array while the buffer's is lent to it */
     int64_t own_capacity;
 } prox_chunks;
