@@ -367,15 +367,20 @@ static void make_records(kdtree *t, const broad_input *in, int parts)
 }
 
 /* Distinct cells and the deepest code of the sorted records. */
-static void summarise(kdtree *t)
+static void summarise(kdtree *t, int threads)
 {
-    t->cells = 0;
-    t->deepest = 0;
+    const uint64_t *key = t->rec.key;
+    int64_t cells = 0;
+    int deepest = 0;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && t->count > 65536) \
+    schedule(static) reduction(+ : cells) reduction(max : deepest)
     for (int64_t r = 0; r < t->count; r++) {
-        t->cells += r == 0 || t->rec.key[r] != t->rec.key[r - 1];
-        int len = key_length(t->rec.key[r]);
-        t->deepest = len > t->deepest ? len : t->deepest;
+        cells += r == 0 || key[r] != key[r - 1];
+        int len = key_length(key[r]);
+        deepest = len > deepest ? len : deepest;
     }
+    t->cells = cells;
+    t->deepest = deepest;
 }
 
 /* The records and the sort's scratch trade places. */
@@ -442,7 +447,7 @@ static prox_status kd_build(void **impl, const broad_input *in)
     }
     if (prox_radix_sort64_either(t->rec.key, t->rec.id, t->tmp.key, t->tmp.id, t->count, in->threads))
         swap_records(t);
-    summarise(t);
+    summarise(t, in->threads);
     t->n = in->n;
     return PROX_OK;
 }

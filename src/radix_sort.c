@@ -48,9 +48,12 @@ static inline unsigned digit_of(uint64_t word, digit d)
 /* The passes: only bits that differ between keys are sorted on (a bit every
  * key shares leaves the order as it is), each digit starting at the lowest
  * varying bit above the previous digit. Returns the number of digits. */
-static int plan_digits(const void *keys, int64_t n, int bits, int rotate, digit *out)
+static int plan_digits(const void *keys, int64_t n, int bits, int rotate, int threads,
+                       digit *out)
 {
     uint64_t all_or = 0, all_and = ~0ULL;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) \
+    reduction(| : all_or) reduction(& : all_and)
     for (int64_t i = 0; i < n; i++) {
         uint64_t w = rotated(load_word(keys, i), rotate);
         all_or |= w;
@@ -116,7 +119,7 @@ static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *
         threads = 1;
     int bits = (threads << WIDE_BITS) <= COUNTERS ? WIDE_BITS : NARROW_BITS;
     digit digits[64];
-    int passes = plan_digits(keys, n, bits, rotate, digits);
+    int passes = plan_digits(keys, n, bits, rotate, threads, digits);
     int64_t buckets = (int64_t)1 << bits;
     int64_t count[COUNTERS];
 
