@@ -524,6 +524,38 @@ static int64_t sweep_raw(const kdtree *t, const prox_aabb *box, int64_t begin, i
     return candidates;
 }
 
+/* The exact tests of kd-tree-2's candidates, a batch at a time: a
+ * candidate's two boxes are prefetched when it is found and tested once the
+ * batch is full, by when they have arrived. Prefetching every record's box
+ * instead fetched four times as many (W3: 6.0M records, 0.76M candidates
+ * of two boxes each) and the sweep took 1-2% longer. Candidate order is
+ * kept, and a callback that stops is called no more. */
+#define EXACT_BATCH 32
+
+typedef struct exact_batch {
+    uint32_t a[EXACT_BATCH], b[EXACT_BATCH];
+    int count;
+} exact_batch;
+
+static void test_batch(const prox_aabb *box, exact_batch *x, prox_emitter *e)
+{
+    for (int k = 0; k < x->count && !e->stop; k++)
+        if (prox_aabb_overlap(&box[x->a[k]], &box[x->b[k]]))
+            emit_ordered(e, x->a[k], x->b[k]);
+    x->count = 0;
+}
+
+static inline void add_candidate(const prox_aabb *box, exact_batch *x, uint32_t a, uint32_t b,
+                                 prox_emitter *e)
+{
+    __builtin_prefetch(&box[a]);
+    __builtin_prefetch(&box[b]);
+    x->a[x->count] = a;
+    x->b[x->count++] = b;
+    if (x->count == EXACT_BATCH)
+        test_batch(box, x, e);
+}
+
 /* kd-tree-2: the quantized boxes filter and pick the one record pair of
  * each pair of boxes; only those are tested exactly. */
 static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
@@ -533,15 +565,13 @@ static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin
     const uint64_t *key = t->rec.key;
     int dim = g->dim;
     int64_t candidates = 0, count = t->count;
+    exact_batch batch = {.count = 0};
     for (int64_t i = begin; i < end && !e->stop; i++) {
         uint64_t last = prox_kd_subtree_last(key[i], g->depth);
         uint32_t a = t->rec.id[i];
         const uint32_t *qa = t->qbox + 2 * dim * (int64_t)a;
-        if (i + PREFETCH < count) { /* boxes are in input order, records in space order */
-            uint32_t ahead = t->rec.id[i + PREFETCH];
-            __builtin_prefetch(t->qbox + 2 * dim * (int64_t)ahead);
-            __builtin_prefetch(&box[ahead]);
-        }
+        if (i + PREFETCH < count) /* boxes are in input order, records in space order */
+            __builtin_prefetch(t->qbox + 2 * dim * (int64_t)t->rec.id[i + PREFETCH]);
         for (int64_t j = i + 1; j < count && key[j] <= last; j++) {
             uint32_t b = t->rec.id[j];
             const uint32_t *qb = t->qbox + 2 * dim * (int64_t)b;
@@ -554,10 +584,10 @@ static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin
             if (!overlap || a == b || !point_in_cell(g, p, key[j]))
                 continue;
             candidates++;
-            if (prox_aabb_overlap(&box[a], &box[b]))
-                emit_ordered(e, a, b);
+            add_candidate(box, &batch, a, b, e);
         }
     }
+    test_batch(box, &batch, e);
     return candidates;
 }
 
