@@ -528,7 +528,7 @@ static int64_t sweep_raw(const kdtree *t, const prox_aabb *box, int64_t begin, i
  * candidate's two boxes are prefetched when it is found and tested once the
  * batch is full, by when they have arrived. Prefetching every record's box
  * instead fetched four times as many (W3: 6.0M records, 0.76M candidates
- * of two boxes each) and the sweep took 1-2% longer. Candidate order is
+ * of two boxes each), and the sweep was slower. Candidate order is
  * kept, and a callback that stops is called no more. */
 #define EXACT_BATCH 32
 
