@@ -407,7 +407,10 @@ prox_status prox_chunks_deliver(prox_chunks *c, prox_sink sink, int64_t rows, bo
             return PROX_OK;
         const prox_pair *own = b->pairs;
         pair_source s = {&own, &total, 1, c->threads > 0 ? c->threads : 1, false, c->workspace};
-        return deliver_buffer(&s, b, rows);
+        prox_status st = deliver_buffer(&s, b, rows);
+        c->emitter[0].pairs = b->pairs; /* prox_chunks_free gives these back to b: */
+        c->emitter[0].capacity = b->capacity; /* the delivery may have allocated them */
+        return st;
     }
 
     const prox_allocator *al = &c->workspace->allocator;
