@@ -161,12 +161,6 @@ bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_ke
     return n >= 2 && sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0);
 }
 
-uint64_t *prox_radix_sort64_keys(uint64_t *keys, uint64_t *tmp, int64_t n, int threads)
-{
-    if (n < 2)
-        return keys;
-    return sort_passes(keys, NULL, tmp, NULL, n, threads, 0) ? tmp : keys;
-}
 
 /* Counting sort: each thread counts its block's keys, the counts turn into
  * the end of each (bucket, thread) part in bucket-major order, then each

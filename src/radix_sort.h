@@ -7,8 +7,9 @@
 
 #include "prox/pairs.h"
 
-/* Stable LSD radix sort of (keys[i], values[i]) by key, 8-bit digits; a
- * digit that is the same for every key costs no pass. tmp_keys and
+/* Stable LSD radix sort of (keys[i], values[i]) by key, digits of 10 bits
+ * (8 beyond 8 threads) laid over the bits that vary between keys: a bit
+ * every key shares costs nothing. tmp_keys and
  * tmp_values are scratch of n elements. The result is in keys/values.
  * values and tmp_values may both be NULL: the keys alone are sorted.
  * Parallel over `threads` (per-thread histograms, scatter in thread
@@ -20,10 +21,6 @@ void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
  * result is in tmp_keys / tmp_values (then the caller swaps its arrays). */
 bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
                               uint32_t *tmp_values, int64_t n, int threads);
-
-/* The keys alone, sorted as above without the final copy: the result is
- * in keys or in tmp (n elements of scratch), whichever is returned. */
-uint64_t *prox_radix_sort64_keys(uint64_t *keys, uint64_t *tmp, int64_t n, int threads);
 
 /* Pairs sorted by (i, j), the passes reading each pair as one 8-byte word
  * (its halves swapped where the machine is little-endian): the buffer's
