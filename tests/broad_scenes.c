@@ -322,14 +322,6 @@ void run_all_sinks(const config *c, const scene *sc, query_kind k, int threads,
     prox_broad_destroy(b);
 }
 
-static int compare_pairs(const void *a, const void *b)
-{
-    const prox_pair *x = a, *y = b;
-    if (x->i != y->i)
-        return x->i < y->i ? -1 : 1;
-    return (x->j > y->j) - (x->j < y->j);
-}
-
 void expect_same_result(const result *want, const result *got, bool symmetric,
                                const char *context)
 {

@@ -690,14 +690,16 @@ prox_allocator counting_allocator(int64_t *bytes)
 bool same_pair_buffers(const prox_pair_buffer *a, const prox_pair_buffer *b)
 {
     return a->count == b->count &&
-           memcmp(a->pairs, b->pairs, (size_t)a->count * sizeof(prox_pair)) == 0;
+           (a->count == 0 || /* memcmp must not see NULL, even for 0 bytes */
+            memcmp(a->pairs, b->pairs, (size_t)a->count * sizeof(prox_pair)) == 0);
 }
 
 bool same_lists(const prox_lists *a, const prox_lists *b)
 {
     return a->rows == b->rows &&
            memcmp(a->offsets, b->offsets, (size_t)(a->rows + 1) * sizeof(int64_t)) == 0 &&
-           memcmp(a->indices, b->indices, (size_t)a->offsets[a->rows] * sizeof(prox_index)) == 0;
+           (a->offsets[a->rows] == 0 ||
+            memcmp(a->indices, b->indices, (size_t)a->offsets[a->rows] * sizeof(prox_index)) == 0);
 }
 
 void check_repeat_allocates_little(int64_t repeat_bytes, int64_t first_bytes,

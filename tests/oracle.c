@@ -40,7 +40,7 @@ void pair_list_push(pair_list *list, prox_index i, prox_index j)
     list->count++;
 }
 
-static int compare_pairs(const void *a, const void *b)
+int compare_pairs(const void *a, const void *b)
 {
     const prox_pair *p = a, *q = b;
     if (p->i != q->i)

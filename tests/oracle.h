@@ -23,6 +23,8 @@ void pair_list_init(pair_list *list);
 void pair_list_free(pair_list *list);
 void pair_list_push(pair_list *list, prox_index i, prox_index j);
 /* Sorts by (i, j). */
+/* qsort order of prox_pair: by i, then j. */
+int compare_pairs(const void *a, const void *b);
 void pair_list_sort(pair_list *list);
 
 /* Compressed rows as the library's prox_lists, owned by the tests. */

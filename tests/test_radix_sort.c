@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "oracle.h"
 #include "radix_sort.h"
 #include "rng.h"
 
@@ -171,14 +172,6 @@ static void radix_sort_of_keys_alone_matches_qsort(void **state)
             }
 }
 
-static int by_pair(const void *a, const void *b)
-{
-    const prox_pair *x = a, *y = b;
-    if (x->i != y->i)
-        return x->i < y->i ? -1 : 1;
-    return (x->j > y->j) - (x->j < y->j);
-}
-
 /* Pairs sorted as 8-byte words (radix_sort.c swaps the halves on a
  * little-endian machine so that i leads) equal qsort by (i, j): ids of 20
  * bits (W3's), of 32 bits, and many repeated i. */
@@ -201,7 +194,7 @@ static void radix_sort_of_pairs_matches_qsort(void **state)
                                            : (prox_pair){(uint32_t)(a & 7), (uint32_t)b};
                 }
                 memcpy(want, pairs, (size_t)n * sizeof *pairs);
-                qsort(want, (size_t)n, sizeof *want, by_pair);
+                qsort(want, (size_t)n, sizeof *want, compare_pairs);
                 const prox_pair *got = prox_radix_sort_pairs(pairs, tmp, n, THREADS[t]);
                 if (n > 0)
                     assert_memory_equal(got, want, (size_t)n * sizeof *want);
