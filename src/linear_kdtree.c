@@ -83,8 +83,8 @@ typedef struct kdtree {
     int64_t n, count, cells;
     int deepest;
     kd_records rec, tmp; /* the sorted records, and the sort's scratch */
-    int64_t *block_first;
-    int64_t block_capacity;
+    int64_t *part_count; /* records made by each thread's slice of the boxes */
+    int64_t part_capacity;
     uint32_t *qbox; /* kd-tree-2: quantized lo[dim], hi[dim] per box */
     int64_t qbox_capacity;
 } kdtree;
@@ -353,11 +353,11 @@ static void make_records(kdtree *t, const broad_input *in, int parts)
     int64_t n = in->n, most = (int64_t)1 << t->g.dim;
 #pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static, 1)
     for (int p = 0; p < parts; p++)
-        t->block_first[p] = records_of(t, in, n * p / parts, n * (p + 1) / parts,
+        t->part_count[p] = records_of(t, in, n * p / parts, n * (p + 1) / parts,
                                        n * p / parts * most);
     t->count = 0;
     for (int p = 0; p < parts; p++) {
-        int64_t from = n * p / parts * most, count = t->block_first[p];
+        int64_t from = n * p / parts * most, count = t->part_count[p];
         if (from != t->count) { /* from > count: moving down, overlap allowed */
             memmove(t->rec.key + t->count, t->rec.key + from, (size_t)count * sizeof(uint64_t));
             memmove(t->rec.id + t->count, t->rec.id + from, (size_t)count * sizeof(uint32_t));
@@ -397,7 +397,7 @@ static prox_status allocate(kdtree *t, const broad_input *in, int parts)
     int64_t most = in->n << t->g.dim;
     if (t->rec.key_capacity < most && t->tmp.key_capacity >= most)
         swap_records(t); /* the last sort left the big arrays as scratch */
-    bool ok = reserve(al, &t->block_first, &t->block_capacity, parts, sizeof(int64_t)) &&
+    bool ok = reserve(al, &t->part_count, &t->part_capacity, parts, sizeof(int64_t)) &&
               reserve(al, &t->rec.key, &t->rec.key_capacity, most, sizeof(uint64_t)) &&
               reserve(al, &t->rec.id, &t->rec.id_capacity, most, sizeof(uint32_t));
     if (ok && t->variant == 2)
@@ -461,7 +461,7 @@ static void kd_destroy(void *impl, const prox_allocator *al)
     prox_free(al, t->tmp.key);
     prox_free(al, t->rec.id);
     prox_free(al, t->tmp.id);
-    prox_free(al, t->block_first);
+    prox_free(al, t->part_count);
     prox_free(al, t->qbox);
     prox_free(al, t);
 }
@@ -472,7 +472,7 @@ static int64_t kd_bytes(const void *impl)
     if (!t)
         return 0;
     return (int64_t)sizeof *t + (t->rec.key_capacity + t->tmp.key_capacity) * 8 +
-           (t->rec.id_capacity + t->tmp.id_capacity) * 4 + t->block_capacity * 8 +
+           (t->rec.id_capacity + t->tmp.id_capacity) * 4 + t->part_capacity * 8 +
            t->qbox_capacity * 4;
 }
 

@@ -35,9 +35,10 @@ typedef struct digit {
     int shift, bits, rotate;
 } digit;
 
+/* No branch in the passes' inner loops: rotate 0 gives w | w. */
 static inline uint64_t rotated(uint64_t w, int rotate)
 {
-    return rotate ? (w << 32 | w >> 32) : w;
+    return w << rotate | w >> ((64 - rotate) & 63);
 }
 
 static inline unsigned digit_of(uint64_t word, digit d)
