@@ -405,27 +405,36 @@ typedef struct query_shape {
     bool segment;
 } query_shape;
 
-static query_shape shape_of(const prox_broad *b, const query_set *qs, int64_t q)
+/* Query q's shape into *s. Only what the kind uses is written (p0 and p1
+ * for segments): the shapes of a block are read from all over the input
+ * and used at once, and zeroing 100 bytes a query cost more than reading
+ * the query. */
+static inline void read_shape(const prox_broad *b, const query_set *qs, int64_t q,
+                              query_shape *s)
 {
-    query_shape s = {.segment = false};
+    s->segment = false;
     switch (qs->kind) {
-    case QUERY_SELF: s.box = b->box[q]; break;
-    case QUERY_BOXES: s.box = prox_boxes_aabb(qs->boxes, q); break;
+    default: /* QUERY_SELF */
+        s->box = b->box[q];
+        break;
+    case QUERY_BOXES: s->box = prox_boxes_aabb(qs->boxes, q); break;
     case QUERY_SWEPT: {
         prox_aabb from = prox_boxes_aabb(qs->boxes, q), to = prox_boxes_aabb(qs->to, q);
-        s.box = prox_aabb_union(&from, &to);
+        s->box = prox_aabb_union(&from, &to);
         break;
     }
     case QUERY_SEGMENTS:
         for (int k = 0; k < 3; k++) {
-            s.p0[k] = k < b->dim ? prox_points_get(qs->starts, q, k) : 0.0;
-            s.p1[k] = k < b->dim ? prox_points_get(qs->ends, q, k) : 0.0;
+            double a = k < b->dim ? prox_points_get(qs->starts, q, k) : 0.0;
+            double z = k < b->dim ? prox_points_get(qs->ends, q, k) : 0.0;
+            s->p0[k] = a;
+            s->p1[k] = z;
+            s->box.lo[k] = a < z ? a : z;
+            s->box.hi[k] = a > z ? a : z;
         }
-        s.box = prox_aabb_of_segment(s.p0, s.p1);
-        s.segment = qs->exact;
+        s->segment = qs->exact;
         break;
     }
-    return s;
 }
 
 static inline bool shape_hits(const query_shape *s, const prox_aabb *box)
@@ -538,20 +547,31 @@ static inline __mmask8 segment8(const block8 *v, __mmask8 m, const query_shape *
     return hit | (rest & (__mmask8)~_mm512_cmp_pd_mask(t_in, t_out, _CMP_GT_OQ));
 }
 
-/* The copies of a run, eight at a time. */
-static void test_run(const prox_broad *b, const broad_store *st, broad_run r,
-                     const query_shape *s, int64_t q, bool self, uint32_t *stamp, uint32_t mark,
-                     prox_emitter *e)
+/* The copies of a run, eight at a time. dim is a constant in each call
+ * below, so that the axis loops unroll and a block stays in registers. */
+static inline void test_run_in(const broad_store *st, broad_run r, const query_shape *s,
+                               int64_t q, bool self, uint32_t *stamp, uint32_t mark,
+                               prox_emitter *e, int dim)
 {
     for (int64_t at = r.begin; at < r.end && !e->stop; at += 8) {
         int live = r.end - at < 8 ? (int)(r.end - at) : 8;
         block8 v;
-        __mmask8 m = overlap8(st, at, (__mmask8)((1u << live) - 1), s, b->dim, &v);
+        __mmask8 m = overlap8(st, at, (__mmask8)((1u << live) - 1), s, dim, &v);
         if (m && s->segment)
-            m = segment8(&v, m, s, b->dim);
+            m = segment8(&v, m, s, dim);
         for (unsigned bits = m; bits; bits &= bits - 1)
             emit_hit(q, self, st->id[at + __builtin_ctz(bits)], stamp, mark, e);
     }
+}
+
+static void test_run(const prox_broad *b, const broad_store *st, broad_run r,
+                     const query_shape *s, int64_t q, bool self, uint32_t *stamp, uint32_t mark,
+                     prox_emitter *e)
+{
+    if (b->dim == 2)
+        test_run_in(st, r, s, q, self, stamp, mark, e, 2);
+    else
+        test_run_in(st, r, s, q, self, stamp, mark, e, 3);
 }
 #else
 /* The copies of a run, one at a time. */
@@ -619,25 +639,28 @@ static int64_t chunk_begin(const chunk_job *job, int k)
 #define SHAPE_BLOCK 512
 #define PREFETCH_AHEAD 16
 
-/* The first coordinate of each part of query q (in space order the reads
- * jump all over the input). */
-static void prefetch_query(const query_set *qs, int64_t q)
+/* Where the parts of query q start (segments: start and end point; boxes:
+ * min and max corner; swept boxes: both of each), for prefetching; returns
+ * how many. (The prefetches are issued by the caller: GCC finds a function
+ * that only prefetches free of effects and deletes its calls.) */
+static int query_parts(const query_set *qs, int64_t q, const char *part[4])
 {
     switch (qs->kind) {
-    case QUERY_SELF: break;
+    case QUERY_SELF: return 0;
+    case QUERY_SEGMENTS:
+        part[0] = (const char *)qs->starts->axis[0] + q * qs->starts->stride;
+        part[1] = (const char *)qs->ends->axis[0] + q * qs->ends->stride;
+        return 2;
     case QUERY_SWEPT:
-        __builtin_prefetch((const char *)qs->to->min[0] + q * qs->to->stride);
-        __builtin_prefetch((const char *)qs->to->max[0] + q * qs->to->stride);
+        part[2] = (const char *)qs->to->min[0] + q * qs->to->stride;
+        part[3] = (const char *)qs->to->max[0] + q * qs->to->stride;
         /* fall through */
     case QUERY_BOXES:
-        __builtin_prefetch((const char *)qs->boxes->min[0] + q * qs->boxes->stride);
-        __builtin_prefetch((const char *)qs->boxes->max[0] + q * qs->boxes->stride);
-        break;
-    case QUERY_SEGMENTS:
-        __builtin_prefetch((const char *)qs->starts->axis[0] + q * qs->starts->stride);
-        __builtin_prefetch((const char *)qs->ends->axis[0] + q * qs->ends->stride);
-        break;
+        part[0] = (const char *)qs->boxes->min[0] + q * qs->boxes->stride;
+        part[1] = (const char *)qs->boxes->max[0] + q * qs->boxes->stride;
+        return qs->kind == QUERY_SWEPT ? 4 : 2;
     }
+    return 0;
 }
 
 /* Chunk k's queries. The chunk's scratch and candidate count are worked on
@@ -658,9 +681,13 @@ static void run_chunk(chunk_job *job, int k)
     for (int64_t first = chunk_begin(job, k); first < end; first += SHAPE_BLOCK) {
         int64_t last = end - first < SHAPE_BLOCK ? end : first + SHAPE_BLOCK;
         for (int64_t at = first; at < last; at++) {
-            if (job->order && at + PREFETCH_AHEAD < last)
-                prefetch_query(job->queries, job->order[at + PREFETCH_AHEAD]);
-            shapes[at - first] = shape_of(b, job->queries, job->order ? job->order[at] : at);
+            if (job->order && at + PREFETCH_AHEAD < last) {
+                const char *part[4];
+                int parts = query_parts(job->queries, job->order[at + PREFETCH_AHEAD], part);
+                for (int p = 0; p < parts; p++)
+                    __builtin_prefetch(part[p]);
+            }
+            read_shape(b, job->queries, job->order ? job->order[at] : at, &shapes[at - first]);
         }
         for (int64_t at = first; at < last && !e->stop && !scratch.failed; at++) {
             int64_t q = job->order ? job->order[at] : at;
@@ -774,7 +801,8 @@ static void job_free(chunk_job *job, prox_broad *b)
 
 static void query_centre(const prox_broad *b, const query_set *qs, int64_t q, double c[3])
 {
-    query_shape s = shape_of(b, qs, q);
+    query_shape s;
+    read_shape(b, qs, q, &s);
     for (int k = 0; k < 3; k++)
         c[k] = 0.5 * s.box.lo[k] + 0.5 * s.box.hi[k];
 }
@@ -790,7 +818,9 @@ static uint64_t space_key(const double c[3], const double lo[3], const double sc
 }
 
 /* job->order: the queries sorted by space_key (stable: ties in input
- * order). Left NULL when there are few queries or memory runs out. */
+ * order). The sort moves one word per query, the key above the query's
+ * index (keys have at most 3 * SPACE_BITS bits). Left NULL when there are
+ * few queries or memory runs out. */
 static void space_order(chunk_job *job, prox_broad *b, const query_set *qs)
 {
     int64_t n = qs->count;
@@ -798,7 +828,7 @@ static void space_order(chunk_job *job, prox_broad *b, const query_set *qs)
         b->n < SPACE_MIN_BOXES || b->ops->bytes(b->impl) < SPACE_MIN_BYTES)
         return;
     uint64_t *key = prox_workspace_scratch(&b->work, SLOT_SPACE_KEYS, 2 * n * 8);
-    uint32_t *order = prox_workspace_scratch(&b->work, SLOT_SPACE_ORDER, 2 * n * 4);
+    uint32_t *order = prox_workspace_scratch(&b->work, SLOT_SPACE_ORDER, n * 4);
     if (!key || !order)
         return;
     const double *lo = b->lo;
@@ -811,10 +841,14 @@ static void space_order(chunk_job *job, prox_broad *b, const query_set *qs)
     for (int64_t q = 0; q < n; q++) {
         double c[3];
         query_centre(b, qs, q, c);
-        key[q] = space_key(c, lo, scale, b->dim);
-        order[q] = (uint32_t)q;
+        key[q] = space_key(c, lo, scale, b->dim) << 32 | (uint64_t)q;
     }
-    prox_radix_sort64(key, order, key + n, order + n, n, b->threads);
+    const uint64_t *sorted = prox_radix_sort64_either(key, NULL, key + n, NULL, n, b->threads)
+                                 ? key + n
+                                 : key;
+#pragma omp parallel for num_threads(b->threads) if (b->threads > 1) schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        order[i] = (uint32_t)sorted[i];
     job->order = order;
 }
 
