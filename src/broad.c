@@ -549,11 +549,14 @@ static inline __mmask8 segment8(const block8 *v, __mmask8 m, const query_shape *
 
 /* The copies of a run, eight at a time. dim is a constant in each call
  * below, so that the axis loops unroll and a block stays in registers. */
-static inline void test_run_in(const broad_store *st, broad_run r, const query_shape *s,
-                               int64_t q, bool self, uint32_t *stamp, uint32_t mark,
-                               prox_emitter *e, int dim)
+static inline int64_t test_run_in(const broad_store *st, broad_run r, const query_shape *s,
+                                  int64_t q, bool self, uint32_t *stamp, uint32_t mark,
+                                  prox_emitter *e, int dim)
 {
-    for (int64_t at = r.begin; at < r.end && !e->stop; at += 8) {
+    int64_t at = r.begin;
+    for (; at < r.end && !e->stop; at += 8) {
+        if (st->lo[0][at] > s->box.hi[0])
+            break; /* copies ascend by lo[0]: none from here on overlaps */
         int live = r.end - at < 8 ? (int)(r.end - at) : 8;
         block8 v;
         __mmask8 m = overlap8(st, at, (__mmask8)((1u << live) - 1), s, dim, &v);
@@ -562,34 +565,40 @@ static inline void test_run_in(const broad_store *st, broad_run r, const query_s
         for (unsigned bits = m; bits; bits &= bits - 1)
             emit_hit(q, self, st->id[at + __builtin_ctz(bits)], stamp, mark, e);
     }
+    return (at < r.end ? at : r.end) - r.begin;
 }
 
-static void test_run(const prox_broad *b, const broad_store *st, broad_run r,
-                     const query_shape *s, int64_t q, bool self, uint32_t *stamp, uint32_t mark,
-                     prox_emitter *e)
+/* Tests the copies of run r; returns how many it tested. */
+static int64_t test_run(const prox_broad *b, const broad_store *st, broad_run r,
+                        const query_shape *s, int64_t q, bool self, uint32_t *stamp,
+                        uint32_t mark, prox_emitter *e)
 {
     if (b->dim == 2)
-        test_run_in(st, r, s, q, self, stamp, mark, e, 2);
-    else
-        test_run_in(st, r, s, q, self, stamp, mark, e, 3);
+        return test_run_in(st, r, s, q, self, stamp, mark, e, 2);
+    return test_run_in(st, r, s, q, self, stamp, mark, e, 3);
 }
 #else
-/* The copies of a run, one at a time. */
-static void test_run(const prox_broad *b, const broad_store *st, broad_run r,
-                     const query_shape *s, int64_t q, bool self, uint32_t *stamp, uint32_t mark,
-                     prox_emitter *e)
+/* Tests the copies of run r, one at a time; returns how many it tested. */
+static int64_t test_run(const prox_broad *b, const broad_store *st, broad_run r,
+                        const query_shape *s, int64_t q, bool self, uint32_t *stamp,
+                        uint32_t mark, prox_emitter *e)
 {
-    for (int64_t at = r.begin; at < r.end && !e->stop; at++) {
+    int64_t at = r.begin;
+    for (; at < r.end && !e->stop; at++) {
+        if (st->lo[0][at] > s->box.hi[0])
+            break; /* copies ascend by lo[0]: none from here on overlaps */
         prox_aabb box = store_box(st, at, b->dim);
         if (prox_aabb_overlap(&s->box, &box))
             test_one(s, q, self, st->id[at], &box, stamp, mark, e);
     }
+    return at - r.begin;
 }
 #endif
 
 /* The structure's candidates, each tested once (stamp = query + 1).
- * Candidates counts the ids and copies the structure gathered (a box met
- * in several cells counts each time). */
+ * Candidates counts the ids the structure gathered and the copies of its
+ * runs that were tested (a box met in several cells counts each time; a
+ * run stopped early counts to its last block). */
 static void test_candidates(const prox_broad *b, const query_shape *s, int64_t q, bool self,
                             broad_scratch *scratch, uint32_t *stamp, prox_emitter *e,
                             int64_t *candidates)
@@ -603,10 +612,8 @@ static void test_candidates(const prox_broad *b, const query_shape *s, int64_t q
         uint32_t j = scratch->ids[c];
         test_one(s, q, self, j, &b->box[j], stamp, mark, e);
     }
-    for (int64_t r = 0; r < scratch->nruns && !e->stop; r++) {
-        *candidates += scratch->runs[r].end - scratch->runs[r].begin;
-        test_run(b, scratch->store, scratch->runs[r], s, q, self, stamp, mark, e);
-    }
+    for (int64_t r = 0; r < scratch->nruns && !e->stop; r++)
+        *candidates += test_run(b, scratch->store, scratch->runs[r], s, q, self, stamp, mark, e);
 }
 
 typedef struct chunk_job {

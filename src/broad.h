@@ -56,7 +56,8 @@ typedef struct broad_store {
     int64_t count, capacity;
 } broad_store;
 
-/* Copies store->[begin, end) of a cell, candidates of the current query. */
+/* Copies store->[begin, end) of a cell, candidates of the current query;
+ * they ascend by lo[0] (prox_store_sort_runs). */
 typedef struct broad_run {
     uint32_t begin, end;
 } broad_run;
@@ -98,6 +99,10 @@ static inline void prox_scratch_push_run(broad_scratch *s, uint32_t begin, uint3
 /* store[e] = a copy of box[id[e]] for e < count (dim 2 or 3). */
 bool prox_store_fill(broad_store *st, const prox_allocator *al, const prox_aabb *box,
                      const uint32_t *id, int64_t count, int dim);
+/* Orders the copies of each run start[r] .. start[r + 1] (r < runs) by
+ * lo[0], ties by id: the order test_run (broad.c) relies on to stop a run
+ * early. Every structure that pushes runs calls it after filling. */
+void prox_store_sort_runs(broad_store *st, const uint32_t *start, int64_t runs, int dim);
 void prox_store_free(broad_store *st, const prox_allocator *al);
 int64_t prox_store_bytes(const broad_store *st);
 

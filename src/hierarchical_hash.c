@@ -443,6 +443,7 @@ static prox_status fill_store(hier *h, const broad_input *in)
     if (!prox_store_fill(&h->store, h->allocator, in->box, h->entry_id, h->entries, in->dim))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld cell entries",
                          (long long)h->entries);
+    prox_store_sort_runs(&h->store, h->start, h->slots, in->dim);
     return PROX_OK;
 }
 

@@ -304,6 +304,7 @@ prox_status prox_levels_build(void **impl, const broad_input *in, const double *
     if (!prox_store_fill(&t->store, in->allocator, in->box, t->ids, t->entries, in->dim))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld cell entries",
                          (long long)t->entries);
+    prox_store_sort_runs(&t->store, t->slot_start, t->slots, in->dim);
     return PROX_OK;
 }
 
