@@ -353,6 +353,45 @@ static void rebuilds_and_updates_forget_old_boxes(void **state)
     scene_free(&b);
 }
 
+/* A box moved into a cell that the last query found empty: the same query
+ * finds it, after a relocation and after a rebuild (nothing a structure
+ * or a chunk's scratch keeps between queries may outlive the build). */
+static void queries_after_a_move_see_the_moved_box(void **state)
+{
+    (void)state;
+    /* eight unit boxes along the diagonal; the query sits between them */
+    double bounds[8][4];
+    for (int i = 0; i < 8; i++)
+        for (int k = 0; k < 4; k++)
+            bounds[i][k] = 100.0 * i + (k < 2 ? 0.0 : 1.0);
+    const double query[4] = {150.25, 150.25, 150.5, 150.5};
+    prox_boxes q = prox_boxes_f64(query, 1, 2);
+    for (int c = 0; c < CONFIG_COUNT; c++) {
+        for (int update = 0; update < 2; update++) {
+            prox_broad *b = create(&CONFIGS[c], 1);
+            prox_boxes v = prox_boxes_f64(&bounds[0][0], 8, 2);
+            CHECK_STATUS(prox_broad_build(b, &v), PROX_OK, CONFIGS[c].name);
+            prox_stats st;
+            CHECK_STATUS(prox_broad_query_boxes(b, &q, prox_sink_count(), &st), PROX_OK,
+                         CONFIGS[c].name);
+            CHECK(st.pairs == 0, CONFIGS[c].name, "%lld hits before the move",
+                  (long long)st.pairs);
+            double moved[8][4];
+            memcpy(moved, bounds, sizeof moved);
+            const double box[4] = {150, 150, 151, 151};
+            memcpy(moved[3], box, sizeof box);
+            prox_boxes w = prox_boxes_f64(&moved[0][0], 8, 2);
+            CHECK_STATUS(update ? prox_broad_update(b, &w, NULL) : prox_broad_build(b, &w),
+                         PROX_OK, CONFIGS[c].name);
+            CHECK_STATUS(prox_broad_query_boxes(b, &q, prox_sink_count(), &st), PROX_OK,
+                         CONFIGS[c].name);
+            CHECK(st.pairs == 1, CONFIGS[c].name, "%s: %lld hits after the move, expected 1",
+                  update ? "update" : "rebuild", (long long)st.pairs);
+            prox_broad_destroy(b);
+        }
+    }
+}
+
 /* Updates: moves inside cells, moves across cells, boxes added and removed,
  * many moved, a box leaving the data's extent; after each, every query
  * kind equals brute force over the new boxes, and the hierarchical hash
@@ -675,6 +714,7 @@ int main(void)
         cmocka_unit_test(rebuilds_and_updates_forget_old_boxes),
         cmocka_unit_test(stats_are_consistent),
         cmocka_unit_test(updates_match_brute_force),
+        cmocka_unit_test(queries_after_a_move_see_the_moved_box),
         cmocka_unit_test(allocation_failures_are_reported),
     };
     return cmocka_run_group_tests_name("broad", tests, NULL, NULL);
