@@ -14,9 +14,11 @@
 #include "alloc.h"
 #include "broad.h"
 
-static bool reserve_store(broad_store *st, const prox_allocator *al, int64_t count, int dim)
+static bool reserve_store(broad_store *st, const prox_allocator *al, int64_t count, int dim,
+                          bool levels)
 {
-    if (count <= st->capacity && (dim == 3) == (st->lo[2] != NULL))
+    if (count <= st->capacity && (dim == 3) == (st->lo[2] != NULL) &&
+        levels == (st->level != NULL))
         return true;
     prox_store_free(st, al);
     int64_t capacity = count > 0 ? count : 1;
@@ -27,7 +29,8 @@ static bool reserve_store(broad_store *st, const prox_allocator *al, int64_t cou
         ok = ok && st->lo[k] && st->hi[k];
     }
     st->id = prox_alloc_array(al, capacity, sizeof(uint32_t));
-    if (!ok || !st->id) {
+    st->level = levels ? prox_alloc_array(al, capacity, sizeof(uint8_t)) : NULL;
+    if (!ok || !st->id || (levels && !st->level)) {
         prox_store_free(st, al);
         return false;
     }
@@ -36,9 +39,9 @@ static bool reserve_store(broad_store *st, const prox_allocator *al, int64_t cou
 }
 
 bool prox_store_fill(broad_store *st, const prox_allocator *al, const prox_aabb *box,
-                     const uint32_t *id, int64_t count, int dim)
+                     const uint32_t *id, int64_t count, int dim, bool levels)
 {
-    if (!reserve_store(st, al, count, dim))
+    if (!reserve_store(st, al, count, dim, levels))
         return false;
     for (int k = 0; k < dim; k++) {
         double *lo = st->lo[k], *hi = st->hi[k];
@@ -73,6 +76,11 @@ static inline void swap_copies(broad_store *st, int64_t a, int64_t b, int dim)
     uint32_t id = st->id[a];
     st->id[a] = st->id[b];
     st->id[b] = id;
+    if (st->level) {
+        uint8_t level = st->level[a];
+        st->level[a] = st->level[b];
+        st->level[b] = level;
+    }
 }
 
 static void insertion_sort(broad_store *st, int64_t begin, int64_t end, int dim)
@@ -125,11 +133,13 @@ void prox_store_free(broad_store *st, const prox_allocator *al)
         prox_free(al, st->hi[k]);
     }
     prox_free(al, st->id);
+    prox_free(al, st->level);
     *st = (broad_store){0};
 }
 
 int64_t prox_store_bytes(const broad_store *st)
 {
     int axes = st->lo[2] ? 3 : st->lo[0] ? 2 : 0;
-    return st->capacity * (int64_t)(2 * axes * sizeof(double) + sizeof(uint32_t));
+    return st->capacity * (int64_t)(2 * axes * sizeof(double) + sizeof(uint32_t) +
+                                    (st->level ? sizeof(uint8_t) : 0));
 }

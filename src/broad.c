@@ -549,10 +549,34 @@ static inline __mmask8 segment8(const block8 *v, __mmask8 m, const query_shape *
 
 /* The copies of a run, eight at a time. dim is a constant in each call
  * below, so that the axis loops unroll and a block stays in registers. */
+/* Copies at..at+7 stored for another level than the run's (broad_run). */
+static inline __mmask8 level8(const broad_store *st, broad_run r, int64_t at, __mmask8 m)
+{
+    if (r.level == PROX_ANY_LEVEL)
+        return m;
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    __m128i level = _mm_maskz_loadu_epi8(m, st->level + at);
+    return (__mmask8)_mm_mask_cmpeq_epi8_mask(m, level, _mm_set1_epi8((char)r.level));
+#else
+    for (unsigned bits = m; bits; bits &= bits - 1)
+        if (st->level[at + __builtin_ctz(bits)] != r.level)
+            m &= (__mmask8)~(1u << __builtin_ctz(bits));
+    return m;
+#endif
+}
+
+/* A hit of a unique run (broad_run): no stamp to read or write. */
+static inline void emit_unique(int64_t q, bool self, uint32_t j, prox_emitter *e)
+{
+    if (!self || (int64_t)j > q)
+        prox_emit(e, (prox_index)q, (prox_index)j);
+}
+
 static inline int64_t test_run_in(const broad_store *st, broad_run r, const query_shape *s,
                                   int64_t q, bool self, uint32_t *stamp, uint32_t mark,
                                   prox_emitter *e, int dim)
 {
+    bool count_only = r.unique && !self && e->kind == PROX_SINK_COUNT;
     int64_t at = r.begin;
     for (; at < r.end && !e->stop; at += 8) {
         if (st->lo[0][at] > s->box.hi[0])
@@ -560,10 +584,21 @@ static inline int64_t test_run_in(const broad_store *st, broad_run r, const quer
         int live = r.end - at < 8 ? (int)(r.end - at) : 8;
         block8 v;
         __mmask8 m = overlap8(st, at, (__mmask8)((1u << live) - 1), s, dim, &v);
+        if (m)
+            m = level8(st, r, at, m);
         if (m && s->segment)
             m = segment8(&v, m, s, dim);
-        for (unsigned bits = m; bits; bits &= bits - 1)
-            emit_hit(q, self, st->id[at + __builtin_ctz(bits)], stamp, mark, e);
+        if (count_only) {
+            e->count += __builtin_popcount(m);
+            continue;
+        }
+        for (unsigned bits = m; bits; bits &= bits - 1) {
+            uint32_t j = st->id[at + __builtin_ctz(bits)];
+            if (r.unique)
+                emit_unique(q, self, j, e);
+            else
+                emit_hit(q, self, j, stamp, mark, e);
+        }
     }
     return (at < r.end ? at : r.end) - r.begin;
 }
@@ -587,9 +622,16 @@ static int64_t test_run(const prox_broad *b, const broad_store *st, broad_run r,
     for (; at < r.end && !e->stop; at++) {
         if (st->lo[0][at] > s->box.hi[0])
             break; /* copies ascend by lo[0]: none from here on overlaps */
+        if (r.level != PROX_ANY_LEVEL && st->level[at] != r.level)
+            continue;
         prox_aabb box = store_box(st, at, b->dim);
-        if (prox_aabb_overlap(&s->box, &box))
-            test_one(s, q, self, st->id[at], &box, stamp, mark, e);
+        if (!prox_aabb_overlap(&s->box, &box))
+            continue;
+        uint32_t j = st->id[at];
+        if (!r.unique)
+            test_one(s, q, self, j, &box, stamp, mark, e);
+        else if ((!self || (int64_t)j > q) && shape_hits(s, &box))
+            prox_emit(e, (prox_index)q, (prox_index)j);
     }
     return at - r.begin;
 }

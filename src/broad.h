@@ -52,14 +52,30 @@ typedef struct broad_input {
  * sequentially and tested in blocks. lo[2] and hi[2] are NULL in 2D. */
 typedef struct broad_store {
     double *lo[3], *hi[3];
-    uint32_t *id; /* the built box each copy is of */
+    uint32_t *id;   /* the built box each copy is of */
+    uint8_t *level; /* per copy, the level (size class) of the cell it was stored for,
+                       from the structure's finest; NULL when the structure keeps none */
     int64_t count, capacity;
 } broad_store;
 
+#define PROX_ANY_LEVEL 0xFFFFu
+
 /* Copies store->[begin, end) of a cell, candidates of the current query;
- * they ascend by lo[0] (prox_store_sort_runs). */
+ * they ascend by lo[0] (prox_store_sort_runs).
+ *
+ * level: the level of the cell the query visited; copies stored for
+ * another level (hash collisions: another cell's boxes in the same slot)
+ * are skipped, for the query finds them through their own cells.
+ * PROX_ANY_LEVEL: every copy is a candidate.
+ *
+ * unique: no box of the run can come again in this query (the query
+ * covers one cell of this level, so it meets each box of the level once;
+ * the structure stores a box once per slot). Its hits are emitted without
+ * the per-query stamps that otherwise drop repeats. */
 typedef struct broad_run {
     uint32_t begin, end;
+    uint16_t level;
+    bool unique;
 } broad_run;
 
 typedef struct broad_scratch {
@@ -88,17 +104,18 @@ static inline void prox_scratch_push(broad_scratch *s, uint32_t id)
 /* Room for one more run; false (and failed set) if memory ran out. */
 bool prox_scratch_reserve_run(broad_scratch *s);
 
-static inline void prox_scratch_push_run(broad_scratch *s, uint32_t begin, uint32_t end)
+static inline void prox_scratch_push_run(broad_scratch *s, broad_run run)
 {
-    if (begin < end && (s->nruns < s->runs_capacity || prox_scratch_reserve_run(s)))
-        s->runs[s->nruns++] = (broad_run){begin, end};
+    if (run.begin < run.end && (s->nruns < s->runs_capacity || prox_scratch_reserve_run(s)))
+        s->runs[s->nruns++] = run;
 }
 
 /* ---- the store (box_store.c) --------------------------------------------- */
 
-/* store[e] = a copy of box[id[e]] for e < count (dim 2 or 3). */
+/* store[e] = a copy of box[id[e]] for e < count (dim 2 or 3); with
+ * `levels`, room for the copies' levels (the caller sets them). */
 bool prox_store_fill(broad_store *st, const prox_allocator *al, const prox_aabb *box,
-                     const uint32_t *id, int64_t count, int dim);
+                     const uint32_t *id, int64_t count, int dim, bool levels);
 /* Orders the copies of each run start[r] .. start[r + 1] (r < runs) by
  * lo[0], ties by id: the order test_run (broad.c) relies on to stop a run
  * early. Every structure that pushes runs calls it after filling. */

@@ -79,6 +79,7 @@ typedef struct hh_node {
     int64_t cell[3];
     uint64_t key;
     int cls;
+    bool unique; /* the query covers this one cell of its class */
 } hh_node;
 
 typedef struct hier {
@@ -408,10 +409,27 @@ static bool reserve_sort_scratch(hier *h)
     return ok;
 }
 
+/* A box covering two cells that share a slot (fixed table) has two
+ * entries there; one is enough, and then a slot holds each box once (what
+ * lets a query that covers one cell of a class skip its stamps, broad.h).
+ * Entries are sorted by (slot, id), so repeats are neighbours. */
+static void drop_repeated_entries(hier *h)
+{
+    int64_t kept = 0;
+    for (int64_t e = 0; e < h->entries; e++)
+        if (kept == 0 || h->entry_key[e] != h->entry_key[kept - 1] ||
+            h->entry_id[e] != h->entry_id[kept - 1]) {
+            h->entry_key[kept] = h->entry_key[e];
+            h->entry_id[kept++] = h->entry_id[e];
+        }
+    h->entries = kept;
+}
+
 /* start[s] = the first entry of slot s or of a later one (entries sorted
  * by slot), so that slot s holds entries start[s] .. start[s + 1]. */
 static void set_slot_ranges(hier *h)
 {
+    drop_repeated_entries(h);
     int64_t e = 0;
     for (int64_t s = 0; s < h->slots; s++) {
         h->start[s] = (uint32_t)e;
@@ -437,13 +455,24 @@ static prox_status index_entries(hier *h, int threads)
     return PROX_OK;
 }
 
-/* The store follows the entries (sorted by slot). */
+/* Whether the store keeps each copy's class (broad_run.level), which
+ * needs the classes to fit its bytes. */
+static bool keeps_levels(const hier *h)
+{
+    return h->max_class - h->bottom < (int)UINT8_MAX;
+}
+
+/* The store follows the entries (sorted by slot), each copy with its class. */
 static prox_status fill_store(hier *h, const broad_input *in)
 {
-    if (!prox_store_fill(&h->store, h->allocator, in->box, h->entry_id, h->entries, in->dim))
+    bool levels = keeps_levels(h);
+    broad_store *st = &h->store;
+    if (!prox_store_fill(st, h->allocator, in->box, h->entry_id, h->entries, in->dim, levels))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld cell entries",
                          (long long)h->entries);
-    prox_store_sort_runs(&h->store, h->start, h->slots, in->dim);
+    for (int64_t e = 0; levels && e < h->entries; e++)
+        st->level[e] = (uint8_t)(class_of(h, &in->box[st->id[e]]) - h->bottom);
+    prox_store_sort_runs(st, h->start, h->slots, in->dim);
     return PROX_OK;
 }
 
@@ -495,9 +524,14 @@ static bool query_cells(const hier *h, const prox_aabb *q, box_cells *c)
     return true;
 }
 
-static void push_ids(const hier *h, int64_t slot, broad_scratch *s)
+/* The ids of `slot`, visited as cell n: the copies of n's class (with
+ * levels kept), and unique when the query covers n alone of its class. */
+static void push_ids(const hier *h, int64_t slot, const hh_node *n, broad_scratch *s)
 {
-    prox_scratch_push_run(s, h->start[slot], h->start[slot + 1]);
+    bool levels = h->store.level != NULL;
+    prox_scratch_push_run(s, (broad_run){h->start[slot], h->start[slot + 1],
+                                         levels ? (uint16_t)(n->cls - h->bottom) : PROX_ANY_LEVEL,
+                                         levels && n->unique});
 }
 
 /* Push the cells of class cls (children of `parent`, or the top cells when
@@ -507,16 +541,17 @@ static int64_t push_cells(const hier *h, const box_cells *q, int cls, const hh_n
 {
     int shift = cls - h->bottom;
     int64_t lo[3], hi[3];
+    hh_node n = {.cls = cls, .unique = true};
     for (int k = 0; k < 3; k++) {
         lo[k] = cell_at(q->lo[k], shift);
         hi[k] = cell_at(q->hi[k], shift);
+        n.unique = n.unique && lo[k] == hi[k];
         if (parent) {
             lo[k] = lo[k] > 2 * parent->cell[k] ? lo[k] : 2 * parent->cell[k];
             hi[k] = hi[k] < 2 * parent->cell[k] + 1 ? hi[k] : 2 * parent->cell[k] + 1;
         }
     }
     uint64_t base = parent ? parent->key : 0;
-    hh_node n = {.cls = cls};
     for (n.cell[2] = hi[2]; n.cell[2] >= lo[2]; n.cell[2]--)
         for (n.cell[1] = hi[1]; n.cell[1] >= lo[1]; n.cell[1]--)
             for (n.cell[0] = hi[0]; n.cell[0] >= lo[0]; n.cell[0]--) {
@@ -555,7 +590,7 @@ static int64_t push_start(const hier *h, const box_cells *q, hh_node *stack, int
     if (cls >= h->top || cells > most)
         return push_cells(h, q, h->top, NULL, stack, 0);
     int64_t top = 0;
-    hh_node n = {.cls = cls};
+    hh_node n = {.cls = cls, .unique = cells == 1};
     for (n.cell[2] = hi[2]; n.cell[2] >= lo[2]; n.cell[2]--)
         for (n.cell[1] = hi[1]; n.cell[1] >= lo[1]; n.cell[1]--)
             for (n.cell[0] = hi[0]; n.cell[0] >= lo[0]; n.cell[0]--) {
@@ -603,7 +638,10 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
     budget = budget < h->n + 64 ? budget : h->n + 64;
     while (top > 0) {
         --top;
-        hh_node n = {.key = stack[top].key, .cls = stack[top].cls};
+        /* field by field: a whole-node copy is one wide load of what
+         * push_cells just stored in narrow pieces, which the store buffer
+         * cannot forward (a stall per node) */
+        hh_node n = {.key = stack[top].key, .cls = stack[top].cls, .unique = stack[top].unique};
         for (int k = 0; k < 3; k++)
             n.cell[k] = stack[top].cell[k];
         if (--budget < 0) {
@@ -614,7 +652,7 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
         int64_t at = find_slot(h, n.key);
         if (at < 0)
             continue;
-        push_ids(h, at, s);
+        push_ids(h, at, &n, s);
         if ((h->tag[at] & TAG_CHILDREN) && n.cls > h->bottom)
             top = push_cells(h, &qc, n.cls - 1, &n, stack, top);
     }

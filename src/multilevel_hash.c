@@ -301,7 +301,7 @@ prox_status prox_levels_build(void **impl, const broad_input *in, const double *
     fill_entries(t, in);
     prox_radix_sort64(t->keys, t->ids, t->tmp_keys, t->tmp_ids, t->entries, in->threads);
     index_slots(t);
-    if (!prox_store_fill(&t->store, in->allocator, in->box, t->ids, t->entries, in->dim))
+    if (!prox_store_fill(&t->store, in->allocator, in->box, t->ids, t->entries, in->dim, false))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld cell entries",
                          (long long)t->entries);
     prox_store_sort_runs(&t->store, t->slot_start, t->slots, in->dim);
@@ -340,7 +340,8 @@ static void gather_level(const levels *t, int L, const prox_aabb *q, broad_scrat
         for (int64_t y = lo[1]; y <= hi[1]; y++)
             for (int64_t x = lo[0]; x <= hi[0]; x++) {
                 uint64_t slot = slot_of(t, L, x, y, z);
-                prox_scratch_push_run(s, t->slot_start[slot], t->slot_start[slot + 1]);
+                prox_scratch_push_run(s, (broad_run){t->slot_start[slot], t->slot_start[slot + 1],
+                                                      PROX_ANY_LEVEL, false});
             }
 }
 
