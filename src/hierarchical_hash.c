@@ -534,28 +534,37 @@ static void push_ids(const hier *h, int64_t slot, const hh_node *n, broad_scratc
                                          levels && n->unique});
 }
 
-/* Push the cells of class cls (children of `parent`, or the top cells when
- * parent is NULL) that the query covers. */
-static int64_t push_cells(const hier *h, const box_cells *q, int cls, const hh_node *parent,
-                          hh_node *stack, int64_t top)
+/* The cells lo .. hi of class cls that the query covers (children of
+ * `parent` only, when there is one); returns how many. n gets cls and
+ * whether the query covers one cell of the class in all. */
+static int64_t covered_cells(const hier *h, const box_cells *q, int cls, const hh_node *parent,
+                             int64_t lo[3], int64_t hi[3], hh_node *n)
 {
     int shift = cls - h->bottom;
-    int64_t lo[3], hi[3];
-    hh_node n = {.cls = cls, .unique = true};
+    int64_t count = 1;
+    *n = (hh_node){.cls = cls, .unique = true};
     for (int k = 0; k < 3; k++) {
         lo[k] = cell_at(q->lo[k], shift);
         hi[k] = cell_at(q->hi[k], shift);
-        n.unique = n.unique && lo[k] == hi[k];
+        n->unique = n->unique && lo[k] == hi[k];
         if (parent) {
             lo[k] = lo[k] > 2 * parent->cell[k] ? lo[k] : 2 * parent->cell[k];
             hi[k] = hi[k] < 2 * parent->cell[k] + 1 ? hi[k] : 2 * parent->cell[k] + 1;
         }
+        count *= hi[k] - lo[k] + 1;
     }
-    uint64_t base = parent ? parent->key : 0;
+    return count;
+}
+
+/* Push the cells lo .. hi (n: their class; parent_key: their parent's
+ * key, 0 at the top class). */
+static int64_t push_cells(const hier *h, const int64_t lo[3], const int64_t hi[3], hh_node n,
+                          uint64_t parent_key, hh_node *stack, int64_t top)
+{
     for (n.cell[2] = hi[2]; n.cell[2] >= lo[2]; n.cell[2]--)
         for (n.cell[1] = hi[1]; n.cell[1] >= lo[1]; n.cell[1]--)
             for (n.cell[0] = hi[0]; n.cell[0] >= lo[0]; n.cell[0]--) {
-                n.key = base + cell_hash(cls, n.cell);
+                n.key = parent_key + cell_hash(n.cls, n.cell);
                 /* its lookup comes later: start the likely cache misses now */
                 uint64_t slot = home_slot(h, n.key);
                 __builtin_prefetch(&h->tag[slot]);
@@ -580,21 +589,18 @@ static uint64_t key_of(const hier *h, int cls, const int64_t cell[3])
  * only hold flags), when the query covers at most `most` of its cells. */
 static int64_t push_start(const hier *h, const box_cells *q, hh_node *stack, int64_t most)
 {
-    int cls = h->max_class, shift = cls - h->bottom;
-    int64_t lo[3], hi[3], cells = 1;
-    for (int k = 0; k < 3; k++) {
-        lo[k] = cell_at(q->lo[k], shift);
-        hi[k] = cell_at(q->hi[k], shift);
-        cells *= hi[k] - lo[k] + 1;
+    int64_t lo[3], hi[3];
+    hh_node n;
+    int64_t cells = covered_cells(h, q, h->max_class, NULL, lo, hi, &n);
+    if (h->max_class >= h->top || cells > most) {
+        covered_cells(h, q, h->top, NULL, lo, hi, &n);
+        return push_cells(h, lo, hi, n, 0, stack, 0);
     }
-    if (cls >= h->top || cells > most)
-        return push_cells(h, q, h->top, NULL, stack, 0);
     int64_t top = 0;
-    hh_node n = {.cls = cls, .unique = cells == 1};
     for (n.cell[2] = hi[2]; n.cell[2] >= lo[2]; n.cell[2]--)
         for (n.cell[1] = hi[1]; n.cell[1] >= lo[1]; n.cell[1]--)
             for (n.cell[0] = hi[0]; n.cell[0] >= lo[0]; n.cell[0]--) {
-                n.key = key_of(h, cls, n.cell);
+                n.key = key_of(h, n.cls, n.cell);
                 stack[top++] = n;
             }
     return top;
@@ -644,17 +650,31 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
         hh_node n = {.key = stack[top].key, .cls = stack[top].cls, .unique = stack[top].unique};
         for (int k = 0; k < 3; k++)
             n.cell[k] = stack[top].cell[k];
-        if (--budget < 0) {
-            push_all(h, s, count, nruns);
-            return;
+        /* visit n; while the query covers one child of it, visit that child
+         * next without the stack (the order is the same) */
+        for (;;) {
+            if (--budget < 0) {
+                push_all(h, s, count, nruns);
+                return;
+            }
+            s->cells_visited++;
+            int64_t at = find_slot(h, n.key);
+            if (at < 0)
+                break;
+            push_ids(h, at, &n, s);
+            if (!(h->tag[at] & TAG_CHILDREN) || n.cls == h->bottom)
+                break;
+            int64_t lo[3], hi[3];
+            hh_node child;
+            if (covered_cells(h, &qc, n.cls - 1, &n, lo, hi, &child) > 1) {
+                top = push_cells(h, lo, hi, child, n.key, stack, top);
+                break;
+            }
+            for (int k = 0; k < 3; k++)
+                child.cell[k] = lo[k];
+            child.key = n.key + cell_hash(child.cls, child.cell);
+            n = child;
         }
-        s->cells_visited++;
-        int64_t at = find_slot(h, n.key);
-        if (at < 0)
-            continue;
-        push_ids(h, at, &n, s);
-        if ((h->tag[at] & TAG_CHILDREN) && n.cls > h->bottom)
-            top = push_cells(h, &qc, n.cls - 1, &n, stack, top);
     }
 }
 
