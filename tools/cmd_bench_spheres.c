@@ -46,6 +46,8 @@ static const char usage[] =
     "      --runs R       runs per measurement; the tables show medians (default 5)\n"
     "      --borrow       Tables 2, 3: the structures read the input boxes in place\n"
     "                     (prox_broad_desc.borrow_boxes) instead of copying them\n"
+    "      --unsorted     Tables 2, 3: pairs in the structure's order\n"
+    "                     (prox_sink_unsorted) instead of sorted by (i, j)\n"
     "  -h, --help         this help\n"
     "\n"
     "Table 1 columns: sub_per_N (records after splitting / N), Vn_Ve (enclosing\n"
@@ -89,20 +91,20 @@ typedef struct bench_options {
     double d[MAX_D];
     int ds;
     int table, threads, runs;
-    bool borrow;
+    bool borrow, unsorted;
     uint64_t seed;
     const char *algo;
 } bench_options;
 
 enum { OPT_N = 1, OPT_D, OPT_TABLE, OPT_ALGO, OPT_SEED, OPT_THREADS, OPT_RUNS, OPT_BORROW,
-       OPT_HELP };
+       OPT_UNSORTED, OPT_HELP };
 
 static const opt_spec specs[] = {
     { "n", 'n', true, OPT_N },         { "d", 0, true, OPT_D },
     { "table", 0, true, OPT_TABLE },   { "algo", 0, true, OPT_ALGO },
     { "seed", 's', true, OPT_SEED },   { "threads", 't', true, OPT_THREADS },
     { "runs", 0, true, OPT_RUNS },     { "borrow", 0, false, OPT_BORROW },
-    { "help", 'h', false, OPT_HELP },
+    { "unsorted", 0, false, OPT_UNSORTED }, { "help", 'h', false, OPT_HELP },
 };
 
 static bool parse_options(int argc, char **argv, bench_options *o)
@@ -133,6 +135,7 @@ static bool parse_options(int argc, char **argv, bench_options *o)
         case OPT_THREADS: o->threads = (int)parse_count(&p, v, 0, 4096); break;
         case OPT_RUNS: o->runs = (int)parse_count(&p, v, 1, 1000); break;
         case OPT_BORROW: o->borrow = true; break;
+        case OPT_UNSORTED: o->unsorted = true; break;
         case OPT_HELP: return false;
         }
     }
@@ -271,7 +274,8 @@ static row measure(const variant *v, const bench_options *o, const double *b, in
         double c0 = cpu_seconds(), t0 = now_seconds();
         if (!st) st = prox_broad_build(br, &boxes);
         double t1 = now_seconds();
-        if (!st) st = prox_broad_pairs(br, prox_sink_buffer(&buf), &stats);
+        prox_sink sink = prox_sink_buffer(&buf);
+        if (!st) st = prox_broad_pairs(br, o->unsorted ? prox_sink_unsorted(sink) : sink, &stats);
         double t2 = now_seconds(), c2 = cpu_seconds();
         if (st) {
             fprintf(stderr, "prox: bench: %s: %s\n", v->name, prox_last_error());
@@ -387,9 +391,10 @@ int cmd_bench_spheres(int argc, char **argv)
     printf("workload: spheres3d (W3) seed=%llu; seed 003 Tables 2 and 3\n",
            (unsigned long long)o.seed);
     printf("threads: %d; times in seconds, median of %d runs; each structure in its own "
-           "process%s\n",
+           "process%s%s\n",
            effective_threads(o.threads), o.runs,
-           o.borrow ? "; boxes read in place (--borrow)" : "");
+           o.borrow ? "; boxes read in place (--borrow)" : "",
+           o.unsorted ? "; pairs in the structures' order (--unsorted)" : "");
     bool agree = true;
     for (int k = 0; k < o.sizes; k++)
         agree = table2_size(&o, o.n[k], o.d[0]) && agree;

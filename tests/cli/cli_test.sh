@@ -624,6 +624,20 @@ t_bench_mixed2d_algos() {
     expect_fail 2 "octree" out.txt "$PROX" bench mixed2d --n 500 --queries 2000 --algos grid,octree
 }
 
+# --unsorted delivers the same pairs in the structures' order: the tables
+# agree on every count.
+t_bench_spheres3d_unsorted() {
+    run "$PROX" bench spheres3d --n 3000 --runs 1 --algo grid
+    expect_exit 0 || return 1
+    cp stdout sorted.txt
+    run "$PROX" bench spheres3d --n 3000 --runs 1 --algo grid --unsorted
+    expect_exit 0 || return 1
+    grep -F -q -- "(--unsorted)" stdout || { why="no mention of --unsorted: $(cat stdout)"; return 1; }
+    counts() { grep -F "| grid |" "$1" | awk -F'|' '{print $8, $9, $10}'; }
+    [ -n "$(counts sorted.txt)" ] && [ "$(counts sorted.txt)" = "$(counts stdout)" ] ||
+        { why="counts differ: '$(counts sorted.txt)' vs '$(counts stdout)'"; return 1; }
+}
+
 t_collide_binary_and_stdin() {
     "$PROX" gen mixed2d --n 800 --queries 0 -o bin.txt || { why="gen text failed"; return 1; }
     "$PROX" gen mixed2d --n 800 --queries 0 -o bin.f64 || { why="gen binary failed"; return 1; }
@@ -701,6 +715,7 @@ check err_collide_kdtree_options t_err_collide_kdtree_options
 check err_query_usage t_err_query_usage
 check bench_mixed2d_small t_bench_mixed2d_small
 check bench_mixed2d_algos t_bench_mixed2d_algos
+check bench_spheres3d_unsorted t_bench_spheres3d_unsorted
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
