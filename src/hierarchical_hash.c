@@ -281,17 +281,18 @@ static void insert_walk(hier *h, const box_cells *b, int cls, const int64_t cell
                 insert_walk(h, b, cls - 1, child, key + cell_hash(cls - 1, child), target, id);
 }
 
-static box_cells cells_of(const hier *h, const prox_aabb *box)
+/* The cells of the bottom class that box covers, clipped to the data
+ * (written in place: built on the stack and copied, the struct's narrow
+ * stores were read back wide, a stall per query). */
+static inline void cells_of(const hier *h, const prox_aabb *box, box_cells *c)
 {
-    box_cells c;
     for (int k = 0; k < 3; k++) {
         double lo = box->lo[k] - h->origin[k], hi = box->hi[k] - h->origin[k];
         lo = lo < 0 ? 0 : lo > h->umax[k] ? h->umax[k] : lo;
         hi = hi < 0 ? 0 : hi > h->umax[k] ? h->umax[k] : hi;
-        c.lo[k] = prox_cell_floor(lo * h->inv_bottom);
-        c.hi[k] = prox_cell_floor(hi * h->inv_bottom);
+        c->lo[k] = prox_cell_floor(lo * h->inv_bottom);
+        c->hi[k] = prox_cell_floor(hi * h->inv_bottom);
     }
-    return c;
 }
 
 static double cells_at(const box_cells *b, int shift)
@@ -311,7 +312,8 @@ static int class_of(const hier *h, const prox_aabb *box)
 
 static void insert_box(hier *h, const prox_aabb *box, uint32_t id)
 {
-    box_cells b = cells_of(h, box);
+    box_cells b;
+    cells_of(h, box, &b);
     int target = class_of(h, box);
     if (cells_at(&b, target - h->bottom) > MAX_CELLS_PER_BOX) {
         void *p = h->oversize;
@@ -367,7 +369,8 @@ static int64_t count_entries(const hier *h, const broad_input *in)
 {
     double cells = 0.0;
     for (int64_t i = 0; i < in->n; i++) {
-        box_cells b = cells_of(h, &in->box[i]);
+        box_cells b;
+        cells_of(h, &in->box[i], &b);
         double c = cells_at(&b, class_of(h, &in->box[i]) - h->bottom);
         cells += c > MAX_CELLS_PER_BOX ? 0.0 : c;
     }
@@ -520,7 +523,7 @@ static bool query_cells(const hier *h, const prox_aabb *q, box_cells *c)
     for (int k = 0; k < 3; k++)
         if (q->hi[k] - h->origin[k] < 0 || q->lo[k] - h->origin[k] > h->umax[k])
             return false;
-    *c = cells_of(h, q);
+    cells_of(h, q, c);
     return true;
 }
 
@@ -702,7 +705,9 @@ static bool same_cells(const hier *h, const prox_aabb *a, const prox_aabb *b)
     int ca = class_of(h, a), cb = class_of(h, b);
     if (ca != cb)
         return false;
-    box_cells x = cells_of(h, a), y = cells_of(h, b);
+    box_cells x, y;
+    cells_of(h, a, &x);
+    cells_of(h, b, &y);
     int shift = ca - h->bottom;
     for (int k = 0; k < 3; k++)
         if (cell_at(x.lo[k], shift) != cell_at(y.lo[k], shift) ||
