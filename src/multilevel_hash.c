@@ -16,9 +16,11 @@
  * per stored cell, where slot = hash(level, cell) (Eq. 3 with the level
  * mixed in, so that cell (0,0,0) of each level does not collide) reduced
  * to a power-of-two table; entries are radix-sorted by slot, and
- * slot_start[s] .. slot_start[s+1] are the boxes of slot s. Colliding cells
- * share a slot: that costs candidates, never correctness, since the front
- * tests every candidate exactly.
+ * slot_start[s] .. slot_start[s+1] are the boxes of slot s (each once).
+ * Colliding cells share a slot: that costs candidates, never correctness,
+ * since the front tests every candidate exactly; the store keeps each
+ * copy's level, so that copies of another level are skipped and a query
+ * covering one cell of a level meets its boxes once (broad.h).
  *
  * The table length (desc.table_size, or 2 x the entries) is rounded up to
  * a power of two.
@@ -209,6 +211,22 @@ static void fill_entries(levels *t, const broad_input *in)
     }
 }
 
+/* A box covering two cells that share a slot has two entries there; one
+ * is enough, and then a slot holds each box once (what lets a query that
+ * covers one cell of a level skip its stamps, broad.h). Entries are sorted
+ * by slot and, within a slot, by box (filled in box order, sorted stably),
+ * so repeats are neighbours. */
+static void drop_repeated_entries(levels *t)
+{
+    int64_t kept = 0;
+    for (int64_t e = 0; e < t->entries; e++)
+        if (kept == 0 || t->keys[e] != t->keys[kept - 1] || t->ids[e] != t->ids[kept - 1]) {
+            t->keys[kept] = t->keys[e];
+            t->ids[kept++] = t->ids[e];
+        }
+    t->entries = kept;
+}
+
 /* slot_start[s] = first entry of slot s (entries sorted by slot). */
 static void index_slots(levels *t)
 {
@@ -300,11 +318,16 @@ prox_status prox_levels_build(void **impl, const broad_input *in, const double *
     group_by_level(t, in);
     fill_entries(t, in);
     prox_radix_sort64(t->keys, t->ids, t->tmp_keys, t->tmp_ids, t->entries, in->threads);
+    drop_repeated_entries(t);
     index_slots(t);
-    if (!prox_store_fill(&t->store, in->allocator, in->box, t->ids, t->entries, in->dim, false))
+    bool levels_kept = nlevels < UINT8_MAX; /* each copy's level, for unique runs */
+    broad_store *store = &t->store;
+    if (!prox_store_fill(store, in->allocator, in->box, t->ids, t->entries, in->dim, levels_kept))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory copying %lld cell entries",
                          (long long)t->entries);
-    prox_store_sort_runs(&t->store, t->slot_start, t->slots, in->dim);
+    for (int64_t e = 0; levels_kept && e < t->entries; e++)
+        store->level[e] = (uint8_t)t->box_level[store->id[e]];
+    prox_store_sort_runs(store, t->slot_start, t->slots, in->dim);
     return PROX_OK;
 }
 
@@ -336,12 +359,16 @@ static void gather_level(const levels *t, int L, const prox_aabb *q, broad_scrat
         return;
     }
     s->cells_visited += (int64_t)cells;
+    /* one cell of the level: its boxes of the level come once (broad.h) */
+    bool levels_kept = t->store.level != NULL;
+    uint16_t level = levels_kept ? (uint16_t)L : PROX_ANY_LEVEL;
+    bool unique = levels_kept && cells == 1.0;
     for (int64_t z = lo[2]; z <= hi[2]; z++)
         for (int64_t y = lo[1]; y <= hi[1]; y++)
             for (int64_t x = lo[0]; x <= hi[0]; x++) {
                 uint64_t slot = slot_of(t, L, x, y, z);
                 prox_scratch_push_run(s, (broad_run){t->slot_start[slot], t->slot_start[slot + 1],
-                                                      PROX_ANY_LEVEL, false});
+                                                      level, unique});
             }
 }
 
