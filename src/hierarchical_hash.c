@@ -66,14 +66,17 @@
 
 #define MAX_CELLS_PER_BOX 1024
 
-/* A slot is a tag (4 bytes: the build's frame and hasChildren, all a
- * lookup reads for an absent cell, so the tags of a large table stay in
- * cache) and where its ids start: the ids of slot s are entries
+/* A slot is a tag (1 byte: the build's frame, 1-127, and hasChildren; all
+ * a lookup reads for an absent cell, so that the tags of a large table stay
+ * in cache) and where its ids start: the ids of slot s are entries
  * start[s] .. start[s + 1] (entries sorted by slot; 4 bytes a slot, as the
- * multilevel table). */
+ * multilevel table). The frames wrap every 127 builds, and the tags are
+ * then cleared (a memset of one byte per slot). Bytes instead of 4-byte
+ * tags: W4 N = 10,000 0.285 -> 0.275 s (scratch driver, best of 6
+ * alternated rounds) and 3 bytes a slot less. */
 
 #define TAG_CHILDREN 1u
-#define FRAME_LIMIT (1u << 31)
+#define FRAME_LIMIT (1u << 7)
 
 typedef struct hh_node {
     int64_t cell[3];
@@ -88,7 +91,7 @@ typedef struct hier {
     double origin[3], umax[3];
     double inv_bottom; /* 2^-bottom */
     /* the table */
-    uint32_t *tag;      /* frame << 1 | hasChildren; valid when tag >> 1 == frame */
+    uint8_t *tag;       /* frame << 1 | hasChildren; valid when tag >> 1 == frame */
     uint32_t *start;    /* slots + 1 */
     uint64_t *slot_key; /* growable only */
     int64_t slots, used, slot_capacity, key_capacity;
@@ -149,14 +152,14 @@ static bool allocate_table(hier *h, int64_t slots)
     prox_free(h->allocator, h->tag);
     prox_free(h->allocator, h->start);
     prox_free(h->allocator, h->slot_key);
-    h->tag = prox_alloc_array(h->allocator, slots, sizeof(uint32_t));
+    h->tag = prox_alloc_array(h->allocator, slots, sizeof(uint8_t));
     h->start = prox_alloc_array(h->allocator, slots + 1, sizeof(uint32_t));
     h->slot_key = h->growable ? prox_alloc_array(h->allocator, slots, sizeof(uint64_t)) : NULL;
     if (!h->tag || !h->start || (h->growable && !h->slot_key)) {
         h->slots = h->slot_capacity = h->key_capacity = 0;
         return false;
     }
-    memset(h->tag, 0, (size_t)slots * sizeof(uint32_t));
+    memset(h->tag, 0, (size_t)slots * sizeof(uint8_t));
     memset(h->start, 0, (size_t)(slots + 1) * sizeof(uint32_t));
     h->slots = h->slot_capacity = slots;
     h->key_capacity = h->growable ? slots : 0;
@@ -173,7 +176,7 @@ static int64_t claim_slot(hier *h, uint64_t key);
  * table starts a fresh frame). */
 static bool grow_table(hier *h)
 {
-    uint32_t *old = h->tag;
+    uint8_t *old = h->tag;
     uint32_t *old_start = h->start;
     uint64_t *old_key = h->slot_key;
     int64_t old_slots = h->slots;
@@ -209,7 +212,7 @@ static int64_t claim_slot(hier *h, uint64_t key)
     } else if (slot_valid(h, s)) {
         return (int64_t)s;
     }
-    h->tag[s] = h->frame << 1;
+    h->tag[s] = (uint8_t)(h->frame << 1);
     h->used++;
     return (int64_t)s;
 }
@@ -395,8 +398,8 @@ static bool prepare_table(hier *h, const broad_input *in)
         h->growable = growable;
         return allocate_table(h, want);
     }
-    if (++h->frame == FRAME_LIMIT) { /* 2^31 builds: clear once */
-        memset(h->tag, 0, (size_t)h->slots * sizeof(uint32_t));
+    if (++h->frame == FRAME_LIMIT) { /* every 127 builds: clear once */
+        memset(h->tag, 0, (size_t)h->slots * sizeof(uint8_t));
         h->frame = 1;
     }
     return true;
@@ -868,7 +871,7 @@ static int64_t hier_bytes(const void *impl)
     const hier *h = impl;
     if (!h)
         return 0;
-    return (int64_t)sizeof *h + (h->slot_capacity + 1) * (int64_t)(2 * sizeof(uint32_t)) +
+    return (int64_t)sizeof *h + (h->slot_capacity + 1) * (int64_t)(sizeof(uint8_t) + sizeof(uint32_t)) +
            h->key_capacity * 8 + (h->entry_key_cap + h->tmp_key_cap) * 8 +
            (h->entry_id_cap + h->tmp_id_cap) * 4 + h->oversize_cap * 4 + h->changed_cap +
            prox_store_bytes(&h->store);

@@ -392,6 +392,42 @@ static void queries_after_a_move_see_the_moved_box(void **state)
     }
 }
 
+/* Hundreds of rebuilds of one object: the hierarchical table's timestamps
+ * (section 4.3) wrap around and the table is cleared; no cell of an old
+ * build may survive it. Two scenes alternate, and every build's pairs
+ * must equal brute force's over the scene just built. */
+static void many_rebuilds_wrap_the_timestamps(void **state)
+{
+    (void)state;
+    scene sc[2];
+    scene_make(&sc[0], SCENE_MIXED, 2, false, 200, 10);
+    scene_make(&sc[1], SCENE_OFFSET, 2, false, 150, 10);
+    int64_t want[2];
+    for (int k = 0; k < 2; k++) {
+        result r;
+        run_all_sinks(&BRUTE, &sc[k], Q_PAIRS, 1, &r, "brute");
+        want[k] = r.buffer.count;
+        result_free(&r);
+    }
+    for (int k = 0; k < CONFIG_COUNT; k++) {
+        const config *cfg = &CONFIGS[k];
+        if (cfg->algo != PROX_BROAD_HIERARCHICAL)
+            continue;
+        prox_broad *b = create(cfg, 1);
+        for (int round = 0; round < 300; round++) {
+            prox_boxes v = box_view(&sc[round & 1].boxes, false);
+            CHECK_STATUS(prox_broad_build(b, &v), PROX_OK, cfg->name);
+            prox_stats st;
+            CHECK_STATUS(prox_broad_pairs(b, prox_sink_count(), &st), PROX_OK, cfg->name);
+            CHECK(st.pairs == want[round & 1], cfg->name, "build %d: %lld pairs, expected %lld",
+                  round, (long long)st.pairs, (long long)want[round & 1]);
+        }
+        prox_broad_destroy(b);
+    }
+    scene_free(&sc[0]);
+    scene_free(&sc[1]);
+}
+
 /* Updates: moves inside cells, moves across cells, boxes added and removed,
  * many moved, a box leaving the data's extent; after each, every query
  * kind equals brute force over the new boxes, and the hierarchical hash
@@ -712,6 +748,7 @@ int main(void)
         cmocka_unit_test(results_do_not_depend_on_threads),
         cmocka_unit_test(callback_can_stop_early),
         cmocka_unit_test(rebuilds_and_updates_forget_old_boxes),
+        cmocka_unit_test(many_rebuilds_wrap_the_timestamps),
         cmocka_unit_test(stats_are_consistent),
         cmocka_unit_test(updates_match_brute_force),
         cmocka_unit_test(queries_after_a_move_see_the_moved_box),
