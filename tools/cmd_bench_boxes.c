@@ -36,7 +36,8 @@ static const char usage[] =
     "machine the wall clock also counts other programs), median; candidates (exact tests); hits (segment-box intersections);\n"
     "broad_hits (boxes overlapping a segment's bounding box); hit_fraction\n"
     "(segments hitting at least one box: Figure 4's x axis); cells (occupied);\n"
-    "cells_visited (lookups); struct_MB (the structure's memory); peak_MB (peak\n"
+    "cells_visited (lookups); struct_MB (the structure's memory, with the\n"
+    "front's 48-byte copy of each box); peak_MB (peak\n"
     "RSS so far). Brute force runs only when N * Q <= 2e9.\n"
     "Exit status 1 if the structures disagree.\n";
 
@@ -238,7 +239,7 @@ int cmd_bench_boxes(int argc, char **argv)
         agree = agree && (expected < 0 || expected == first.stats.pairs);
         expected = first.stats.pairs;
         prox_broad_destroy(b);
-        printf("| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %lld | %lld | %lld | %lld | %.1f | %.1f |\n",
+        printf("| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %lld | %lld | %lld | %lld | %.3f | %.1f |\n",
                variants[v].name, median(times, o.runs), median(times + o.runs, o.runs),
                median(times + 2 * o.runs, o.runs), median(times + 3 * o.runs, o.runs),
                first.build_s + first.query_s,
