@@ -200,9 +200,9 @@ static void sort_short_row(row_box *box, float *x_lo, int64_t count)
     memcpy(box, sorted, (size_t)count * sizeof *box);
 }
 
-static void sort_row(box_rows *r, int64_t row)
+/* The row of `count` boxes from position `first`. */
+static void sort_row(box_rows *r, int64_t first, int64_t count)
 {
-    int64_t first = r->start[row], count = r->start[row + 1] - first;
     row_box *box = r->box + first;
     if (count <= SHORT_ROW) {
         sort_short_row(box, r->x_lo + first, count);
@@ -219,7 +219,6 @@ static bool reserve(box_rows *r, const broad_input *in)
     int64_t n = in->n;
     return prox_reserve(al, (void **)&r->box, &r->box_capacity, n, sizeof *r->box) &&
            prox_reserve(al, (void **)&r->x_lo, &r->x_lo_capacity, n, sizeof *r->x_lo) &&
-           prox_reserve(al, (void **)&r->key, &r->key_capacity, n, sizeof *r->key) &&
            prox_reserve(al, (void **)&r->start, &r->start_capacity, r->rows + 1,
                         sizeof *r->start);
 }
@@ -233,79 +232,99 @@ static bool reserve(box_rows *r, const broad_input *in)
 #define GROUPS 1024
 #define GROUP_SHARE 8
 
-/* start[row] = the first position of the row, start[rows] = n. */
-static void count_rows(box_rows *r, int64_t n)
+/* The `count` boxes of group rows [row0, row0 + nrows), in id order in
+ * `from` (slot `row` set), which start at position `first`: their rows'
+ * starts counted here (start[row0 ..]), then each box written to its row
+ * and the rows sorted. Returns how many of the rows hold a box. */
+static int64_t place_group(box_rows *r, const row_box *from, int64_t count, int64_t first,
+                           int64_t row0, int64_t nrows, uint32_t *cursor)
+{
+    uint32_t *start = r->start + row0;
+    memset(cursor, 0, (size_t)nrows * sizeof *cursor);
+    for (int64_t k = 0; k < count; k++)
+        cursor[from[k].row - row0]++;
+    int64_t at = first, occupied = 0;
+    for (int64_t j = 0; j < nrows; j++) {
+        uint32_t c = cursor[j];
+        occupied += c > 0;
+        start[j] = cursor[j] = (uint32_t)at;
+        at += c;
+    }
+    for (int64_t k = 0; k < count; k++)
+        r->box[cursor[from[k].row - row0]++] = from[k];
+    /* the cursors now stand at the rows' ends (the next group's starts may
+     * not be written yet) */
+    for (int64_t j = 0; j < nrows; j++)
+        sort_row(r, start[j], cursor[j] - start[j]);
+    return occupied;
+}
+
+/* One pass: each box, read in input order, straight to its row (the rows
+ * counted first), then every row sorted. For uneven data, where a group
+ * would hold most boxes. */
+static void place_directly(box_rows *r, const broad_input *in, int threads)
 {
     uint32_t *start = r->start;
+    int64_t n = in->n;
     memset(start, 0, (size_t)(r->rows + 1) * sizeof *start);
     for (int64_t i = 0; i < n; i++)
-        start[r->key[i] + 1]++;
+        start[row_of(r, &in->box[i]) + 1]++;
     r->occupied = 0;
     for (int64_t row = 0; row < r->rows; row++) {
         r->occupied += start[row + 1] > 0;
         start[row + 1] += start[row];
     }
-}
-
-/* The `count` boxes of rows [row0, row0 + nrows), in id order in `from`,
- * written to their rows (slot `row`), which are then sorted. */
-static void place_group(box_rows *r, const row_box *from, int64_t count, int64_t row0,
-                        int64_t nrows, uint32_t *cursor)
-{
-    memcpy(cursor, r->start + row0, (size_t)nrows * sizeof *cursor);
-    for (int64_t k = 0; k < count; k++)
-        r->box[cursor[from[k].row - row0]++] = from[k];
-    for (int64_t row = row0; row < row0 + nrows; row++)
-        sort_row(r, row);
-}
-
-/* One pass: each box, read in input order, straight to its row (the rows'
- * starts as cursors, shifted back after); then every row sorted. For
- * uneven data, where a group would hold most boxes. */
-static void place_directly(box_rows *r, const broad_input *in, int threads)
-{
-    uint32_t *start = r->start;
-    for (int64_t i = 0; i < in->n; i++) {
+    for (int64_t i = 0; i < n; i++) { /* start[row] as the row's cursor */
         row_box x = row_box_of(r, &in->box[i], (uint32_t)i);
-        x.row = r->key[i];
+        x.row = (uint32_t)row_of(r, &in->box[i]);
         r->box[start[x.row]++] = x;
     }
     memmove(start + 1, start, (size_t)r->rows * sizeof *start);
     start[0] = 0;
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 256)
     for (int64_t row = 0; row < r->rows; row++)
-        sort_row(r, row);
+        sort_row(r, start[row], start[row + 1] - start[row]);
+}
+
+/* Each thread's count of its block of the input per group (at[t][g]), the
+ * rows computed from the boxes (no array of them is kept). */
+static void count_groups(const box_rows *r, const broad_input *in, int threads, int shift,
+                         int64_t (*at)[GROUPS])
+{
+    int64_t n = in->n;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static, 1)
+    for (int t = 0; t < threads; t++) { /* block t of the input, whoever runs it */
+        int64_t *mine = at[t];
+        memset(mine, 0, sizeof at[t]);
+        for (int64_t i = n * t / threads; i < n * (t + 1) / threads; i++)
+            mine[row_of(r, &in->box[i]) >> shift]++;
+    }
 }
 
 /* First pass: each box, read in input order, to its group; slot `row`
- * carries its row to the second pass. Threads take blocks of the input and
- * write each group's part of a block after the earlier blocks' parts, so
- * every thread count places the boxes alike. at: threads x GROUPS. */
+ * carries its row to the second pass. The input is cut into `threads`
+ * blocks, and each group's part of a block is written after the earlier
+ * blocks' parts, so every thread count places the boxes alike. at: the
+ * counts of count_groups (the same blocks), turned here into write
+ * positions. */
 static void place_in_groups(box_rows *r, const broad_input *in, int threads, int shift,
                             int64_t groups, const int64_t *group_start, int64_t (*at)[GROUPS])
 {
     int64_t n = in->n;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
-        int64_t *mine = at[t];
-        memset(mine, 0, sizeof at[t]);
-        for (int64_t i = begin; i < end; i++)
-            mine[r->key[i] >> shift]++;
-#pragma omp barrier
-#pragma omp single
-        for (int64_t g = 0; g < groups; g++) {
-            int64_t next = group_start[g];
-            for (int u = 0; u < nt; u++) {
-                int64_t c = at[u][g];
-                at[u][g] = next;
-                next += c;
-            }
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t next = group_start[g];
+        for (int u = 0; u < threads; u++) {
+            int64_t c = at[u][g];
+            at[u][g] = next;
+            next += c;
         }
-        for (int64_t i = begin; i < end; i++) {
+    }
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static, 1)
+    for (int t = 0; t < threads; t++) {
+        int64_t *mine = at[t];
+        for (int64_t i = n * t / threads; i < n * (t + 1) / threads; i++) {
             row_box x = row_box_of(r, &in->box[i], (uint32_t)i);
-            x.row = r->key[i];
+            x.row = (uint32_t)row_of(r, &in->box[i]);
             r->box[mine[x.row >> shift]++] = x;
         }
     }
@@ -314,39 +333,49 @@ static void place_in_groups(box_rows *r, const broad_input *in, int threads, int
 static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads)
 {
     int64_t n = in->n, rows = r->rows;
-    count_rows(r, n);
     int shift = 0;
     while (((rows - 1) >> shift) >= GROUPS)
         shift++;
-    int64_t groups = ((rows - 1) >> shift) + 1, largest = 0;
+    int64_t groups = ((rows - 1) >> shift) + 1, largest = 0, span = (int64_t)1 << shift;
+    int64_t(*at)[GROUPS] = prox_alloc_array(in->allocator, threads, sizeof *at);
+    if (!at)
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory placing %lld boxes in rows",
+                         (long long)n);
+    count_groups(r, in, threads, shift, at);
     int64_t group_start[GROUPS + 1];
-    for (int64_t g = 0; g <= groups; g++)
-        group_start[g] = r->start[g << shift < rows ? g << shift : rows];
-    for (int64_t g = 0; g < groups; g++)
-        largest = group_start[g + 1] - group_start[g] > largest ? group_start[g + 1] - group_start[g]
-                                                                 : largest;
+    group_start[0] = 0;
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t size = 0;
+        for (int t = 0; t < threads; t++)
+            size += at[t][g];
+        group_start[g + 1] = group_start[g] + size;
+        largest = size > largest ? size : largest;
+    }
     if (groups == 1 || largest > n / GROUP_SHARE) {
+        prox_free(in->allocator, at);
         place_directly(r, in, threads);
         return PROX_OK;
     }
-    int64_t span = (int64_t)1 << shift;
     row_box *scratch = prox_alloc_array(in->allocator, threads * largest, sizeof *scratch);
     uint32_t *cursors = prox_alloc_array(in->allocator, threads * span, sizeof *cursors);
-    int64_t(*at)[GROUPS] = prox_alloc_array(in->allocator, threads, sizeof *at);
-    bool ok = scratch && cursors && at;
+    bool ok = scratch && cursors;
+    int64_t occupied = 0;
     if (ok) {
         place_in_groups(r, in, threads, shift, groups, group_start, at);
         /* Second pass: each group, copied aside (it fits the cache), into its
          * rows, sorted while they are hot. */
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1) \
+    reduction(+ : occupied)
         for (int64_t g = 0; g < groups; g++) {
             int t = omp_get_thread_num();
             int64_t count = group_start[g + 1] - group_start[g], row0 = g << shift;
             row_box *from = scratch + t * largest;
             memcpy(from, r->box + group_start[g], (size_t)count * sizeof *from);
-            place_group(r, from, count, row0, rows - row0 < span ? rows - row0 : span,
-                        cursors + t * span);
+            occupied += place_group(r, from, count, group_start[g], row0,
+                                    rows - row0 < span ? rows - row0 : span, cursors + t * span);
         }
+        r->start[rows] = (uint32_t)n;
+        r->occupied = occupied;
     }
     prox_free(in->allocator, scratch);
     prox_free(in->allocator, cursors);
@@ -368,9 +397,6 @@ prox_status prox_box_rows_build(box_rows *r, const broad_input *in)
                          (long long)n);
     r->count = n;
     int threads = in->threads > 1 && n > 65536 ? in->threads : 1;
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t i = 0; i < n; i++)
-        r->key[i] = (uint32_t)row_of(r, &in->box[i]);
     return place_in_rows(r, in, threads);
 }
 
@@ -602,7 +628,6 @@ void prox_box_rows_free(box_rows *r, const prox_allocator *allocator)
 {
     prox_free(allocator, r->box);
     prox_free(allocator, r->x_lo);
-    prox_free(allocator, r->key);
     prox_free(allocator, r->start);
     *r = (box_rows){0};
 }
@@ -611,6 +636,5 @@ int64_t prox_box_rows_bytes(const box_rows *r)
 {
     return r->box_capacity * (int64_t)sizeof *r->box +
            r->x_lo_capacity * (int64_t)sizeof *r->x_lo +
-           r->key_capacity * (int64_t)sizeof *r->key +
            r->start_capacity * (int64_t)sizeof *r->start;
 }

@@ -33,8 +33,6 @@ typedef struct box_rows {
     uint32_t *start;   /* rows + 1 offsets into box */
     int64_t rows, start_capacity;
     int64_t occupied;  /* rows holding a box */
-    uint32_t *key; /* build scratch: each box's row */
-    int64_t key_capacity;
 } box_rows;
 
 /* Sorts the boxes into rows. PROX_ERR_RANGE (no message) when the extent
