@@ -20,7 +20,8 @@
  *   - growable: open addressing over the full 64-bit key, doubled when half
  *     full (the paper's hash map, n = +inf).
  * Each slot carries a timestamp (section 4.3): a slot is valid only for the
- * build that wrote it, so a rebuild never sweeps the table.
+ * build that wrote it, so a rebuild does not sweep the table (but once
+ * every 127 builds, when the 7-bit timestamp wraps).
  *
  * Insertion (Listing 1): a box of class c is inserted at the cells of class c
  * holding its corners (the cells it covers: at most 2 per axis); the walk
