@@ -547,8 +547,6 @@ static inline __mmask8 segment8(const block8 *v, __mmask8 m, const query_shape *
     return hit | (rest & (__mmask8)~_mm512_cmp_pd_mask(t_in, t_out, _CMP_GT_OQ));
 }
 
-/* The copies of a run, eight at a time. dim is a constant in each call
- * below, so that the axis loops unroll and a block stays in registers. */
 /* Copies at..at+7 stored for another level than the run's (broad_run). */
 static inline __mmask8 level8(const broad_store *st, broad_run r, int64_t at, __mmask8 m)
 {
@@ -572,6 +570,10 @@ static inline void emit_unique(int64_t q, bool self, uint32_t j, prox_emitter *e
         prox_emit(e, (prox_index)q, (prox_index)j);
 }
 
+/* The copies of run r, eight at a time, until one starts past the query;
+ * returns how many were tested. dim is a constant in each call below, so
+ * that the axis loops unroll and a block stays in registers. A unique run
+ * (broad_run) emits without stamps, and into a count only counts. */
 static inline int64_t test_run_in(const broad_store *st, broad_run r, const query_shape *s,
                                   int64_t q, bool self, uint32_t *stamp, uint32_t mark,
                                   prox_emitter *e, int dim)
