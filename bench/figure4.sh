@@ -31,10 +31,14 @@ dat="bench/results/figure4-$stamp.dat"
         "$prox" bench mixed2d --n "$n" --queries 1000000 --threads 1 --runs 1 --algos grid
     done
 } | tee "$out"
-# Data: n hit_fraction algo total_s (wall) cpu_s struct_MB
+# Data: n hit_fraction algo total_s (wall) cpu_s struct_MB; the columns
+# are found by their names in the table's header (the bench has gained
+# columns before: a fixed position once plotted cells_visited as memory).
 awk '/^workload:/ { split($3, a, "="); n = a[2] }
      /hit_fraction=/ { for (i = 1; i <= NF; i++) if ($i ~ /^hit_fraction=/) { split($i, b, "="); f = b[2] } }
-     /^\| (grid|multilevel|hierarchical) \|/ { print n, f, $2, $8, $10, $20 }' "$out" > "$dat"
+     /^\| algo \|/ { for (i = 1; i <= NF; i++) col[$i] = i }
+     /^\| (grid|multilevel|hierarchical) \|/ {
+         print n, f, $2, $col["total_s"], $col["cpu_s"], $col["struct_MB"] }' "$out" > "$dat"
 gnuplot <<EOF
 set terminal pngcairo size 1100,450 font ",10"
 set output "docs/img/figure4.png"
