@@ -201,6 +201,21 @@ void prox_levels_destroy(void *impl, const prox_allocator *allocator);
 int64_t prox_levels_bytes(const void *impl);
 int64_t prox_levels_cells(const void *impl);
 
+/* Entries (slot, id) sorted by slot and, within a slot, by id: repeats
+ * (a box covering two cells that share a slot) dropped in place, so that a
+ * slot holds each box once (what unique runs rely on, broad_run); returns
+ * the new count. */
+static inline int64_t prox_drop_repeated_entries(uint64_t *slot, uint32_t *id, int64_t n)
+{
+    int64_t kept = 0;
+    for (int64_t e = 0; e < n; e++)
+        if (kept == 0 || slot[e] != slot[kept - 1] || id[e] != id[kept - 1]) {
+            slot[kept] = slot[e];
+            id[kept++] = id[e];
+        }
+    return kept;
+}
+
 /* floor(v) as an integer, clamped to [-2^62, 2^62] (monotonic, never UB). */
 static inline int64_t prox_cell_floor(double v)
 {

@@ -416,27 +416,13 @@ static bool reserve_sort_scratch(hier *h)
     return ok;
 }
 
-/* A box covering two cells that share a slot (fixed table) has two
- * entries there; one is enough, and then a slot holds each box once (what
- * lets a query that covers one cell of a class skip its stamps, broad.h).
- * Entries are sorted by (slot, id), so repeats are neighbours. */
-static void drop_repeated_entries(hier *h)
-{
-    int64_t kept = 0;
-    for (int64_t e = 0; e < h->entries; e++)
-        if (kept == 0 || h->entry_key[e] != h->entry_key[kept - 1] ||
-            h->entry_id[e] != h->entry_id[kept - 1]) {
-            h->entry_key[kept] = h->entry_key[e];
-            h->entry_id[kept++] = h->entry_id[e];
-        }
-    h->entries = kept;
-}
-
 /* start[s] = the first entry of slot s or of a later one (entries sorted
  * by slot), so that slot s holds entries start[s] .. start[s + 1]. */
 static void set_slot_ranges(hier *h)
 {
-    drop_repeated_entries(h);
+    /* entries sorted by (slot, id): boxes are inserted in id order and
+     * sorted stably by slot, or merged by (slot, id) */
+    h->entries = prox_drop_repeated_entries(h->entry_key, h->entry_id, h->entries);
     int64_t e = 0;
     for (int64_t s = 0; s < h->slots; s++) {
         h->start[s] = (uint32_t)e;

@@ -211,22 +211,6 @@ static void fill_entries(levels *t, const broad_input *in)
     }
 }
 
-/* A box covering two cells that share a slot has two entries there; one
- * is enough, and then a slot holds each box once (what lets a query that
- * covers one cell of a level skip its stamps, broad.h). Entries are sorted
- * by slot and, within a slot, by box (filled in box order, sorted stably),
- * so repeats are neighbours. */
-static void drop_repeated_entries(levels *t)
-{
-    int64_t kept = 0;
-    for (int64_t e = 0; e < t->entries; e++)
-        if (kept == 0 || t->keys[e] != t->keys[kept - 1] || t->ids[e] != t->ids[kept - 1]) {
-            t->keys[kept] = t->keys[e];
-            t->ids[kept++] = t->ids[e];
-        }
-    t->entries = kept;
-}
-
 /* slot_start[s] = first entry of slot s (entries sorted by slot). */
 static void index_slots(levels *t)
 {
@@ -318,7 +302,8 @@ prox_status prox_levels_build(void **impl, const broad_input *in, const double *
     group_by_level(t, in);
     fill_entries(t, in);
     prox_radix_sort64(t->keys, t->ids, t->tmp_keys, t->tmp_ids, t->entries, in->threads);
-    drop_repeated_entries(t);
+    /* filled in box order and sorted stably: sorted by (slot, box) */
+    t->entries = prox_drop_repeated_entries(t->keys, t->ids, t->entries);
     index_slots(t);
     bool levels_kept = nlevels < UINT8_MAX; /* each copy's level, for unique runs */
     broad_store *store = &t->store;
