@@ -6,14 +6,14 @@
 
 #include "broad.h"
 
-/* A box in row order: its bounds relative to the data's minimum corner,
- * rounded outwards to float (lo down, hi up), slot 0 the sweep axis and
- * slots 1, 2 the row axes, and its id. */
+/* A box in row order, 16 bytes (with its 4-byte sweep key, 20 per box):
+ * its max along the sweep axis relative to the data's minimum corner,
+ * rounded up to float; its id; and its bounds along the two row axes in
+ * 16-bit quanta of its cell (box_rows.c, "Quanta"): {lo1, lo2, hi1, hi2}. */
 typedef struct row_box {
-    float lo[3];
+    float hi;
     uint32_t id;
-    float hi[3];
-    uint32_t row; /* the build's scratch (32 bytes: two boxes per cache line) */
+    uint16_t q[4];
 } row_box;
 
 typedef struct box_rows {
@@ -23,13 +23,15 @@ typedef struct box_rows {
     int64_t cells[2];  /* cells along row[0], row[1] (1 in 2D) */
     double inverse[2]; /* 1 / cell size along row[0], row[1] */
     double origin[3];  /* the data's minimum corner */
-    float sure;        /* a float test passing by this margin holds for the doubles */
+    int exponent;      /* the widest extent < 2^exponent */
+    float sure;        /* a sweep-axis float test passing by this margin holds
+                          for the doubles */
     float reach;       /* see sweep_from_row */
     row_box *box;      /* count boxes, row by row, each row by its keys */
-    int64_t count, box_capacity;
-    float *x_lo;       /* the sweep's keys: box[p].lo[0], rounded down by at most
-                          2^-15 of itself (sort_short_row), sorted within a row */
-    int64_t x_lo_capacity;
+    float *key;        /* the sweep's keys: each box's min along the sweep axis,
+                          rounded down to float and then by at most 2^-15 of
+                          itself (sort_short_row); ascending within a row */
+    int64_t count, box_capacity, key_capacity;
     uint32_t *start;   /* rows + 1 offsets into box */
     int64_t rows, start_capacity;
     int64_t occupied;  /* rows holding a box */
