@@ -298,22 +298,73 @@ static void concatenate(const pair_source *s, prox_pair *out, int64_t total)
     }
 }
 
+/* Past this many pairs (16 MiB) the sparse sort works in parts, so that
+ * its scratch is a part's size, not the pairs' (W3 at 5M: 29 MiB of pairs). */
+#define SORT_IN_PARTS_MIN ((int64_t)1 << 21)
+#define SORT_PART_LEVELS 3 /* 8 parts */
+
+/* Moves the pairs with i < mid to the front, in place (not stable: the
+ * parts are sorted next, and no two pairs are equal); returns how many.
+ * Branchless (Lomuto's scheme: every element swapped, the front grown by
+ * the comparison): whether a pair lies below is a coin toss. */
+static int64_t partition_below(prox_pair *a, int64_t n, prox_index mid)
+{
+    int64_t front = 0;
+    for (int64_t k = 0; k < n; k++) {
+        prox_pair v = a[k];
+        a[k] = a[front];
+        a[front] = v;
+        front += v.i < mid;
+    }
+    return front;
+}
+
+/* Cuts the pairs into 2^SORT_PART_LEVELS parts by halving the range of i
+ * (all i < rows) level by level; part k starts at start[k]. */
+static void cut_parts(prox_pair *pairs, int64_t total, int64_t rows, int64_t *start)
+{
+    int parts = 1 << SORT_PART_LEVELS;
+    start[0] = 0;
+    start[parts] = total;
+    for (int step = parts; step > 1; step /= 2)
+        for (int k = 0; k < parts; k += step) {
+            int64_t lo = start[k], hi = start[k + step];
+            int64_t mid = rows * (k + step / 2) / parts; /* i below it go first */
+            start[k + step / 2] = lo + partition_below(pairs + lo, hi - lo, (prox_index)mid);
+        }
+}
+
 /* Fewer pairs than rows (W3's boxes: 0.76 pairs per box): the pairs,
  * gathered into the buffer, are radix-sorted there as 8-byte words (one
  * array of scratch), which beats placing them by row, since that walks and
  * allocates per row. Only the bits that vary are sorted on: W3 at 1M, ids
- * of 20 bits, takes 4 passes. */
-static prox_status sort_sparse_pairs(const pair_source *s, prox_pair_buffer *b, int64_t total)
+ * of 20 bits, takes 4 passes. Many pairs are first cut in place into parts
+ * by i (cut_parts), each sorted with scratch of the largest part's size. */
+static prox_status sort_sparse_pairs(const pair_source *s, prox_pair_buffer *b, int64_t total,
+                                     int64_t rows)
 {
+    concatenate(s, b->pairs, total);
+    int64_t start[(1 << SORT_PART_LEVELS) + 1] = {0, total};
+    int parts = 1;
+    if (total >= SORT_IN_PARTS_MIN) {
+        parts = 1 << SORT_PART_LEVELS;
+        cut_parts(b->pairs, total, rows, start);
+    }
+    int64_t largest = 0;
+    for (int k = 0; k < parts; k++)
+        largest = start[k + 1] - start[k] > largest ? start[k + 1] - start[k] : largest;
     prox_pair *tmp = prox_workspace_scratch(s->workspace, PROX_SCRATCH_SORT,
-                                            total * (int64_t)sizeof(prox_pair));
+                                            largest * (int64_t)sizeof(prox_pair));
     if (!tmp)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory sorting %lld pairs",
                          (long long)total);
-    concatenate(s, b->pairs, total);
-    const prox_pair *sorted = prox_radix_sort_pairs(b->pairs, tmp, total, s->threads);
-    if (sorted != b->pairs)
-        memcpy(b->pairs, sorted, (size_t)total * sizeof *sorted);
+    for (int k = 0; k < parts; k++) {
+        prox_pair *part = b->pairs + start[k];
+        int64_t count = start[k + 1] - start[k];
+        const prox_pair *sorted = prox_radix_sort_pairs(part, tmp, count, s->threads);
+        if (sorted != part)
+            memcpy(part, sorted, (size_t)count * sizeof *sorted);
+    }
     b->count = total;
     return PROX_OK;
 }
@@ -331,7 +382,7 @@ static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int
         return PROX_OK;
     }
     if (total <= rows)
-        return sort_sparse_pairs(s, b, total);
+        return sort_sparse_pairs(s, b, total, rows);
     int64_t *offsets = prox_workspace_scratch(s->workspace, PROX_SCRATCH_OFFSETS,
                                               2 * (rows + 1) * (int64_t)sizeof *offsets);
     prox_index *entries = prox_workspace_scratch(s->workspace, PROX_SCRATCH_ENTRIES,

@@ -162,6 +162,60 @@ static void long_rows_match_brute_force_for_every_thread_count(void **state)
     }
 }
 
+/* Past 2^21 pairs, fewer than the boxes, the sorted buffer is cut in place
+ * into parts by i before the radix sort (pairs.c, sort_sparse_pairs): unit
+ * boxes 0.75 apart along a line, each meeting the next alone, the ids
+ * shuffled, so that every part holds pairs from everywhere. The closed
+ * form is the pair of each box and the next along the line. */
+static void many_sparse_pairs_sort_in_parts(void **state)
+{
+    (void)state;
+    enum { N = 2300000 };
+    double *bounds = malloc(sizeof(double) * 6 * N);
+    uint32_t *id = malloc(sizeof(uint32_t) * N);   /* place -> box id */
+    prox_pair *expected = malloc(sizeof(prox_pair) * (N - 1));
+    assert_non_null(bounds && id && expected);
+    rng r = rng_seeded(2026);
+    for (uint32_t k = 0; k < N; k++)
+        id[k] = k;
+    for (uint32_t k = N - 1; k > 0; k--) { /* Fisher-Yates */
+        uint32_t other = (uint32_t)(rng_next(&r) % (k + 1)), t = id[k];
+        id[k] = id[other];
+        id[other] = t;
+    }
+    for (uint32_t k = 0; k < N; k++) {
+        double *b = &bounds[6 * id[k]];
+        b[0] = 0.75 * k;
+        b[1] = b[2] = 0;
+        b[3] = b[0] + 1;
+        b[4] = b[5] = 1;
+    }
+    for (uint32_t k = 0; k + 1 < N; k++) {
+        uint32_t a = id[k], b = id[k + 1];
+        expected[k] = (prox_pair){a < b ? a : b, a < b ? b : a};
+    }
+    qsort(expected, N - 1, sizeof *expected, compare_pairs);
+    prox_boxes boxes = prox_boxes_f64(bounds, N, 3);
+    for (int threads = 1; threads <= 2; threads++) {
+        prox_broad_desc desc = prox_default_broad_desc();
+        desc.algo = PROX_BROAD_GRID;
+        desc.threads = threads;
+        prox_broad *grid = NULL;
+        prox_pair_buffer out;
+        prox_pair_buffer_init(&out, NULL);
+        assert_int_equal(prox_broad_create(&desc, &grid), PROX_OK);
+        assert_int_equal(prox_broad_build(grid, &boxes), PROX_OK);
+        assert_int_equal(prox_broad_pairs(grid, prox_sink_buffer(&out), NULL), PROX_OK);
+        assert_int_equal(out.count, N - 1);
+        assert_memory_equal(out.pairs, expected, sizeof *expected * (N - 1));
+        prox_pair_buffer_free(&out);
+        prox_broad_destroy(grid);
+    }
+    free(bounds);
+    free(id);
+    free(expected);
+}
+
 static prox_status broad_pairs(void *broad, prox_sink sink, prox_stats *stats)
 {
     return prox_broad_pairs(broad, sink, stats);
@@ -740,6 +794,7 @@ int main(void)
         cmocka_unit_test(identical_boxes_match_brute_force),
         cmocka_unit_test(similar_sizes_match_brute_force),
         cmocka_unit_test(long_rows_match_brute_force_for_every_thread_count),
+        cmocka_unit_test(many_sparse_pairs_sort_in_parts),
         cmocka_unit_test(repeated_queries_reuse_their_memory),
         cmocka_unit_test(borrowed_boxes_are_read_in_place),
         cmocka_unit_test(similar_boxes_at_extreme_scales_match_brute_force),
