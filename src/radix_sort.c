@@ -319,7 +319,9 @@ static int compare_u32(const void *a, const void *b)
 void prox_sort_u32(uint32_t *a, int64_t n)
 {
 #if defined(__AVX512F__)
-    if (n > 1 && n <= 16) {
+    /* up to 4: the insertion sort below (a network's loads, masks and
+     * permutes cost more; sparse data's lists are mostly such rows) */
+    if (n > 4 && n <= 16) {
         sort_upto16(a, n);
         return;
     }
