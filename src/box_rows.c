@@ -442,12 +442,20 @@ static void place_in_groups(box_rows *r, const broad_input *in, int threads, int
     }
 }
 
-/* The group scratch of one thread: `largest` boxes. */
+/* Bytes of group scratch per thread: `largest` boxes' records, keys and
+ * rows, rounded up so that every thread's records stay aligned. */
+static int64_t group_scratch_bytes(int64_t largest)
+{
+    int64_t bytes = largest * (int64_t)(sizeof(row_box) + sizeof(float) + sizeof(uint16_t));
+    return (bytes + 63) & ~(int64_t)63;
+}
+
+/* The group scratch of thread t. */
 static group_part group_scratch(void *block, int64_t largest, int t)
 {
-    char *at = (char *)block + t * largest * (int64_t)(sizeof(row_box) + 6);
+    char *at = (char *)block + t * group_scratch_bytes(largest);
     return (group_part){(row_box *)at, (float *)(at + largest * (int64_t)sizeof(row_box)),
-                        (uint16_t *)(at + largest * (int64_t)(sizeof(row_box) + 4))};
+                        (uint16_t *)(at + largest * (int64_t)(sizeof(row_box) + sizeof(float)))};
 }
 
 /* Second pass: each group, copied aside (it fits the cache), into its rows,
@@ -503,7 +511,7 @@ static prox_status place_in_rows(box_rows *r, const broad_input *in, int threads
         r->sure = sure_margin(r, place_directly(r, in, threads));
         return PROX_OK;
     }
-    void *scratch = prox_alloc_array(in->allocator, threads * largest, sizeof(row_box) + 6);
+    void *scratch = prox_alloc_array(in->allocator, threads, (size_t)group_scratch_bytes(largest));
     uint16_t *rows_within = prox_alloc_array(in->allocator, n, sizeof *rows_within);
     uint32_t *cursors = prox_alloc_array(in->allocator, threads * span, sizeof *cursors);
     bool ok = scratch && rows_within && cursors;

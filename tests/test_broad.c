@@ -162,6 +162,63 @@ static void long_rows_match_brute_force_for_every_thread_count(void **state)
     }
 }
 
+/* Self pairs of `boxes` into `out` (sorted, or in the structure's order). */
+static void pairs_of(prox_broad_algo algo, const prox_boxes *boxes, int threads, bool unsorted,
+                     prox_pair_buffer *out)
+{
+    prox_broad_desc desc = prox_default_broad_desc();
+    desc.algo = algo;
+    desc.threads = threads;
+    prox_broad *b = NULL;
+    assert_int_equal(prox_broad_create(&desc, &b), PROX_OK);
+    assert_int_equal(prox_broad_build(b, boxes), PROX_OK);
+    prox_sink sink = prox_sink_buffer(out);
+    assert_int_equal(prox_broad_pairs(b, unsorted ? prox_sink_unsorted(sink) : sink, NULL), PROX_OK);
+    prox_broad_destroy(b);
+}
+
+/* Over 65,536 boxes the rows are placed by several threads (box_rows.c:
+ * the first pass in blocks of the input, the groups shared out): the
+ * pairs must equal sweep and prune's, and come in the same order for 1, 2
+ * and 3 threads, sorted or not. Unit boxes in a cube, W3's density. */
+static void rows_placed_by_threads_match_sap(void **state)
+{
+    (void)state;
+    enum { N = 90001 }; /* odd: group sizes of every parity */
+    double *bounds = malloc(sizeof(double) * 6 * N);
+    assert_non_null(bounds);
+    rng r = rng_seeded(4242);
+    double side = cbrt(N * 4.19 / 0.1);
+    for (int64_t i = 0; i < N; i++)
+        for (int k = 0; k < 3; k++) {
+            bounds[6 * i + k] = rng_range(&r, -side / 2, side);
+            bounds[6 * i + 3 + k] = bounds[6 * i + k] + 2.0;
+        }
+    prox_boxes boxes = prox_boxes_f64(bounds, N, 3);
+    prox_pair_buffer want, got, first_unsorted, unsorted;
+    prox_pair_buffer_init(&want, NULL);
+    prox_pair_buffer_init(&got, NULL);
+    prox_pair_buffer_init(&first_unsorted, NULL);
+    prox_pair_buffer_init(&unsorted, NULL);
+    pairs_of(PROX_BROAD_SAP, &boxes, 1, false, &want);
+    assert_true(want.count > N / 2);
+    for (int threads = 1; threads <= 3; threads++) {
+        char context[64];
+        snprintf(context, sizeof context, "rows on %d threads", threads);
+        pairs_of(PROX_BROAD_GRID, &boxes, threads, false, &got);
+        CHECK(same_pair_buffers(&got, &want), context, "%lld pairs, sweep and prune %lld",
+              (long long)got.count, (long long)want.count);
+        pairs_of(PROX_BROAD_GRID, &boxes, threads, true, threads == 1 ? &first_unsorted : &unsorted);
+        CHECK(threads == 1 || same_pair_buffers(&unsorted, &first_unsorted), context,
+              "unsorted output differs from one thread's");
+    }
+    prox_pair_buffer_free(&want);
+    prox_pair_buffer_free(&got);
+    prox_pair_buffer_free(&first_unsorted);
+    prox_pair_buffer_free(&unsorted);
+    free(bounds);
+}
+
 /* Past 2^21 pairs, fewer than the boxes, the sorted buffer is cut in place
  * into parts by i before the radix sort (pairs.c, sort_sparse_pairs): unit
  * boxes 0.75 apart along a line, each meeting the next alone, the ids
@@ -794,6 +851,7 @@ int main(void)
         cmocka_unit_test(identical_boxes_match_brute_force),
         cmocka_unit_test(similar_sizes_match_brute_force),
         cmocka_unit_test(long_rows_match_brute_force_for_every_thread_count),
+        cmocka_unit_test(rows_placed_by_threads_match_sap),
         cmocka_unit_test(many_sparse_pairs_sort_in_parts),
         cmocka_unit_test(repeated_queries_reuse_their_memory),
         cmocka_unit_test(borrowed_boxes_are_read_in_place),
