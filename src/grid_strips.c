@@ -109,9 +109,10 @@ static int row_ranges(const prox_grid *g, int64_t x, int lo, int hi, int64_t y, 
         r[count++] = cells_range(g, x0, x1, y, z);
     }
     int kept = 0;
-    for (int k = 0; k < count; k++)
-        if (r[k].begin < r[k].end)
-            out[kept++] = r[k];
+    for (int k = 0; k < count; k++) { /* no branch: on sparse data emptiness is a coin toss */
+        out[kept] = r[k];
+        kept += r[k].begin < r[k].end;
+    }
     return kept;
 }
 
