@@ -103,14 +103,23 @@ static inline float round_up(double t)
     return bits_float(float_bits(f) + (uint32_t)((double)f < t));
 }
 
+/* Where a box's min lies along row axis j, in cells (t >= 0), and its cell. */
+static inline double cells_from_origin(const box_rows *r, int j, const prox_aabb *b)
+{
+    int k = r->row[j];
+    return (b->lo[k] - r->origin[k]) * r->inverse[j];
+}
+
+static inline int64_t cell_at(const box_rows *r, int j, double t)
+{
+    int64_t c = (int64_t)t;
+    return c < r->cells[j] ? c : r->cells[j] - 1;
+}
+
 /* The box's cell along row axis j (0 along the missing axis of 2D). */
 static inline int64_t cell_of(const box_rows *r, int j, const prox_aabb *b)
 {
-    int k = r->row[j];
-    if (k < 0)
-        return 0;
-    int64_t c = (int64_t)((b->lo[k] - r->origin[k]) * r->inverse[j]);
-    return c < r->cells[j] ? c : r->cells[j] - 1;
+    return r->row[j] < 0 ? 0 : cell_at(r, j, cells_from_origin(r, j, b));
 }
 
 static inline int64_t row_of(const box_rows *r, const prox_aabb *b)
@@ -130,9 +139,8 @@ static inline int64_t quantize(const box_rows *r, int j, const prox_aabb *b, uin
         *hi = UINT16_MAX;
         return 0;
     }
-    double t = (b->lo[k] - r->origin[k]) * r->inverse[j];
-    int64_t c = (int64_t)t;
-    c = c < r->cells[j] ? c : r->cells[j] - 1;
+    double t = cells_from_origin(r, j, b);
+    int64_t c = cell_at(r, j, t);
     double u = (t - (double)c) * QUANTA;
     double v = ((b->hi[k] - r->origin[k]) * r->inverse[j] - (double)c) * QUANTA;
     assert(u >= 0 && u < QUANTA + 1 && v < 2.0 * QUANTA);
