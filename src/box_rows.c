@@ -222,44 +222,28 @@ static float sure_margin(const box_rows *r, int bits)
     return (float)(fmax(ldexp(1.0, e - 22), 0x1p-147) + ldexp(1.0, e - 23 + bits));
 }
 
+/* A row's arrays, for prox_heap_sort. */
+typedef struct row_items {
+    float *key;
+    row_box *box;
+} row_items;
+
 /* Whether the box at a comes before the one at b in a row: by key, then id. */
-static inline bool before(const float *key, const row_box *box, int64_t a, int64_t b)
+static bool row_before(const void *ctx, int64_t a, int64_t b)
 {
-    return key[a] < key[b] || (key[a] == key[b] && box[a].id < box[b].id);
+    const row_items *r = ctx;
+    return r->key[a] < r->key[b] || (r->key[a] == r->key[b] && r->box[a].id < r->box[b].id);
 }
 
-static inline void swap_boxes(float *key, row_box *box, int64_t a, int64_t b)
+static void row_swap(void *ctx, int64_t a, int64_t b)
 {
-    float k = key[a];
-    key[a] = key[b];
-    key[b] = k;
-    row_box x = box[a];
-    box[a] = box[b];
-    box[b] = x;
-}
-
-/* A long row (uneven data) by heapsort, in place: no scratch to size. */
-static void sort_long_row(float *key, row_box *box, int64_t count)
-{
-    for (int64_t end = count, at = count / 2;;) {
-        if (at > 0) {
-            at--; /* building the heap */
-        } else if (--end > 0) {
-            swap_boxes(key, box, 0, end); /* the largest to the back */
-        } else {
-            return;
-        }
-        for (int64_t root = at;;) { /* sift down */
-            int64_t child = 2 * root + 1;
-            if (child >= end)
-                break;
-            child += child + 1 < end && before(key, box, child, child + 1);
-            if (!before(key, box, root, child))
-                break;
-            swap_boxes(key, box, root, child);
-            root = child;
-        }
-    }
+    row_items *r = ctx;
+    float k = r->key[a];
+    r->key[a] = r->key[b];
+    r->key[b] = k;
+    row_box x = r->box[a];
+    r->box[a] = r->box[b];
+    r->box[b] = x;
 }
 
 /* A short row by its sweep keys: 32-bit words, a key's float bits (the
@@ -295,7 +279,9 @@ static int sort_row(box_rows *r, int64_t first, int64_t count)
 {
     if (count <= SHORT_ROW)
         return sort_short_row(r->key + first, r->box + first, count);
-    sort_long_row(r->key + first, r->box + first, count);
+    /* a long row (uneven data): in place, the keys exact */
+    row_items items = {r->key + first, r->box + first};
+    prox_heap_sort(&items, count, row_before, row_swap);
     return 0;
 }
 

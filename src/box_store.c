@@ -13,6 +13,7 @@
  * half way. */
 #include "alloc.h"
 #include "broad.h"
+#include "radix_sort.h"
 
 static bool reserve_store(broad_store *st, const prox_allocator *al, int64_t count, int dim,
                           bool levels)
@@ -58,15 +59,29 @@ bool prox_store_fill(broad_store *st, const prox_allocator *al, const prox_aabb 
 
 /* ---- runs ordered by lo[0] ------------------------------------------------ */
 
-static inline bool copy_before(const broad_store *st, int64_t a, int64_t b)
+/* The copies of one run, for the sorts below. */
+typedef struct run_items {
+    broad_store *st;
+    int64_t begin;
+    int dim;
+} run_items;
+
+/* Whether copy a of the run comes before copy b: by lo[0], then id. */
+static bool copy_before(const void *ctx, int64_t a, int64_t b)
 {
-    double x = st->lo[0][a], y = st->lo[0][b];
-    return x < y || (x == y && st->id[a] < st->id[b]);
+    const run_items *r = ctx;
+    const broad_store *st = r->st;
+    double x = st->lo[0][r->begin + a], y = st->lo[0][r->begin + b];
+    return x < y || (x == y && st->id[r->begin + a] < st->id[r->begin + b]);
 }
 
-static inline void swap_copies(broad_store *st, int64_t a, int64_t b, int dim)
+static void swap_copies(void *ctx, int64_t a, int64_t b)
 {
-    for (int k = 0; k < dim; k++) {
+    const run_items *r = ctx;
+    broad_store *st = r->st;
+    a += r->begin;
+    b += r->begin;
+    for (int k = 0; k < r->dim; k++) {
         double lo = st->lo[k][a], hi = st->hi[k][a];
         st->lo[k][a] = st->lo[k][b];
         st->hi[k][a] = st->hi[k][b];
@@ -83,46 +98,22 @@ static inline void swap_copies(broad_store *st, int64_t a, int64_t b, int dim)
     }
 }
 
-static void insertion_sort(broad_store *st, int64_t begin, int64_t end, int dim)
+static void insertion_sort(run_items *r, int64_t n)
 {
-    for (int64_t i = begin + 1; i < end; i++)
-        for (int64_t j = i; j > begin && copy_before(st, j, j - 1); j--)
-            swap_copies(st, j, j - 1, dim);
-}
-
-/* Copies begin + i for i < n form a max-heap below i = root. */
-static void sift_down(broad_store *st, int64_t begin, int64_t root, int64_t n, int dim)
-{
-    for (int64_t child = 2 * root + 1; child < n; root = child, child = 2 * root + 1) {
-        if (child + 1 < n && copy_before(st, begin + child, begin + child + 1))
-            child++;
-        if (!copy_before(st, begin + root, begin + child))
-            return;
-        swap_copies(st, begin + root, begin + child, dim);
-    }
-}
-
-/* Heapsort: in place and O(n log n) whatever the data (one cell can hold
- * every box). */
-static void heap_sort(broad_store *st, int64_t begin, int64_t end, int dim)
-{
-    int64_t n = end - begin;
-    for (int64_t i = n / 2; i-- > 0;)
-        sift_down(st, begin, i, n, dim);
-    for (int64_t last = n - 1; last > 0; last--) {
-        swap_copies(st, begin, begin + last, dim);
-        sift_down(st, begin, 0, last, dim);
-    }
+    for (int64_t i = 1; i < n; i++)
+        for (int64_t j = i; j > 0 && copy_before(r, j, j - 1); j--)
+            swap_copies(r, j, j - 1);
 }
 
 void prox_store_sort_runs(broad_store *st, const uint32_t *start, int64_t runs, int dim)
 {
     for (int64_t r = 0; r < runs; r++) {
-        int64_t begin = start[r], end = start[r + 1];
-        if (end - begin <= 24)
-            insertion_sort(st, begin, end, dim);
-        else
-            heap_sort(st, begin, end, dim);
+        run_items items = {st, start[r], dim};
+        int64_t n = start[r + 1] - start[r];
+        if (n <= 24)
+            insertion_sort(&items, n);
+        else /* in place and O(n log n) whatever the data (a cell can hold every box) */
+            prox_heap_sort(&items, n, copy_before, swap_copies);
     }
 }
 

@@ -41,4 +41,36 @@ void prox_counting_sort_u32(const uint32_t *keys, int64_t n, int64_t buckets, ui
 /* Ascending sort of a small array of indices (neighbour-list rows). */
 void prox_sort_u32(uint32_t *a, int64_t n);
 
+/* How prox_heap_sort reads and moves the caller's items: whether item a
+ * comes before item b, and their exchange; ctx is the caller's. */
+typedef bool (*prox_before_fn)(const void *ctx, int64_t a, int64_t b);
+typedef void (*prox_swap_fn)(void *ctx, int64_t a, int64_t b);
+
+/* In-place heapsort of items 0 .. n-1: O(n log n) whatever the data and no
+ * scratch to size, for structures whose parallel arrays no key sort
+ * carries (a cell or row that may hold every box). Inline, so that the
+ * callers' constant callbacks are inlined too. */
+static inline void prox_heap_sort(void *ctx, int64_t n, prox_before_fn before, prox_swap_fn swap)
+{
+    for (int64_t end = n, at = n / 2;;) {
+        if (at > 0) {
+            at--; /* building the heap */
+        } else if (--end > 0) {
+            swap(ctx, 0, end); /* the largest to the back */
+        } else {
+            return;
+        }
+        for (int64_t root = at;;) { /* sift down */
+            int64_t child = 2 * root + 1;
+            if (child >= end)
+                break;
+            child += child + 1 < end && before(ctx, child, child + 1);
+            if (!before(ctx, root, child))
+                break;
+            swap(ctx, root, child);
+            root = child;
+        }
+    }
+}
+
 #endif
