@@ -425,13 +425,10 @@ static inline void read_shape(const prox_broad *b, const query_set *qs, int64_t 
     }
     case QUERY_SEGMENTS:
         for (int k = 0; k < 3; k++) {
-            double a = k < b->dim ? prox_points_get(qs->starts, q, k) : 0.0;
-            double z = k < b->dim ? prox_points_get(qs->ends, q, k) : 0.0;
-            s->p0[k] = a;
-            s->p1[k] = z;
-            s->box.lo[k] = a < z ? a : z;
-            s->box.hi[k] = a > z ? a : z;
+            s->p0[k] = k < b->dim ? prox_points_get(qs->starts, q, k) : 0.0;
+            s->p1[k] = k < b->dim ? prox_points_get(qs->ends, q, k) : 0.0;
         }
+        s->box = prox_aabb_of_segment(s->p0, s->p1);
         s->segment = qs->exact;
         break;
     }
