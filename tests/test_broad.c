@@ -254,19 +254,12 @@ static void many_sparse_pairs_sort_in_parts(void **state)
     qsort(expected, N - 1, sizeof *expected, compare_pairs);
     prox_boxes boxes = prox_boxes_f64(bounds, N, 3);
     for (int threads = 1; threads <= 2; threads++) {
-        prox_broad_desc desc = prox_default_broad_desc();
-        desc.algo = PROX_BROAD_GRID;
-        desc.threads = threads;
-        prox_broad *grid = NULL;
         prox_pair_buffer out;
         prox_pair_buffer_init(&out, NULL);
-        assert_int_equal(prox_broad_create(&desc, &grid), PROX_OK);
-        assert_int_equal(prox_broad_build(grid, &boxes), PROX_OK);
-        assert_int_equal(prox_broad_pairs(grid, prox_sink_buffer(&out), NULL), PROX_OK);
+        pairs_of(PROX_BROAD_GRID, &boxes, threads, false, &out);
         assert_int_equal(out.count, N - 1);
         assert_memory_equal(out.pairs, expected, sizeof *expected * (N - 1));
         prox_pair_buffer_free(&out);
-        prox_broad_destroy(grid);
     }
     free(bounds);
     free(id);
