@@ -628,6 +628,18 @@ static void compute_linear_keys(prox_grid *g, const prox_points *p)
         keys[i] = (uint32_t)key_of_cell(g, cell_of_input(g, p, i));
 }
 
+/* Past this many cells (1 MiB of counters) the counting sort goes a slice
+ * of the table at a time (radix_sort.h), its scratch in the coordinate
+ * array after the keys: 8 bytes a point and a word per slice, within the
+ * 20 the array holds (a table this large means n > 65,536, since it has
+ * at most LINEAR_CELLS_PER_POINT cells a point beyond LINEAR_MIN_CELLS). */
+#define SLICED_COUNT_MIN_CELLS (1 << 18)
+
+static uint64_t *sliced_count_scratch(const prox_grid *g)
+{
+    return (uint64_t *)(void *)(g->pos + (g->n + 1) / 2);
+}
+
 /* Runs from the cell table (table[c] = first point of cell c): one per
  * occupied cell, in parallel over blocks of cells like find_run_starts. */
 static prox_status runs_from_table(prox_grid *g, int64_t cells)
@@ -675,13 +687,19 @@ static prox_status build_by_counting(prox_grid *g, const prox_points *p)
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells",
                          (long long)cells);
     g->table_len = cells + 1;
-    int threads = g->threads > 1 && (g->threads - 1) * cells <= n ? g->threads : 1;
-    uint32_t *hist = NULL;
-    if (threads > 1 && !(hist = prox_alloc_array(&g->allocator, (threads - 1) * cells, sizeof *hist)))
-        threads = 1; /* one thread needs no scratch */
     compute_linear_keys(g, p);
-    prox_counting_sort_u32(linear_keys(g), n, cells, g->table, g->id, hist, threads);
-    prox_free(&g->allocator, hist);
+    if (cells > SLICED_COUNT_MIN_CELLS) {
+        prox_counting_sort_u32_sliced(linear_keys(g), n, cells, g->table, g->id,
+                                      sliced_count_scratch(g), g->threads);
+    } else {
+        int threads = g->threads > 1 && (g->threads - 1) * cells <= n ? g->threads : 1;
+        uint32_t *hist = NULL;
+        if (threads > 1 &&
+            !(hist = prox_alloc_array(&g->allocator, (threads - 1) * cells, sizeof *hist)))
+            threads = 1; /* one thread needs no scratch */
+        prox_counting_sort_u32(linear_keys(g), n, cells, g->table, g->id, hist, threads);
+        prox_free(&g->allocator, hist);
+    }
     prox_status st = runs_from_table(g, cells);
     if (st)
         return st;

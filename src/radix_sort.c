@@ -198,6 +198,63 @@ void prox_counting_sort_u32(const uint32_t *keys, int64_t n, int64_t buckets, ui
     starts[buckets] = (uint32_t)n;
 }
 
+/* Tables past the L2 cache (the grid over sparse points: W2 at k = 1 has
+ * 3.1 cells a point, 12 MB of counters) are counted a slice of keys at a
+ * time. The indices first go to their slices, in order (key and index in
+ * one word, a few dozen write streams); each slice is then counted and
+ * placed with its counters in cache, where counting into the whole table
+ * missed at random twice per index. Slices are independent: they run in
+ * parallel, with no per-thread counters. */
+#define SLICE_SHIFT 16
+
+int64_t prox_counting_sort_sliced_words(int64_t n, int64_t buckets)
+{
+    return n + ((buckets + ((int64_t)1 << SLICE_SHIFT) - 1) >> SLICE_SHIFT) + 1;
+}
+
+/* Slice [first, first + keys) of the table from its words [begin, end). */
+static void count_slice(const uint64_t *words, int64_t begin, int64_t end, int64_t first,
+                        int64_t keys, uint32_t *starts, uint32_t *out)
+{
+    uint32_t *count = starts + first;
+    memset(count, 0, (size_t)keys * sizeof *count);
+    for (int64_t w = begin; w < end; w++)
+        count[(words[w] >> 32) - first]++;
+    uint32_t at = (uint32_t)begin;
+    for (int64_t b = 0; b < keys; b++) { /* counts to ends */
+        at += count[b];
+        count[b] = at;
+    }
+    for (int64_t w = end - 1; w >= begin; w--) /* backwards: the ends become starts */
+        out[--count[(words[w] >> 32) - first]] = (uint32_t)words[w];
+}
+
+void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buckets,
+                                   uint32_t *starts, uint32_t *out, uint64_t *scratch,
+                                   int threads)
+{
+    int64_t slices = prox_counting_sort_sliced_words(n, buckets) - n - 1;
+    uint64_t *words = scratch;
+    int64_t *at = (int64_t *)(scratch + n); /* slices + 1: where each slice's words start */
+    memset(at, 0, (size_t)(slices + 1) * sizeof *at);
+    for (int64_t i = 0; i < n; i++)
+        at[(keys[i] >> SLICE_SHIFT) + 1]++;
+    for (int64_t k = 0; k < slices; k++)
+        at[k + 1] += at[k];
+    for (int64_t i = 0; i < n; i++) /* in index order: the sort stays stable */
+        words[at[keys[i] >> SLICE_SHIFT]++] = (uint64_t)keys[i] << 32 | (uint64_t)i;
+    memmove(at + 1, at, (size_t)slices * sizeof *at); /* back to slice starts */
+    at[0] = 0;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n >= PARALLEL_MIN) \
+    schedule(dynamic, 1)
+    for (int64_t k = 0; k < slices; k++) {
+        int64_t first = k << SLICE_SHIFT, last = first + ((int64_t)1 << SLICE_SHIFT);
+        count_slice(words, at[k], at[k + 1], first, (last < buckets ? last : buckets) - first,
+                    starts, out);
+    }
+    starts[buckets] = (uint32_t)n;
+}
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 

@@ -38,6 +38,15 @@ prox_pair *prox_radix_sort_pairs(prox_pair *pairs, prox_pair *tmp, int64_t n, in
 void prox_counting_sort_u32(const uint32_t *keys, int64_t n, int64_t buckets, uint32_t *starts,
                             uint32_t *out, uint32_t *hist, int threads);
 
+/* The same result as prox_counting_sort_u32 (threads = 1) for tables past
+ * the L2 cache: the indices go first to slices of 65,536 keys, each then
+ * counted and placed in cache, slices in parallel over `threads`. scratch
+ * holds prox_counting_sort_sliced_words(n, buckets) words. */
+void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buckets,
+                                   uint32_t *starts, uint32_t *out, uint64_t *scratch,
+                                   int threads);
+int64_t prox_counting_sort_sliced_words(int64_t n, int64_t buckets);
+
 /* Ascending sort of a small array of indices (neighbour-list rows). */
 void prox_sort_u32(uint32_t *a, int64_t n);
 

@@ -159,6 +159,42 @@ static void grid_parallel_paths_match_oracle_and_each_other(void **state)
     test_case_free(&tc);
 }
 
+/* W2-like sparse 2D points (0.3 a cell): 100,000 points over 580 x 580
+ * cells of linear keys, a table large enough (336,000 cells) to be
+ * counted a slice at a time (grid.c, SLICED_COUNT_MIN_CELLS). Sampled
+ * rows against the oracle, then byte identity across thread counts. */
+static void grid_sparse_2d_sliced_table_matches_oracle(void **state)
+{
+    (void)state;
+    enum { SAMPLED = 300 };
+    test_case tc;
+    test_case_make_large_uniform(&tc, 2, 100000, 1000, 560.0, 1.0, PERIODIC_NONE);
+    int64_t rows[SAMPLED];
+    for (int64_t n = 0; n < SAMPLED; n++)
+        rows[n] = (n * 7919 + 13) % tc.points.count;
+    csr want;
+    oracle_selected_rows(&tc.points, rows, SAMPLED, tc.radius, tc.period, &want);
+    prox_points view = test_case_points(&tc);
+    for (int threads = 1; threads <= 2; threads++) {
+        char context[160];
+        snprintf(context, sizeof context, "100000 sparse points, 2D open, r = 1, linear keys, "
+                 "threads=%d, lists (300 sampled rows)", threads);
+        prox_grid_desc desc = config_desc(&CONFIG_LINEAR, tc.radius, tc.period, threads);
+        prox_lists lists;
+        prox_lists_init(&lists, NULL);
+        prox_stats stats;
+        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_lists(&lists), &stats),
+                     PROX_OK, context);
+        CHECK(stats.keys == PROX_KEYS_LINEAR, context, "keys %d", (int)stats.keys);
+        subject s = {context, &tc.points, &tc.points, tc.radius, tc.period};
+        expect_sampled_rows(&s, &want, rows, &lists);
+        prox_lists_free(&lists);
+    }
+    check_thread_independence(&tc, &CONFIG_LINEAR);
+    csr_free(&want);
+    test_case_free(&tc);
+}
+
 /* A radius whose square underflows (1e-170: r*r == 1e-340 rounds to 0) or
  * which is itself subnormal (1e-310: 1/r overflows): only exact duplicates
  * are neighbours; a cell grid may refuse with PROX_ERR_RANGE. */
@@ -547,6 +583,7 @@ int main(void)
         cmocka_unit_test(grid_large_uniform_periodic_3d_matches_oracle),
         cmocka_unit_test(grid_large_clustered_2d_matches_oracle),
         cmocka_unit_test(grid_parallel_paths_match_oracle_and_each_other),
+        cmocka_unit_test(grid_sparse_2d_sliced_table_matches_oracle),
         cmocka_unit_test(grid_extreme_extent_is_exact_or_a_range_error),
         cmocka_unit_test(grid_radius_near_underflow_is_exact_or_a_range_error),
         cmocka_unit_test(grid_query_of_no_points_is_empty),

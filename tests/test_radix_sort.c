@@ -72,6 +72,51 @@ static void counting_sort_is_stable_and_thread_independent(void **state)
         }
 }
 
+/* Keys in a few slices of 65,536 only (the others empty), some in the
+ * last, partial slice. */
+static void clustered_keys(uint32_t *keys, int64_t n, int64_t buckets, uint64_t seed)
+{
+    rng r = rng_seeded(seed);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t key = rng_below(&r, 3) * 2 * 65536 + rng_below(&r, 1000); /* slices 0, 2, 4 */
+        keys[i] = (uint32_t)(i % 5 == 0 ? buckets - 1 - rng_below(&r, 3) : key);
+    }
+}
+
+/* The sliced counting sort gives the same indices and table as the
+ * reference for tables of many slices, on 1, 2 and 3 threads. */
+static void sliced_counting_sort_matches_the_reference(void **state)
+{
+    (void)state;
+    static const int64_t BUCKETS[] = {300000, (1 << 20) + 17};
+    for (int b = 0; b < COUNT(BUCKETS); b++)
+        for (int clustered = 0; clustered < 2; clustered++) {
+            int64_t n = 70001, buckets = BUCKETS[b];
+            uint32_t *keys = malloc((size_t)n * sizeof *keys);
+            uint32_t *want = malloc((size_t)n * sizeof *want);
+            uint32_t *got = malloc((size_t)n * sizeof *got);
+            uint32_t *want_starts = malloc((size_t)(buckets + 1) * sizeof *want_starts);
+            uint32_t *starts = malloc((size_t)(buckets + 1) * sizeof *starts);
+            uint64_t *scratch =
+                malloc((size_t)prox_counting_sort_sliced_words(n, buckets) * sizeof *scratch);
+            assert_true(keys && want && got && want_starts && starts && scratch);
+            if (clustered)
+                clustered_keys(keys, n, buckets, (uint64_t)buckets);
+            else
+                random_keys(keys, n, buckets, (uint64_t)buckets);
+            reference_order(keys, n, buckets, want, want_starts);
+            for (int t = 0; t < COUNT(THREADS); t++) {
+                memset(got, 0xff, (size_t)n * sizeof *got);
+                memset(starts, 0xff, (size_t)(buckets + 1) * sizeof *starts);
+                prox_counting_sort_u32_sliced(keys, n, buckets, starts, got, scratch,
+                                              THREADS[t]);
+                assert_memory_equal(got, want, (size_t)n * sizeof *got);
+                assert_memory_equal(starts, want_starts, (size_t)(buckets + 1) * sizeof *starts);
+            }
+            free(keys), free(want), free(got), free(want_starts), free(starts), free(scratch);
+        }
+}
+
 static int by_key_then_value(const void *a, const void *b)
 {
     const uint64_t *x = a, *y = b; /* {key, value} */
@@ -208,6 +253,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counting_sort_is_stable_and_thread_independent),
+        cmocka_unit_test(sliced_counting_sort_matches_the_reference),
         cmocka_unit_test(radix_sort_is_stable_and_thread_independent),
         cmocka_unit_test(small_sort_matches_qsort),
         cmocka_unit_test(radix_sort_of_keys_alone_matches_qsort),
