@@ -102,25 +102,33 @@ static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double m
     return PROX_OK;
 }
 
-/* Bounding box of the wrapped coordinates (open axes only matter). */
-static void bounding_box(const prox_points *p, const double *period, int threads, double *lo,
-                         double *hi)
+/* Bounding box of the wrapped coordinates (open axes only matter), and
+ * whether every coordinate is finite: one pass over the points, where the
+ * box took one per axis and the finiteness check another (the build reads
+ * the caller's points twice more: keys, then coordinates in cell order).
+ * v - v is 0 for a finite v and NaN for an infinite or NaN one, so the sum
+ * is 0 exactly when all are finite (without a branch per coordinate). */
+static bool bounding_box(const prox_points *p, const double *period, int threads, double lo[3],
+                         double hi[3])
 {
-    for (int k = 0; k < 3; k++) {
-        double mn = INFINITY, mx = -INFINITY;
-        if (k < p->dim) {
-            int64_t n = p->count;
+    double mn[3] = {INFINITY, INFINITY, INFINITY}, mx[3] = {-INFINITY, -INFINITY, -INFINITY};
+    double nonfinite = 0.0;
+    int64_t n = p->count;
+    int dim = p->dim;
 #pragma omp parallel for num_threads(threads) if (threads > 1 && n > 65536) \
-    reduction(min : mn) reduction(max : mx) schedule(static)
-            for (int64_t i = 0; i < n; i++) {
-                double v = prox_coord(p, i, k, period);
-                mn = v < mn ? v : mn;
-                mx = v > mx ? v : mx;
-            }
+    reduction(min : mn[:3]) reduction(max : mx[:3]) reduction(+ : nonfinite) schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        for (int k = 0; k < dim; k++) {
+            double v = prox_coord(p, i, k, period);
+            mn[k] = v < mn[k] ? v : mn[k];
+            mx[k] = v > mx[k] ? v : mx[k];
+            nonfinite += v - v;
         }
-        lo[k] = p->count ? mn : 0.0;
-        hi[k] = p->count ? mx : 0.0;
+    for (int k = 0; k < 3; k++) {
+        lo[k] = n > 0 && k < dim ? mn[k] : 0.0;
+        hi[k] = n > 0 && k < dim ? mx[k] : 0.0;
     }
+    return nonfinite == 0.0;
 }
 
 /* Linear keys index every cell of the box: a table entry per cell (4 bytes)
@@ -145,7 +153,8 @@ static prox_status choose_geometry(prox_grid *g, const prox_points *p)
     double min_cell = g->desc.radius * CELL_MARGIN / d;
     double lo[3], hi[3];
     reset_geometry(g);
-    bounding_box(p, g->desc.period, g->threads, lo, hi);
+    if (!bounding_box(p, g->desc.period, g->threads, lo, hi))
+        return prox_points_check_finite(p, "points", g->threads); /* names the point */
     for (int k = 0; k < p->dim; k++) {
         if (g->desc.period[k] > 0) {
             periodic_axis(g, k, min_cell, d);
@@ -716,12 +725,14 @@ static void choose_hash_table(prox_grid *g, int64_t n)
     g->hash_mask = (uint64_t)slots - 1;
 }
 
-static prox_status check_build_input(prox_grid *g, const prox_points *p)
+/* The view and the options; finiteness is the box pass's (choose_geometry)
+ * when building, checked here when updating. */
+static prox_status check_build_input(prox_grid *g, const prox_points *p, bool finiteness)
 {
     prox_status st = prox_points_check(p, "points");
     if (!st)
         st = prox_grid_desc_check(&g->desc, p->dim);
-    if (!st)
+    if (!st && finiteness)
         st = prox_points_check_finite(p, "points", g->threads);
     return st;
 }
@@ -731,7 +742,7 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
     if (!g)
         return prox_fail(PROX_ERR_INVALID, "prox_grid_build: grid is NULL");
     g->built = false;
-    prox_status st = check_build_input(g, p);
+    prox_status st = check_build_input(g, p, false);
     if (!st)
         st = choose_geometry(g, p);
     if (st)
@@ -952,7 +963,7 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
         return prox_fail(PROX_ERR_INVALID, "prox_grid_update: grid is NULL");
     /* checked before anything moves: a rejected update leaves the grid as
      * it was */
-    prox_status st = check_build_input(g, p);
+    prox_status st = check_build_input(g, p, true);
     if (st)
         return st;
     if (!g->built || p->count != g->n || p->dim != g->dim)
