@@ -453,7 +453,7 @@ static bool lists_from_buckets(const bucketing *k, prox_lists *l, bool unsorted,
     int64_t largest = k->wide ? 0 : largest_bucket(k);
     uint32_t *aside = prox_workspace_scratch(w, PROX_SCRATCH_ENTRIES,
                                              threads * largest * (int64_t)sizeof *aside);
-    if (!aside && largest > 0)
+    if (!aside) /* scratch is never NULL but out of memory, even for 0 bytes */
         return false;
 #pragma omp parallel num_threads(threads) if (threads > 1 && k->buckets > 1)
     {
