@@ -46,11 +46,8 @@ static inline unsigned digit_of(uint64_t word, digit d)
     return (unsigned)(rotated(word, d.rotate) >> d.shift) & ((1u << d.bits) - 1);
 }
 
-/* The passes: only bits that differ between keys are sorted on (a bit every
- * key shares leaves the order as it is), each digit starting at the lowest
- * varying bit above the previous digit. Returns the number of digits. */
-static int plan_digits(const void *keys, int64_t n, int bits, int rotate, int threads,
-                       digit *out)
+/* The bits that differ between keys (of the words rotated by `rotate`). */
+static uint64_t varying_bits(const void *keys, int64_t n, int rotate, int threads)
 {
     uint64_t all_or = 0, all_and = ~0ULL;
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) \
@@ -60,7 +57,14 @@ static int plan_digits(const void *keys, int64_t n, int bits, int rotate, int th
         all_or |= w;
         all_and &= w;
     }
-    uint64_t varying = all_or ^ all_and;
+    return all_or ^ all_and;
+}
+
+/* The passes: only bits that differ between keys are sorted on (a bit every
+ * key shares leaves the order as it is), each digit starting at the lowest
+ * varying bit above the previous digit. Returns the number of digits. */
+static int plan_digits(uint64_t varying, int bits, int rotate, digit *out)
+{
     int count = 0;
     while (varying) {
         int shift = __builtin_ctzll(varying);
@@ -109,6 +113,119 @@ static void scatter(const void *keys, const uint32_t *values, void *out_keys,
     }
 }
 
+/* ---- most significant digit first, for wide keys ---------------------------
+ *
+ * With many varying bits (the kd-tree's records: 51 bits, six LSD passes
+ * over 6.0M records at W3 1M), the later LSD passes only reorder what the
+ * top two digits have already separated: after them a bucket holds a few
+ * records. There the sort goes from the top digit down instead: one
+ * parallel pass over everything, then each bucket on its own (in cache
+ * after the first level), digits as wide as the bucket needs, down to
+ * buckets of MSD_SMALL sorted by insertion. Each scatter keeps input order
+ * within a digit and insertion is stable, so the result is the stable
+ * sort's, for every thread count. The kd-tree's records of W3 1M, one
+ * thread, scratch driver: the sort 0.105-0.129 s against 0.150-0.202 s
+ * for the LSD passes; its build 0.28 -> 0.24 s. */
+#define MSD_MIN_DIGITS 5
+#define MSD_SMALL 16
+
+static void insertion_by_key(uint64_t *k, uint32_t *v, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++) {
+        uint64_t key = k[i];
+        uint32_t value = v ? v[i] : 0;
+        int64_t j = i;
+        for (; j > 0 && k[j - 1] > key; j--) {
+            k[j] = k[j - 1];
+            if (v)
+                v[j] = v[j - 1];
+        }
+        k[j] = key;
+        if (v)
+            v[j] = value;
+    }
+}
+
+static void copy_records(uint64_t *to_k, uint32_t *to_v, const uint64_t *k, const uint32_t *v,
+                         int64_t n)
+{
+    memcpy(to_k, k, (size_t)n * sizeof *k);
+    if (v)
+        memcpy(to_v, v, (size_t)n * sizeof *v);
+}
+
+/* The digit below the top varying bit: as many bits as a bucket of n
+ * needs (up to WIDE_BITS), so that small buckets clear few counters. */
+static digit top_digit(uint64_t varying, int64_t n)
+{
+    int top = 63 - __builtin_clzll(varying), bits = 1;
+    while (bits < WIDE_BITS && ((int64_t)1 << bits) < n)
+        bits++;
+    int shift = top + 1 - bits < 0 ? 0 : top + 1 - bits;
+    return (digit){shift, top + 1 - shift, 0};
+}
+
+/* Records [0, n) of (k, v) sorted on the varying bits; the result ends in
+ * (k, v) when `here`, else in the scratch (tk, tv). */
+static void msd_sort(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
+                     uint64_t varying, bool here)
+{
+    if (n <= MSD_SMALL || !varying) {
+        if (varying)
+            insertion_by_key(k, v, n);
+        if (!here)
+            copy_records(tk, tv, k, v, n);
+        return;
+    }
+    digit d = top_digit(varying, n);
+    int64_t count[((int64_t)1 << WIDE_BITS) + 1];
+    int64_t buckets = (int64_t)1 << d.bits;
+    histogram(k, 0, n, d, count);
+    int64_t start[((int64_t)1 << WIDE_BITS) + 1];
+    offsets_from_counts(count, buckets, 1);
+    memcpy(start, count, (size_t)buckets * sizeof *start);
+    start[buckets] = n;
+    scatter(k, v, tk, tv, 0, n, d, count);
+    uint64_t rest = varying & (((uint64_t)1 << d.shift) - 1);
+    for (int64_t b = 0; b < buckets; b++) {
+        int64_t s = start[b], m = start[b + 1] - s;
+        if (m > 0)
+            msd_sort(tk + s, tv ? tv + s : NULL, k + s, v ? v + s : NULL, m, rest, !here);
+    }
+}
+
+/* The first digit over all records in parallel (as an LSD pass), then the
+ * buckets in parallel; the result ends in (keys, values). */
+static void msd_sort_all(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                         uint32_t *tmp_values, int64_t n, uint64_t varying, int threads)
+{
+    digit d = top_digit(varying, n);
+    int64_t buckets = (int64_t)1 << d.bits;
+    int64_t count[COUNTERS], start[((int64_t)1 << WIDE_BITS) + 1];
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+        histogram(keys, begin, end, d, count + t * buckets);
+#pragma omp barrier
+#pragma omp single
+        {
+            offsets_from_counts(count, buckets, nt);
+            memcpy(start, count, (size_t)buckets * sizeof *start); /* thread 0's: the buckets' */
+            start[buckets] = n;
+        }
+        scatter(keys, values, tmp_keys, tmp_values, begin, end, d, count + t * buckets);
+    }
+    uint64_t rest = varying & (((uint64_t)1 << d.shift) - 1);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+    for (int64_t b = 0; b < buckets; b++) {
+        int64_t s = start[b], m = start[b + 1] - s;
+        if (m > 0)
+            msd_sort(tmp_keys + s, values ? tmp_values + s : NULL, keys + s,
+                     values ? values + s : NULL, m, rest, false);
+    }
+}
+
 /* The passes of the sorts below; returns true when the result ended in
  * the scratch arrays (an odd number of passes ran). */
 static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *tmp_values,
@@ -120,7 +237,12 @@ static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *
         threads = 1;
     int bits = (threads << WIDE_BITS) <= COUNTERS ? WIDE_BITS : NARROW_BITS;
     digit digits[64];
-    int passes = plan_digits(keys, n, bits, rotate, threads, digits);
+    uint64_t varying = varying_bits(keys, n, rotate, threads);
+    int passes = plan_digits(varying, bits, rotate, digits);
+    if (rotate == 0 && bits == WIDE_BITS && passes >= MSD_MIN_DIGITS) {
+        msd_sort_all(keys, values, tmp_keys, tmp_values, n, varying, threads);
+        return false;
+    }
     int64_t buckets = (int64_t)1 << bits;
     int64_t count[COUNTERS];
 

@@ -126,39 +126,62 @@ static int by_key_then_value(const void *a, const void *b)
 }
 
 /* Values are the input positions, so a stable sort is the (key, value)
- * order; keys mix a low varying part with constant and varying high bytes
- * (passes skipped and not). */
+ * order. Narrow keys mix a low varying part with constant and varying high
+ * bytes (passes skipped and not: least significant digit first). Wide keys
+ * (most significant digit first, down to buckets sorted by insertion) are
+ * 300 values spread over all 64 bits, each repeated, or layered: a few
+ * values in each of six bit ranges 12 bits apart (six digits), so that
+ * buckets stay large through five levels, with 31,500 distinct keys. */
+enum key_kind { KEYS_NARROW, KEYS_SPREAD, KEYS_LAYERED, KEY_KINDS };
+
+static uint64_t test_key(uint64_t x, enum key_kind kind)
+{
+    switch (kind) {
+    case KEYS_NARROW: return (x % 300) | ((x >> 40) % 3) << 56 | 0x0000ff0000000000ull;
+    case KEYS_SPREAD: {
+        rng spread = rng_seeded(x % 300);
+        return rng_next(&spread);
+    }
+    default:
+        return (x % 3) << 60 | ((x >> 8) % 5) << 48 | ((x >> 16) % 7) << 36 |
+               ((x >> 24) % 6) << 24 | ((x >> 32) % 5) << 12 | (x >> 40) % 10;
+    }
+}
+
+static void check_stable_sort(int64_t n, enum key_kind kind)
+{
+    size_t m = (size_t)(n + 1);
+    uint64_t *keys0 = malloc(m * 8), *keys = malloc(m * 8), *tmp = malloc(m * 8);
+    uint64_t *pairs = malloc(2 * m * 8);
+    uint32_t *values = malloc(m * 4), *tmp_values = malloc(m * 4);
+    assert_true(keys0 && keys && tmp && pairs && values && tmp_values);
+    rng r = rng_seeded((uint64_t)n + 5);
+    for (int64_t i = 0; i < n; i++) {
+        keys0[i] = test_key(rng_next(&r), kind);
+        pairs[2 * i] = keys0[i];
+        pairs[2 * i + 1] = (uint64_t)i;
+    }
+    if (n > 0)
+        qsort(pairs, (size_t)n, 16, by_key_then_value);
+    for (int t = 0; t < COUNT(THREADS); t++) {
+        memcpy(keys, keys0, m * 8);
+        for (int64_t i = 0; i < n; i++)
+            values[i] = (uint32_t)i;
+        prox_radix_sort64(keys, values, tmp, tmp_values, n, THREADS[t]);
+        for (int64_t i = 0; i < n; i++) {
+            assert_int_equal(keys[i], pairs[2 * i]);
+            assert_int_equal(values[i], pairs[2 * i + 1]);
+        }
+    }
+    free(keys0), free(keys), free(tmp), free(pairs), free(values), free(tmp_values);
+}
+
 static void radix_sort_is_stable_and_thread_independent(void **state)
 {
     (void)state;
-    for (int s = 0; s < COUNT(SIZES); s++) {
-        int64_t n = SIZES[s];
-        size_t m = (size_t)(n + 1);
-        uint64_t *keys0 = malloc(m * 8), *keys = malloc(m * 8), *tmp = malloc(m * 8);
-        uint64_t *pairs = malloc(2 * m * 8);
-        uint32_t *values = malloc(m * 4), *tmp_values = malloc(m * 4);
-        assert_true(keys0 && keys && tmp && pairs && values && tmp_values);
-        rng r = rng_seeded((uint64_t)n + 5);
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t x = rng_next(&r);
-            keys0[i] = (x % 300) | ((x >> 40) % 3) << 56 | 0x0000ff0000000000ull;
-            pairs[2 * i] = keys0[i];
-            pairs[2 * i + 1] = (uint64_t)i;
-        }
-        if (n > 0)
-            qsort(pairs, (size_t)n, 16, by_key_then_value);
-        for (int t = 0; t < COUNT(THREADS); t++) {
-            memcpy(keys, keys0, m * 8);
-            for (int64_t i = 0; i < n; i++)
-                values[i] = (uint32_t)i;
-            prox_radix_sort64(keys, values, tmp, tmp_values, n, THREADS[t]);
-            for (int64_t i = 0; i < n; i++) {
-                assert_int_equal(keys[i], pairs[2 * i]);
-                assert_int_equal(values[i], pairs[2 * i + 1]);
-            }
-        }
-        free(keys0), free(keys), free(tmp), free(pairs), free(values), free(tmp_values);
-    }
+    for (int s = 0; s < COUNT(SIZES); s++)
+        for (int kind = 0; kind < KEY_KINDS; kind++)
+            check_stable_sort(SIZES[s], (enum key_kind)kind);
 }
 
 static int by_u32(const void *a, const void *b)
