@@ -113,6 +113,33 @@ static void scatter(const void *keys, const uint32_t *values, void *out_keys,
     }
 }
 
+/* One pass over n records on `threads`: each thread counts its block's
+ * digits, the counts become write positions (digit-major, then thread
+ * order, which keeps the sort stable), each thread scatters its block.
+ * starts, when given, receives where each digit's records begin (and n). */
+static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
+                       uint32_t *out_values, int64_t n, digit d, int threads, int64_t *starts)
+{
+    int64_t buckets = (int64_t)1 << d.bits;
+    int64_t count[COUNTERS];
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+        histogram(keys, begin, end, d, count + t * buckets);
+#pragma omp barrier
+#pragma omp single
+        {
+            offsets_from_counts(count, buckets, nt);
+            if (starts) { /* thread 0's positions are the digits' starts */
+                memcpy(starts, count, (size_t)buckets * sizeof *starts);
+                starts[buckets] = n;
+            }
+        }
+        scatter(keys, values, out_keys, out_values, begin, end, d, count + t * buckets);
+    }
+}
+
 /* ---- most significant digit first, for wide keys ---------------------------
  *
  * With many varying bits (the kd-tree's records: 51 bits, six LSD passes
@@ -200,22 +227,8 @@ static void msd_sort_all(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
                          uint32_t *tmp_values, int64_t n, uint64_t varying, int threads)
 {
     digit d = top_digit(varying, n);
-    int64_t buckets = (int64_t)1 << d.bits;
-    int64_t count[COUNTERS], start[((int64_t)1 << WIDE_BITS) + 1];
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
-        histogram(keys, begin, end, d, count + t * buckets);
-#pragma omp barrier
-#pragma omp single
-        {
-            offsets_from_counts(count, buckets, nt);
-            memcpy(start, count, (size_t)buckets * sizeof *start); /* thread 0's: the buckets' */
-            start[buckets] = n;
-        }
-        scatter(keys, values, tmp_keys, tmp_values, begin, end, d, count + t * buckets);
-    }
+    int64_t buckets = (int64_t)1 << d.bits, start[((int64_t)1 << WIDE_BITS) + 1];
+    digit_pass(keys, values, tmp_keys, tmp_values, n, d, threads, start);
     uint64_t rest = varying & (((uint64_t)1 << d.shift) - 1);
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
     for (int64_t b = 0; b < buckets; b++) {
@@ -243,23 +256,10 @@ static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *
         msd_sort_all(keys, values, tmp_keys, tmp_values, n, varying, threads);
         return false;
     }
-    int64_t buckets = (int64_t)1 << bits;
-    int64_t count[COUNTERS];
-
     void *src_k = keys, *dst_k = tmp_keys;
     uint32_t *src_v = values, *dst_v = tmp_values;
     for (int pass = 0; pass < passes; pass++) {
-        digit d = digits[pass];
-#pragma omp parallel num_threads(threads) if (threads > 1)
-        {
-            int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            int64_t begin = n * t / nt, end = n * (t + 1) / nt;
-            histogram(src_k, begin, end, d, count + t * buckets);
-#pragma omp barrier
-#pragma omp single
-            offsets_from_counts(count, buckets, nt);
-            scatter(src_k, src_v, dst_k, dst_v, begin, end, d, count + t * buckets);
-        }
+        digit_pass(src_k, src_v, dst_k, dst_v, n, digits[pass], threads, NULL);
         void *sk = src_k; src_k = dst_k; dst_k = sk;
         uint32_t *sv = src_v; src_v = dst_v; dst_v = sv;
     }

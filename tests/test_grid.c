@@ -124,34 +124,52 @@ static void grid_extreme_extent_is_exact_or_a_range_error(void **state)
     }
 }
 
+/* Large inputs are checked on SAMPLED rows spread over the points. */
+enum { SAMPLED = 300 };
+
+static void sample_rows(const test_case *tc, int64_t rows[SAMPLED], csr *want)
+{
+    for (int64_t n = 0; n < SAMPLED; n++)
+        rows[n] = (n * 7919 + 13) % tc->points.count;
+    oracle_selected_rows(&tc->points, rows, SAMPLED, tc->radius, tc->period, want);
+}
+
+/* The grid's lists (config, threads) against the oracle's on the sampled
+ * rows; returns the query's stats. */
+static prox_stats expect_sampled_lists(const test_case *tc, const algo_config *config,
+                                       int threads, const int64_t rows[SAMPLED],
+                                       const csr *want, const char *label)
+{
+    char context[200];
+    snprintf(context, sizeof context, "%s, algo=%s threads=%d, lists (%d sampled rows)", label,
+             config->name, threads, SAMPLED);
+    prox_points view = test_case_points(tc);
+    prox_grid_desc desc = config_desc(config, tc->radius, tc->period, threads);
+    prox_lists lists;
+    prox_lists_init(&lists, NULL);
+    prox_stats stats = {0};
+    CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_lists(&lists), &stats),
+                 PROX_OK, context);
+    subject s = {context, &tc->points, &tc->points, tc->radius, tc->period};
+    expect_sampled_rows(&s, want, rows, &lists);
+    prox_lists_free(&lists);
+    return stats;
+}
+
 /* 70000 points and 5000 queries: beyond the sizes from which the library
  * splits queries into chunks (4096) and builds in parallel (65536). Sampled
  * rows against the oracle, then byte identity across thread counts. */
 static void grid_parallel_paths_match_oracle_and_each_other(void **state)
 {
     (void)state;
-    enum { SAMPLED = 300 };
     test_case tc;
     test_case_make_large_uniform(&tc, 3, 70000, 5000, 32.0, 0.9, PERIODIC_ALL);
     int64_t rows[SAMPLED];
-    for (int64_t n = 0; n < SAMPLED; n++)
-        rows[n] = (n * 7919 + 13) % tc.points.count;
     csr want;
-    oracle_selected_rows(&tc.points, rows, SAMPLED, tc.radius, tc.period, &want);
-    prox_points view = test_case_points(&tc);
-    for (int c = 0; c < GRID_CONFIG_COUNT; c++) {
-        char context[200];
-        snprintf(context, sizeof context, "70000 uniform points, 3D periodic, r = 0.9, algo=%s "
-                 "threads=2, lists (300 sampled rows)", GRID_CONFIGS[c]->name);
-        prox_grid_desc desc = config_desc(GRID_CONFIGS[c], tc.radius, tc.period, 2);
-        prox_lists lists;
-        prox_lists_init(&lists, NULL);
-        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_lists(&lists), NULL),
-                     PROX_OK, context);
-        subject s = {context, &tc.points, &tc.points, tc.radius, tc.period};
-        expect_sampled_rows(&s, &want, rows, &lists);
-        prox_lists_free(&lists);
-    }
+    sample_rows(&tc, rows, &want);
+    for (int c = 0; c < GRID_CONFIG_COUNT; c++)
+        expect_sampled_lists(&tc, GRID_CONFIGS[c], 2, rows, &want,
+                             "70000 uniform points, 3D periodic, r = 0.9");
     check_thread_independence(&tc, &CONFIG_MORTON);
     check_thread_independence(&tc, &CONFIG_HASH);
     check_thread_independence(&tc, &CONFIG_LINEAR); /* parallel counting sort */
@@ -166,29 +184,15 @@ static void grid_parallel_paths_match_oracle_and_each_other(void **state)
 static void grid_sparse_2d_sliced_table_matches_oracle(void **state)
 {
     (void)state;
-    enum { SAMPLED = 300 };
     test_case tc;
     test_case_make_large_uniform(&tc, 2, 100000, 1000, 560.0, 1.0, PERIODIC_NONE);
     int64_t rows[SAMPLED];
-    for (int64_t n = 0; n < SAMPLED; n++)
-        rows[n] = (n * 7919 + 13) % tc.points.count;
     csr want;
-    oracle_selected_rows(&tc.points, rows, SAMPLED, tc.radius, tc.period, &want);
-    prox_points view = test_case_points(&tc);
+    sample_rows(&tc, rows, &want);
     for (int threads = 1; threads <= 2; threads++) {
-        char context[160];
-        snprintf(context, sizeof context, "100000 sparse points, 2D open, r = 1, linear keys, "
-                 "threads=%d, lists (300 sampled rows)", threads);
-        prox_grid_desc desc = config_desc(&CONFIG_LINEAR, tc.radius, tc.period, threads);
-        prox_lists lists;
-        prox_lists_init(&lists, NULL);
-        prox_stats stats;
-        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_lists(&lists), &stats),
-                     PROX_OK, context);
-        CHECK(stats.keys == PROX_KEYS_LINEAR, context, "keys %d", (int)stats.keys);
-        subject s = {context, &tc.points, &tc.points, tc.radius, tc.period};
-        expect_sampled_rows(&s, &want, rows, &lists);
-        prox_lists_free(&lists);
+        prox_stats stats = expect_sampled_lists(&tc, &CONFIG_LINEAR, threads, rows, &want,
+                                                "100000 sparse points, 2D open, r = 1");
+        CHECK(stats.keys == PROX_KEYS_LINEAR, "sparse 2D points", "keys %d", (int)stats.keys);
     }
     check_thread_independence(&tc, &CONFIG_LINEAR);
     csr_free(&want);
