@@ -145,16 +145,21 @@ static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
  * With many varying bits (the kd-tree's records: 51 bits, six LSD passes
  * over 6.0M records at W3 1M), the later LSD passes only reorder what the
  * top two digits have already separated: after them a bucket holds a few
- * records. There the sort goes from the top digit down instead: one
- * parallel pass over everything, then each bucket on its own (in cache
- * after the first level), digits as wide as the bucket needs, down to
- * buckets of MSD_SMALL sorted by insertion. Each scatter keeps input order
- * within a digit and insertion is stable, so the result is the stable
- * sort's, for every thread count. The kd-tree's records of W3 1M, one
- * thread, scratch driver: the sort 0.105-0.129 s against 0.150-0.202 s
- * for the LSD passes; its build 0.28 -> 0.24 s. */
+ * records (up to MSD_MAX_RECORDS). There the sort goes from the top digit
+ * down instead: one parallel pass over everything, then each bucket on its
+ * own (in cache after the first level), digits as wide as the bucket
+ * needs, down to buckets of MSD_SMALL sorted by insertion. Each scatter
+ * keeps input order within a digit and insertion is stable, so the result
+ * is the stable sort's, for every thread count. The kd-tree's records of
+ * W3 1M, one thread, scratch driver: the sort 0.105-0.129 s against
+ * 0.150-0.202 s for the LSD passes; its build 0.28 -> 0.24 s. */
 #define MSD_MIN_DIGITS 5
 #define MSD_SMALL 16
+/* Two levels of 10-bit digits leave buckets of insertion size (2^20 x 16
+ * records) up to here; past it, a third level of buckets of a few dozen
+ * costs more than the LSD passes save: the kd-tree's 31M records at W3 5M,
+ * one thread, 0.78-0.95 s against 0.66-0.71 s for LSD. */
+#define MSD_MAX_RECORDS ((int64_t)1 << 24)
 
 static void insertion_by_key(uint64_t *k, uint32_t *v, int64_t n)
 {
@@ -252,7 +257,7 @@ static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *
     digit digits[64];
     uint64_t varying = varying_bits(keys, n, rotate, threads);
     int passes = plan_digits(varying, bits, rotate, digits);
-    if (rotate == 0 && bits == WIDE_BITS && passes >= MSD_MIN_DIGITS) {
+    if (rotate == 0 && bits == WIDE_BITS && passes >= MSD_MIN_DIGITS && n <= MSD_MAX_RECORDS) {
         msd_sort_all(keys, values, tmp_keys, tmp_values, n, varying, threads);
         return false;
     }

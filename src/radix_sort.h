@@ -10,8 +10,8 @@
 /* Stable LSD radix sort of (keys[i], values[i]) by key, digits of 10 bits
  * (8 beyond 8 threads) laid over the bits that vary between keys: a bit
  * every key shares costs nothing. Keys varying over five digits or more
- * (with 10-bit digits) are sorted from the top digit down instead (MSD,
- * radix_sort.c), with the same result. tmp_keys and
+ * (with 10-bit digits), up to 2^24 of them, are sorted from the top digit
+ * down instead (MSD, radix_sort.c), with the same result. tmp_keys and
  * tmp_values are scratch of n elements. The result is in keys/values.
  * values and tmp_values may both be NULL: the keys alone are sorted.
  * Parallel over `threads` (per-thread histograms, scatter in thread
