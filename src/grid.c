@@ -106,29 +106,98 @@ static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double m
  * whether every coordinate is finite: one pass over the points, where the
  * box took one per axis and the finiteness check another (the build reads
  * the caller's points twice more: keys, then coordinates in cell order).
- * v - v is 0 for a finite v and NaN for an infinite or NaN one, so the sum
- * is 0 exactly when all are finite (without a branch per coordinate). */
-static bool bounding_box(const prox_points *p, const double *period, int threads, double lo[3],
-                         double hi[3])
+ * v - v is +0 for a finite v and NaN for an infinite or NaN one, so the OR
+ * of its bits is 0 exactly when all are finite: no branch, and an integer
+ * chain instead of a floating-point sum's. dim is a constant at each call,
+ * so that the axis loop unrolls. */
+static inline bool box_pass(const prox_points *p, const double *period, int threads, int dim,
+                            double lo[3], double hi[3])
 {
     double mn[3] = {INFINITY, INFINITY, INFINITY}, mx[3] = {-INFINITY, -INFINITY, -INFINITY};
-    double nonfinite = 0.0;
+    uint64_t nonfinite = 0;
     int64_t n = p->count;
-    int dim = p->dim;
 #pragma omp parallel for num_threads(threads) if (threads > 1 && n > 65536) \
-    reduction(min : mn[:3]) reduction(max : mx[:3]) reduction(+ : nonfinite) schedule(static)
+    reduction(min : mn[:3]) reduction(max : mx[:3]) reduction(| : nonfinite) schedule(static)
     for (int64_t i = 0; i < n; i++)
         for (int k = 0; k < dim; k++) {
-            double v = prox_coord(p, i, k, period);
+            double v = prox_coord(p, i, k, period), zero = v - v;
+            uint64_t bits;
+            memcpy(&bits, &zero, sizeof bits);
             mn[k] = v < mn[k] ? v : mn[k];
             mx[k] = v > mx[k] ? v : mx[k];
-            nonfinite += v - v;
+            nonfinite |= bits;
         }
     for (int k = 0; k < 3; k++) {
         lo[k] = n > 0 && k < dim ? mn[k] : 0.0;
         hi[k] = n > 0 && k < dim ? mx[k] : 0.0;
     }
-    return nonfinite == 0.0;
+    return nonfinite == 0;
+}
+
+/* The points as one array of packed doubles (prox_points_f64: x, y[, z],
+ * x, ...) on open axes: blocks of 8 points, each value with an accumulator
+ * of its own place in the block, which the compiler turns into vector
+ * min, max and add (the per-coordinate loop above stays scalar); the
+ * places are folded per axis at the end. The sum of v - v per place is 0
+ * exactly when all its values are finite (NaN sticks). */
+#define BOX_BLOCK 8
+
+static inline bool packed_box_pass(const double *xyz, int64_t n, int threads, int dim,
+                                   double lo[3], double hi[3])
+{
+    enum { PLACES = 3 * BOX_BLOCK };
+    double mn[PLACES], mx[PLACES], zero[PLACES];
+    for (int j = 0; j < PLACES; j++) {
+        mn[j] = INFINITY;
+        mx[j] = -INFINITY;
+        zero[j] = 0.0;
+    }
+    int64_t blocks = n / BOX_BLOCK, width = (int64_t)dim * BOX_BLOCK;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n > 65536) \
+    reduction(min : mn[:PLACES]) reduction(max : mx[:PLACES]) reduction(+ : zero[:PLACES]) \
+    schedule(static)
+    for (int64_t b = 0; b < blocks; b++)
+        for (int j = 0; j < width; j++) {
+            double v = xyz[b * width + j];
+            mn[j] = v < mn[j] ? v : mn[j];
+            mx[j] = v > mx[j] ? v : mx[j];
+            zero[j] += v - v;
+        }
+    for (int64_t at = blocks * width; at < n * dim; at++) { /* the last points */
+        double v = xyz[at];
+        int j = (int)(at - blocks * width);
+        mn[j] = v < mn[j] ? v : mn[j];
+        mx[j] = v > mx[j] ? v : mx[j];
+        zero[j] += v - v;
+    }
+    bool finite = true;
+    for (int k = 0; k < 3; k++) {
+        double a = INFINITY, z = -INFINITY;
+        for (int j = k; j < width && k < dim; j += dim) {
+            a = mn[j] < a ? mn[j] : a;
+            z = mx[j] > z ? mx[j] : z;
+            finite = finite && zero[j] == 0.0;
+        }
+        lo[k] = n > 0 && k < dim ? a : 0.0;
+        hi[k] = n > 0 && k < dim ? z : 0.0;
+    }
+    return finite;
+}
+
+static bool bounding_box(const prox_points *p, const double *period, int threads, double lo[3],
+                         double hi[3])
+{
+    const double *x = p->axis[0];
+    bool open = true, packed = p->scalar == PROX_F64 && p->stride == p->dim * 8;
+    for (int k = 0; k < p->dim; k++) {
+        open = open && !(period[k] > 0);
+        packed = packed && p->axis[k] == (const void *)(x + k);
+    }
+    if (open && packed)
+        return p->dim == 3 ? packed_box_pass(x, p->count, threads, 3, lo, hi)
+                           : packed_box_pass(x, p->count, threads, 2, lo, hi);
+    return p->dim == 3 ? box_pass(p, period, threads, 3, lo, hi)
+                       : box_pass(p, period, threads, 2, lo, hi);
 }
 
 /* Linear keys index every cell of the box: a table entry per cell (4 bytes)

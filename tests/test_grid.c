@@ -199,6 +199,54 @@ static void grid_sparse_2d_sliced_table_matches_oracle(void **state)
     test_case_free(&tc);
 }
 
+/* The build's box pass over packed doubles (grid.c, packed_box_pass)
+ * reads blocks of 8 points and the rest apart: a non-finite coordinate and
+ * an extreme one must be seen wherever they are (first point, a block,
+ * the rest, the last point), on every axis. The extreme point and a
+ * partner beside it make a pair the grid finds only if its box holds it. */
+static void grid_box_pass_sees_every_point(void **state)
+{
+    (void)state;
+    static const int64_t counts[] = {5, 8, 13, 45};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+        for (int dim = 2; dim <= 3; dim++)
+            for (int k = 0; k < dim; k++) {
+                int64_t n = counts[c], at[] = {0, n / 2, n - 1};
+                for (int w = 0; w < 3; w++) {
+                    char context[160];
+                    snprintf(context, sizeof context, "%lld packed points, dim=%d, point %lld, "
+                             "axis %d", (long long)n, dim, (long long)at[w], k);
+                    rng r = rng_seeded(31 * (uint64_t)n + (uint64_t)w);
+                    cloud cl;
+                    cloud_uniform(&cl, dim, n, 0.0, 1.0, &r);
+                    int64_t bad = at[w], partner = bad == 0 ? 1 : bad - 1;
+                    prox_points view = prox_points_f64(cl.xyz, n, dim);
+                    prox_grid_desc desc = prox_default_grid_desc();
+                    desc.radius = 0.3;
+                    prox_grid *grid;
+                    CHECK_STATUS(prox_grid_create(&desc, &grid), PROX_OK, context);
+                    cloud_point(&cl, bad)[k] = -INFINITY;
+                    CHECK_STATUS(prox_grid_build(grid, &view), PROX_ERR_DATA, context);
+                    cloud_point(&cl, bad)[k] = 1000.0; /* far out, with a partner beside it */
+                    for (int a = 0; a < dim; a++)
+                        cloud_point(&cl, partner)[a] = cloud_point(&cl, bad)[a] + 0.01;
+                    pair_list want;
+                    oracle_pairs(&cl, 0.3, NULL, &want);
+                    prox_pair_buffer got;
+                    prox_pair_buffer_init(&got, NULL);
+                    CHECK_STATUS(prox_grid_build(grid, &view), PROX_OK, context);
+                    CHECK_STATUS(prox_grid_pairs(grid, prox_sink_buffer(&got), NULL), PROX_OK,
+                                 context);
+                    subject sj = {context, &cl, &cl, 0.3, NULL};
+                    expect_same_pairs(&sj, &want, got.pairs, got.count);
+                    prox_pair_buffer_free(&got);
+                    pair_list_free(&want);
+                    prox_grid_destroy(grid);
+                    cloud_free(&cl);
+                }
+            }
+}
+
 /* A radius whose square underflows (1e-170: r*r == 1e-340 rounds to 0) or
  * which is itself subnormal (1e-310: 1/r overflows): only exact duplicates
  * are neighbours; a cell grid may refuse with PROX_ERR_RANGE. */
@@ -588,6 +636,7 @@ int main(void)
         cmocka_unit_test(grid_large_clustered_2d_matches_oracle),
         cmocka_unit_test(grid_parallel_paths_match_oracle_and_each_other),
         cmocka_unit_test(grid_sparse_2d_sliced_table_matches_oracle),
+        cmocka_unit_test(grid_box_pass_sees_every_point),
         cmocka_unit_test(grid_extreme_extent_is_exact_or_a_range_error),
         cmocka_unit_test(grid_radius_near_underflow_is_exact_or_a_range_error),
         cmocka_unit_test(grid_query_of_no_points_is_empty),
