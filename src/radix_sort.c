@@ -471,14 +471,17 @@ static void sort_upto64(uint32_t *a, int64_t n)
         live[r] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
         v[r] = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live[r], a + 16 * r);
     }
+#pragma GCC unroll 21 /* unrolled, v[] stays in registers: a loop kept it on the stack */
     for (int s = 0; s < 21; s++) {
         int j = net64_xor[s], k = net64_k[s];
         if (j < 16) {
+#pragma GCC unroll 4
             for (int r = 0; r < 4; r++)
                 v[r] = exchange16(v[r], j, net64_mask[s][r]);
             continue;
         }
         int jr = j / 16;
+#pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             if (r & jr)
                 continue;
