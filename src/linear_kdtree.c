@@ -557,13 +557,14 @@ static inline void add_candidate(const prox_aabb *box, exact_batch *x, uint32_t 
 }
 
 /* kd-tree-2: the quantized boxes filter and pick the one record pair of
- * each pair of boxes; only those are tested exactly. */
-static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
-                            prox_emitter *e)
+ * each pair of boxes; only those are tested exactly. dim is a constant at
+ * each call (sweep_unique below): the axis loops unroll and the pair's
+ * quantized bounds stay in registers. */
+static inline int64_t sweep_unique_in(const kdtree *t, const prox_aabb *box, int64_t begin,
+                                      int64_t end, prox_emitter *e, int dim)
 {
     const kd_geometry *g = &t->g;
     const uint64_t *key = t->rec.key;
-    int dim = g->dim;
     int64_t candidates = 0, count = t->count;
     exact_batch batch = {.count = 0};
     for (int64_t i = begin; i < end && !e->stop; i++) {
@@ -589,6 +590,13 @@ static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin
     }
     test_batch(box, &batch, e);
     return candidates;
+}
+
+static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
+                            prox_emitter *e)
+{
+    return t->g.dim == 3 ? sweep_unique_in(t, box, begin, end, e, 3)
+                         : sweep_unique_in(t, box, begin, end, e, 2);
 }
 
 static prox_status kd_self_pairs(const void *impl, const broad_input *in, prox_chunks *chunks,
