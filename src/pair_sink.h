@@ -64,9 +64,9 @@ static inline void prox_emit(prox_emitter *e, prox_index i, prox_index j)
  * queried every step reuses what its last query grew instead of
  * allocating it again. One-shot calls keep a workspace for the call. */
 enum {
-    PROX_SCRATCH_SORT,    /* keys of the sparse sorted delivery */
-    PROX_SCRATCH_OFFSETS, /* row offsets and cursors */
-    PROX_SCRATCH_ENTRIES, /* row entries */
+    PROX_SCRATCH_SORT,    /* keys of the sparse sorted delivery; the lists' bucket copies */
+    PROX_SCRATCH_OFFSETS, /* the delivery's bucket starts and cursors */
+    PROX_SCRATCH_ENTRIES, /* the delivery's bucketed entries */
     PROX_SCRATCH_OWNER,   /* first slot for the owner's own use */
     PROX_SCRATCH_SLOTS = 8
 };

@@ -451,7 +451,9 @@ static bool lists_from_buckets(const bucketing *k, prox_lists *l, bool unsorted,
                                prox_workspace *w)
 {
     int64_t largest = k->wide ? 0 : largest_bucket(k);
-    uint32_t *aside = prox_workspace_scratch(w, PROX_SCRATCH_ENTRIES,
+    /* not the entries' slot: wide entries live there (lists never take the
+     * sparse sort, whose slot this is) */
+    uint32_t *aside = prox_workspace_scratch(w, PROX_SCRATCH_SORT,
                                              threads * largest * (int64_t)sizeof *aside);
     if (!aside) /* scratch is never NULL but out of memory, even for 0 bytes */
         return false;
