@@ -184,16 +184,23 @@ static inline bool packed_box_pass(const double *xyz, int64_t n, int threads, in
     return finite;
 }
 
+/* The caller's points as packed doubles (prox_points_f64's layout) on open
+ * axes only: the passes over them then read one flat array, without the
+ * view's tests of scalar type and period per coordinate. NULL otherwise. */
+static const double *packed_open_f64(const prox_points *p, const double *period)
+{
+    const double *x = p->axis[0];
+    bool fits = p->scalar == PROX_F64 && p->stride == p->dim * (ptrdiff_t)sizeof(double);
+    for (int k = 0; k < p->dim; k++)
+        fits = fits && !(period[k] > 0) && p->axis[k] == (const void *)(x + k);
+    return fits ? x : NULL;
+}
+
 static bool bounding_box(const prox_points *p, const double *period, int threads, double lo[3],
                          double hi[3])
 {
-    const double *x = p->axis[0];
-    bool open = true, packed = p->scalar == PROX_F64 && p->stride == p->dim * 8;
-    for (int k = 0; k < p->dim; k++) {
-        open = open && !(period[k] > 0);
-        packed = packed && p->axis[k] == (const void *)(x + k);
-    }
-    if (open && packed)
+    const double *x = packed_open_f64(p, period);
+    if (x)
         return p->dim == 3 ? packed_box_pass(x, p->count, threads, 3, lo, hi)
                            : packed_box_pass(x, p->count, threads, 2, lo, hi);
     return p->dim == 3 ? box_pass(p, period, threads, 3, lo, hi)
@@ -444,10 +451,46 @@ static void compute_keys(prox_grid *g, const prox_points *p)
 }
 
 /* Coordinates in cell order, from the caller's view. */
+/* Packed doubles on open axes (packed_open_f64): the coordinates read
+ * straight from the flat array, dim a constant in each loop (W2 k = 1
+ * lists 0.081 -> 0.078 s, W1 count 0.068 -> 0.065 s, scratch driver). */
+static void gather_packed(prox_grid *g, const double *xyz, int dim)
+{
+    int64_t n = g->n;
+    double *x = g->pos, *y = g->pos + n, *z = g->pos + 2 * n;
+    if (dim == 3) {
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+        for (int64_t s = 0; s < n; s++) {
+            if (s + PREFETCH_AHEAD < n) /* reads follow the sort: random in the input */
+                __builtin_prefetch(xyz + 3 * (int64_t)g->id[s + PREFETCH_AHEAD]);
+            const double *q = xyz + 3 * (int64_t)g->id[s];
+            x[s] = q[0];
+            y[s] = q[1];
+            z[s] = q[2];
+        }
+        return;
+    }
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t s = 0; s < n; s++) {
+        if (s + PREFETCH_AHEAD < n)
+            __builtin_prefetch(xyz + 2 * (int64_t)g->id[s + PREFETCH_AHEAD]);
+        const double *q = xyz + 2 * (int64_t)g->id[s];
+        x[s] = q[0];
+        y[s] = q[1];
+    }
+}
+
 static void gather_positions(prox_grid *g, const prox_points *p)
 {
     int64_t n = g->n;
     const double *period = g->desc.period;
+    const double *xyz = packed_open_f64(p, period);
+    if (xyz) {
+        gather_packed(g, xyz, p->dim);
+        return;
+    }
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t s = 0; s < n; s++) {
