@@ -108,10 +108,9 @@ static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double m
  * the caller's points twice more: keys, then coordinates in cell order).
  * v - v is +0 for a finite v and NaN for an infinite or NaN one, so the OR
  * of its bits is 0 exactly when all are finite: no branch, and an integer
- * chain instead of a floating-point sum's. dim is a constant at each call,
- * so that the axis loop unrolls. */
-static inline bool box_pass(const prox_points *p, const double *period, int threads, int dim,
-                            double lo[3], double hi[3])
+ * chain instead of a floating-point sum's. */
+static bool box_pass(const prox_points *p, const double *period, int threads, int dim,
+                     double lo[3], double hi[3])
 {
     double mn[3] = {INFINITY, INFINITY, INFINITY}, mx[3] = {-INFINITY, -INFINITY, -INFINITY};
     uint64_t nonfinite = 0;
@@ -142,8 +141,8 @@ static inline bool box_pass(const prox_points *p, const double *period, int thre
  * exactly when all its values are finite (NaN sticks). */
 #define BOX_BLOCK 8
 
-static inline bool packed_box_pass(const double *xyz, int64_t n, int threads, int dim,
-                                   double lo[3], double hi[3])
+static bool packed_box_pass(const double *xyz, int64_t n, int threads, int dim,
+                            double lo[3], double hi[3])
 {
     enum { PLACES = 3 * BOX_BLOCK };
     double mn[PLACES], mx[PLACES], zero[PLACES];
@@ -200,11 +199,11 @@ static bool bounding_box(const prox_points *p, const double *period, int threads
                          double hi[3])
 {
     const double *x = packed_open_f64(p, period);
+    /* (a constant dim would not reach the loops: OpenMP outlines each
+     * parallel loop into one function that reads dim at run time) */
     if (x)
-        return p->dim == 3 ? packed_box_pass(x, p->count, threads, 3, lo, hi)
-                           : packed_box_pass(x, p->count, threads, 2, lo, hi);
-    return p->dim == 3 ? box_pass(p, period, threads, 3, lo, hi)
-                       : box_pass(p, period, threads, 2, lo, hi);
+        return packed_box_pass(x, p->count, threads, p->dim, lo, hi);
+    return box_pass(p, period, threads, p->dim, lo, hi);
 }
 
 /* Linear keys index every cell of the box: a table entry per cell (4 bytes)
