@@ -10,8 +10,9 @@
  *
  * Arguments: FILE.f64 (raw little-endian doubles, packed points) DIM
  * TASK (count | buffer | ubuffer | lists | ulists; u: unsorted) RUNS
- * THREADS RADIUS. */
+ * THREADS RADIUS [COORDS: double (default) | fixed]. */
 #include <prox/prox.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +54,9 @@ static prox_sink sink_of(const char *task, prox_pair_buffer *buffer, prox_lists 
 
 int main(int argc, char **argv)
 {
-    if (argc != 7) {
-        fprintf(stderr, "usage: %s FILE.f64 DIM TASK RUNS THREADS RADIUS\n", argv[0]);
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: %s FILE.f64 DIM TASK RUNS THREADS RADIUS [double|fixed]\n",
+                argv[0]);
         return 2;
     }
     int dim = atoi(argv[2]), runs = atoi(argv[4]);
@@ -68,6 +70,8 @@ int main(int argc, char **argv)
     prox_grid_desc desc = prox_default_grid_desc();
     desc.radius = atof(argv[6]);
     desc.threads = atoi(argv[5]);
+    bool fixed = argc > 7 && strcmp(argv[7], "fixed") == 0;
+    desc.coords = fixed ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
     prox_grid *grid;
     prox_pair_buffer buffer;
     prox_lists lists;
@@ -93,7 +97,9 @@ int main(int argc, char **argv)
         printf("%.4f+%.4f=%.4f  ", t1 - t0, t2 - t1, t2 - t0);
         best = t2 - t0 < best ? t2 - t0 : best;
     }
-    printf("pairs=%lld best %.4f\n", (long long)stats.pairs, best);
+    printf("pairs=%lld rechecked=%lld %s best %.4f\n", (long long)stats.pairs,
+           (long long)stats.rechecked, stats.coords == PROX_COORDS_FIXED ? "fixed" : "double",
+           best);
     prox_grid_destroy(grid);
     prox_pair_buffer_free(&buffer);
     prox_lists_free(&lists);

@@ -215,6 +215,89 @@ static bool bounding_box(const prox_points *p, const double *period, int threads
 #define SPARSE_CELLS_PER_POINT 256
 #define SPARSE_MIN_CELLS (1 << 24)
 
+/* ---- fixed-point coordinates (PROX_COORDS_FIXED) ---------------------- */
+
+/* Fixed point is used up to this many cells along an axis (with a query's
+ * reach on both sides): the offset in a cell then keeps at least 13 bits
+ * (see fixed_tolerance). */
+#define FIXED_MAX_CELLS ((int64_t)1 << 17)
+/* The units of an axis (cells, plus a query's reach and one beyond on each
+ * side) stay below 2^30, so that differences and periods fit in 32 bits. */
+#define FIXED_UNITS_LOG2 30
+
+/* The bound `tol` (in radii^2) on the difference between the squared
+ * distance the fixed-point kernel computes in float and the one brute force
+ * computes in double (kernel_fixed.h), for candidates whose offsets along
+ * every axis are at most 2r (a candidate farther along some axis has a
+ * float value above 1.5 and a true one above 4: both say no).
+ * - A stored coordinate is within e = q (1 + 2^-20) of its double, q being
+ *   the unit (2^-shift of a cell): truncation to the unit, and the double
+ *   arithmetic that placed it in its cell (relative 2^-52 of the cells
+ *   spanned). Two of them: a difference within a = 2e of the double one,
+ *   which itself is within 2^-52 relative of the true one.
+ * - A squared difference then errs by at most (2 |dx| + a) a <= (4r + a) a.
+ * - Float: the conversion of the integer difference, the scale (rounded
+ *   from double) and the product err 3 * 2^-24 relative on dx, 7.1 * 2^-24
+ *   on its square; two additions 2 * 2^-24 on the sum; all of it at most
+ *   110 * 2^-24 r^2 = 2^-17.2 r^2 for three terms of at most 4 r^2 each.
+ *   2^-15 r^2 covers it with room, and the double's own rounding.
+ * So tol = sum over axes of (4r + a) a, plus 2^-15 r^2. */
+static double fixed_tolerance(const prox_grid *g)
+{
+    double r = g->desc.radius, tol = 0x1p-15;
+    for (int k = 0; k < g->dim; k++) {
+        double cell = 1.0 / g->inv_cell[k];
+        double q = ldexp(cell, -g->fixed_shift[k]);
+        double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
+        double e = q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
+        double a = 2.0 * e / r; /* in radii */
+        tol += (4.0 + a) * a;
+    }
+    return tol;
+}
+
+/* The float just below (dir < 0) or above v: the bounds of the kernel's
+ * decision stay on the safe side of their double values. */
+static float float_beyond(double v, int dir)
+{
+    float f = (float)v;
+    if (dir < 0 && (double)f >= v)
+        f = nextafterf(f, -INFINITY);
+    if (dir > 0 && (double)f <= v)
+        f = nextafterf(f, INFINITY);
+    return f;
+}
+
+/* Fixed point when asked for, with linear keys, and when every axis has at
+ * most FIXED_MAX_CELLS cells; otherwise doubles. */
+static void choose_coords(prox_grid *g)
+{
+    g->fixed_on = false;
+    if (g->desc.coords != PROX_COORDS_FIXED || g->keys != PROX_KEYS_LINEAR)
+        return;
+    prox_fixed_metric *m = &g->fixed_metric;
+    *m = (prox_fixed_metric){0};
+    for (int k = 0; k < 3; k++) {
+        int64_t units = g->ncell[k] + 2 * g->reach[k] + 2;
+        if (units > FIXED_MAX_CELLS)
+            return;
+        int bits = 0;
+        while (((int64_t)1 << bits) < units)
+            bits++;
+        g->fixed_shift[k] = FIXED_UNITS_LOG2 - bits; /* units << shift <= 2^30 */
+        if (k < g->dim) {
+            m->scale[k] = (float)(ldexp(1.0 / g->inv_cell[k], -g->fixed_shift[k]) / g->desc.radius);
+            if (g->periodic[k])
+                m->period[k] = (int32_t)(g->ncell[k] << g->fixed_shift[k]);
+            m->periodic |= g->periodic[k];
+        }
+    }
+    double tol = fixed_tolerance(g);
+    m->in2 = float_beyond(1.0 - tol, -1);
+    m->out2 = float_beyond(1.0 + tol, +1);
+    g->fixed_on = true;
+}
+
 static bool cells_fit(const prox_grid *g, int64_t n, double per_point, double minimum)
 {
     double cells = (double)g->ncell[0] * (double)g->ncell[1] * (double)g->ncell[2];
@@ -253,6 +336,7 @@ static prox_status choose_geometry(prox_grid *g, const prox_points *p)
         for (int k = 0; k < 3; k++)
             if (g->ncell[k] > MORTON3_CELLS)
                 g->keys = PROX_KEYS_HASH; /* documented: too many cells for 63-bit codes */
+    choose_coords(g);
     return PROX_OK;
 }
 
@@ -385,11 +469,31 @@ static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t
     return prox_reserve(&g->allocator, (void **)ptr, cap, count, size);
 }
 
+static int64_t linear_cells(const prox_grid *g)
+{
+    return g->ncell[0] * g->ncell[1] * g->ncell[2];
+}
+
+/* Linear keys over a table of every cell sort by counting (seed 002);
+ * the other keys, and linear keys over sparse boxes, by radix. */
+static bool builds_by_counting(const prox_grid *g)
+{
+    return g->keys == PROX_KEYS_LINEAR && !g->sparse && linear_cells(g) < UINT32_MAX;
+}
+
 /* Doubles the coordinate array holds: one per axis and point, and at least
- * 2.5 per point, the room the sort's keys and scratch need (20 bytes). */
+ * 2.5 per point, the room the sort's keys and scratch need (20 bytes).
+ * Fixed point takes 4 bytes per axis and point, and the counting sort's
+ * keys and sliced scratch (build_by_counting) about 12. */
 static int64_t coordinate_slots(const prox_grid *g, int64_t n)
 {
-    return g->dim == 3 ? 3 * n : (5 * n + 1) / 2;
+    if (!g->fixed_on)
+        return g->dim == 3 ? 3 * n : (5 * n + 1) / 2;
+    int64_t coords = (g->dim * n + 1) / 2;
+    int64_t sort = builds_by_counting(g)
+                       ? (n + 1) / 2 + prox_counting_sort_sliced_words(n, linear_cells(g))
+                       : (5 * n + 1) / 2;
+    return coords > sort ? coords : sort;
 }
 
 static prox_status reserve_points(prox_grid *g, int64_t n)
@@ -422,11 +526,6 @@ static prox_index *scratch_ids(const prox_grid *g)
 }
 
 /* ---- building ------------------------------------------------------------ */
-
-static int64_t linear_cells(const prox_grid *g)
-{
-    return g->ncell[0] * g->ncell[1] * g->ncell[2];
-}
 
 /* The cell of the caller's point i (wrapped on periodic axes). */
 static inline cell3 cell_of_input(const prox_grid *g, const prox_points *p, int64_t i)
@@ -481,10 +580,113 @@ static void gather_packed(prox_grid *g, const double *xyz, int dim)
     }
 }
 
+/* Fixed-point coordinate along axis k of a wrapped coordinate v: its cell
+ * (as cell_of computes it: the same cell as the point's key) times 2^shift
+ * plus its offset in the cell truncated to 2^-shift cells. `clamp` keeps
+ * the cell in the grid (built points); a query's may lie up to the reach
+ * outside an open axis. */
+static int32_t fixed_coord(const prox_grid *g, int k, double v, bool clamp)
+{
+    double t = (v - g->origin[k]) * g->inv_cell[k], c = floor(t);
+    if (clamp || g->periodic[k])
+        c = c < 0 ? 0 : c > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : c;
+    int shift = g->fixed_shift[k];
+    double f = floor((t - c) * ldexp(1.0, shift)), top = ldexp(1.0, shift) - 1;
+    f = f < 0 ? 0 : f > top ? top : f;
+    return (int32_t)((int64_t)c * ((int64_t)1 << shift) + (int64_t)f);
+}
+
+void prox_grid_fixed_of(const prox_grid *g, const double q[3], int32_t out[3])
+{
+    assert(g->fixed_on);
+    for (int k = 0; k < 3; k++)
+        out[k] = k < g->dim ? fixed_coord(g, k, q[k], false) : 0;
+}
+
+/* floor(t) for |t| < 2^51, in operations the compiler vectorises (it
+ * keeps floor() and conversions scalar, since they may trap): t rounded to
+ * the nearest integer by adding and taking away 1.5 * 2^52, then one less
+ * if that went above t. */
+static inline double floor_small(double t)
+{
+    double r = (t + 0x1.8p52) - 0x1.8p52;
+    return r > t ? r - 1.0 : r;
+}
+
+/* fixed_coord of built points over a block of doubles, vectorised: the
+ * clamps are selects, and the result (an integer below 2^30) is read from
+ * the low bits of its sum with 2^52. */
+static void fixed_block_of(const prox_grid *g, int k, const double *restrict v,
+                           int32_t *restrict out, int64_t count)
+{
+    const double o = g->origin[k], inv = g->inv_cell[k], last = (double)(g->ncell[k] - 1);
+    const double unit = ldexp(1.0, g->fixed_shift[k]), top = unit - 1;
+    for (int64_t j = 0; j < count; j++) {
+        double t = (v[j] - o) * inv, c = floor_small(t); /* cell_of's t: the same cell */
+        c = c > 0 ? c : 0;
+        c = c < last ? c : last;
+        double f = floor_small((t - c) * unit);
+        f = f > 0 ? f : 0;
+        f = f < top ? f : top;
+        double y = c * unit + f + 0x1p52;
+        uint64_t bits;
+        memcpy(&bits, &y, sizeof bits);
+        out[j] = (int32_t)(uint32_t)bits;
+    }
+}
+
+/* Points gathered a block at a time into doubles, then converted. */
+#define FIXED_BLOCK 256
+
+static void gather_fixed(prox_grid *g, const prox_points *p)
+{
+    int64_t n = g->n, blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
+    const double *period = g->desc.period, *xyz = packed_open_f64(p, period);
+    int dim = p->dim;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+        double v[3][FIXED_BLOCK];
+        int64_t s0 = b * FIXED_BLOCK, count = n - s0 < FIXED_BLOCK ? n - s0 : FIXED_BLOCK;
+        for (int64_t j = 0; j < count; j++) {
+            int64_t s = s0 + j, i = g->id[s];
+            if (s + PREFETCH_AHEAD < n) { /* reads follow the sort: random in the input */
+                int64_t ahead = g->id[s + PREFETCH_AHEAD];
+                __builtin_prefetch((const char *)p->axis[0] + ahead * p->stride);
+            }
+            for (int k = 0; k < dim; k++)
+                v[k][j] = xyz ? xyz[dim * i + k] : prox_coord(p, i, k, period);
+        }
+        for (int k = 0; k < dim; k++)
+            fixed_block_of(g, k, v[k], g->fixed + k * n + s0, count);
+    }
+}
+
+static bool grid_within(prox_recheck *rc, int64_t k)
+{
+    const grid_recheck *c = (const grid_recheck *)(void *)rc;
+    const prox_grid *g = c->g;
+    const double *period = g->desc.period;
+    prox_index j = g->id[k];
+    double d[3] = {0.0, 0.0, 0.0};
+    for (int a = 0; a < g->dim; a++)
+        d[a] = prox_coord(c->queries, c->query, a, period) - prox_coord(&g->source, j, a, period);
+    return prox_metric_dist2(&g->metric, d[0], d[1], d[2]) <= g->metric.r2;
+}
+
+void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries)
+{
+    *rc = (grid_recheck){.base = {.within = grid_within}, .g = g, .queries = queries};
+}
+
 static void gather_positions(prox_grid *g, const prox_points *p)
 {
     int64_t n = g->n;
     const double *period = g->desc.period;
+    if (g->fixed_on) {
+        gather_fixed(g, p);
+        return;
+    }
     const double *xyz = packed_open_f64(p, period);
     if (xyz) {
         gather_packed(g, xyz, p->dim);
@@ -866,7 +1068,9 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
         st = build_stencil(g);
     if (st)
         return st;
-    if (g->keys == PROX_KEYS_LINEAR && !g->sparse && linear_cells(g) < UINT32_MAX) {
+    g->fixed = g->fixed_on ? (int32_t *)(void *)g->pos : NULL;
+    g->source = *p;
+    if (builds_by_counting(g)) {
         st = build_by_counting(g, p);
     } else {
         compute_keys(g, p);
@@ -1064,6 +1268,7 @@ static prox_status rebuild(prox_grid *g, const prox_points *p, prox_stats *stats
         stats->bytes = prox_grid_bytes(g);
         stats->kept_bytes = prox_grid_kept_bytes(g);
         stats->keys = g->keys;
+        stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
     }
     return st;
 }
@@ -1077,8 +1282,8 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
     prox_status st = check_build_input(g, p, true);
     if (st)
         return st;
-    if (!g->built || p->count != g->n || p->dim != g->dim)
-        return rebuild(g, p, stats);
+    if (!g->built || p->count != g->n || p->dim != g->dim || g->fixed_on)
+        return rebuild(g, p, stats); /* fixed point: the build reads the new view */
     int64_t moved = partition_moved(g, p);
     if (moved < 0)
         return rebuild(g, p, stats);
@@ -1097,6 +1302,7 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
         stats->bytes = prox_grid_bytes(g);
         stats->kept_bytes = prox_grid_kept_bytes(g);
         stats->keys = g->keys;
+        stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
     }
     return st;
 }

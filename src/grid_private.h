@@ -9,6 +9,7 @@
 
 #include "exact.h"
 #include "hash.h"
+#include "kernel_fixed.h"
 #include "morton.h"
 #include "pair_sink.h"
 #include "prox/grid.h"
@@ -43,6 +44,18 @@ struct prox_grid {
     double *pos; /* axis-major: x[0..n), y[0..n), z[0..n); before the
                     coordinates are gathered it holds the sort keys */
     int64_t id_cap, pos_cap;
+
+    /* fixed-point coordinates (PROX_COORDS_FIXED in use, linear keys):
+     * `fixed` takes pos's place (its storage); along axis k a point is
+     * cell << fixed_shift[k] plus its offset in the cell in units of
+     * 2^-fixed_shift[k] cells. `source` is the caller's view, borrowed:
+     * candidates the fixed-point distance leaves open are decided in
+     * double from it (kernel_fixed.h). */
+    bool fixed_on;
+    int32_t *fixed;
+    int fixed_shift[3];
+    prox_fixed_metric fixed_metric;
+    prox_points source;
 
     /* runs of points in one cell: points [run_start[r], run_start[r+1]);
      * run_cell only for Morton and hash keys (run_cell_of) */
@@ -157,6 +170,13 @@ static inline uint64_t sparse_rank(const prox_grid *g, uint64_t c)
  * point, which the update's scratch has not reached yet (grid.c). */
 static inline cell3 run_cell_of(const prox_grid *g, int64_t r)
 {
+    if (g->fixed_on) { /* the cell is the high bits */
+        int64_t s = g->run_start[r], n = g->n;
+        const int32_t *f = g->fixed;
+        cell3 c = {{f[s] >> g->fixed_shift[0], f[n + s] >> g->fixed_shift[1],
+                    g->dim == 3 ? f[2 * n + s] >> g->fixed_shift[2] : 0}};
+        return c;
+    }
     if (g->keys == PROX_KEYS_LINEAR) {
         int64_t s = g->run_start[r], n = g->n;
         return cell_of_point(g, g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0);
@@ -249,5 +269,37 @@ static inline void prefetch_stencil(const prox_grid *g, const int64_t base[3], i
             prefetch_cell(g, c);
     }
 }
+
+/* ---- fixed-point coordinates ---- */
+
+static inline prox_fixed_block fixed_block(const prox_grid *g)
+{
+    int64_t n = g->n;
+    return (prox_fixed_block){g->fixed, g->fixed + n, g->dim == 3 ? g->fixed + 2 * n : NULL};
+}
+
+static inline void fixed_point_of(const prox_grid *g, int64_t s, int32_t q[3])
+{
+    int64_t n = g->n;
+    q[0] = g->fixed[s];
+    q[1] = g->fixed[n + s];
+    q[2] = g->dim == 3 ? g->fixed[2 * n + s] : 0;
+}
+
+/* The exact decision for one query point (kernel_fixed.h): the query is
+ * point `query` of `queries` (the grid's own source for self pairs), the
+ * candidate a sorted position of the grid. */
+typedef struct grid_recheck {
+    prox_recheck base;
+    const prox_grid *g;
+    const prox_points *queries;
+    int64_t query;
+} grid_recheck;
+
+void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries);
+
+/* Fixed-point coordinates of a query point given in double (wrapped);
+ * false when the grid keeps doubles. */
+void prox_grid_fixed_of(const prox_grid *g, const double q[3], int32_t out[3]);
 
 #endif

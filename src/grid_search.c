@@ -18,7 +18,15 @@
 typedef struct query_counters {
     int64_t candidates;
     int64_t cells_visited;
+    grid_recheck recheck; /* fixed-point coordinates: the exact decisions */
 } query_counters;
+
+static query_counters counters_for(const prox_grid *g, const prox_points *queries)
+{
+    query_counters qc = {.candidates = 0};
+    prox_grid_recheck_init(&qc.recheck, g, queries);
+    return qc;
+}
 
 /* Per-chunk scratch: the points a run meets, gathered contiguously so the
  * kernel runs one long vector loop per point instead of one per cell. */
@@ -289,6 +297,31 @@ static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_ro
     return true;
 }
 
+/* Sorted point s's row among run candidates c: the ids kept by `rule`
+ * within the radius, written to out[]; returns how many. */
+static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_candidates *c,
+                                   prox_id_rule rule, grid_recheck *rc, prox_index *out)
+{
+    int64_t found = 0;
+    if (g->fixed_on) { /* linear keys: strips of the grid's own arrays */
+        assert(c->ids == g->id);
+        prox_fixed_block b = fixed_block(g);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        rc->query = g->id[s];
+        for (int k = 0; k < c->count; k++)
+            found += prox_fixed_ids(&b, c->ids, c->range[k].begin, c->range[k].end, q,
+                                    &g->fixed_metric, &rc->base, g->id[s], rule, out + found);
+        return found;
+    }
+    int64_t n = g->n;
+    double q[3] = {g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0};
+    for (int k = 0; k < c->count; k++)
+        found += prox_kernel_ids(&c->block, c->ids, c->range[k].begin, c->range[k].end, q,
+                                 &g->metric, g->id[s], rule, out + found);
+    return found;
+}
+
 /* Rows of the points of run r, appended to the chunk; row lengths go to
  * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
  * buffer), OTHER every neighbour but i itself (lists); each row sorted
@@ -302,7 +335,7 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         rc->failed = true;
         return;
     }
-    int64_t total = prox_ranges_length(c.range, c.count), n = g->n;
+    int64_t total = prox_ranges_length(c.range, c.count);
     for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
         if (rc->count + total + PROX_KERNEL_SLACK > rc->cap &&
             !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap,
@@ -310,12 +343,8 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
             rc->failed = true;
             return;
         }
-        double q[3] = {g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0};
         prox_index *out = rc->entries + rc->count;
-        int64_t found = 0;
-        for (int k = 0; k < c.count; k++)
-            found += prox_kernel_ids(&c.block, c.ids, c.range[k].begin, c.range[k].end, q,
-                                     &g->metric, g->id[s], rule, out + found);
+        int64_t found = row_of_point(g, s, &c, rule, &qc->recheck, out);
         qc->candidates += total - 1;
         if (sorted)
             prox_sort_u32(out, found);
@@ -435,7 +464,7 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
     }
     uint32_t *row_len = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER,
                                                g->n * (int64_t)sizeof(uint32_t));
-    int64_t candidates = 0, cells_visited = 0, runs = g->nruns;
+    int64_t candidates = 0, cells_visited = 0, rechecked = 0, runs = g->nruns;
     bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
     prox_id_rule rule = lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE;
     prox_strip_rows strip_rows, *strips = NULL;
@@ -445,9 +474,9 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
     }
     if (!failed) {
 #pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited)
+    reduction(+ : candidates, cells_visited, rechecked)
         for (int k = 0; k < count; k++) {
-            query_counters qc = {0, 0};
+            query_counters qc = counters_for(g, &g->source);
             gathered scratch = {.allocator = &g->allocator};
             row_chunk rc = rows[k]; /* a local copy: rows[] neighbours share cache lines */
             rc.points_left = g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
@@ -457,6 +486,7 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
             gathered_free(&scratch);
             candidates += qc.candidates;
             cells_visited += qc.cells_visited;
+            rechecked += qc.recheck.base.calls;
         }
     }
     int64_t total = 0;
@@ -482,6 +512,8 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
         keep_row_chunks(g, rows, count);
     prox_free(&g->allocator, rows);
     prox_grid_fill_stats(g, stats, lists ? total / 2 : total, candidates, cells_visited);
+    if (stats)
+        stats->rechecked = rechecked;
     return st;
 }
 
@@ -498,6 +530,7 @@ void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
     stats->bytes = prox_grid_bytes(g);
     stats->kept_bytes = prox_grid_kept_bytes(g);
     stats->keys = g->keys;
+    stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
 }
 
 static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
@@ -546,7 +579,7 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
 #pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
     reduction(+ : candidates, cells_visited)
     for (int k = 0; k < chunks.count; k++) {
-        query_counters qc = {0, 0};
+        query_counters qc = counters_for(g, &g->source);
         prox_emitter *e = &chunks.emitter[k];
         gathered scratch = {.allocator = &g->allocator};
         int64_t r1 = runs * (k + 1) / chunks.count;
@@ -586,33 +619,53 @@ static bool query_base_cell(const prox_grid *g, const double q[3], int64_t base[
     return true;
 }
 
+/* A query point: in double (wrapped), and in fixed point when the grid
+ * keeps fixed-point coordinates. */
+typedef struct query_at {
+    double p[3];
+    int32_t fixed[3];
+} query_at;
+
 /* Hits of query q in the sorted points [j0, j1). */
-static void query_range(const prox_grid *g, prox_index q, const double qp[3], int64_t j0,
+static void query_range(const prox_grid *g, prox_index q, const query_at *at, int64_t j0,
                         int64_t j1, uint32_t *hits, prox_emitter *e, query_counters *qc)
 {
     const int64_t n = g->n;
-    prox_block block = {g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
     qc->candidates += j1 - j0;
-    if (e->kind == PROX_SINK_COUNT) {
-        e->count += prox_kernel_count(&block, j0, j1, qp, &g->metric);
+    bool count_only = e->kind == PROX_SINK_COUNT;
+    int64_t count;
+    if (g->fixed_on) {
+        prox_fixed_block b = fixed_block(g);
+        prox_recheck *rc = &qc->recheck.base;
+        qc->recheck.query = q;
+        count = count_only ? prox_fixed_count(&b, j0, j1, at->fixed, &g->fixed_metric, rc)
+                           : prox_fixed_hits(&b, j0, j1, at->fixed, &g->fixed_metric, rc, hits);
+    } else {
+        prox_block b = {g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+        count = count_only ? prox_kernel_count(&b, j0, j1, at->p, &g->metric)
+                           : prox_kernel_hits(&b, j0, j1, at->p, &g->metric, hits);
+    }
+    if (count_only) {
+        e->count += count;
         return;
     }
-    int64_t count = prox_kernel_hits(&block, j0, j1, qp, &g->metric, hits);
     for (int64_t t = 0; t < count && !e->stop; t++)
         prox_emit(e, q, g->id[hits[t]]);
 }
 
 static void query_point(const prox_grid *g, const prox_strip_rows *strips, prox_index q,
-                        const double qp[3], uint32_t *hits, prox_emitter *e, query_counters *qc)
+                        query_at *at, uint32_t *hits, prox_emitter *e, query_counters *qc)
 {
     int64_t base[3];
-    if (!query_base_cell(g, qp, base))
+    if (!query_base_cell(g, at->p, base))
         return;
+    if (g->fixed_on) /* within the reach of the grid's cells: in fixed point's range */
+        prox_grid_fixed_of(g, at->p, at->fixed);
     if (strips) { /* linear keys: the stencil's rows as ranges */
         prox_range rg[PROX_STRIP_MAX_RANGES];
         int count = prox_grid_strip_ranges_around(g, strips, base, rg, &qc->cells_visited);
         for (int k = 0; k < count && !e->stop; k++)
-            query_range(g, q, qp, rg[k].begin, rg[k].end, hits, e, qc);
+            query_range(g, q, at, rg[k].begin, rg[k].end, hits, e, qc);
         return;
     }
     for (int o = 0; o < g->stencil_full && !e->stop; o++) {
@@ -625,7 +678,7 @@ static void query_point(const prox_grid *g, const prox_strip_rows *strips, prox_
         for (int64_t s = first; s < last && !e->stop; s++) {
             if (!same_cell(g->run_cell[s], b))
                 continue;
-            query_range(g, q, qp, g->run_start[s], g->run_start[s + 1], hits, e, qc);
+            query_range(g, q, at, g->run_start[s], g->run_start[s + 1], hits, e, qc);
         }
     }
 }
@@ -662,29 +715,32 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     }
     /* the most points one kernel call meets: a run, or a strip of runs */
     int64_t most = strips ? (2 * (int64_t)g->reach[0] + 1) * g->max_run : g->max_run;
-    int64_t candidates = 0, cells_visited = 0;
+    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
 #pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited)
+    reduction(+ : candidates, cells_visited, rechecked)
     for (int k = 0; k < chunks.count; k++) {
-        query_counters qc = {0, 0};
+        query_counters qc = counters_for(g, queries);
         prox_emitter *e = &chunks.emitter[k];
         uint32_t *hits = prox_alloc_array(&g->allocator, most + PROX_KERNEL_SLACK, sizeof *hits);
         if (!hits)
             e->stop = e->failed = true;
         int64_t q1 = nq * (k + 1) / chunks.count;
         for (int64_t q = nq * k / chunks.count; q < q1 && !e->stop; q++) {
-            double qp[3] = {0, 0, 0};
+            query_at at = {{0, 0, 0}, {0, 0, 0}};
             for (int a = 0; a < g->dim; a++)
-                qp[a] = prox_coord(queries, q, a, g->desc.period);
-            query_point(g, strips, (prox_index)q, qp, hits, e, &qc);
+                at.p[a] = prox_coord(queries, q, a, g->desc.period);
+            query_point(g, strips, (prox_index)q, &at, hits, e, &qc);
         }
         prox_free(&g->allocator, hits);
         candidates += qc.candidates;
         cells_visited += qc.cells_visited;
+        rechecked += qc.recheck.base.calls;
     }
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, nq, false, &pairs);
     prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
+    if (stats)
+        stats->rechecked = rechecked;
     prox_chunks_free(&chunks);
     return st;
 }

@@ -187,9 +187,41 @@ static void emit_positions(const prox_grid *g, prox_emitter *e, int64_t s, const
     e->count += count;
 }
 
+/* Candidates within the radius of sorted point s among the ranges (the
+ * first one from s + 1 on): their positions go to hits[], or with hits NULL
+ * they are only counted. */
+static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg, int count,
+                                 grid_recheck *rc, uint32_t *hits)
+{
+    int64_t found = 0;
+    if (g->fixed_on) {
+        prox_fixed_block b = fixed_block(g);
+        const prox_fixed_metric *m = &g->fixed_metric;
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        rc->query = g->id[s];
+        for (int k = 0; k < count; k++) {
+            int64_t begin = k == 0 ? s + 1 : rg[k].begin;
+            found += hits ? prox_fixed_hits(&b, begin, rg[k].end, q, m, &rc->base, hits + found)
+                          : prox_fixed_count(&b, begin, rg[k].end, q, m, &rc->base);
+        }
+        return found;
+    }
+    prox_block b = grid_block(g);
+    double q[3];
+    point_of(g, s, q);
+    for (int k = 0; k < count; k++) {
+        int64_t begin = k == 0 ? s + 1 : rg[k].begin;
+        found += hits ? prox_kernel_hits(&b, begin, rg[k].end, q, &g->metric, hits + found)
+                      : prox_kernel_count(&b, begin, rg[k].end, q, &g->metric);
+    }
+    return found;
+}
+
 /* Pairs whose first point (in cell order) lies in run r. */
 static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_t r,
-                              half_scratch *hs, prox_emitter *e, prox_stats *counters)
+                              half_scratch *hs, grid_recheck *rc, prox_emitter *e,
+                              prox_stats *counters)
 {
     cell3 a = run_cell_of(g, r);
     range rg[MAX_RANGES];
@@ -213,22 +245,13 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
             return;
         }
     }
-    prox_block block = grid_block(g);
     for (int64_t s = g->run_start[r]; s < own_end && !e->stop; s++) {
-        double q[3];
-        point_of(g, s, q);
         counters->candidates += rg[0].end - (s + 1) + others;
         if (e->kind == PROX_SINK_COUNT) {
-            int64_t found = prox_kernel_count(&block, s + 1, rg[0].end, q, &g->metric);
-            for (int k = 1; k < count; k++)
-                found += prox_kernel_count(&block, rg[k].begin, rg[k].end, q, &g->metric);
-            e->count += found;
+            e->count += point_hits(g, s, rg, count, rc, NULL);
             continue;
         }
-        int64_t found = prox_kernel_hits(&block, s + 1, rg[0].end, q, &g->metric, hs->hits);
-        for (int k = 1; k < count; k++)
-            found += prox_kernel_hits(&block, rg[k].begin, rg[k].end, q, &g->metric,
-                                      hs->hits + found);
+        int64_t found = point_hits(g, s, rg, count, rc, hs->hits);
         emit_positions(g, e, s, hs->hits, found);
     }
 }
@@ -256,12 +279,15 @@ static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int 
                                 bool predict, prox_emitter *e, prox_stats *counters)
 {
     half_scratch hs = {NULL, 0};
+    grid_recheck rc;
+    prox_grid_recheck_init(&rc, g, &g->source);
     int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
     for (int64_t r = r0; r < r1 && !e->stop; r++) {
-        half_pairs_of_run(g, rows, r, &hs, e, counters);
+        half_pairs_of_run(g, rows, r, &hs, &rc, e, counters);
         if (predict && r == r0 + 63)
             reserve_predicted(g, e, r0, r + 1, r1);
     }
+    counters->rechecked += rc.base.calls;
     prox_free(&g->allocator, hs.hits);
 }
 
@@ -275,20 +301,23 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     chunks.threads = g->threads;
     strip_rows rows;
     prox_grid_strip_rows(g, true, &rows);
-    int64_t candidates = 0, cells_visited = 0;
+    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
 #pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited)
+    reduction(+ : candidates, cells_visited, rechecked)
     for (int k = 0; k < chunks.count; k++) {
         prox_stats counters = {0};
         prox_emitter *e = &chunks.emitter[k];
         half_pairs_of_chunk(g, &rows, k, chunks.count, e->kind == PROX_SINK_BUFFER, e, &counters);
         candidates += counters.candidates;
         cells_visited += counters.cells_visited;
+        rechecked += counters.rechecked;
     }
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
     prox_chunks_free(&chunks);
     prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
+    if (stats)
+        stats->rechecked = rechecked;
     return st;
 }
 
@@ -331,20 +360,21 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
     prox_pair_buffer *b = sink.buffer;
     b->count = 0;
     prox_status st = prox_pair_buffer_reserve(b, at[count]);
-    int64_t candidates = 0, cells_visited = 0;
+    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
     bool failed = false;
-    const prox_allocator fixed = {refuse_alloc, ignore_free, NULL};
+    const prox_allocator no_growth = {refuse_alloc, ignore_free, NULL};
     if (!st) {
 #pragma omp parallel for num_threads(g->threads) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited) reduction(|| : failed)
+    reduction(+ : candidates, cells_visited, rechecked) reduction(|| : failed)
         for (int k = 0; k < count; k++) {
             prox_stats counters = {0};
             prox_emitter e = {.kind = PROX_SINK_BUFFER, .pairs = b->pairs + at[k],
-                              .capacity = at[k + 1] - at[k], .allocator = &fixed};
+                              .capacity = at[k + 1] - at[k], .allocator = &no_growth};
             half_pairs_of_chunk(g, &rows, k, count, false, &e, &counters);
             failed = failed || e.failed || e.count != at[k + 1] - at[k];
             candidates += counters.candidates;
             cells_visited += counters.cells_visited;
+            rechecked += counters.rechecked;
         }
         if (failed)
             st = prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for pair scratch");
@@ -352,6 +382,8 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
             b->count = at[count];
     }
     prox_grid_fill_stats(g, stats, b->count, candidates, cells_visited);
+    if (stats)
+        stats->rechecked = rechecked;
     prox_free(&g->allocator, at);
     return st;
 }

@@ -17,8 +17,9 @@
 #define PROX_KERNEL_AVX512 1
 #endif
 
-/* Extra entries a hits[] array needs beyond the candidates it may hold. */
-#define PROX_KERNEL_SLACK 8
+/* Extra entries a hits[] array needs beyond the candidates it may hold
+ * (a vector of 16 lanes is stored whole: kernel_fixed.h). */
+#define PROX_KERNEL_SLACK 16
 
 typedef struct prox_block {
     const double *x, *y, *z; /* z may be NULL for 2D */

@@ -17,6 +17,7 @@ prox_grid_desc prox_default_grid_desc(void)
         .table_size = 0,
         .period = {0.0, 0.0, 0.0},
         .threads = 0,
+        .coords = PROX_COORDS_AUTO,
     };
 }
 
@@ -49,6 +50,10 @@ prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim)
     if (desc->cell_divisions < 1 || desc->cell_divisions > 8)
         return prox_fail(PROX_ERR_INVALID, "cell_divisions is %d; use 1 to 8",
                          desc->cell_divisions);
+    if (desc->coords != PROX_COORDS_AUTO && desc->coords != PROX_COORDS_DOUBLE &&
+        desc->coords != PROX_COORDS_FIXED)
+        return prox_fail(PROX_ERR_INVALID, "coords is %d; use PROX_COORDS_AUTO, DOUBLE or FIXED",
+                         (int)desc->coords);
     int64_t t = desc->table_size;
     if (t < 0 || (t & (t - 1)) != 0 || t > ((int64_t)1 << 40))
         return prox_fail(PROX_ERR_INVALID,
@@ -75,11 +80,22 @@ prox_metric prox_metric_of(const prox_grid_desc *desc, int dim)
     return m;
 }
 
+/* The one-shot calls hold the caller's points for their whole run, so
+ * AUTO means fixed-point coordinates there (prox_coords). */
+static prox_grid_desc once_desc(const prox_grid_desc *desc)
+{
+    prox_grid_desc d = *desc;
+    if (d.coords == PROX_COORDS_AUTO)
+        d.coords = PROX_COORDS_FIXED;
+    return d;
+}
+
 static prox_status grid_pairs_once(const prox_points *points, const prox_grid_desc *desc,
                                    prox_sink sink, prox_stats *stats)
 {
     prox_grid *grid = NULL;
-    prox_status st = prox_grid_create(desc, &grid);
+    prox_grid_desc d = once_desc(desc);
+    prox_status st = prox_grid_create(&d, &grid);
     if (!st)
         st = prox_grid_build(grid, points);
     if (!st)
@@ -92,7 +108,8 @@ static prox_status grid_query_once(const prox_points *points, const prox_points 
                                    const prox_grid_desc *desc, prox_sink sink, prox_stats *stats)
 {
     prox_grid *grid = NULL;
-    prox_status st = prox_grid_create(desc, &grid);
+    prox_grid_desc d = once_desc(desc);
+    prox_status st = prox_grid_create(&d, &grid);
     if (!st)
         st = prox_grid_build(grid, points);
     if (!st)

@@ -6,19 +6,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-const algo_config CONFIG_BRUTE = {"brute", PROX_ALGO_BRUTE, PROX_KEYS_MORTON, 1, 0};
-const algo_config CONFIG_MORTON = {"grid-morton", PROX_ALGO_GRID, PROX_KEYS_MORTON, 1, 0};
-const algo_config CONFIG_HASH = {"grid-hash", PROX_ALGO_GRID, PROX_KEYS_HASH, 1, 0};
+const algo_config CONFIG_BRUTE = {"brute", PROX_ALGO_BRUTE, PROX_KEYS_MORTON, 1, 0,
+                                  PROX_COORDS_AUTO};
+const algo_config CONFIG_MORTON = {"grid-morton", PROX_ALGO_GRID, PROX_KEYS_MORTON, 1, 0,
+                                   PROX_COORDS_AUTO};
+const algo_config CONFIG_HASH = {"grid-hash", PROX_ALGO_GRID, PROX_KEYS_HASH, 1, 0,
+                                 PROX_COORDS_AUTO};
 const algo_config CONFIG_DIVISIONS_2 = {"grid-morton-div2", PROX_ALGO_GRID, PROX_KEYS_MORTON, 2,
-                                        0};
+                                        0, PROX_COORDS_AUTO};
 const algo_config CONFIG_HASH_TINY_TABLE = {"grid-hash-table8", PROX_ALGO_GRID, PROX_KEYS_HASH,
-                                            1, 8};
-const algo_config CONFIG_LINEAR = {"grid-linear", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 1, 0};
-const algo_config CONFIG_LINEAR_DIVISIONS_2 = {"grid-linear-div2", PROX_ALGO_GRID,
-                                               PROX_KEYS_LINEAR, 2, 0};
+                                            1, 8, PROX_COORDS_AUTO};
+/* AUTO: fixed point through prox_pairs and prox_query, doubles on objects */
+const algo_config CONFIG_LINEAR = {"grid-linear", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 1, 0,
+                                   PROX_COORDS_AUTO};
+const algo_config CONFIG_LINEAR_DIVISIONS_2 = {"grid-linear-div2-fixed", PROX_ALGO_GRID,
+                                               PROX_KEYS_LINEAR, 2, 0, PROX_COORDS_FIXED};
+const algo_config CONFIG_LINEAR_DOUBLE = {"grid-linear-div2-double", PROX_ALGO_GRID,
+                                          PROX_KEYS_LINEAR, 2, 0, PROX_COORDS_DOUBLE};
 const algo_config *const GRID_CONFIGS[GRID_CONFIG_COUNT] = {
-    &CONFIG_LINEAR, &CONFIG_MORTON, &CONFIG_HASH, &CONFIG_DIVISIONS_2, &CONFIG_HASH_TINY_TABLE,
-    &CONFIG_LINEAR_DIVISIONS_2};
+    &CONFIG_LINEAR,          &CONFIG_MORTON,
+    &CONFIG_HASH,            &CONFIG_DIVISIONS_2,
+    &CONFIG_HASH_TINY_TABLE, &CONFIG_LINEAR_DIVISIONS_2,
+    &CONFIG_LINEAR_DOUBLE};
 
 prox_grid_desc config_desc(const algo_config *config, double radius, const double period[3],
                            int threads)
@@ -28,6 +37,7 @@ prox_grid_desc config_desc(const algo_config *config, double radius, const doubl
     desc.keys = config->keys;
     desc.cell_divisions = config->cell_divisions;
     desc.table_size = config->table_size;
+    desc.coords = config->coords;
     for (int k = 0; k < 3; k++)
         desc.period[k] = period ? period[k] : 0.0;
     desc.threads = threads;

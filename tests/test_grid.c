@@ -1,7 +1,8 @@
-/* test_grid.c: PROX_ALGO_GRID (Morton keys, hash keys, cells of r/2, a hash
- * table of 8 slots) against the oracle on every input class, dimension,
- * scalar and periodicity, through every sink; the object API; large inputs;
- * thread independence. */
+/* test_grid.c: PROX_ALGO_GRID (linear keys over double and fixed-point
+ * coordinates, Morton keys, hash keys, cells of r/2, a hash table of 8
+ * slots) against the oracle on every input class, dimension, scalar and
+ * periodicity, through every sink; the object API; large inputs; pairs
+ * within rounding of the radius; thread independence. */
 #include "class_tests.h"
 #include "closed_forms.h"
 
@@ -78,6 +79,130 @@ static void grid_large_clustered_2d_matches_oracle(void **state)
     }
     expect_every_config_finds(&c, 0.05, NULL, "large clustered, open");
     cloud_free(&centres);
+    cloud_free(&c);
+}
+
+/* ---- fixed-point coordinates (kernel_fixed.h) ----------------------------- */
+
+/* Pair k of the cloud: points 2k and 2k + 1 at distance r (1 + delta) along
+ * a random direction, delta cycling through values from 0 to 2^-13 of
+ * either sign: far below what the fixed-point distance resolves, near its
+ * float rounding (2^-24 .. 2^-19), and beyond it. */
+static void near_radius_pairs(cloud *c, int dim, int pairs, double offset, double box, rng *r)
+{
+    static const double deltas[] = {0,        0x1p-45,  -0x1p-45, 0x1p-30, -0x1p-30, 0x1p-24,
+                                    -0x1p-24, 0x1p-23,  -0x1p-23, 0x1p-22, -0x1p-22, 0x1p-21,
+                                    -0x1p-21, 0x1p-20,  -0x1p-20, 0x1p-19, -0x1p-19, 0x1p-17,
+                                    -0x1p-17, 0x1p-13,  -0x1p-13};
+    enum { DELTAS = sizeof deltas / sizeof deltas[0] };
+    cloud_alloc(c, dim, 2 * (int64_t)pairs);
+    for (int k = 0; k < pairs; k++) {
+        double *a = cloud_point(c, 2 * k), *b = cloud_point(c, 2 * k + 1), dir[3], norm = 0;
+        for (int d = 0; d < dim; d++) {
+            dir[d] = rng_uniform(r) - 0.5;
+            norm += dir[d] * dir[d];
+        }
+        double step = (1.0 + deltas[k % DELTAS]) / sqrt(norm > 0 ? norm : 1.0);
+        for (int d = 0; d < dim; d++) {
+            a[d] = offset + box * rng_uniform(r);
+            b[d] = a[d] + step * dir[d];
+        }
+    }
+}
+
+/* The pairs, the count, the unsorted buffer (its pairs sorted here) and the
+ * queries of the cloud against itself, each against the oracle. */
+static void expect_fixed_point_exact(const cloud *c, const double *period, const char *what)
+{
+    pair_list want, want_queries;
+    oracle_pairs(c, 1.0, period, &want);
+    oracle_query_pairs(c, c, 1.0, period, &want_queries);
+    const algo_config *configs[] = {&CONFIG_LINEAR, &CONFIG_LINEAR_DIVISIONS_2};
+    for (int n = 0; n < 2; n++) {
+        char context[256];
+        snprintf(context, sizeof context, "%s: dim=%d algo=%s", what, c->dim, configs[n]->name);
+        prox_grid_desc desc = config_desc(configs[n], 1.0, period, 2);
+        prox_points view = prox_points_f64(c->xyz, c->count, c->dim);
+        prox_pair_buffer buffer;
+        prox_pair_buffer_init(&buffer, NULL);
+        prox_stats stats;
+        subject s = {context, c, c, 1.0, period};
+        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_buffer(&buffer), &stats),
+                     PROX_OK, context);
+        expect_same_pairs(&s, &want, buffer.pairs, buffer.count);
+        CHECK(stats.coords == PROX_COORDS_FIXED && stats.rechecked > 0, context,
+              "coords %d, %" PRId64 " candidates rechecked: the band was not used", stats.coords,
+              stats.rechecked);
+        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID,
+                                prox_sink_unsorted(prox_sink_buffer(&buffer)), NULL),
+                     PROX_OK, context);
+        qsort(buffer.pairs, (size_t)buffer.count, sizeof *buffer.pairs, compare_pairs);
+        expect_same_pairs(&s, &want, buffer.pairs, buffer.count);
+        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_count(), &stats),
+                     PROX_OK, context);
+        CHECK(stats.pairs == want.count, context, "count %" PRId64 ", expected %" PRId64,
+              stats.pairs, want.count);
+        CHECK_STATUS(prox_query(&view, &view, &desc, PROX_ALGO_GRID, prox_sink_buffer(&buffer),
+                                NULL),
+                     PROX_OK, context);
+        expect_same_pairs(&s, &want_queries, buffer.pairs, buffer.count);
+        prox_pair_buffer_free(&buffer);
+    }
+    pair_list_free(&want);
+    pair_list_free(&want_queries);
+}
+
+/* Fixed point settles only what lies clearly inside or outside the radius;
+ * pairs within rounding of it must be decided in double (stats.rechecked)
+ * and come out as the oracle's: open and periodic, near 0 and near 1e6. */
+static void grid_fixed_point_decides_pairs_near_the_radius_exactly(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++) {
+        rng r = rng_seeded(40 + (uint64_t)dim);
+        const double offsets[] = {-3.0, 1e6};
+        for (int o = 0; o < 2; o++) {
+            cloud c;
+            near_radius_pairs(&c, dim, 4000, offsets[o], 40.0, &r);
+            const double period[3] = {12.0, 12.0, dim == 3 ? 12.0 : 0.0};
+            expect_fixed_point_exact(&c, NULL, o == 0 ? "near-radius pairs, open"
+                                                      : "near-radius pairs near 1e6, open");
+            expect_fixed_point_exact(&c, period, o == 0 ? "near-radius pairs, periodic"
+                                                        : "near-radius pairs near 1e6, periodic");
+            cloud_free(&c);
+        }
+    }
+}
+
+/* Beyond 2^17 cells along an axis the grid keeps doubles, and says so. */
+static void grid_fixed_point_falls_back_to_doubles_over_long_axes(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(5);
+    cloud c;
+    cloud_alloc(&c, 2, 3000);
+    for (int64_t i = 0; i < c.count; i++) {
+        cloud_point(&c, i)[0] = 400000.0 * rng_uniform(&r);
+        cloud_point(&c, i)[1] = 2.0 * rng_uniform(&r);
+    }
+    for (int64_t i = 1; i < c.count; i += 2) /* partners within reach */
+        cloud_point(&c, i)[0] = cloud_point(&c, i - 1)[0] + 0.5;
+    pair_list want;
+    oracle_pairs(&c, 1.0, NULL, &want);
+    prox_grid_desc desc = config_desc(&CONFIG_LINEAR_DIVISIONS_2, 1.0, NULL, 2);
+    prox_points view = prox_points_f64(c.xyz, c.count, 2);
+    prox_pair_buffer buffer;
+    prox_pair_buffer_init(&buffer, NULL);
+    prox_stats stats;
+    const char *context = "fixed point asked for over 800,000 cells along x";
+    CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_GRID, prox_sink_buffer(&buffer), &stats),
+                 PROX_OK, context);
+    CHECK(stats.keys == PROX_KEYS_LINEAR && stats.coords == PROX_COORDS_DOUBLE, context,
+          "keys %d, coords %d: linear keys over doubles expected", stats.keys, stats.coords);
+    subject s = {context, &c, &c, 1.0, NULL};
+    expect_same_pairs(&s, &want, buffer.pairs, buffer.count);
+    prox_pair_buffer_free(&buffer);
+    pair_list_free(&want);
     cloud_free(&c);
 }
 
@@ -340,9 +465,10 @@ static void check_pair_of_configs(const input_class *classes, size_t class_count
 static void grid_hash_table_of_one_or_two_slots_is_exact(void **state)
 {
     (void)state;
-    static const algo_config one_slot = {"grid-hash-table1", PROX_ALGO_GRID, PROX_KEYS_HASH, 1, 1};
+    static const algo_config one_slot = {"grid-hash-table1", PROX_ALGO_GRID, PROX_KEYS_HASH, 1,
+                                         1, PROX_COORDS_AUTO};
     static const algo_config two_slots = {"grid-hash-table2-div2", PROX_ALGO_GRID,
-                                          PROX_KEYS_HASH, 2, 2};
+                                          PROX_KEYS_HASH, 2, 2, PROX_COORDS_AUTO};
     static const input_class classes[] = {INPUT_UNIFORM, INPUT_LATTICE, INPUT_OUTLIER,
                                           INPUT_NARROW_PERIOD};
     check_pair_of_configs(classes, sizeof classes / sizeof classes[0], 3, &one_slot, &two_slots);
@@ -354,8 +480,10 @@ static void grid_hash_table_of_one_or_two_slots_is_exact(void **state)
 static void grid_linear_wide_strips_are_exact(void **state)
 {
     (void)state;
-    static const algo_config div3 = {"grid-linear-div3", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 3, 0};
-    static const algo_config div4 = {"grid-linear-div4", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 4, 0};
+    static const algo_config div3 = {"grid-linear-div3", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 3, 0,
+                                     PROX_COORDS_AUTO};
+    static const algo_config div4 = {"grid-linear-div4", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 4, 0,
+                                     PROX_COORDS_FIXED}; /* and fixed point over wide strips */
     static const input_class classes[] = {INPUT_UNIFORM, INPUT_LATTICE, INPUT_CLUSTERED,
                                           INPUT_NARROW_PERIOD};
     check_pair_of_configs(classes, sizeof classes / sizeof classes[0], 2, &div3, &div4);
@@ -637,6 +765,8 @@ int main(void)
         cmocka_unit_test(grid_parallel_paths_match_oracle_and_each_other),
         cmocka_unit_test(grid_sparse_2d_sliced_table_matches_oracle),
         cmocka_unit_test(grid_box_pass_sees_every_point),
+        cmocka_unit_test(grid_fixed_point_decides_pairs_near_the_radius_exactly),
+        cmocka_unit_test(grid_fixed_point_falls_back_to_doubles_over_long_axes),
         cmocka_unit_test(grid_extreme_extent_is_exact_or_a_range_error),
         cmocka_unit_test(grid_radius_near_underflow_is_exact_or_a_range_error),
         cmocka_unit_test(grid_query_of_no_points_is_empty),

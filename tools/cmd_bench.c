@@ -15,9 +15,9 @@
 static const char usage[] =
     "usage: prox bench sph3d|nns2d [OPTIONS]   (mixed2d, dem3d: see prox bench NAME --help)\n"
     "Generate a standard workload (WORKLOADS.md) in memory and time every\n"
-    "algorithm and task on it: grid with linear keys, with Morton keys (cells of\n"
-    "r and of r/2) and with hash keys, the hierarchical hash, and brute force when\n"
-    "N <= 20000.\n"
+    "algorithm and task on it: grid with linear keys (coordinates kept in double\n"
+    "and in fixed point), with Morton keys (cells of r and of r/2) and with hash\n"
+    "keys, the hierarchical hash, and brute force when N <= 20000.\n"
     "  sph3d  tasks: pairs into a buffer (sorted, and unsorted: traversal order),\n"
     "         count only, full lists (rows sorted, and unsorted)\n"
     "  nns2d  tasks: full lists (rows sorted, and unsorted)\n"
@@ -32,7 +32,9 @@ static const char usage[] =
     "\n"
     "A row's runs share one grid and one output, as a simulation's steps do:\n"
     "each run builds from scratch into the memory the run before grew.\n"
-    "Columns: build_s (grid build), query_s (search), total_s (build + query),\n"
+    "Columns: coords (the coordinates the grid kept: double, or fixed point with\n"
+    "the few pairs near the radius decided in double from the caller's points),\n"
+    "build_s (grid build), query_s (search), total_s (build + query),\n"
     "seconds, medians over the runs; first_s (total_s of the first run, on a\n"
     "fresh grid: its pages faulted in); pairs (unordered pairs found); candidates\n"
     "(exact distance tests); struct_MB (memory the structure held, from the\n"
@@ -51,20 +53,23 @@ static const bench_task sph3d_tasks[] = { TASK_PAIRS, TASK_PAIRS_UNSORTED, TASK_
 static const bench_task nns2d_tasks[] = { TASK_LISTS, TASK_LISTS_UNSORTED };
 
 typedef struct variant {
-    const char *algo_name, *keys_name, *cell_name;
+    const char *algo_name, *keys_name, *coords_name, *cell_name;
     prox_algo algo;
     prox_keys keys;
+    prox_coords coords;
     int cell_divisions;
 } variant;
 
 /* Brute force stays last: it is skipped for large N. */
 static const variant variants[] = {
-    { "grid", "linear", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 1 },
-    { "grid", "morton", "r", PROX_ALGO_GRID, PROX_KEYS_MORTON, 1 },
-    { "grid", "morton", "r/2", PROX_ALGO_GRID, PROX_KEYS_MORTON, 2 },
-    { "grid", "hash", "r", PROX_ALGO_GRID, PROX_KEYS_HASH, 1 },
-    { "hierarchical", "-", "r", PROX_ALGO_HIERARCHICAL, PROX_KEYS_MORTON, 1 }, /* Listing 3 */
-    { "brute", "-", "-", PROX_ALGO_BRUTE, PROX_KEYS_MORTON, 1 },
+    { "grid", "linear", "double", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_COORDS_DOUBLE, 1 },
+    { "grid", "linear", "fixed", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_COORDS_FIXED, 1 },
+    { "grid", "morton", "double", "r", PROX_ALGO_GRID, PROX_KEYS_MORTON, PROX_COORDS_DOUBLE, 1 },
+    { "grid", "morton", "double", "r/2", PROX_ALGO_GRID, PROX_KEYS_MORTON, PROX_COORDS_DOUBLE, 2 },
+    { "grid", "hash", "double", "r", PROX_ALGO_GRID, PROX_KEYS_HASH, PROX_COORDS_DOUBLE, 1 },
+    { "hierarchical", "-", "-", "r", PROX_ALGO_HIERARCHICAL, PROX_KEYS_MORTON, PROX_COORDS_AUTO,
+      1 }, /* Listing 3 */
+    { "brute", "-", "-", "-", PROX_ALGO_BRUTE, PROX_KEYS_MORTON, PROX_COORDS_AUTO, 1 },
 };
 #define VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -200,10 +205,10 @@ static void print_header(int argc, char **argv, const bench_options *o, double r
         printf(" k=%g", o->k);
     printf("\nthreads: %d; times in seconds, median of %d runs\n\n", effective_threads(o->threads),
            o->runs);
-    printf("| algo | keys | cell | task | build_s | query_s | total_s | first_s | pairs | candidates "
-           "| struct_MB | peak_MB |\n");
-    printf("|------|------|------|------|--------:|--------:|--------:|--------:|------:|-----------:"
-           "|----------:|--------:|\n");
+    printf("| algo | keys | coords | cell | task | build_s | query_s | total_s | first_s | pairs "
+           "| candidates | struct_MB | peak_MB |\n");
+    printf("|------|------|--------|------|------|--------:|--------:|--------:|--------:|------:"
+           "|-----------:|----------:|--------:|\n");
     fflush(stdout);
 }
 
@@ -268,6 +273,7 @@ static int64_t measure_row(const variant *v, bench_task task, const prox_points 
 {
     prox_grid_desc desc = *base;
     desc.keys = v->keys;
+    desc.coords = v->coords;
     desc.cell_divisions = v->cell_divisions;
     double *build = xmalloc(sizeof(double) * 3 * (size_t)runs);
     double *query = build + runs, *total = query + runs;
@@ -286,8 +292,12 @@ static int64_t measure_row(const variant *v, bench_task task, const prox_points 
         query[r] = t.query_s;
         total[r] = t.build_s + t.query_s;
     }
-    printf("| %s | %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %lld | %lld | %.1f | %.1f |\n",
-           v->algo_name, v->keys_name, v->cell_name, task_names[task], median(build, runs),
+    /* the coordinates the grid kept (fixed point may fall back to doubles) */
+    const char *coords = v->algo != PROX_ALGO_GRID                  ? "-"
+                         : first.stats.coords == PROX_COORDS_FIXED ? "fixed"
+                                                                   : "double";
+    printf("| %s | %s | %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %lld | %lld | %.1f | %.1f |\n",
+           v->algo_name, v->keys_name, coords, v->cell_name, task_names[task], median(build, runs),
            median(query, runs), median(total, runs), total[0], (long long)first.stats.pairs, (long long)first.stats.candidates,
            (double)first.stats.bytes / (1024.0 * 1024.0), peak_rss_mb());
     fflush(stdout);

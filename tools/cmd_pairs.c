@@ -29,6 +29,9 @@ static const char usage[] =
     "                          one thread, open axes)\n"
     "      --keys linear|morton|hash  grid cell keys (default linear: row-major over\n"
     "                          every cell, Morton when over 256 cells per point)\n"
+    "      --coords fixed|double  coordinates the grid keeps (default fixed: 32-bit\n"
+    "                          fixed point, pairs near the radius decided in double\n"
+    "                          from the input; linear keys only, else double)\n"
     "  -t, --threads T         threads, 0 = OpenMP default (default 0)\n"
     "      --periodic LX,LY[,LZ]  periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum-image\n"
     "                          distances, one period per dimension\n"
@@ -66,6 +69,7 @@ typedef struct pairs_options {
     int dim; /* 0: from the file */
     prox_algo algo;
     prox_keys keys;
+    prox_coords coords;
     int threads;
     int periods; /* how many --periodic values */
     double period[3];
@@ -77,7 +81,8 @@ typedef struct pairs_options {
 } pairs_options;
 
 enum {
-    OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_THREADS, OPT_PERIODIC, OPT_DIVISIONS,
+    OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_COORDS, OPT_THREADS, OPT_PERIODIC,
+    OPT_DIVISIONS,
     OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP,
 };
 
@@ -86,6 +91,7 @@ static const opt_spec pairs_specs[] = {
     { "dim", 0, true, OPT_DIM },
     { "algo", 0, true, OPT_ALGO },
     { "keys", 0, true, OPT_KEYS },
+    { "coords", 0, true, OPT_COORDS },
     { "threads", 't', true, OPT_THREADS },
     { "periodic", 0, true, OPT_PERIODIC },
     { "cell-divisions", 0, true, OPT_DIVISIONS },
@@ -122,6 +128,15 @@ static prox_keys parse_keys(const opt_parser *p, const char *v)
     die_usage(p->command, "--keys must be linear, morton or hash, not '%s'", v);
 }
 
+static prox_coords parse_coords(const opt_parser *p, const char *v)
+{
+    if (strcmp(v, "fixed") == 0)
+        return PROX_COORDS_FIXED;
+    if (strcmp(v, "double") == 0)
+        return PROX_COORDS_DOUBLE;
+    die_usage(p->command, "--coords must be fixed or double, not '%s'", v);
+}
+
 static void set_task(const opt_parser *p, pairs_options *o, pairs_task task)
 {
     if (o->task != TASK_PAIRS && o->task != task)
@@ -137,6 +152,7 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
     case OPT_DIM: o->dim = (int)parse_count(p, v, 2, 3); break;
     case OPT_ALGO: o->algo = parse_algo(p, v); break;
     case OPT_KEYS: o->keys = parse_keys(p, v); break;
+    case OPT_COORDS: o->coords = parse_coords(p, v); break;
     case OPT_THREADS: o->threads = (int)parse_count(p, v, 0, 4096); break;
     case OPT_PERIODIC: o->periods = parse_double_list(p, v, o->period, 3); break;
     case OPT_DIVISIONS: o->cell_divisions = (int)parse_count(p, v, 1, 64); break;
@@ -173,6 +189,7 @@ static bool parse_options(int argc, char **argv, pairs_options *o)
     memset(o, 0, sizeof *o);
     o->cell_divisions = defaults.cell_divisions;
     o->keys = defaults.keys;
+    o->coords = PROX_COORDS_FIXED; /* the points outlive the grid */
     opt_parser p = opt_init("pairs", pairs_specs, sizeof pairs_specs / sizeof pairs_specs[0],
                             argc, argv);
     p.next = 1;
@@ -212,6 +229,7 @@ static prox_grid_desc make_desc(const pairs_options *o, double radius, int dim)
     prox_grid_desc desc = prox_default_grid_desc();
     desc.radius = radius;
     desc.keys = o->keys;
+    desc.coords = o->coords;
     desc.cell_divisions = o->cell_divisions;
     desc.table_size = o->table_size;
     desc.threads = o->threads;
@@ -354,21 +372,29 @@ static const char *keys_name(prox_algo algo, int keys)
     return keys == PROX_KEYS_HASH ? "hash" : keys == PROX_KEYS_LINEAR ? "linear" : "morton";
 }
 
+static const char *coords_name(prox_algo algo, int coords)
+{
+    if (algo != PROX_ALGO_GRID)
+        return "none";
+    return coords == PROX_COORDS_FIXED ? "fixed" : "double";
+}
+
 static void print_stats(const pairs_options *o, const point_file *pf, const prox_grid_desc *desc,
                         const pairs_result *r, double read_s, double write_s)
 {
     const prox_stats *s = &r->stats;
     fprintf(stderr,
-            "algo=%s\nkeys=%s\nscalar=%s\ndim=%d\nn=%lld\nradius=%.17g\nthreads=%d\n"
+            "algo=%s\nkeys=%s\ncoords=%s\nscalar=%s\ndim=%d\nn=%lld\nradius=%.17g\nthreads=%d\n"
             "read_s=%.6f\nbuild_s=%.6f\nquery_s=%.6f\nwrite_s=%.6f\n"
-            "pairs=%lld\ncandidates=%lld\ncells=%lld\ncells_visited=%lld\n"
+            "pairs=%lld\ncandidates=%lld\nrechecked=%lld\ncells=%lld\ncells_visited=%lld\n"
             "struct_mb=%.1f\npeak_rss_mb=%.1f\n",
             o->algo == PROX_ALGO_BRUTE ? "brute" : o->algo == PROX_ALGO_GRID ? "grid"
                                                                             : "hierarchical",
-            keys_name(o->algo, s->keys),
+            keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
             pf->scalar == PROX_F32 ? "f32" : "f64", pf->dim, (long long)pf->count, desc->radius,
             effective_threads(desc->threads), read_s, r->build_s, r->query_s, write_s,
-            (long long)s->pairs, (long long)s->candidates, (long long)s->cells,
+            (long long)s->pairs, (long long)s->candidates, (long long)s->rechecked,
+            (long long)s->cells,
             (long long)s->cells_visited, (double)s->bytes / (1024.0 * 1024.0), peak_rss_mb());
 }
 

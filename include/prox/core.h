@@ -118,6 +118,9 @@ typedef struct prox_stats {
                               release it */
     bool rebuilt;          /* update / skin list: the structure was rebuilt from scratch */
     int keys;              /* cell keys actually used (prox_keys) */
+    int coords;            /* grid coordinates actually kept (prox_coords: DOUBLE or FIXED) */
+    int64_t rechecked;     /* fixed-point coordinates: candidates near the radius decided
+                              again in double from the caller's points */
 } prox_stats;
 
 #ifdef __cplusplus

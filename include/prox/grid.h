@@ -48,6 +48,25 @@ typedef enum prox_keys {
     PROX_KEYS_LINEAR = 2,
 } prox_keys;
 
+/* How a grid keeps the coordinates of its points (in cell order). */
+typedef enum prox_coords {
+    /* PROX_COORDS_DOUBLE for prox_grid objects; PROX_COORDS_FIXED for the
+     * one-shot prox_pairs and prox_query, whose points outlive the call */
+    PROX_COORDS_AUTO = 0,
+    /* a copy in double: 8 bytes per axis and point; nothing of the
+     * caller's is kept */
+    PROX_COORDS_DOUBLE = 1,
+    /* 32-bit fixed point within each cell: 4 bytes per axis and point.
+     * Distances computed from them settle all candidates but those within
+     * about 2^-15 of the radius, which are decided again in double from
+     * the caller's points: the results are the same as with doubles, but
+     * the points passed to build (and update) must stay alive and
+     * unchanged until the next build or update, or destroy. Linear keys
+     * only, and at most 2^17 cells along an axis; elsewhere the grid keeps
+     * doubles (stats.coords tells). An update rebuilds. */
+    PROX_COORDS_FIXED = 2,
+} prox_coords;
+
 typedef struct prox_grid_desc {
     double radius;        /* required, > 0 and finite */
     prox_keys keys;       /* default PROX_KEYS_LINEAR */
@@ -60,6 +79,7 @@ typedef struct prox_grid_desc {
                              period[2] must stay 0 for 2D points. */
     int threads;          /* 0 = OpenMP default, 1 = no threads, n = n threads */
     prox_allocator allocator;
+    prox_coords coords;   /* default PROX_COORDS_AUTO */
 } prox_grid_desc;
 
 prox_grid_desc prox_default_grid_desc(void);
@@ -75,7 +95,8 @@ prox_status prox_query(const prox_points *points, const prox_points *queries,
 
 /* A grid kept between calls: build once, query many times, update as points
  * move. The grid keeps its own copy of the coordinates in cell order (for
- * cache locality), never a pointer to the caller's points. */
+ * cache locality), never a pointer to the caller's points, unless asked for
+ * fixed-point coordinates (desc.coords = PROX_COORDS_FIXED). */
 typedef struct prox_grid prox_grid;
 
 /* On failure *out is set to NULL. destroy(NULL) does nothing. */

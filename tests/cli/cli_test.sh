@@ -321,8 +321,8 @@ t_pairs_f32() {
 t_pairs_stats() {
     run "$PROX" pairs --radius 1 --stats tiny.txt
     expect_exit 0 || return 1
-    for key in algo= keys= n=6 radius=1 threads= read_s= build_s= query_s= write_s= \
-        pairs=4 candidates= cells= peak_rss_mb=; do
+    for key in algo= keys= coords=fixed n=6 radius=1 threads= read_s= build_s= query_s= write_s= \
+        pairs=4 candidates= rechecked= cells= peak_rss_mb=; do
         expect_stderr_has "$key" || return 1
     done
 }
@@ -470,7 +470,9 @@ expect_stdout_has_exit_codes() {
 t_bench_small() {
     run "$PROX" bench sph3d --n 2000 --runs 1
     expect_exit 0 || return 1
-    for row in "| grid | morton | r | pairs |" "| grid | morton | r/2 | count |" "| grid | hash | r | lists |" "| brute | - | - | count |"; do
+    for row in "| grid | linear | double | r | pairs |" "| grid | linear | fixed | r | count |" \
+        "| grid | morton | double | r | pairs |" "| grid | morton | double | r/2 | count |" \
+        "| grid | hash | double | r | lists |" "| brute | - | - | - | count |"; do
         grep -F -q -- "$row" stdout || { why="no row '$row' in: $(cat stdout)"; return 1; }
     done
 }

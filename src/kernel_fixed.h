@@ -1,0 +1,213 @@
+/* kernel_fixed.h: the distance kernel over fixed-point coordinates, still
+ * deciding exactly.
+ *
+ * A grid with PROX_COORDS_FIXED keeps each coordinate as a 32-bit integer:
+ * its cell times 2^shift plus its place in the cell in units of 2^-shift
+ * of a cell (grid.c, fixed_point). Differences of two are exact integers;
+ * converted to float, scaled to units of the radius and squared, they give
+ * the squared distance within a bound `tol` of the one brute force computes
+ * in double (grid.c, fixed_tolerance, derives it). So a candidate whose float
+ * value is at most 1 - tol is within the radius, one above 1 + tol is not,
+ * and the few in between are decided again in double from the caller's
+ * points (prox_recheck): the results are brute force's, bit for bit.
+ *
+ * Half the bytes of double coordinates, twice the lanes per vector. */
+#ifndef PROX_KERNEL_FIXED_H
+#define PROX_KERNEL_FIXED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernel.h"
+
+typedef struct prox_fixed_block {
+    const int32_t *x, *y, *z; /* z may be NULL for 2D */
+} prox_fixed_block;
+
+typedef struct prox_fixed_metric {
+    float scale[3];   /* radii per unit of each axis */
+    float in2, out2;  /* squared distance in radii^2: <= in2 within, > out2 beyond */
+    int32_t period[3]; /* units per period on a periodic axis, 0 = open */
+    bool periodic;
+} prox_fixed_metric;
+
+/* The exact decision for the candidates the float value leaves open:
+ * `within` gets the candidate's position in the block. */
+typedef struct prox_recheck prox_recheck;
+struct prox_recheck {
+    bool (*within)(prox_recheck *rc, int64_t k);
+    int64_t calls;
+};
+
+/* Rare: called for at most a few candidates in a thousand. */
+__attribute__((noinline)) static uint32_t prox_recheck_lanes(prox_recheck *rc, int64_t k,
+                                                             uint32_t lanes)
+{
+    uint32_t in = 0;
+    for (uint32_t m = lanes; m; m &= m - 1) {
+        int lane = __builtin_ctz(m);
+        rc->calls++;
+        if (rc->within(rc, k + lane))
+            in |= 1u << lane;
+    }
+    return in;
+}
+
+#ifdef PROX_KERNEL_AVX512
+
+static inline __m512i prox_vx_min_image(__m512i d, int32_t P)
+{
+    if (P == 0)
+        return d;
+    __m512i vp = _mm512_set1_epi32(P), half = _mm512_set1_epi32(P / 2);
+    __mmask16 above = _mm512_cmpgt_epi32_mask(d, half);
+    __mmask16 below = _mm512_cmplt_epi32_mask(d, _mm512_sub_epi32(_mm512_setzero_si512(), half));
+    d = _mm512_mask_sub_epi32(d, above, d, vp);
+    return _mm512_mask_add_epi32(d, below, d, vp);
+}
+
+static inline __m512 prox_vx_axis(const int32_t *c, int64_t k, __mmask16 live, int32_t q,
+                                  float scale, int32_t period)
+{
+    __m512i d = _mm512_sub_epi32(_mm512_set1_epi32(q), _mm512_maskz_loadu_epi32(live, c + k));
+    d = prox_vx_min_image(d, period);
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_set1_ps(scale));
+    return _mm512_mul_ps(f, f);
+}
+
+/* Candidates k .. k+15 among `lanes` within the radius of q. */
+static inline __mmask16 prox_vx_within(const prox_fixed_block *b, int64_t k, __mmask16 lanes,
+                                       const int32_t q[3], const prox_fixed_metric *m,
+                                       prox_recheck *rc)
+{
+    const int32_t *per = m->period;
+    __m512 d2 = _mm512_add_ps(prox_vx_axis(b->x, k, lanes, q[0], m->scale[0], per[0]),
+                              prox_vx_axis(b->y, k, lanes, q[1], m->scale[1], per[1]));
+    if (b->z)
+        d2 = _mm512_add_ps(d2, prox_vx_axis(b->z, k, lanes, q[2], m->scale[2], per[2]));
+    __mmask16 in = _mm512_mask_cmp_ps_mask(lanes, d2, _mm512_set1_ps(m->in2), _CMP_LE_OQ);
+    __mmask16 open = _mm512_mask_cmp_ps_mask(lanes, d2, _mm512_set1_ps(m->out2), _CMP_LE_OQ) & ~in;
+    if (__builtin_expect(open != 0, 0))
+        in |= (__mmask16)prox_recheck_lanes(rc, k, open);
+    return in;
+}
+
+static inline __mmask16 prox_vx_live(int64_t left)
+{
+    return left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+}
+
+/* Candidates [begin, end) within the radius of q: their positions go to
+ * hits[] (room for end - begin + PROX_KERNEL_SLACK); returns how many. */
+static inline int64_t prox_fixed_hits(const prox_fixed_block *b, int64_t begin, int64_t end,
+                                      const int32_t q[3], const prox_fixed_metric *m,
+                                      prox_recheck *rc, uint32_t *hits)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += 16) {
+        __mmask16 hit = prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc);
+        __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)k), lane);
+        /* compressed in a register, then a plain store (kernel.h) */
+        _mm512_storeu_si512((void *)(hits + count), _mm512_maskz_compress_epi32(hit, idx));
+        count += __builtin_popcount(hit);
+    }
+    return count;
+}
+
+static inline int64_t prox_fixed_count(const prox_fixed_block *b, int64_t begin, int64_t end,
+                                       const int32_t q[3], const prox_fixed_metric *m,
+                                       prox_recheck *rc)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += 16)
+        count += __builtin_popcount(prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc));
+    return count;
+}
+
+/* The ids of those candidates kept by `rule` against self, written to
+ * out[] (room for end - begin + PROX_KERNEL_SLACK); returns how many. */
+static inline int64_t prox_fixed_ids(const prox_fixed_block *b, const uint32_t *ids,
+                                     int64_t begin, int64_t end, const int32_t q[3],
+                                     const prox_fixed_metric *m, prox_recheck *rc,
+                                     uint32_t self, prox_id_rule rule, uint32_t *out)
+{
+    const __m512i s = _mm512_set1_epi32((int)self);
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += 16) {
+        __mmask16 live = prox_vx_live(end - k);
+        __m512i id = _mm512_maskz_loadu_epi32(live, ids + k);
+        __mmask16 keep = rule == PROX_IDS_ABOVE ? _mm512_mask_cmpgt_epu32_mask(live, id, s)
+                                                : _mm512_mask_cmpneq_epu32_mask(live, id, s);
+        __mmask16 hit = prox_vx_within(b, k, keep, q, m, rc);
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit, id));
+        count += __builtin_popcount(hit);
+    }
+    return count;
+}
+
+#else /* portable */
+
+static inline float prox_fixed_axis(int32_t q, int32_t c, float scale, int32_t P)
+{
+    int32_t d = q - c;
+    if (P) {
+        if (d > P / 2)
+            d -= P;
+        else if (d < -(P / 2))
+            d += P;
+    }
+    float f = (float)d * scale;
+    return f * f;
+}
+
+static inline bool prox_fixed_within(const prox_fixed_block *b, int64_t k, const int32_t q[3],
+                                     const prox_fixed_metric *m, prox_recheck *rc)
+{
+    const int32_t *per = m->period;
+    float d2 = prox_fixed_axis(q[0], b->x[k], m->scale[0], per[0]) +
+               prox_fixed_axis(q[1], b->y[k], m->scale[1], per[1]);
+    if (b->z)
+        d2 += prox_fixed_axis(q[2], b->z[k], m->scale[2], per[2]);
+    if (d2 <= m->in2)
+        return true;
+    return d2 <= m->out2 && prox_recheck_lanes(rc, k, 1u) != 0;
+}
+
+static inline int64_t prox_fixed_hits(const prox_fixed_block *b, int64_t begin, int64_t end,
+                                      const int32_t q[3], const prox_fixed_metric *m,
+                                      prox_recheck *rc, uint32_t *hits)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k++) {
+        hits[count] = (uint32_t)k;
+        count += prox_fixed_within(b, k, q, m, rc);
+    }
+    return count;
+}
+
+static inline int64_t prox_fixed_count(const prox_fixed_block *b, int64_t begin, int64_t end,
+                                       const int32_t q[3], const prox_fixed_metric *m,
+                                       prox_recheck *rc)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k++)
+        count += prox_fixed_within(b, k, q, m, rc);
+    return count;
+}
+
+static inline int64_t prox_fixed_ids(const prox_fixed_block *b, const uint32_t *ids,
+                                     int64_t begin, int64_t end, const int32_t q[3],
+                                     const prox_fixed_metric *m, prox_recheck *rc,
+                                     uint32_t self, prox_id_rule rule, uint32_t *out)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k++) {
+        out[count] = ids[k];
+        count += prox_id_keep(ids[k], self, rule) && prox_fixed_within(b, k, q, m, rc);
+    }
+    return count;
+}
+
+#endif
+#endif
