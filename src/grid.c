@@ -269,7 +269,9 @@ static float float_beyond(double v, int dir)
 }
 
 /* Fixed point when asked for, with linear keys, and when every axis has at
- * most FIXED_MAX_CELLS cells; otherwise doubles. */
+ * most FIXED_MAX_CELLS cells; otherwise doubles. Axes whose cells have one
+ * size (all open axes) share one shift, so that their units are equal and
+ * the kernel compares squared units without scaling (unit_scale). */
 static void choose_coords(prox_grid *g)
 {
     g->fixed_on = false;
@@ -277,6 +279,8 @@ static void choose_coords(prox_grid *g)
         return;
     prox_fixed_metric *m = &g->fixed_metric;
     *m = (prox_fixed_metric){0};
+    int least = FIXED_UNITS_LOG2;
+    m->unit_scale = true;
     for (int k = 0; k < 3; k++) {
         int64_t units = g->ncell[k] + 2 * g->reach[k] + 2;
         if (units > FIXED_MAX_CELLS)
@@ -286,15 +290,25 @@ static void choose_coords(prox_grid *g)
             bits++;
         g->fixed_shift[k] = FIXED_UNITS_LOG2 - bits; /* units << shift <= 2^30 */
         if (k < g->dim) {
-            m->scale[k] = (float)(ldexp(1.0 / g->inv_cell[k], -g->fixed_shift[k]) / g->desc.radius);
-            if (g->periodic[k])
-                m->period[k] = (int32_t)(g->ncell[k] << g->fixed_shift[k]);
-            m->periodic |= g->periodic[k];
+            least = g->fixed_shift[k] < least ? g->fixed_shift[k] : least;
+            m->unit_scale &= g->inv_cell[k] == g->inv_cell[0];
         }
     }
-    double tol = fixed_tolerance(g);
-    m->in2 = float_beyond(1.0 - tol, -1);
-    m->out2 = float_beyond(1.0 + tol, +1);
+    double r = g->desc.radius, bound2 = 1.0; /* r^2 in the units compared */
+    for (int k = 0; k < g->dim; k++) {
+        if (m->unit_scale)
+            g->fixed_shift[k] = least;
+        double unit = ldexp(1.0 / g->inv_cell[k], -g->fixed_shift[k]); /* length */
+        m->scale[k] = m->unit_scale ? 1.0f : (float)(unit / r);
+        if (m->unit_scale)
+            bound2 = (r / unit) * (r / unit);
+        if (g->periodic[k])
+            m->period[k] = (int32_t)(g->ncell[k] << g->fixed_shift[k]);
+        m->periodic |= g->periodic[k];
+    }
+    double tol = fixed_tolerance(g); /* in radii^2 */
+    m->in2 = float_beyond(bound2 * (1.0 - tol), -1);
+    m->out2 = float_beyond(bound2 * (1.0 + tol), +1);
     g->fixed_on = true;
 }
 
@@ -638,28 +652,46 @@ static void fixed_block_of(const prox_grid *g, int k, const double *restrict v,
 /* Points gathered a block at a time into doubles, then converted. */
 #define FIXED_BLOCK 256
 
+/* Sorted points [s0, s0 + count) from packed doubles (dim a constant once
+ * inlined: no OpenMP region in here) or from any view. */
+static inline void gather_block(const prox_grid *g, const prox_points *p, const double *xyz,
+                                int dim, int64_t s0, int64_t count, double v[3][FIXED_BLOCK])
+{
+    int64_t n = g->n;
+    for (int64_t j = 0; j < count; j++) {
+        int64_t s = s0 + j, i = g->id[s];
+        if (s + PREFETCH_AHEAD < n) { /* reads follow the sort: random in the input */
+            int64_t ahead = g->id[s + PREFETCH_AHEAD];
+            __builtin_prefetch((const char *)p->axis[0] + ahead * p->stride);
+        }
+        for (int k = 0; k < dim; k++)
+            v[k][j] = xyz ? xyz[dim * i + k] : prox_coord(p, i, k, g->desc.period);
+    }
+}
+
+static void fixed_of_block(prox_grid *g, const prox_points *p, const double *xyz, int64_t b)
+{
+    double v[3][FIXED_BLOCK];
+    int64_t n = g->n, s0 = b * FIXED_BLOCK;
+    int64_t count = n - s0 < FIXED_BLOCK ? n - s0 : FIXED_BLOCK;
+    if (xyz && p->dim == 3)
+        gather_block(g, p, xyz, 3, s0, count, v);
+    else if (xyz)
+        gather_block(g, p, xyz, 2, s0, count, v);
+    else
+        gather_block(g, p, NULL, p->dim, s0, count, v);
+    for (int k = 0; k < p->dim; k++)
+        fixed_block_of(g, k, v[k], g->fixed + k * n + s0, count);
+}
+
 static void gather_fixed(prox_grid *g, const prox_points *p)
 {
     int64_t n = g->n, blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
-    const double *period = g->desc.period, *xyz = packed_open_f64(p, period);
-    int dim = p->dim;
+    const double *xyz = packed_open_f64(p, g->desc.period);
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
-    for (int64_t b = 0; b < blocks; b++) {
-        double v[3][FIXED_BLOCK];
-        int64_t s0 = b * FIXED_BLOCK, count = n - s0 < FIXED_BLOCK ? n - s0 : FIXED_BLOCK;
-        for (int64_t j = 0; j < count; j++) {
-            int64_t s = s0 + j, i = g->id[s];
-            if (s + PREFETCH_AHEAD < n) { /* reads follow the sort: random in the input */
-                int64_t ahead = g->id[s + PREFETCH_AHEAD];
-                __builtin_prefetch((const char *)p->axis[0] + ahead * p->stride);
-            }
-            for (int k = 0; k < dim; k++)
-                v[k][j] = xyz ? xyz[dim * i + k] : prox_coord(p, i, k, period);
-        }
-        for (int k = 0; k < dim; k++)
-            fixed_block_of(g, k, v[k], g->fixed + k * n + s0, count);
-    }
+    for (int64_t b = 0; b < blocks; b++)
+        fixed_of_block(g, p, xyz, b);
 }
 
 static bool grid_within(prox_recheck *rc, int64_t k)

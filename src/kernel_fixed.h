@@ -25,8 +25,12 @@ typedef struct prox_fixed_block {
 } prox_fixed_block;
 
 typedef struct prox_fixed_metric {
-    float scale[3];   /* radii per unit of each axis */
-    float in2, out2;  /* squared distance in radii^2: <= in2 within, > out2 beyond */
+    /* unit_scale: every axis has units of the same length, and the squared
+     * distance is compared in units^2 as it is; otherwise each axis's
+     * difference is scaled to radii first and compared in radii^2 */
+    bool unit_scale;
+    float scale[3];    /* radii per unit of each axis (1 with unit_scale) */
+    float in2, out2;   /* squared distance: <= in2 within, > out2 beyond */
     int32_t period[3]; /* units per period on a periodic axis, 0 = open */
     bool periodic;
 } prox_fixed_metric;
@@ -66,25 +70,33 @@ static inline __m512i prox_vx_min_image(__m512i d, int32_t P)
     return _mm512_mask_add_epi32(d, below, d, vp);
 }
 
-static inline __m512 prox_vx_axis(const int32_t *c, int64_t k, __mmask16 live, int32_t q,
-                                  float scale, int32_t period)
+#define PROX_ALWAYS_INLINE inline __attribute__((always_inline))
+
+static PROX_ALWAYS_INLINE __m512 prox_vx_axis(const int32_t *c, int64_t k, __mmask16 live,
+                                              int32_t q, float scale, int32_t period,
+                                              bool scaled)
 {
     __m512i d = _mm512_sub_epi32(_mm512_set1_epi32(q), _mm512_maskz_loadu_epi32(live, c + k));
     d = prox_vx_min_image(d, period);
-    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_set1_ps(scale));
+    __m512 f = _mm512_cvtepi32_ps(d);
+    if (scaled)
+        f = _mm512_mul_ps(f, _mm512_set1_ps(scale));
     return _mm512_mul_ps(f, f);
 }
 
-/* Candidates k .. k+15 among `lanes` within the radius of q. */
-static inline __mmask16 prox_vx_within(const prox_fixed_block *b, int64_t k, __mmask16 lanes,
-                                       const int32_t q[3], const prox_fixed_metric *m,
-                                       prox_recheck *rc)
+/* Candidates k .. k+15 among `lanes` within the radius of q. `scaled` is a
+ * constant in each caller's loop (the metric's unit_scale, hoisted). */
+static PROX_ALWAYS_INLINE __mmask16 prox_vx_within(const prox_fixed_block *b, int64_t k,
+                                                   __mmask16 lanes, const int32_t q[3],
+                                                   const prox_fixed_metric *m,
+                                                   prox_recheck *rc, bool scaled)
 {
     const int32_t *per = m->period;
-    __m512 d2 = _mm512_add_ps(prox_vx_axis(b->x, k, lanes, q[0], m->scale[0], per[0]),
-                              prox_vx_axis(b->y, k, lanes, q[1], m->scale[1], per[1]));
+    const float *sc = m->scale;
+    __m512 d2 = _mm512_add_ps(prox_vx_axis(b->x, k, lanes, q[0], sc[0], per[0], scaled),
+                              prox_vx_axis(b->y, k, lanes, q[1], sc[1], per[1], scaled));
     if (b->z)
-        d2 = _mm512_add_ps(d2, prox_vx_axis(b->z, k, lanes, q[2], m->scale[2], per[2]));
+        d2 = _mm512_add_ps(d2, prox_vx_axis(b->z, k, lanes, q[2], sc[2], per[2], scaled));
     __mmask16 in = _mm512_mask_cmp_ps_mask(lanes, d2, _mm512_set1_ps(m->in2), _CMP_LE_OQ);
     __mmask16 open = _mm512_mask_cmp_ps_mask(lanes, d2, _mm512_set1_ps(m->out2), _CMP_LE_OQ) & ~in;
     if (__builtin_expect(open != 0, 0))
@@ -97,16 +109,15 @@ static inline __mmask16 prox_vx_live(int64_t left)
     return left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
 }
 
-/* Candidates [begin, end) within the radius of q: their positions go to
- * hits[] (room for end - begin + PROX_KERNEL_SLACK); returns how many. */
-static inline int64_t prox_fixed_hits(const prox_fixed_block *b, int64_t begin, int64_t end,
-                                      const int32_t q[3], const prox_fixed_metric *m,
-                                      prox_recheck *rc, uint32_t *hits)
+static PROX_ALWAYS_INLINE int64_t prox_vx_hits(const prox_fixed_block *b, int64_t begin,
+                                               int64_t end, const int32_t q[3],
+                                               const prox_fixed_metric *m, prox_recheck *rc,
+                                               uint32_t *hits, bool scaled)
 {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += 16) {
-        __mmask16 hit = prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc);
+        __mmask16 hit = prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc, scaled);
         __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)k), lane);
         /* compressed in a register, then a plain store (kernel.h) */
         _mm512_storeu_si512((void *)(hits + count), _mm512_maskz_compress_epi32(hit, idx));
@@ -115,13 +126,52 @@ static inline int64_t prox_fixed_hits(const prox_fixed_block *b, int64_t begin, 
     return count;
 }
 
+/* Candidates [begin, end) within the radius of q: their positions go to
+ * hits[] (room for end - begin + PROX_KERNEL_SLACK); returns how many. */
+static inline int64_t prox_fixed_hits(const prox_fixed_block *b, int64_t begin, int64_t end,
+                                      const int32_t q[3], const prox_fixed_metric *m,
+                                      prox_recheck *rc, uint32_t *hits)
+{
+    return m->unit_scale ? prox_vx_hits(b, begin, end, q, m, rc, hits, false)
+                         : prox_vx_hits(b, begin, end, q, m, rc, hits, true);
+}
+
+static PROX_ALWAYS_INLINE int64_t prox_vx_count(const prox_fixed_block *b, int64_t begin,
+                                                int64_t end, const int32_t q[3],
+                                                const prox_fixed_metric *m, prox_recheck *rc,
+                                                bool scaled)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += 16)
+        count += __builtin_popcount(prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc, scaled));
+    return count;
+}
+
 static inline int64_t prox_fixed_count(const prox_fixed_block *b, int64_t begin, int64_t end,
                                        const int32_t q[3], const prox_fixed_metric *m,
                                        prox_recheck *rc)
 {
+    return m->unit_scale ? prox_vx_count(b, begin, end, q, m, rc, false)
+                         : prox_vx_count(b, begin, end, q, m, rc, true);
+}
+
+static PROX_ALWAYS_INLINE int64_t prox_vx_ids(const prox_fixed_block *b, const uint32_t *ids,
+                                              int64_t begin, int64_t end, const int32_t q[3],
+                                              const prox_fixed_metric *m, prox_recheck *rc,
+                                              uint32_t self, prox_id_rule rule, uint32_t *out,
+                                              bool scaled)
+{
+    const __m512i s = _mm512_set1_epi32((int)self);
     int64_t count = 0;
-    for (int64_t k = begin; k < end; k += 16)
-        count += __builtin_popcount(prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc));
+    for (int64_t k = begin; k < end; k += 16) {
+        __mmask16 live = prox_vx_live(end - k);
+        __m512i id = _mm512_maskz_loadu_epi32(live, ids + k);
+        __mmask16 keep = rule == PROX_IDS_ABOVE ? _mm512_mask_cmpgt_epu32_mask(live, id, s)
+                                                : _mm512_mask_cmpneq_epu32_mask(live, id, s);
+        __mmask16 hit = prox_vx_within(b, k, keep, q, m, rc, scaled);
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit, id));
+        count += __builtin_popcount(hit);
+    }
     return count;
 }
 
@@ -132,18 +182,8 @@ static inline int64_t prox_fixed_ids(const prox_fixed_block *b, const uint32_t *
                                      const prox_fixed_metric *m, prox_recheck *rc,
                                      uint32_t self, prox_id_rule rule, uint32_t *out)
 {
-    const __m512i s = _mm512_set1_epi32((int)self);
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k += 16) {
-        __mmask16 live = prox_vx_live(end - k);
-        __m512i id = _mm512_maskz_loadu_epi32(live, ids + k);
-        __mmask16 keep = rule == PROX_IDS_ABOVE ? _mm512_mask_cmpgt_epu32_mask(live, id, s)
-                                                : _mm512_mask_cmpneq_epu32_mask(live, id, s);
-        __mmask16 hit = prox_vx_within(b, k, keep, q, m, rc);
-        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit, id));
-        count += __builtin_popcount(hit);
-    }
-    return count;
+    return m->unit_scale ? prox_vx_ids(b, ids, begin, end, q, m, rc, self, rule, out, false)
+                         : prox_vx_ids(b, ids, begin, end, q, m, rc, self, rule, out, true);
 }
 
 #else /* portable */
@@ -157,7 +197,7 @@ static inline float prox_fixed_axis(int32_t q, int32_t c, float scale, int32_t P
         else if (d < -(P / 2))
             d += P;
     }
-    float f = (float)d * scale;
+    float f = scale == 1.0f ? (float)d : (float)d * scale;
     return f * f;
 }
 
