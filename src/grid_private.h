@@ -270,7 +270,21 @@ static inline void prefetch_stencil(const prox_grid *g, const int64_t base[3], i
     }
 }
 
-/* ---- fixed-point coordinates ---- */
+/* ---- the grid's own points as kernel blocks (kernel.h, kernel_fixed.h) ---- */
+
+static inline prox_block grid_block(const prox_grid *g)
+{
+    int64_t n = g->n;
+    return (prox_block){g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+}
+
+static inline void point_of(const prox_grid *g, int64_t s, double q[3])
+{
+    int64_t n = g->n;
+    q[0] = g->pos[s];
+    q[1] = g->pos[n + s];
+    q[2] = g->dim == 3 ? g->pos[2 * n + s] : 0.0;
+}
 
 static inline prox_fixed_block fixed_block(const prox_grid *g)
 {

@@ -282,8 +282,7 @@ static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_ro
                               gathered *b, run_candidates *c, query_counters *qc)
 {
     if (strips) {
-        int64_t n = g->n;
-        c->block = (prox_block){g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+        c->block = grid_block(g);
         c->ids = g->id;
         c->count = prox_grid_strip_ranges(g, strips, run_cell_of(g, r), c->range, &qc->cells_visited);
         return true;
@@ -314,8 +313,8 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
                                     &g->fixed_metric, &rc->base, g->id[s], rule, out + found);
         return found;
     }
-    int64_t n = g->n;
-    double q[3] = {g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0};
+    double q[3];
+    point_of(g, s, q);
     for (int k = 0; k < c->count; k++)
         found += prox_kernel_ids(&c->block, c->ids, c->range[k].begin, c->range[k].end, q,
                                  &g->metric, g->id[s], rule, out + found);
@@ -630,7 +629,6 @@ typedef struct query_at {
 static void query_range(const prox_grid *g, prox_index q, const query_at *at, int64_t j0,
                         int64_t j1, uint32_t *hits, prox_emitter *e, query_counters *qc)
 {
-    const int64_t n = g->n;
     qc->candidates += j1 - j0;
     bool count_only = e->kind == PROX_SINK_COUNT;
     int64_t count;
@@ -641,7 +639,7 @@ static void query_range(const prox_grid *g, prox_index q, const query_at *at, in
         count = count_only ? prox_fixed_count(&b, j0, j1, at->fixed, &g->fixed_metric, rc)
                            : prox_fixed_hits(&b, j0, j1, at->fixed, &g->fixed_metric, rc, hits);
     } else {
-        prox_block b = {g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+        prox_block b = grid_block(g);
         count = count_only ? prox_kernel_count(&b, j0, j1, at->p, &g->metric)
                            : prox_kernel_hits(&b, j0, j1, at->p, &g->metric, hits);
     }

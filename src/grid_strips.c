@@ -137,20 +137,6 @@ int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, 
     return prox_grid_strip_ranges_around(g, rows, base, out, cells);
 }
 
-static inline prox_block grid_block(const prox_grid *g)
-{
-    int64_t n = g->n;
-    return (prox_block){g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
-}
-
-static inline void point_of(const prox_grid *g, int64_t s, double q[3])
-{
-    int64_t n = g->n;
-    q[0] = g->pos[s];
-    q[1] = g->pos[n + s];
-    q[2] = g->dim == 3 ? g->pos[2 * n + s] : 0.0;
-}
-
 int64_t prox_ranges_length(const range *r, int count)
 {
     int64_t total = 0;
