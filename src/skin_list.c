@@ -43,6 +43,10 @@ prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_
      * displacement test can never lose a pair */
     prox_grid_desc wide = *desc;
     wide.radius = (desc->radius + skin) * (1.0 + 0x1p-40);
+    /* the grid is queried only within the call that builds it, while the
+     * caller's points are at hand: fixed point is safe (prox_coords) */
+    if (wide.coords == PROX_COORDS_AUTO)
+        wide.coords = PROX_COORDS_FIXED;
     if (prox_grid_desc_check(&wide, 3))
         return prox_fail(PROX_ERR_INVALID,
                          "radius + skin (%g + %g) must stay below half of every period",

@@ -51,7 +51,8 @@ typedef enum prox_keys {
 /* How a grid keeps the coordinates of its points (in cell order). */
 typedef enum prox_coords {
     /* PROX_COORDS_DOUBLE for prox_grid objects; PROX_COORDS_FIXED for the
-     * one-shot prox_pairs and prox_query, whose points outlive the call */
+     * one-shot prox_pairs and prox_query and for skin lists, whose grids
+     * are queried only while the caller's points are at hand */
     PROX_COORDS_AUTO = 0,
     /* a copy in double: 8 bytes per axis and point; nothing of the
      * caller's is kept */
