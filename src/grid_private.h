@@ -312,8 +312,9 @@ typedef struct grid_recheck {
 
 void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries);
 
-/* Fixed-point coordinates of a query point given in double (wrapped);
- * false when the grid keeps doubles. */
+/* Fixed-point coordinates of a query point given in double (wrapped), for
+ * a grid that keeps them (fixed_on) and a query within the reach of its
+ * cells (query_base_cell accepted it). */
 void prox_grid_fixed_of(const prox_grid *g, const double q[3], int32_t out[3]);
 
 #endif

@@ -3,13 +3,15 @@
  *
  * A grid with PROX_COORDS_FIXED keeps each coordinate as a 32-bit integer:
  * its cell times 2^shift plus its place in the cell in units of 2^-shift
- * of a cell (grid.c, fixed_point). Differences of two are exact integers;
- * converted to float, scaled to units of the radius and squared, they give
- * the squared distance within a bound `tol` of the one brute force computes
- * in double (grid.c, fixed_tolerance, derives it). So a candidate whose float
- * value is at most 1 - tol is within the radius, one above 1 + tol is not,
- * and the few in between are decided again in double from the caller's
- * points (prox_recheck): the results are brute force's, bit for bit.
+ * of a cell (grid.c, fixed_coord). Differences of two are exact integers;
+ * converted to float (scaled to radii when the axes' units differ) and
+ * squared, they give the squared distance within a bound `tol` of the one
+ * brute force computes in double (grid.c, fixed_tolerance, derives it). So a
+ * candidate whose float value is at most r^2 (1 - tol) is within the
+ * radius, one above r^2 (1 + tol) is not (the metric's in2 and out2, in the
+ * units compared), and the few in between are decided again in double from
+ * the caller's points (prox_recheck): the results are brute force's, bit
+ * for bit.
  *
  * Half the bytes of double coordinates, twice the lanes per vector. */
 #ifndef PROX_KERNEL_FIXED_H
