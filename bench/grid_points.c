@@ -97,9 +97,10 @@ int main(int argc, char **argv)
         printf("%.4f+%.4f=%.4f  ", t1 - t0, t2 - t1, t2 - t0);
         best = t2 - t0 < best ? t2 - t0 : best;
     }
-    printf("pairs=%lld rechecked=%lld %s best %.4f\n", (long long)stats.pairs,
-           (long long)stats.rechecked, stats.coords == PROX_COORDS_FIXED ? "fixed" : "double",
-           best);
+    printf("pairs=%lld rechecked=%lld %s bytes=%lld kept=%lld best %.4f\n",
+           (long long)stats.pairs, (long long)stats.rechecked,
+           stats.coords == PROX_COORDS_FIXED ? "fixed" : "double", (long long)stats.bytes,
+           (long long)stats.kept_bytes, best);
     prox_grid_destroy(grid);
     prox_pair_buffer_free(&buffer);
     prox_lists_free(&lists);
