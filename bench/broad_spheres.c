@@ -12,16 +12,28 @@
  * Arguments: CENTRES.f64 (raw little-endian doubles, x y z per sphere)
  * ALGO (as --algo: kdtree, sap, grid, ...) RUNS THREADS. Pairs go sorted
  * into a buffer. */
-#include <prox/prox.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
+#include <stdbool.h>
 
-static double now(void)
+#include "ab_driver.h"
+
+/* One round's work on the object. */
+typedef struct broad_run {
+    prox_broad *broad;
+    const prox_boxes *boxes;
+    prox_pair_buffer buffer;
+    prox_stats stats;
+} broad_run;
+
+static prox_status build(void *ctx)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    broad_run *b = ctx;
+    return prox_broad_build(b->broad, b->boxes);
+}
+
+static prox_status query(void *ctx)
+{
+    broad_run *b = ctx;
+    return prox_broad_pairs(b->broad, prox_sink_buffer(&b->buffer), &b->stats);
 }
 
 int main(int argc, char **argv)
@@ -30,20 +42,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s CENTRES.f64 ALGO RUNS THREADS\n", argv[0]);
         return 2;
     }
-    FILE *f = fopen(argv[1], "rb");
-    if (!f) {
+    int64_t values = 0;
+    double *centre = ab_read_doubles(argv[1], &values);
+    int64_t n = values / 3;
+    double *bounds = malloc((size_t)n * 48 + 8);
+    if (!centre || !bounds) {
         fprintf(stderr, "%s: cannot read %s\n", argv[0], argv[1]);
         return 2;
     }
-    fseek(f, 0, SEEK_END);
-    int64_t n = ftell(f) / 24;
-    fseek(f, 0, SEEK_SET);
-    double *centre = malloc((size_t)n * 24 + 8), *bounds = malloc((size_t)n * 48 + 8);
-    if (!centre || !bounds || fread(centre, 24, (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "%s: cannot read %s\n", argv[0], argv[1]);
-        return 2;
-    }
-    fclose(f);
     for (int64_t i = 0; i < n; i++)
         for (int k = 0; k < 3; k++) {
             bounds[6 * i + k] = centre[3 * i + k] - 1;
@@ -52,37 +58,23 @@ int main(int argc, char **argv)
     prox_boxes boxes = prox_boxes_f64(bounds, n, 3);
     prox_broad_desc desc = prox_default_broad_desc();
     desc.threads = atoi(argv[4]);
-    prox_broad *broad;
-    if (prox_broad_algo_parse(argv[2], &desc.algo) || prox_broad_create(&desc, &broad)) {
+    broad_run run = {.boxes = &boxes};
+    if (prox_broad_algo_parse(argv[2], &desc.algo) || prox_broad_create(&desc, &run.broad)) {
         fprintf(stderr, "%s: %s\n", argv[0], prox_last_error());
         return 2;
     }
-    prox_pair_buffer buffer;
-    prox_pair_buffer_init(&buffer, NULL);
+    prox_pair_buffer_init(&run.buffer, NULL);
     bool pairs_only = getenv("PAIRS_ONLY") != NULL;
-    if (pairs_only && prox_broad_build(broad, &boxes)) {
+    if (pairs_only && build(&run)) {
         fprintf(stderr, "%s: %s\n", argv[0], prox_last_error());
         return 1;
     }
-    double best = 1e300;
-    prox_stats stats = {0};
-    for (int r = 0; r < atoi(argv[3]); r++) {
-        double t0 = now();
-        prox_status st = pairs_only ? PROX_OK : prox_broad_build(broad, &boxes);
-        double t1 = now();
-        if (!st)
-            st = prox_broad_pairs(broad, prox_sink_buffer(&buffer), &stats);
-        double t2 = now();
-        if (st) {
-            fprintf(stderr, "%s: %s\n", argv[0], prox_last_error());
-            return 1;
-        }
-        printf("%.4f+%.4f=%.4f  ", t1 - t0, t2 - t1, t2 - t0);
-        best = t2 - t0 < best ? t2 - t0 : best;
-    }
-    printf("pairs=%lld best %.4f\n", (long long)stats.pairs, best);
-    prox_broad_destroy(broad);
-    prox_pair_buffer_free(&buffer);
+    double best = ab_time_runs(argv[0], atoi(argv[3]), pairs_only ? NULL : build, query, &run);
+    if (best < 0)
+        return 1;
+    printf("pairs=%lld best %.4f\n", (long long)run.stats.pairs, best);
+    prox_broad_destroy(run.broad);
+    prox_pair_buffer_free(&run.buffer);
     free(centre);
     free(bounds);
     return 0;

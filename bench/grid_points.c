@@ -11,33 +11,10 @@
  * Arguments: FILE.f64 (raw little-endian doubles, packed points) DIM
  * TASK (count | buffer | ubuffer | lists | ulists; u: unsorted) RUNS
  * THREADS RADIUS [COORDS: double (default) | fixed]. */
-#include <prox/prox.h>
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double *read_doubles(const char *path, int64_t *count)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long bytes = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    double *v = malloc((size_t)bytes + 8);
-    *count = v ? (int64_t)(fread(v, 1, (size_t)bytes, f) / sizeof *v) : 0;
-    fclose(f);
-    return v;
-}
+#include "ab_driver.h"
 
 static prox_sink sink_of(const char *task, prox_pair_buffer *buffer, prox_lists *lists)
 {
@@ -52,6 +29,26 @@ static prox_sink sink_of(const char *task, prox_pair_buffer *buffer, prox_lists 
     return prox_sink_count();
 }
 
+/* One round's work on the object. */
+typedef struct grid_run {
+    prox_grid *grid;
+    const prox_points *points;
+    prox_sink sink;
+    prox_stats stats;
+} grid_run;
+
+static prox_status build(void *ctx)
+{
+    grid_run *g = ctx;
+    return prox_grid_build(g->grid, g->points);
+}
+
+static prox_status query(void *ctx)
+{
+    grid_run *g = ctx;
+    return prox_grid_pairs(g->grid, g->sink, &g->stats);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 7 && argc != 8) {
@@ -61,7 +58,7 @@ int main(int argc, char **argv)
     }
     int dim = atoi(argv[2]), runs = atoi(argv[4]);
     int64_t values = 0;
-    double *xyz = read_doubles(argv[1], &values);
+    double *xyz = ab_read_doubles(argv[1], &values);
     if (!xyz || (dim != 2 && dim != 3) || runs < 1) {
         fprintf(stderr, "%s: cannot read %s, or a bad DIM or RUNS\n", argv[0], argv[1]);
         return 2;
@@ -72,36 +69,23 @@ int main(int argc, char **argv)
     desc.threads = atoi(argv[5]);
     bool fixed = argc > 7 && strcmp(argv[7], "fixed") == 0;
     desc.coords = fixed ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
-    prox_grid *grid;
     prox_pair_buffer buffer;
     prox_lists lists;
     prox_pair_buffer_init(&buffer, NULL);
     prox_lists_init(&lists, NULL);
-    if (prox_grid_create(&desc, &grid)) {
+    grid_run run = {.points = &points, .sink = sink_of(argv[3], &buffer, &lists)};
+    if (prox_grid_create(&desc, &run.grid)) {
         fprintf(stderr, "%s: %s\n", argv[0], prox_last_error());
         return 1;
     }
-    double best = 1e300;
-    prox_stats stats = {0};
-    for (int r = 0; r < runs; r++) {
-        double t0 = now();
-        prox_status st = prox_grid_build(grid, &points);
-        double t1 = now();
-        if (!st)
-            st = prox_grid_pairs(grid, sink_of(argv[3], &buffer, &lists), &stats);
-        double t2 = now();
-        if (st) {
-            fprintf(stderr, "%s: %s\n", argv[0], prox_last_error());
-            return 1;
-        }
-        printf("%.4f+%.4f=%.4f  ", t1 - t0, t2 - t1, t2 - t0);
-        best = t2 - t0 < best ? t2 - t0 : best;
-    }
-    printf("pairs=%lld rechecked=%lld %s bytes=%lld kept=%lld best %.4f\n",
-           (long long)stats.pairs, (long long)stats.rechecked,
-           stats.coords == PROX_COORDS_FIXED ? "fixed" : "double", (long long)stats.bytes,
-           (long long)stats.kept_bytes, best);
-    prox_grid_destroy(grid);
+    double best = ab_time_runs(argv[0], runs, build, query, &run);
+    if (best < 0)
+        return 1;
+    const prox_stats *s = &run.stats;
+    printf("pairs=%lld rechecked=%lld %s bytes=%lld kept=%lld best %.4f\n", (long long)s->pairs,
+           (long long)s->rechecked, s->coords == PROX_COORDS_FIXED ? "fixed" : "double",
+           (long long)s->bytes, (long long)s->kept_bytes, best);
+    prox_grid_destroy(run.grid);
     prox_pair_buffer_free(&buffer);
     prox_lists_free(&lists);
     free(xyz);
