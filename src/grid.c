@@ -594,29 +594,6 @@ static void gather_packed(prox_grid *g, const double *xyz, int dim)
     }
 }
 
-/* Fixed-point coordinate along axis k of a wrapped coordinate v: its cell
- * (as cell_of computes it: the same cell as the point's key) times 2^shift
- * plus its offset in the cell truncated to 2^-shift cells. `clamp` keeps
- * the cell in the grid (built points); a query's may lie up to the reach
- * outside an open axis. */
-static int32_t fixed_coord(const prox_grid *g, int k, double v, bool clamp)
-{
-    double t = (v - g->origin[k]) * g->inv_cell[k], c = floor(t);
-    if (clamp || g->periodic[k])
-        c = c < 0 ? 0 : c > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : c;
-    int shift = g->fixed_shift[k];
-    double f = floor((t - c) * ldexp(1.0, shift)), top = ldexp(1.0, shift) - 1;
-    f = f < 0 ? 0 : f > top ? top : f;
-    return (int32_t)((int64_t)c * ((int64_t)1 << shift) + (int64_t)f);
-}
-
-void prox_grid_fixed_of(const prox_grid *g, const double q[3], int32_t out[3])
-{
-    assert(g->fixed_on);
-    for (int k = 0; k < 3; k++)
-        out[k] = k < g->dim ? fixed_coord(g, k, q[k], false) : 0;
-}
-
 /* floor(t) for |t| < 2^51, in operations the compiler vectorises (it
  * keeps floor() and conversions scalar, since they may trap): t rounded to
  * the nearest integer by adding and taking away 1.5 * 2^52, then one less
@@ -627,26 +604,57 @@ static inline double floor_small(double t)
     return r > t ? r - 1.0 : r;
 }
 
-/* fixed_coord of built points over a block of doubles, vectorised: the
- * clamps are selects, and the result (an integer below 2^30) is read from
- * the low bits of its sum with 2^52. */
+/* What fixed_coord needs of axis k, read once. */
+typedef struct fixed_axis {
+    double origin, inv_cell, last, unit; /* last: the last cell; unit: 2^shift */
+} fixed_axis;
+
+static fixed_axis fixed_axis_of(const prox_grid *g, int k)
+{
+    return (fixed_axis){g->origin[k], g->inv_cell[k], (double)(g->ncell[k] - 1),
+                        ldexp(1.0, g->fixed_shift[k])};
+}
+
+/* Fixed-point coordinate of a wrapped coordinate v: its cell (as cell_of
+ * computes it: the same cell as the point's key) times 2^shift plus its
+ * offset in the cell truncated to 2^-shift cells. `clamp` keeps the cell in
+ * the grid (built points, and periodic axes); a query's may lie up to the
+ * reach outside an open axis. Written in selects, with the result (an
+ * integer of magnitude below 2^30, offset by 2^31 to be positive) read from
+ * the low bits of its sum with 2^52, so that a loop over points vectorises
+ * (fixed_block_of). */
+static inline int32_t fixed_coord(const fixed_axis *a, double v, bool clamp)
+{
+    double t = (v - a->origin) * a->inv_cell, c = floor_small(t); /* cell_of's t */
+    if (clamp) {
+        c = c > 0 ? c : 0;
+        c = c < a->last ? c : a->last;
+    }
+    double f = floor_small((t - c) * a->unit);
+    f = f > 0 ? f : 0;
+    f = f < a->unit - 1 ? f : a->unit - 1;
+    double y = c * a->unit + f + 0x1p31 + 0x1p52;
+    uint64_t bits;
+    memcpy(&bits, &y, sizeof bits);
+    return (int32_t)((uint32_t)bits - 0x80000000u);
+}
+
+void prox_grid_fixed_of(const prox_grid *g, const double q[3], int32_t out[3])
+{
+    assert(g->fixed_on);
+    for (int k = 0; k < 3; k++) {
+        fixed_axis a = fixed_axis_of(g, k);
+        out[k] = k < g->dim ? fixed_coord(&a, q[k], g->periodic[k]) : 0;
+    }
+}
+
+/* fixed_coord of built points over a block of doubles, vectorised. */
 static void fixed_block_of(const prox_grid *g, int k, const double *restrict v,
                            int32_t *restrict out, int64_t count)
 {
-    const double o = g->origin[k], inv = g->inv_cell[k], last = (double)(g->ncell[k] - 1);
-    const double unit = ldexp(1.0, g->fixed_shift[k]), top = unit - 1;
-    for (int64_t j = 0; j < count; j++) {
-        double t = (v[j] - o) * inv, c = floor_small(t); /* cell_of's t: the same cell */
-        c = c > 0 ? c : 0;
-        c = c < last ? c : last;
-        double f = floor_small((t - c) * unit);
-        f = f > 0 ? f : 0;
-        f = f < top ? f : top;
-        double y = c * unit + f + 0x1p52;
-        uint64_t bits;
-        memcpy(&bits, &y, sizeof bits);
-        out[j] = (int32_t)(uint32_t)bits;
-    }
+    const fixed_axis a = fixed_axis_of(g, k);
+    for (int64_t j = 0; j < count; j++)
+        out[j] = fixed_coord(&a, v[j], true);
 }
 
 /* Points gathered a block at a time into doubles, then converted. */
