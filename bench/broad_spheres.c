@@ -73,6 +73,10 @@ int main(int argc, char **argv)
     if (best < 0)
         return 1;
     printf("pairs=%lld best %.4f\n", (long long)run.stats.pairs, best);
+    prox_kdtree_info info;
+    if (desc.algo == PROX_BROAD_KDTREE && !prox_broad_kdtree_info(run.broad, &info))
+        printf("records=%lld cells=%lld sweep_pairs=%lld\n", (long long)info.sub_elements,
+               (long long)info.cells, (long long)info.sweep_pairs);
     prox_broad_destroy(run.broad);
     prox_pair_buffer_free(&run.buffer);
     free(centre);

@@ -19,12 +19,12 @@
  * integer cell and stays there: deeper cells do not exist, and nothing is
  * lost, since candidates are tested exactly.
  *
- * Splitting (section 4): a box crossing the next cutting plane of its cell
- * is split there, once per axis at most (<= 8 sub-elements), in the
- * quantized integers so that the pieces partition the box's cells exactly;
- * a split is kept only if the pieces' cells (after their own splits) hold
- * less volume than the cell it avoids (Figure 7). Pieces of one box lie in
- * disjoint cells.
+ * Splitting (section 4, kd_split.c): a box crossing the next cutting plane
+ * of its cell is split there, once per axis at most (<= 8 sub-elements),
+ * in the quantized integers so that the pieces partition the box's cells
+ * exactly; a split is kept only if the pieces' cells (after their own
+ * splits) hold less volume than the cell it avoids (Figure 7). Pieces of
+ * one box lie in disjoint cells.
  *
  * Records (key, box id) are made in slices in parallel (each where its
  * worst case would start, then moved down), sorted with
@@ -53,21 +53,13 @@
 #include "alloc.h"
 #include "broad.h"
 #include "error.h"
+#include "kd_split.h"
 #include "linear_kdtree.h"
-#include "morton.h"
 #include "radix_sort.h"
 
 #define BLOCK 4096      /* boxes per thread, at least, of the parallel record build */
-#define MAX_PIECES 8    /* once per axis */
 #define SMALL_RANGE 8   /* a query takes a subtree this small whole */
 #define PREFETCH 16     /* records ahead whose boxes the sweep prefetches */
-
-typedef struct kd_geometry {
-    int dim, bits, depth;
-    uint32_t max_q;
-    double max_qd;
-    double lo[3], hi[3], scale[3];
-} kd_geometry;
 
 /* Records (key, box id) with their arrays' capacities. */
 typedef struct kd_records {
@@ -77,7 +69,7 @@ typedef struct kd_records {
 } kd_records;
 
 typedef struct kdtree {
-    kd_geometry g;
+    prox_kd_geometry g;
     int variant;
     bool split;
     int64_t n, count, cells;
@@ -93,7 +85,7 @@ typedef struct kdtree {
 
 static const char axis_name[] = "xyz";
 
-static prox_status set_geometry(kd_geometry *g, const broad_input *in)
+static prox_status set_geometry(prox_kd_geometry *g, const broad_input *in)
 {
     const prox_broad_desc *d = in->desc;
     g->dim = in->dim;
@@ -122,199 +114,34 @@ static prox_status set_geometry(kd_geometry *g, const broad_input *in)
     return PROX_OK;
 }
 
-/* Monotonic in a; never undefined (0 * inf, overflow): clamped first. */
-static inline uint32_t quantize(const kd_geometry *g, int k, double a)
-{
-    double t = (a - g->lo[k]) * g->scale[k];
-    if (!(t > 0))
-        return 0;
-    return t >= g->max_qd ? g->max_q : (uint32_t)t;
-}
-
-static inline void quantize_box(const kd_geometry *g, const prox_aabb *b, uint32_t lo[3],
-                                uint32_t hi[3])
-{
-    for (int k = 0; k < 3; k++) {
-        lo[k] = k < g->dim ? quantize(g, k, b->lo[k]) : 0;
-        hi[k] = k < g->dim ? quantize(g, k, b->hi[k]) : 0;
-    }
-}
-
-static inline uint64_t morton_of(const kd_geometry *g, const uint32_t q[3])
-{
-    return g->dim == 3 ? prox_morton3(q[0], q[1], q[2]) : prox_morton2(q[0], q[1]);
-}
-
-static inline int key_length(uint64_t key)
-{
-    return (int)(key & PROX_KD_LEN_MASK);
-}
-
 /* len % dim and len / dim with constant divisors (no division instruction). */
-static inline int mod_dim(const kd_geometry *g, int len)
+static inline int mod_dim(const prox_kd_geometry *g, int len)
 {
     return g->dim == 3 ? len % 3 : len & 1;
 }
 
-static inline int div_dim(const kd_geometry *g, int len)
+static inline int div_dim(const prox_kd_geometry *g, int len)
 {
     return g->dim == 3 ? len / 3 : len >> 1;
 }
 
 /* The axis cut below a cell of length len (z, y, x, z, ... in 3D). */
-static inline int cut_axis(const kd_geometry *g, int len)
+static inline int cut_axis(const prox_kd_geometry *g, int len)
 {
     return g->dim - 1 - mod_dim(g, len);
 }
 
 /* Cuts along axis k among the first len. */
-static inline int cuts_along(const kd_geometry *g, int len, int k)
+static inline int cuts_along(const prox_kd_geometry *g, int len, int k)
 {
     return div_dim(g, len) + (mod_dim(g, len) > g->dim - 1 - k ? 1 : 0);
 }
 
 /* Is the quantized point p inside the cell of key? */
-static inline bool point_in_cell(const kd_geometry *g, const uint32_t p[3], uint64_t key)
+static inline bool point_in_cell(const prox_kd_geometry *g, const uint32_t p[3], uint64_t key)
 {
-    int free_bits = g->depth - key_length(key);
-    return ((morton_of(g, p) ^ (key >> PROX_KD_LEN_BITS)) >> free_bits) == 0;
-}
-
-/* ---- splitting (section 4) ---------------------------------------------- */
-
-typedef struct pieces {
-    uint64_t key[MAX_PIECES];
-    int count;
-} pieces;
-
-/* Section 5.3: the cell of a box is the longest common prefix of its
- * corners' codes. Axis by axis: where the corners first differ along axis
- * k, at bit p from the top, is cut p * dim + (dim - 1 - k) of the
- * interleaved sequence; the cell's length is the smallest such cut (depth
- * when the corners agree on every axis). */
-static inline uint64_t spread(const kd_geometry *g, int k, uint32_t v)
-{
-    return g->dim == 3 ? prox_morton_spread3(v) << k : prox_morton_spread2(v) << k;
-}
-
-static inline int first_cut(const kd_geometry *g, int k, uint32_t lo, uint32_t hi)
-{
-    uint32_t x = lo ^ hi;
-    return x ? (__builtin_clz(x) - (32 - g->bits)) * g->dim + g->dim - 1 - k : g->depth;
-}
-
-/* A box's splits, axis by axis: the first cut of the whole interval
- * [lo, hi] (side 0) and of its halves when the interval is split at its
- * first differing bit, [lo, mid - 1] (side 1) and [mid, hi] (side 2);
- * and the spread bits of each side's lower end, the pieces' Morton codes.
- * A split along one axis changes no other axis, so every piece of
- * section 4 is a choice of side per axis, and its cell is read from these
- * 3 x 3 numbers without touching the box again. */
-typedef struct box_sides {
-    int cut[3][3];
-    uint64_t code[3][3];
-} box_sides;
-
-static void sides_of(const kd_geometry *g, const uint32_t lo[3], const uint32_t hi[3],
-                     box_sides *s)
-{
-    for (int k = 0; k < 3; k++) {
-        uint64_t code = k < g->dim ? spread(g, k, lo[k]) : 0;
-        s->code[k][0] = s->code[k][1] = s->code[k][2] = code;
-        s->cut[k][0] = s->cut[k][1] = s->cut[k][2] = g->depth;
-        if (k >= g->dim || lo[k] == hi[k])
-            continue;
-        int bit = 31 - __builtin_clz(lo[k] ^ hi[k]); /* lo has 0 there, hi 1 */
-        uint32_t mid = hi[k] >> bit << bit;
-        s->cut[k][0] = first_cut(g, k, lo[k], hi[k]);
-        s->cut[k][1] = first_cut(g, k, lo[k], mid - 1);
-        s->cut[k][2] = first_cut(g, k, mid, hi[k]);
-        s->code[k][2] = spread(g, k, mid);
-    }
-}
-
-static inline void add_piece(const kd_geometry *g, const box_sides *s, const int side[3],
-                             int len, pieces *out)
-{
-    int free_bits = g->depth - len;
-    uint64_t code = s->code[0][side[0]] | s->code[1][side[1]] | s->code[2][side[2]];
-    out->key[out->count++] = ((code >> free_bits) << free_bits) << PROX_KD_LEN_BITS |
-                             (uint64_t)len;
-}
-
-/* Cells' volumes in deepest cells: 2^(depth - length), exact in 64 bits. */
-static inline uint64_t volume_of(const kd_geometry *g, int len)
-{
-    return (uint64_t)1 << (g->depth - len);
-}
-
-/* The records of the piece given by side[] (axes in `done` already split),
- * appended to out. A split is tried along the axis of the piece's next cut
- * (the paper's order, top-down); its pieces are kept only if their cells
- * (after their own splits) hold less volume than the cell they avoid
- * (Figure 7), else they are taken back and the piece stays whole. Halves
- * with every axis split are leaves, decided here without a call. */
-static void place(const kd_geometry *g, const box_sides *s, int side[3], unsigned done,
-                  bool split, pieces *out)
-{
-    int len = g->depth, axis = 0;
-    for (int k = 0; k < g->dim; k++)
-        if (s->cut[k][side[k]] < len) {
-            len = s->cut[k][side[k]];
-            axis = k;
-        }
-    unsigned below = done | 1u << axis;
-    if (!split || len == g->depth || below == done) {
-        add_piece(g, s, side, len, out);
-        return;
-    }
-    if (below == (1u << g->dim) - 1) {
-        int rest = g->depth;
-        for (int k = 0; k < g->dim; k++)
-            rest = k != axis && s->cut[k][side[k]] < rest ? s->cut[k][side[k]] : rest;
-        int low = s->cut[axis][1] < rest ? s->cut[axis][1] : rest;
-        int high = s->cut[axis][2] < rest ? s->cut[axis][2] : rest;
-        if (volume_of(g, low) + volume_of(g, high) >= volume_of(g, len)) {
-            add_piece(g, s, side, len, out);
-            return;
-        }
-        side[axis] = 1;
-        add_piece(g, s, side, low, out);
-        side[axis] = 2;
-        add_piece(g, s, side, high, out);
-        side[axis] = 0;
-        return;
-    }
-    int first = out->count;
-    side[axis] = 1;
-    place(g, s, side, below, true, out);
-    side[axis] = 2;
-    place(g, s, side, below, true, out);
-    side[axis] = 0;
-    uint64_t volume = 0;
-    for (int p = first; p < out->count; p++)
-        volume += volume_of(g, key_length(out->key[p]));
-    if (volume < volume_of(g, len))
-        return;
-    out->count = first;
-    add_piece(g, s, side, len, out);
-}
-
-static void pieces_of(const kdtree *t, const prox_aabb *box, pieces *out, uint32_t *qbox)
-{
-    const kd_geometry *g = &t->g;
-    uint32_t lo[3], hi[3];
-    quantize_box(g, box, lo, hi);
-    if (qbox)
-        for (int k = 0; k < g->dim; k++) {
-            qbox[k] = lo[k];
-            qbox[g->dim + k] = hi[k];
-        }
-    box_sides s;
-    sides_of(g, lo, hi, &s);
-    int side[3] = {0, 0, 0};
-    out->count = 0;
-    place(g, &s, side, 0, t->split, out);
+    int free_bits = g->depth - prox_kd_key_length(key);
+    return ((prox_kd_morton(g, p) ^ (key >> PROX_KD_LEN_BITS)) >> free_bits) == 0;
 }
 
 /* ---- build -------------------------------------------------------------- */
@@ -325,39 +152,40 @@ static bool reserve(const prox_allocator *al, void *ptr, int64_t *capacity, int6
     return prox_reserve(al, (void **)ptr, capacity, count, size);
 }
 
-/* The records of boxes [begin, end) from position `at` on (kd-tree-2 also
- * keeps the quantized boxes); returns how many. */
-static int64_t records_of(kdtree *t, const broad_input *in, int64_t begin, int64_t end,
-                          int64_t at)
+/* Where slice p of `parts` of the n boxes begins: a multiple of 8, so
+ * that prox_kd_records_of meets the same groups of boxes, and writes the
+ * same records in the same order, for every thread count. */
+static int64_t slice_begin(int64_t n, int p, int parts)
 {
-    int64_t first = at;
-    pieces p;
-    for (int64_t i = begin; i < end; i++) {
-        uint32_t *q = t->variant == 2 ? t->qbox + 2 * t->g.dim * i : NULL;
-        pieces_of(t, &in->box[i], &p, q);
-        for (int k = 0; k < p.count; k++, at++) {
-            t->rec.key[at] = p.key[k];
-            t->rec.id[at] = (uint32_t)i;
-        }
-    }
-    return at - first;
+    return p == parts ? n : (n * p / parts) & ~(int64_t)7;
+}
+
+/* Where slice p writes its records: behind room for the worst case (2^dim
+ * records a box) of the slices before, and their slack. */
+static int64_t slice_records(const kdtree *t, int64_t n, int p, int parts)
+{
+    return (slice_begin(n, p, parts) << t->g.dim) + (int64_t)p * PROX_KD_RECORD_SLACK;
 }
 
 /* The records (key, box id) in box order. Each thread takes a slice of the
- * boxes and writes its records where the slice's worst case (2^dim per
- * box) would start; the slices then move down behind one another. On one
- * thread nothing moves. The order, and so the sort's result, is the same
- * for every thread count. */
+ * boxes and writes its records where the slice's worst case would start;
+ * the slices then move down behind one another. On one thread nothing
+ * moves. The order, and so the sort's result, is the same for every
+ * thread count. kd-tree-2 also keeps the quantized boxes. */
 static void make_records(kdtree *t, const broad_input *in, int parts)
 {
-    int64_t n = in->n, most = (int64_t)1 << t->g.dim;
+    int64_t n = in->n;
+    uint32_t *qbox = t->variant == 2 ? t->qbox : NULL;
 #pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static, 1)
-    for (int p = 0; p < parts; p++)
-        t->part_count[p] = records_of(t, in, n * p / parts, n * (p + 1) / parts,
-                                       n * p / parts * most);
+    for (int p = 0; p < parts; p++) {
+        int64_t at = slice_records(t, n, p, parts);
+        t->part_count[p] = prox_kd_records_of(&t->g, in->box, slice_begin(n, p, parts),
+                                              slice_begin(n, p + 1, parts), t->split,
+                                              t->rec.key + at, t->rec.id + at, qbox);
+    }
     t->count = 0;
     for (int p = 0; p < parts; p++) {
-        int64_t from = n * p / parts * most, count = t->part_count[p];
+        int64_t from = slice_records(t, n, p, parts), count = t->part_count[p];
         if (from != t->count) { /* from > count: moving down, overlap allowed */
             memmove(t->rec.key + t->count, t->rec.key + from, (size_t)count * sizeof(uint64_t));
             memmove(t->rec.id + t->count, t->rec.id + from, (size_t)count * sizeof(uint32_t));
@@ -376,7 +204,7 @@ static void summarise(kdtree *t, int threads)
     schedule(static) reduction(+ : cells) reduction(max : deepest)
     for (int64_t r = 0; r < t->count; r++) {
         cells += r == 0 || key[r] != key[r - 1];
-        int len = key_length(key[r]);
+        int len = prox_kd_key_length(key[r]);
         deepest = len > deepest ? len : deepest;
     }
     t->cells = cells;
@@ -394,7 +222,7 @@ static void swap_records(kdtree *t)
 static prox_status allocate(kdtree *t, const broad_input *in, int parts)
 {
     const prox_allocator *al = in->allocator;
-    int64_t most = in->n << t->g.dim;
+    int64_t most = slice_records(t, in->n, parts, parts);
     if (t->rec.key_capacity < most && t->tmp.key_capacity >= most)
         swap_records(t); /* the last sort left the big arrays as scratch */
     bool ok = reserve(al, &t->part_count, &t->part_capacity, parts, sizeof(int64_t)) &&
@@ -497,7 +325,7 @@ static inline void emit_ordered(prox_emitter *e, uint32_t a, uint32_t b)
 static int64_t sweep_raw(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
                          prox_emitter *e)
 {
-    const kd_geometry *g = &t->g;
+    const prox_kd_geometry *g = &t->g;
     const uint64_t *key = t->rec.key;
     int64_t candidates = 0, count = t->count;
     for (int64_t i = begin; i < end && !e->stop; i++) {
@@ -513,8 +341,8 @@ static int64_t sweep_raw(const kdtree *t, const prox_aabb *box, int64_t begin, i
                 continue;
             uint32_t p[3];
             for (int k = 0; k < 3; k++) {
-                uint32_t qa = k < g->dim ? quantize(g, k, ba->lo[k]) : 0;
-                uint32_t qb = k < g->dim ? quantize(g, k, box[b].lo[k]) : 0;
+                uint32_t qa = k < g->dim ? prox_kd_quantize(g, k, ba->lo[k]) : 0;
+                uint32_t qb = k < g->dim ? prox_kd_quantize(g, k, box[b].lo[k]) : 0;
                 p[k] = qa > qb ? qa : qb;
             }
             if (point_in_cell(g, p, key[j]))
@@ -563,7 +391,7 @@ static inline void add_candidate(const prox_aabb *box, exact_batch *x, uint32_t 
 static inline int64_t sweep_unique_in(const kdtree *t, const prox_aabb *box, int64_t begin,
                                       int64_t end, prox_emitter *e, int dim)
 {
-    const kd_geometry *g = &t->g;
+    const prox_kd_geometry *g = &t->g;
     const uint64_t *key = t->rec.key;
     int64_t candidates = 0, count = t->count;
     exact_batch batch = {.count = 0};
@@ -687,7 +515,7 @@ static void visit(const kd_query *q, int64_t begin, int64_t end, uint64_t path, 
                   uint32_t c0[3], uint32_t c1[3])
 {
     const kdtree *t = q->t;
-    const kd_geometry *g = &t->g;
+    const prox_kd_geometry *g = &t->g;
     if (end - begin <= SMALL_RANGE || cell_inside_query(q, c0, c1)) {
         push_ids(q->s, t->rec.id, begin, end);
         return;
@@ -724,7 +552,7 @@ static void kd_gather(const void *impl, const prox_aabb *box, broad_scratch *s)
     if (t->count == 0)
         return;
     kd_query q = {.t = t, .s = s};
-    quantize_box(&t->g, box, q.lo, q.hi);
+    prox_kd_quantize_box(&t->g, box, q.lo, q.hi);
     uint32_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
     for (int k = 0; k < t->g.dim; k++)
         c1[k] = t->g.max_q;
@@ -755,7 +583,7 @@ prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *in
     }
     double volume = 0.0;
     for (int64_t r = 0; r < t->count; r++)
-        volume += ldexp(root, -key_length(t->rec.key[r]));
+        volume += ldexp(root, -prox_kd_key_length(t->rec.key[r]));
     info->cell_volume = volume;
     info->sweep_pairs = prox_kd_count_sweep_pairs(t->rec.key, t->count, t->g.depth);
     return PROX_OK;
