@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include <omp.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #define NARROW_BITS 8
 #define WIDE_BITS 10
@@ -148,8 +151,9 @@ static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
  * records (up to MSD_MAX_RECORDS). There the sort goes from the top digit
  * down instead: one parallel pass over everything, then each bucket on its
  * own (in cache after the first level), digits as wide as the bucket
- * needs, down to buckets of MSD_SMALL sorted by insertion. Each scatter
- * keeps input order within a digit and insertion is stable, so the result
+ * needs, down to buckets of MSD_SMALL sorted by rank (sort_small) or
+ * insertion. Each scatter keeps input order within a digit and both small
+ * sorts are stable, so the result
  * is the stable sort's, for every thread count. The kd-tree's records of
  * W3 1M, one thread, scratch driver: the sort 0.105-0.129 s against
  * 0.150-0.202 s for the LSD passes; its build 0.28 -> 0.24 s. */
@@ -186,6 +190,53 @@ static void copy_records(uint64_t *to_k, uint32_t *to_v, const uint64_t *k, cons
         memcpy(to_v, v, (size_t)n * sizeof *v);
 }
 
+#if defined(__AVX512F__)
+/* Records [0, n <= 16) of (k, v) into (to_k, to_v) sorted stably, without
+ * a branch on the data: each record goes to its rank, the records before
+ * it with keys <= its own plus those after it with smaller keys. Insertion
+ * sort's exits are mispredicted; the kd-tree's 6.0M records of W3 1M end
+ * in buckets of 6 on average, and its build took 0.011 s less this way
+ * (0.293 -> 0.281 s with the sweep, one thread, best of 4 x 5 runs). */
+static void rank_sort16(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint32_t *to_v,
+                        int64_t n)
+{
+    unsigned live = (1u << n) - 1;
+    __m512i low = _mm512_maskz_loadu_epi64((__mmask8)live, k);
+    __m512i high = _mm512_maskz_loadu_epi64((__mmask8)(live >> 8), k + 8);
+    for (int i = 0; i < n; i++) {
+        __m512i x = _mm512_set1_epi64((long long)k[i]);
+        unsigned less = _mm512_cmplt_epu64_mask(low, x) |
+                        (unsigned)_mm512_cmplt_epu64_mask(high, x) << 8;
+        unsigned less_eq = _mm512_cmple_epu64_mask(low, x) |
+                           (unsigned)_mm512_cmple_epu64_mask(high, x) << 8;
+        unsigned before = (1u << i) - 1;
+        int rank = __builtin_popcount(((less_eq & before) | (less & ~before)) & live);
+        to_k[rank] = k[i];
+        to_v[rank] = v[i];
+    }
+}
+#endif
+
+/* Records [0, n <= MSD_SMALL) of (k, v) sorted (when `varying`: their keys
+ * differ somewhere); the result ends in (k, v) when `here`, else in
+ * (tk, tv). */
+static void sort_small(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
+                       bool varying, bool here)
+{
+#if defined(__AVX512F__)
+    if (varying && v && n <= 16) {
+        rank_sort16(k, v, tk, tv, n);
+        if (here)
+            copy_records(k, v, tk, tv, n);
+        return;
+    }
+#endif
+    if (varying)
+        insertion_by_key(k, v, n);
+    if (!here)
+        copy_records(tk, tv, k, v, n);
+}
+
 /* The digit below the top varying bit: as many bits as a bucket of n
  * needs (up to WIDE_BITS), so that small buckets clear few counters. */
 static digit top_digit(uint64_t varying, int64_t n)
@@ -203,10 +254,7 @@ static void msd_sort(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64
                      uint64_t varying, bool here)
 {
     if (n <= MSD_SMALL || !varying) {
-        if (varying)
-            insertion_by_key(k, v, n);
-        if (!here)
-            copy_records(tk, tv, k, v, n);
+        sort_small(k, v, tk, tv, n, varying != 0, here);
         return;
     }
     digit d = top_digit(varying, n);
@@ -383,8 +431,6 @@ void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buck
 }
 
 #if defined(__AVX512F__)
-#include <immintrin.h>
-
 /* Bitonic sorting networks for AVX-512 (generated): each step pairs lane i
  * with lane i ^ j; the lane takes the max when (i & j) != 0 differs from the
  * direction of its block of size k ((i & k) != 0: descending). */
