@@ -47,7 +47,7 @@ static inline void prox_kd_quantize_box(const prox_kd_geometry *g, const prox_aa
 
 static inline uint64_t prox_kd_morton(const prox_kd_geometry *g, const uint32_t q[3])
 {
-    return g->dim == 3 ? prox_morton3(q[0], q[1], q[2]) : prox_morton2(q[0], q[1]);
+    return g->dim == 3 ? prox_morton3_point(q[0], q[1], q[2]) : prox_morton2_point(q[0], q[1]);
 }
 
 static inline int prox_kd_key_length(uint64_t key)

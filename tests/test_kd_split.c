@@ -5,7 +5,8 @@
  * scale, on cutting planes, degenerate, spanning and leaving the root; 2D
  * and 3D; splitting on and off; ranges that start off a multiple of eight
  * and end in a partial group. The records must also partition each box:
- * disjoint cells whose volumes never exceed the unsplit cell's. */
+ * disjoint cells whose volumes never exceed the unsplit cell's. And the
+ * scalar point codes of morton.h match its spreads. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,10 +160,27 @@ static void records_match_the_recursion(void **state)
     free(box);
 }
 
+/* The kd-tree's point codes (bit deposits where the machine has BMI2) are
+ * the spreads' codes. */
+static void point_codes_match_the_spreads(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(9200);
+    for (int i = 0; i < 100000; i++) {
+        uint64_t v = rng_next(&r);
+        uint32_t x = (uint32_t)v, y = (uint32_t)(v >> 32), z = (uint32_t)(v >> 11);
+        if (i % 4 == 0) /* the largest coordinates of each depth */
+            x = y = z = (uint32_t)((1ull << (i % 33)) - 1);
+        assert_int_equal(prox_morton3_point(x, y, z), prox_morton3(x, y, z));
+        assert_int_equal(prox_morton2_point(x, y), prox_morton2(x, y));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(records_match_the_recursion),
+        cmocka_unit_test(point_codes_match_the_spreads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
