@@ -49,6 +49,9 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 #include "alloc.h"
 #include "broad.h"
@@ -420,11 +423,99 @@ static inline int64_t sweep_unique_in(const kdtree *t, const prox_aabb *box, int
     return candidates;
 }
 
+#ifdef __AVX512F__
+/* kd-tree-2's sweep in two passes over blocks of records, with no branch
+ * on the data in either: the first finds each record's subtree among the
+ * next eight keys (one vector compare; the keys ascend, so the subtree is
+ * a prefix) and lists its record pairs; the second filters the pairs,
+ * writing every pair and advancing past the candidates only. A record
+ * whose subtree holds more than eight records is swept on its own, in
+ * order, after the pairs listed before it. Same candidates in the same
+ * order as sweep_unique_in. */
+#define SWEEP_BLOCK 256
+
+typedef struct sweep_pairs {
+    int32_t i[SWEEP_BLOCK * 8 + 8], j[SWEEP_BLOCK * 8 + 8]; /* from the block's start */
+    int count;
+} sweep_pairs;
+
+static inline int64_t filter_pairs(const kdtree *t, const prox_aabb *box, int64_t first,
+                                   sweep_pairs *sp, exact_batch *batch, prox_emitter *e,
+                                   int dim)
+{
+    const prox_kd_geometry *g = &t->g;
+    const uint32_t *id = t->rec.id;
+    uint32_t ca[SWEEP_BLOCK * 8], cb[SWEEP_BLOCK * 8];
+    int found = 0;
+    for (int k = 0; k < sp->count; k++) {
+        int64_t j = first + sp->j[k];
+        uint32_t a = id[first + sp->i[k]], b = id[j];
+        const uint32_t *qa = t->qbox + 2 * dim * (int64_t)a, *qb = t->qbox + 2 * dim * (int64_t)b;
+        bool overlap = a != b;
+        uint32_t p[3] = {0, 0, 0};
+        for (int x = 0; x < dim; x++) {
+            overlap &= (qa[x] <= qb[dim + x]) & (qb[x] <= qa[dim + x]);
+            p[x] = qa[x] > qb[x] ? qa[x] : qb[x];
+        }
+        ca[found] = a;
+        cb[found] = b;
+        found += overlap & point_in_cell(g, p, t->rec.key[j]);
+    }
+    sp->count = 0;
+    for (int k = 0; k < found && !e->stop; k++)
+        add_candidate(box, batch, ca[k], cb[k], e);
+    return found;
+}
+
+static inline int64_t sweep_unique_blocks(const kdtree *t, const prox_aabb *box, int64_t begin,
+                                          int64_t end, prox_emitter *e, int dim)
+{
+    const prox_kd_geometry *g = &t->g;
+    const uint64_t *key = t->rec.key;
+    int64_t candidates = 0, count = t->count;
+    exact_batch batch = {.count = 0};
+    sweep_pairs sp;
+    sp.count = 0;
+    const __m256i after = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8);
+    for (int64_t first = begin; first < end && !e->stop; first += SWEEP_BLOCK) {
+        int64_t stop = first + SWEEP_BLOCK < end ? first + SWEEP_BLOCK : end;
+        for (int64_t i = first; i < stop; i++) {
+            if (i + 8 < count)
+                __builtin_prefetch(t->qbox + 2 * dim * (int64_t)t->rec.id[i + 8]);
+            uint64_t last = prox_kd_subtree_last(key[i], g->depth);
+            int64_t ahead = count - 1 - i;
+            __mmask8 live = ahead >= 8 ? 0xff : (__mmask8)((1u << ahead) - 1);
+            __mmask8 in = _mm512_mask_cmple_epu64_mask(
+                live, _mm512_maskz_loadu_epi64(live, key + i + 1), _mm512_set1_epi64((long long)last));
+            if (in == 0xff && ahead > 8 && key[i + 9] <= last) {
+                candidates += filter_pairs(t, box, first, &sp, &batch, e, dim);
+                test_batch(box, &batch, e); /* their exact tests first: order kept */
+                candidates += sweep_unique_in(t, box, i, i + 1, e, dim);
+                continue;
+            }
+            int32_t at = (int32_t)(i - first);
+            _mm256_storeu_si256((__m256i *)(sp.i + sp.count), _mm256_set1_epi32(at));
+            _mm256_storeu_si256((__m256i *)(sp.j + sp.count),
+                                _mm256_add_epi32(_mm256_set1_epi32(at), after));
+            sp.count += __builtin_popcount(in);
+        }
+        candidates += filter_pairs(t, box, first, &sp, &batch, e, dim);
+    }
+    test_batch(box, &batch, e);
+    return candidates;
+}
+#endif
+
 static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
                             prox_emitter *e)
 {
+#ifdef __AVX512F__
+    return t->g.dim == 3 ? sweep_unique_blocks(t, box, begin, end, e, 3)
+                         : sweep_unique_blocks(t, box, begin, end, e, 2);
+#else
     return t->g.dim == 3 ? sweep_unique_in(t, box, begin, end, e, 3)
                          : sweep_unique_in(t, box, begin, end, e, 2);
+#endif
 }
 
 static prox_status kd_self_pairs(const void *impl, const broad_input *in, prox_chunks *chunks,
