@@ -153,17 +153,28 @@ static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
  * own (in cache after the first level), digits as wide as the bucket
  * needs, down to buckets of MSD_SMALL sorted by rank (sort_small) or
  * insertion. Each scatter keeps input order within a digit and both small
- * sorts are stable, so the result
- * is the stable sort's, for every thread count. The kd-tree's records of
+ * sorts are stable, so the result is the stable sort's, for every thread
+ * count. The kd-tree's records of
  * W3 1M, one thread, scratch driver: the sort 0.105-0.129 s against
  * 0.150-0.202 s for the LSD passes; its build 0.28 -> 0.24 s. */
 #define MSD_MIN_DIGITS 5
+#if defined(__AVX512F__) /* buckets sorted by rank */
+#define MSD_SMALL 64
+#else /* by insertion */
 #define MSD_SMALL 16
-/* Two levels of 10-bit digits leave buckets of insertion size (2^20 x 16
- * records) up to here; past it, a third level of buckets of a few dozen
- * costs more than the LSD passes save: the kd-tree's 31M records at W3 5M,
- * one thread, 0.78-0.95 s against 0.66-0.71 s for LSD. */
+#endif
+/* Two levels of 10-bit digits leave buckets of MSD_SMALL up to here; past
+ * it, a third level of small buckets costs more than the LSD passes save.
+ * By insertion (buckets of 16) that limit was 2^24: the kd-tree's 31M
+ * records at W3 5M, one thread, took 0.78-0.95 s against 0.66-0.71 s for
+ * LSD. By rank (buckets of 64) two levels reach 2^26, and the same sort
+ * took 0.59-0.72 s against 0.65 s (the kd-tree 1.66 -> 1.59 s, best of 3
+ * x 3 runs alternated). */
+#if defined(__AVX512F__)
+#define MSD_MAX_RECORDS ((int64_t)1 << 26)
+#else
 #define MSD_MAX_RECORDS ((int64_t)1 << 24)
+#endif
 
 static void insertion_by_key(uint64_t *k, uint32_t *v, int64_t n)
 {
@@ -191,26 +202,34 @@ static void copy_records(uint64_t *to_k, uint32_t *to_v, const uint64_t *k, cons
 }
 
 #if defined(__AVX512F__)
-/* Records [0, n <= 16) of (k, v) into (to_k, to_v) sorted stably, without
+/* Records [0, n <= 64) of (k, v) into (to_k, to_v) sorted stably, without
  * a branch on the data: each record goes to its rank, the records before
- * it with keys <= its own plus those after it with smaller keys. Insertion
- * sort's exits are mispredicted; the kd-tree's 6.0M records of W3 1M end
- * in buckets of 6 on average, and its build took 0.011 s less this way
- * (0.293 -> 0.281 s with the sweep, one thread, best of 4 x 5 runs). */
-static void rank_sort16(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint32_t *to_v,
-                        int64_t n)
+ * it with keys <= its own plus those after it with smaller keys, counted
+ * eight keys to a compare. Insertion sort's exits are mispredicted; the
+ * kd-tree's 6.0M records of W3 1M end in buckets of 6 on average, and its
+ * build took 0.011 s less this way (0.293 -> 0.281 s with the sweep, one
+ * thread, best of 4 x 5 runs). */
+static void rank_sort(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint32_t *to_v,
+                      int64_t n)
 {
-    unsigned live = (1u << n) - 1;
-    __m512i low = _mm512_maskz_loadu_epi64((__mmask8)live, k);
-    __m512i high = _mm512_maskz_loadu_epi64((__mmask8)(live >> 8), k + 8);
+    int blocks = (int)((n + 7) / 8);
+    __m512i key[8];
+    __mmask8 live[8];
+    for (int b = 0; b < blocks; b++) {
+        int64_t left = n - 8 * b;
+        live[b] = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
+        key[b] = _mm512_maskz_loadu_epi64(live[b], k + 8 * b);
+    }
     for (int i = 0; i < n; i++) {
         __m512i x = _mm512_set1_epi64((long long)k[i]);
-        unsigned less = _mm512_cmplt_epu64_mask(low, x) |
-                        (unsigned)_mm512_cmplt_epu64_mask(high, x) << 8;
-        unsigned less_eq = _mm512_cmple_epu64_mask(low, x) |
-                           (unsigned)_mm512_cmple_epu64_mask(high, x) << 8;
-        unsigned before = (1u << i) - 1;
-        int rank = __builtin_popcount(((less_eq & before) | (less & ~before)) & live);
+        int rank = 0;
+        for (int b = 0; b < blocks; b++) {
+            int before_lanes = i - 8 * b; /* lanes of block b before record i */
+            unsigned before = before_lanes >= 8 ? 0xff : before_lanes <= 0 ? 0 : (1u << before_lanes) - 1;
+            unsigned less = _mm512_mask_cmplt_epu64_mask(live[b], key[b], x);
+            unsigned less_eq = _mm512_mask_cmple_epu64_mask(live[b], key[b], x);
+            rank += __builtin_popcount((less_eq & before) | (less & ~before));
+        }
         to_k[rank] = k[i];
         to_v[rank] = v[i];
     }
@@ -224,8 +243,8 @@ static void sort_small(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int
                        bool varying, bool here)
 {
 #if defined(__AVX512F__)
-    if (varying && v && n <= 16) {
-        rank_sort16(k, v, tk, tv, n);
+    if (varying && v && n <= 64) {
+        rank_sort(k, v, tk, tv, n);
         if (here)
             copy_records(k, v, tk, tv, n);
         return;
@@ -275,9 +294,12 @@ static void msd_sort(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64
 }
 
 /* The first digit over all records in parallel (as an LSD pass), then the
- * buckets in parallel; the result ends in (keys, values). */
+ * buckets in parallel; the result ends in (keys, values), or in the
+ * scratch when `in_scratch`. Ending in the scratch, the leaves of two
+ * levels sort from the keys into it, with no copy back. */
 static void msd_sort_all(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
-                         uint32_t *tmp_values, int64_t n, uint64_t varying, int threads)
+                         uint32_t *tmp_values, int64_t n, uint64_t varying, int threads,
+                         bool in_scratch)
 {
     digit d = top_digit(varying, n);
     int64_t buckets = (int64_t)1 << d.bits, start[((int64_t)1 << WIDE_BITS) + 1];
@@ -288,14 +310,15 @@ static void msd_sort_all(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
         int64_t s = start[b], m = start[b + 1] - s;
         if (m > 0)
             msd_sort(tmp_keys + s, values ? tmp_values + s : NULL, keys + s,
-                     values ? values + s : NULL, m, rest, false);
+                     values ? values + s : NULL, m, rest, in_scratch);
     }
 }
 
 /* The passes of the sorts below; returns true when the result ended in
- * the scratch arrays (an odd number of passes ran). */
+ * the scratch arrays (an odd number of LSD passes ran, or the MSD sort
+ * ended there, which it may when `scratch_ok`). */
 static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *tmp_values,
-                        int64_t n, int threads, int rotate)
+                        int64_t n, int threads, int rotate, bool scratch_ok)
 {
     if (threads > MAX_THREADS)
         threads = MAX_THREADS;
@@ -306,8 +329,8 @@ static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *
     uint64_t varying = varying_bits(keys, n, rotate, threads);
     int passes = plan_digits(varying, bits, rotate, digits);
     if (rotate == 0 && bits == WIDE_BITS && passes >= MSD_MIN_DIGITS && n <= MSD_MAX_RECORDS) {
-        msd_sort_all(keys, values, tmp_keys, tmp_values, n, varying, threads);
-        return false;
+        msd_sort_all(keys, values, tmp_keys, tmp_values, n, varying, threads, scratch_ok);
+        return scratch_ok;
     }
     void *src_k = keys, *dst_k = tmp_keys;
     uint32_t *src_v = values, *dst_v = tmp_values;
@@ -324,7 +347,7 @@ void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
 {
     if (n < 2)
         return;
-    if (sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0)) {
+    if (sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0, false)) {
         memcpy(keys, tmp_keys, (size_t)n * sizeof *keys);
         if (values)
             memcpy(values, tmp_values, (size_t)n * sizeof *values);
@@ -334,7 +357,7 @@ void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
 bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
                               uint32_t *tmp_values, int64_t n, int threads)
 {
-    return n >= 2 && sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0);
+    return n >= 2 && sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0, true);
 }
 
 
@@ -590,5 +613,5 @@ prox_pair *prox_radix_sort_pairs(prox_pair *pairs, prox_pair *tmp, int64_t n, in
 #endif
     if (n < 2)
         return pairs;
-    return sort_passes(pairs, NULL, tmp, NULL, n, threads, rotate) ? tmp : pairs;
+    return sort_passes(pairs, NULL, tmp, NULL, n, threads, rotate, true) ? tmp : pairs;
 }

@@ -5,6 +5,7 @@
  * and thread independence are both checked. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -171,6 +172,17 @@ static void check_stable_sort(int64_t n, enum key_kind kind)
         for (int64_t i = 0; i < n; i++) {
             assert_int_equal(keys[i], pairs[2 * i]);
             assert_int_equal(values[i], pairs[2 * i + 1]);
+        }
+        /* the variant that may leave the result in the scratch */
+        memcpy(keys, keys0, m * 8);
+        for (int64_t i = 0; i < n; i++)
+            values[i] = (uint32_t)i;
+        bool moved = prox_radix_sort64_either(keys, values, tmp, tmp_values, n, THREADS[t]);
+        const uint64_t *got_keys = moved ? tmp : keys;
+        const uint32_t *got_values = moved ? tmp_values : values;
+        for (int64_t i = 0; i < n; i++) {
+            assert_int_equal(got_keys[i], pairs[2 * i]);
+            assert_int_equal(got_values[i], pairs[2 * i + 1]);
         }
     }
     free(keys0), free(keys), free(tmp), free(pairs), free(values), free(tmp_values);
