@@ -203,7 +203,9 @@ static void results_do_not_depend_on_threads(void **state)
     for (int dim = 2; dim <= 3; dim++) {
         scene sc;
         max_edge_exp = 8;
-        scene_make(&sc, SCENE_MIXED, dim, false, 6000, 4100); /* several chunks */
+        /* several chunks, and more boxes than 2 x BLOCK (8192): records made
+         * in slices, one a thread, cut at a multiple of eight */
+        scene_make(&sc, SCENE_MIXED, dim, false, 9001, 4100);
         max_edge_exp = 15;
         for (int c = 0; c < 4; c++)
             check_threads_agree(CONFIGS(c), &sc, Q_KINDS);
