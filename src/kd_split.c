@@ -18,6 +18,8 @@
  * time (the kd-tree's build 0.24 -> 0.16 s). */
 #include "kd_split.h"
 
+#include <stddef.h>
+
 /* ---- one box at a time ---------------------------------------------------- */
 
 /* Section 5.3, axis by axis: where the corners first differ along axis k,
