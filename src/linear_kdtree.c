@@ -406,22 +406,6 @@ static inline bool surely_overlap(const uint32_t *qa, const uint32_t *qb, int di
     return sure;
 }
 
-/* kd-tree-2's filter of a record pair (boxes a != b, the deeper record's
- * key `deeper`): their quantized boxes overlap, and the pair is the one
- * whose deeper cell holds their reference point. Evaluated whole, with no
- * branch, so that the blocked sweep below pays no misprediction. */
-static inline bool is_reference_pair(const prox_kd_geometry *g, const uint32_t *qa,
-                                     const uint32_t *qb, uint64_t deeper, int dim)
-{
-    bool overlap = true;
-    uint32_t p[3] = {0, 0, 0};
-    for (int k = 0; k < dim; k++) {
-        overlap &= (qa[k] <= qb[dim + k]) & (qb[k] <= qa[dim + k]);
-        p[k] = qa[k] > qb[k] ? qa[k] : qb[k];
-    }
-    return overlap & point_in_cell(g, p, deeper);
-}
-
 /* kd-tree-2: the quantized boxes filter and pick the one record pair of
  * each pair of boxes; only those are tested exactly. dim is a constant at
  * each call (sweep_unique below): the axis loops unroll and the pair's
@@ -442,7 +426,13 @@ static inline int64_t sweep_unique_in(const kdtree *t, const prox_aabb *box, int
         for (int64_t j = i + 1; j < count && key[j] <= last; j++) {
             uint32_t b = t->rec.id[j];
             const uint32_t *qb = t->qbox + 2 * dim * (int64_t)b;
-            if (a == b || !is_reference_pair(g, qa, qb, key[j], dim))
+            bool overlap = true;
+            uint32_t p[3] = {0, 0, 0};
+            for (int k = 0; k < dim; k++) {
+                overlap = overlap && qa[k] <= qb[dim + k] && qb[k] <= qa[dim + k];
+                p[k] = qa[k] > qb[k] ? qa[k] : qb[k];
+            }
+            if (!overlap || a == b || !point_in_cell(g, p, key[j]))
                 continue;
             candidates++;
             add_candidate(box, &batch, a, b, surely_overlap(qa, qb, dim), e);
@@ -481,10 +471,16 @@ static inline int64_t filter_pairs(const kdtree *t, const prox_aabb *box, int64_
         int64_t j = first + sp->j[k];
         uint32_t a = id[first + sp->i[k]], b = id[j];
         const uint32_t *qa = t->qbox + 2 * dim * (int64_t)a, *qb = t->qbox + 2 * dim * (int64_t)b;
+        bool overlap = a != b;
+        uint32_t p[3] = {0, 0, 0};
+        for (int x = 0; x < dim; x++) {
+            overlap &= (qa[x] <= qb[dim + x]) & (qb[x] <= qa[dim + x]);
+            p[x] = qa[x] > qb[x] ? qa[x] : qb[x];
+        }
         ca[found] = a;
         cb[found] = b;
         sure[found] = surely_overlap(qa, qb, dim);
-        found += (a != b) & is_reference_pair(g, qa, qb, t->rec.key[j], dim);
+        found += overlap & point_in_cell(g, p, t->rec.key[j]);
     }
     sp->count = 0;
     for (int k = 0; k < found && !e->stop; k++)
