@@ -82,6 +82,7 @@ typedef struct kdtree {
     int64_t part_capacity;
     uint32_t *qbox; /* kd-tree-2: quantized lo[dim], hi[dim] per box */
     int64_t qbox_capacity;
+    double records_s, sort_s; /* the last build's phases (prox_kdtree_info) */
 } kdtree;
 
 /* ---- geometry --------------------------------------------------------- */
@@ -270,7 +271,9 @@ static prox_status kd_build(void **impl, const broad_input *in)
         st = allocate(t, in, parts);
     if (st)
         return st;
+    double start = omp_get_wtime();
     make_records(t, in, parts);
+    double made = omp_get_wtime();
     st = allocate_scratch(t, in);
     if (st) {
         t->count = 0;
@@ -278,6 +281,8 @@ static prox_status kd_build(void **impl, const broad_input *in)
     }
     if (prox_radix_sort64_either(t->rec.key, t->rec.id, t->tmp.key, t->tmp.id, t->count, in->threads))
         swap_records(t);
+    t->records_s = made - start;
+    t->sort_s = omp_get_wtime() - made;
     summarise(t, in->threads);
     t->n = in->n;
     return PROX_OK;
@@ -686,6 +691,8 @@ prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *in
     info->cells = t->cells;
     info->depth_limit = t->g.depth;
     info->deepest = t->deepest;
+    info->records_s = t->records_s;
+    info->sort_s = t->sort_s;
     double root = 1.0;
     for (int k = 0; k < 3; k++) {
         info->root_lo[k] = t->g.lo[k];

@@ -182,6 +182,8 @@ typedef struct prox_kdtree_info {
     double root_lo[3], root_hi[3]; /* the root cell used */
     int depth_limit;      /* longest code: 57 (3D) or 58 (2D) */
     int deepest;          /* longest code of this build */
+    double records_s;     /* wall seconds of the last build making the records */
+    double sort_s;        /* ... and sorting them */
 } prox_kdtree_info;
 
 /* PROX_ERR_INVALID unless broad is a built kdtree. O(records). */
