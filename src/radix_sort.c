@@ -151,30 +151,34 @@ static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
  * records (up to MSD_MAX_RECORDS). There the sort goes from the top digit
  * down instead: one parallel pass over everything, then each bucket on its
  * own (in cache after the first level), digits as wide as the bucket
- * needs, down to buckets of MSD_SMALL sorted by rank (sort_small) or
- * insertion. Each scatter keeps input order within a digit and both small
- * sorts are stable, so the result is the stable sort's, for every thread
- * count. The kd-tree's records of
- * W3 1M, one thread, scratch driver: the sort 0.105-0.129 s against
- * 0.150-0.202 s for the LSD passes; its build 0.28 -> 0.24 s. */
+ * needs, down to small buckets (msd_small) sorted by rank or by
+ * insertion (sort_small). Each scatter keeps input order within a digit
+ * and both small sorts are stable, so the result is the stable sort's, for
+ * every thread count. The kd-tree's records of W3 1M, one thread, scratch
+ * driver: the sort 0.105-0.129 s against 0.150-0.202 s for the LSD passes;
+ * its build 0.28 -> 0.24 s. */
 #define MSD_MIN_DIGITS 5
-#if defined(__AVX512F__) /* buckets sorted by rank */
-#define MSD_SMALL 64
-#else /* by insertion */
-#define MSD_SMALL 16
+#define MSD_SMALL_INSERTION 16
+#if defined(__AVX512F__) /* records (key, value) sorted by rank */
+#define MSD_SMALL_RANK 64
+#else
+#define MSD_SMALL_RANK MSD_SMALL_INSERTION
 #endif
-/* Two levels of 10-bit digits leave buckets of MSD_SMALL up to here; past
- * it, a third level of small buckets costs more than the LSD passes save.
+/* Two levels of 10-bit digits leave small buckets up to here; past it, a
+ * third level of small buckets costs more than the LSD passes save.
  * By insertion (buckets of 16) that limit was 2^24: the kd-tree's 31M
  * records at W3 5M, one thread, took 0.78-0.95 s against 0.66-0.71 s for
  * LSD. By rank (buckets of 64) two levels reach 2^26, and the same sort
  * took 0.59-0.72 s against 0.65 s (the kd-tree 1.66 -> 1.59 s, best of 3
  * x 3 runs alternated). */
-#if defined(__AVX512F__)
-#define MSD_MAX_RECORDS ((int64_t)1 << 26)
-#else
-#define MSD_MAX_RECORDS ((int64_t)1 << 24)
-#endif
+#define MSD_MAX_RECORDS(small) ((int64_t)(small) << 2 * WIDE_BITS)
+
+/* The largest bucket sorted whole: rank sorts take records, keys alone go
+ * by insertion. */
+static inline int64_t msd_small(const uint32_t *values)
+{
+    return values ? MSD_SMALL_RANK : MSD_SMALL_INSERTION;
+}
 
 static void insertion_by_key(uint64_t *k, uint32_t *v, int64_t n)
 {
@@ -236,14 +240,14 @@ static void rank_sort(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint
 }
 #endif
 
-/* Records [0, n <= MSD_SMALL) of (k, v) sorted (when `varying`: their keys
+/* Records [0, n <= msd_small(v)) of (k, v) sorted (when `varying`: their keys
  * differ somewhere); the result ends in (k, v) when `here`, else in
  * (tk, tv). */
 static void sort_small(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
                        bool varying, bool here)
 {
 #if defined(__AVX512F__)
-    if (varying && v && n <= 64) {
+    if (varying && v && n <= MSD_SMALL_RANK) {
         rank_sort(k, v, tk, tv, n);
         if (here)
             copy_records(k, v, tk, tv, n);
@@ -272,7 +276,7 @@ static digit top_digit(uint64_t varying, int64_t n)
 static void msd_sort(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
                      uint64_t varying, bool here)
 {
-    if (n <= MSD_SMALL || !varying) {
+    if (n <= msd_small(v) || !varying) {
         sort_small(k, v, tk, tv, n, varying != 0, here);
         return;
     }
@@ -328,7 +332,8 @@ static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *
     digit digits[64];
     uint64_t varying = varying_bits(keys, n, rotate, threads);
     int passes = plan_digits(varying, bits, rotate, digits);
-    if (rotate == 0 && bits == WIDE_BITS && passes >= MSD_MIN_DIGITS && n <= MSD_MAX_RECORDS) {
+    if (rotate == 0 && bits == WIDE_BITS && passes >= MSD_MIN_DIGITS &&
+        n <= MSD_MAX_RECORDS(msd_small(values))) {
         msd_sort_all(keys, values, tmp_keys, tmp_values, n, varying, threads, scratch_ok);
         return scratch_ok;
     }
