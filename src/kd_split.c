@@ -192,24 +192,15 @@ static inline __m512i and_or_shift(__m512i v, int shift, uint64_t mask)
                             _mm512_set1_epi64((long long)mask));
 }
 
-/* prox_morton_spread3 / prox_morton_spread2 of each lane, shifted by k. */
+/* prox_morton_spread3 / prox_morton_spread2 of each lane, shifted by k:
+ * the same steps (morton.h). */
 static inline __m512i spread8(int dim, int k, __m512i v)
 {
-    if (dim == 3) {
-        v = _mm512_and_si512(v, _mm512_set1_epi64(0x1fffff));
-        v = and_or_shift(v, 32, 0x1f00000000ffffULL);
-        v = and_or_shift(v, 16, 0x1f0000ff0000ffULL);
-        v = and_or_shift(v, 8, 0x100f00f00f00f00fULL);
-        v = and_or_shift(v, 4, 0x10c30c30c30c30c3ULL);
-        v = and_or_shift(v, 2, 0x1249249249249249ULL);
-    } else {
-        v = _mm512_and_si512(v, _mm512_set1_epi64(0xffffffff));
-        v = and_or_shift(v, 16, 0x0000ffff0000ffffULL);
-        v = and_or_shift(v, 8, 0x00ff00ff00ff00ffULL);
-        v = and_or_shift(v, 4, 0x0f0f0f0f0f0f0f0fULL);
-        v = and_or_shift(v, 2, 0x3333333333333333ULL);
-        v = and_or_shift(v, 1, 0x5555555555555555ULL);
-    }
+    const prox_morton_step *step = dim == 3 ? prox_morton3_steps : prox_morton2_steps;
+    v = _mm512_and_si512(v, _mm512_set1_epi64(
+                                (long long)(dim == 3 ? PROX_MORTON3_AXIS : PROX_MORTON2_AXIS)));
+    for (int s = 0; s < PROX_MORTON_STEPS; s++)
+        v = and_or_shift(v, step[s].shift, step[s].mask);
     return _mm512_slli_epi64(v, (unsigned)k);
 }
 

@@ -12,27 +12,42 @@
 #define PROX_MORTON3_BITS 21
 #define PROX_MORTON2_BITS 32
 
+/* A spread is five steps v = (v | v << shift) & mask, after keeping the
+ * low bits of one axis; the last mask marks that axis's bits in a code
+ * (the bit deposit's mask). Written once for the scalar spreads below and
+ * the kd-tree's eight-lane ones (kd_split.c). */
+#define PROX_MORTON_STEPS 5
+
+typedef struct prox_morton_step {
+    int shift;
+    uint64_t mask;
+} prox_morton_step;
+
+static const prox_morton_step prox_morton3_steps[PROX_MORTON_STEPS] = {
+    {32, 0x1f00000000ffffULL},   {16, 0x1f0000ff0000ffULL},  {8, 0x100f00f00f00f00fULL},
+    {4, 0x10c30c30c30c30c3ULL}, {2, 0x1249249249249249ULL}};
+static const prox_morton_step prox_morton2_steps[PROX_MORTON_STEPS] = {
+    {16, 0x0000ffff0000ffffULL}, {8, 0x00ff00ff00ff00ffULL}, {4, 0x0f0f0f0f0f0f0f0fULL},
+    {2, 0x3333333333333333ULL},  {1, 0x5555555555555555ULL}};
+
+#define PROX_MORTON3_AXIS ((1ULL << PROX_MORTON3_BITS) - 1)
+#define PROX_MORTON2_AXIS 0xffffffffULL
+
 /* Spread the low 21 bits of v so that two zero bits separate each. */
 static inline uint64_t prox_morton_spread3(uint64_t v)
 {
-    v &= 0x1fffffULL;
-    v = (v | v << 32) & 0x1f00000000ffffULL;
-    v = (v | v << 16) & 0x1f0000ff0000ffULL;
-    v = (v | v << 8) & 0x100f00f00f00f00fULL;
-    v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-    v = (v | v << 2) & 0x1249249249249249ULL;
+    v &= PROX_MORTON3_AXIS;
+    for (int s = 0; s < PROX_MORTON_STEPS; s++)
+        v = (v | v << prox_morton3_steps[s].shift) & prox_morton3_steps[s].mask;
     return v;
 }
 
 /* Spread the low 32 bits of v so that one zero bit separates each. */
 static inline uint64_t prox_morton_spread2(uint64_t v)
 {
-    v &= 0xffffffffULL;
-    v = (v | v << 16) & 0x0000ffff0000ffffULL;
-    v = (v | v << 8) & 0x00ff00ff00ff00ffULL;
-    v = (v | v << 4) & 0x0f0f0f0f0f0f0f0fULL;
-    v = (v | v << 2) & 0x3333333333333333ULL;
-    v = (v | v << 1) & 0x5555555555555555ULL;
+    v &= PROX_MORTON2_AXIS;
+    for (int s = 0; s < PROX_MORTON_STEPS; s++)
+        v = (v | v << prox_morton2_steps[s].shift) & prox_morton2_steps[s].mask;
     return v;
 }
 
@@ -54,9 +69,9 @@ static inline uint64_t prox_morton2(uint32_t x, uint32_t y)
 static inline uint64_t prox_morton3_point(uint32_t x, uint32_t y, uint32_t z)
 {
 #ifdef __BMI2__
-    return _pdep_u64(x & 0x1fffffu, 0x1249249249249249ULL) |
-           _pdep_u64(y & 0x1fffffu, 0x2492492492492492ULL) |
-           _pdep_u64(z & 0x1fffffu, 0x4924924924924924ULL);
+    uint64_t axis = prox_morton3_steps[PROX_MORTON_STEPS - 1].mask;
+    return _pdep_u64(x & PROX_MORTON3_AXIS, axis) | _pdep_u64(y & PROX_MORTON3_AXIS, axis << 1) |
+           _pdep_u64(z & PROX_MORTON3_AXIS, axis << 2);
 #else
     return prox_morton3(x, y, z);
 #endif
@@ -65,7 +80,8 @@ static inline uint64_t prox_morton3_point(uint32_t x, uint32_t y, uint32_t z)
 static inline uint64_t prox_morton2_point(uint32_t x, uint32_t y)
 {
 #ifdef __BMI2__
-    return _pdep_u64(x, 0x5555555555555555ULL) | _pdep_u64(y, 0xaaaaaaaaaaaaaaaaULL);
+    uint64_t axis = prox_morton2_steps[PROX_MORTON_STEPS - 1].mask;
+    return _pdep_u64(x, axis) | _pdep_u64(y, axis << 1);
 #else
     return prox_morton2(x, y);
 #endif
