@@ -229,7 +229,9 @@ static void rank_sort(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint
         int rank = 0;
         for (int b = 0; b < blocks; b++) {
             int before_lanes = i - 8 * b; /* lanes of block b before record i */
-            unsigned before = before_lanes >= 8 ? 0xff : before_lanes <= 0 ? 0 : (1u << before_lanes) - 1;
+            unsigned before = before_lanes >= 8   ? 0xff
+                              : before_lanes <= 0 ? 0
+                                                  : (1u << before_lanes) - 1;
             unsigned less = _mm512_mask_cmplt_epu64_mask(live[b], key[b], x);
             unsigned less_eq = _mm512_mask_cmple_epu64_mask(live[b], key[b], x);
             rank += __builtin_popcount((less_eq & before) | (less & ~before));
