@@ -240,6 +240,10 @@ static void diagnostics_are_consistent(void **state)
                   CONFIGS(c)->name, "%dD: %lld boxes, %lld sub-elements, %lld cells", dim,
                   (long long)info.elements, (long long)info.sub_elements,
                   (long long)info.cells);
+            CHECK(info.records_s >= 0 && info.sort_s >= 0 && info.records_s < 60 &&
+                      info.sort_s < 60,
+                  CONFIGS(c)->name, "%dD: the build's phases took %g s and %g s", dim,
+                  info.records_s, info.sort_s);
             double side = info.root_hi[0] - info.root_lo[0]; /* the default root: a cube */
             CHECK(side > 0 && info.root_hi[1] - info.root_lo[1] == side &&
                       (dim == 2 || info.root_hi[2] - info.root_lo[2] == side),
