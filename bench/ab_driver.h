@@ -1,4 +1,5 @@
-/* ab_driver.h: what the A/B drivers (grid_points.c, broad_spheres.c) share:
+/* ab_driver.h: what the A/B drivers (grid_points.c, broad_spheres.c,
+ * broad_segments.c) share:
  * reading a raw file of doubles and timing RUNS rounds of build + query on
  * one object, each printed as "build+query=total", the best returned. */
 #ifndef PROX_BENCH_AB_DRIVER_H

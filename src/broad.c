@@ -591,7 +591,7 @@ static inline int64_t test_run_in(const broad_store *st, broad_run r, const quer
             e->count += __builtin_popcount(m);
             continue;
         }
-        for (unsigned bits = m; bits; bits &= bits - 1) {
+        for (unsigned bits = m; bits && !e->stop; bits &= bits - 1) {
             uint32_t j = st->id[at + __builtin_ctz(bits)];
             if (r.unique)
                 emit_unique(q, self, j, e);

@@ -679,15 +679,17 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
  * there are boxes have piled up since the last one. */
 #define RELOCATE_FRACTION 0.25
 
-/* Does the box fit the built geometry (inside the data's extent, its class
- * at most the largest, not oversize)? */
+/* Does the box fit the built geometry (inside the data's extent, and not
+ * oversize: a box above the largest class is split over its cells, as the
+ * build splits them)? */
 static bool fits_geometry(const hier *h, const prox_aabb *box)
 {
     for (int k = 0; k < h->dim; k++)
         if (box->lo[k] - h->origin[k] < 0 || box->hi[k] - h->origin[k] > h->umax[k])
             return false;
-    int c = prox_size_class(prox_longest_edge(box, h->dim));
-    return c <= h->max_class;
+    box_cells b;
+    cells_of(h, box, &b);
+    return cells_at(&b, class_of(h, box) - h->bottom) <= MAX_CELLS_PER_BOX;
 }
 
 static bool same_cells(const hier *h, const prox_aabb *a, const prox_aabb *b)

@@ -403,16 +403,94 @@ int64_t prox_levels_cells(const void *impl)
 
 /* ---- multilevel: the classes of Eq. 2 ------------------------------------ */
 
+/* Fitted classes stop above the largest box's class when splitting the
+ * largest boxes over smaller cells keeps the expected cells per build
+ * within SPLIT_BUDGET times those of Eq. 2 alone (seed 000 section 2.2,
+ * last paragraph: a box larger than the largest class is split over several
+ * cells). A cell of class c holds, besides the boxes a query hits, every
+ * box within about 2^c of it: a point query in W4's class-11 cells tests 88
+ * copies for 16 hits, in class-8 cells 27. W4, hierarchical hash, 1M exact
+ * segment queries, one thread (docs/benchmarks.md, session 12):
+ *     largest class   11 (Eq. 2)  10      9       8       7
+ *     cells per box   2.5         2.7     3.2     4.8     10.6
+ *     N = 10,000      0.243 s     -       0.202   0.177   0.168
+ * so the budget of 2 stops at class 8 there; data of one size class (W3)
+ * or of sizes close together gain nothing and are left as Eq. 2 has them. */
+#define SPLIT_BUDGET 2.0
+
+/* The expected number of cells of edge s that a box of edges e covers
+ * (per axis e / s + 1 for a box placed at random). */
+static double expected_cells(const double e[3], int dim, double s)
+{
+    double cells = 1.0;
+    for (int k = 0; k < dim; k++)
+        cells *= e[k] / s + 1.0;
+    return cells;
+}
+
+/* How far the largest class may come down: a box of class c split over
+ * cells of class c - t covers at most (2^t + 1) cells an axis, which must
+ * stay within MAX_CELLS_PER_BOX (else it would go to the oversize list). */
+static int split_depth(int dim)
+{
+    int t = 0;
+    while (pow((double)((1 << (t + 1)) + 1), dim) <= MAX_CELLS_PER_BOX)
+        t++;
+    return t;
+}
+
+#define MAX_SPLIT_DEPTH 8
+
+/* The largest class of a fitted build, [lo, hi] fitted by Eq. 2: hi
+ * lowered while the boxes' expected cells stay within the budget. */
+static int split_ceiling(const broad_input *in, int lo, int hi)
+{
+    int depth = split_depth(in->dim);
+    depth = depth < MAX_SPLIT_DEPTH ? depth : MAX_SPLIT_DEPTH;
+    depth = depth < hi - lo ? depth : hi - lo;
+    if (depth <= 0)
+        return hi;
+    /* cells[t][m]: the expected cells of the boxes of class hi - m when
+     * stored at class hi - t (t >= m), summed */
+    double cells[MAX_SPLIT_DEPTH + 1][MAX_SPLIT_DEPTH + 1] = {{0}};
+    double total = 0.0;
+    for (int64_t i = 0; i < in->n; i++) {
+        const prox_aabb *b = &in->box[i];
+        double e[3] = {0, 0, 0};
+        for (int k = 0; k < in->dim; k++)
+            e[k] = b->hi[k] - b->lo[k];
+        int c = longest_edge_class(b, in->dim);
+        c = c < lo ? lo : c > hi ? hi : c;
+        total += expected_cells(e, in->dim, ldexp(1.0, c));
+        int m = hi - c;
+        for (int t = m; m < depth && t <= depth; t++)
+            cells[t][m] += expected_cells(e, in->dim, ldexp(1.0, hi - t));
+    }
+    double budget = SPLIT_BUDGET * total;
+    int best = 0;
+    for (int t = 1; t <= depth; t++) {
+        double capped = total;
+        for (int m = 0; m < t; m++)
+            capped += cells[t][m] - cells[m][m];
+        if (capped > budget)
+            break;
+        best = t;
+    }
+    return hi - best;
+}
+
 /* Classes [min, max]: from the options, or fitted to the boxes' longest
- * edges; the minimum is raised so that the finest level has at most 2^40
- * cells along an axis of the data. */
+ * edges (Eq. 2), the largest lowered by split_ceiling; the minimum is
+ * raised so that the finest level has at most 2^40 cells along an axis of
+ * the data. */
 void prox_fit_classes(const broad_input *in, int *min_class, int *max_class)
 {
     double extent = 0.0;
     for (int k = 0; k < in->dim; k++)
         extent = in->hi[k] - in->lo[k] > extent ? in->hi[k] - in->lo[k] : extent;
     int lo = in->desc->min_class, hi = in->desc->max_class;
-    if (lo == 0 && hi == 0) {
+    bool fitted = lo == 0 && hi == 0;
+    if (fitted) {
         lo = INT32_MAX;
         hi = INT32_MIN;
         for (int64_t i = 0; i < in->n; i++) {
@@ -432,7 +510,7 @@ void prox_fit_classes(const broad_input *in, int *min_class, int *max_class)
     int ceiling = extent_class > lo ? extent_class : lo;
     hi = hi > ceiling ? ceiling : hi < lo ? lo : hi;
     *min_class = lo;
-    *max_class = hi;
+    *max_class = fitted ? split_ceiling(in, lo, hi) : hi;
 }
 
 #define MAX_LEVELS 2048

@@ -624,6 +624,107 @@ static void updates_match_brute_force(void **state)
     }
 }
 
+/* W4's mix (seed 000 Figure 4): a tenth of the boxes about 32 times the
+ * edge of the rest, and short segments. */
+static void split_scene(scene *sc, int64_t n, int64_t m)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->name = "a tenth of the boxes large";
+    sc->dim = 2;
+    rng r = rng_seeded(404);
+    box_set_alloc(&sc->boxes, 2, n);
+    for (int64_t i = 0; i < n; i++) {
+        double *b = box_at(&sc->boxes, i), edge = i % 10 == 0 ? 1024 : 32;
+        for (int k = 0; k < 2; k++) {
+            double w = rng_range(&r, 0.5 * edge, edge);
+            b[k] = rng_range(&r, 0, 8192 - w);
+            b[2 + k] = b[k] + w;
+        }
+    }
+    box_set_alloc(&sc->queries, 2, 0);
+    box_set_alloc(&sc->from, 2, 0);
+    box_set_alloc(&sc->to, 2, 0);
+    point_set_alloc(&sc->starts, 2, m);
+    point_set_alloc(&sc->ends, 2, m);
+    for (int64_t q = 0; q < m; q++)
+        for (int k = 0; k < 2; k++) {
+            sc->starts.d[2 * q + k] = rng_range(&r, 0, 8192);
+            sc->ends.d[2 * q + k] = sc->starts.d[2 * q + k] + rng_range(&r, -8, 16);
+        }
+}
+
+/* The classes fitted to such data stop below the large boxes' class, which
+ * are split over smaller cells (multilevel_hash.c, split_ceiling): more
+ * cells, fewer candidates, the same hits; relocating a split box is an
+ * update, not a rebuild. Boxes of one size are left at their class. */
+static void largest_boxes_split_when_cheap(void **state)
+{
+    (void)state;
+    scene sc;
+    split_scene(&sc, 3000, 5000);
+    prox_boxes v = box_view(&sc.boxes, false);
+    int largest = 11; /* Eq. 2 for edges up to 1536 */
+    for (int a = 0; a < 2; a++) {
+        prox_broad_algo algo = a ? PROX_BROAD_HIERARCHICAL : PROX_BROAD_MULTILEVEL;
+        config fitted = {"fitted", algo, 0, 0, false, 0, 0};
+        config eq2 = {"Eq. 2 classes", algo, 0, 0, false, 4, largest};
+        prox_stats got[2];
+        for (int c = 0; c < 2; c++) {
+            const config *cfg = c ? &eq2 : &fitted;
+            prox_broad *b = create(cfg, 2);
+            CHECK_STATUS(prox_broad_build(b, &v), PROX_OK, cfg->name);
+            check_against_fresh_brute(b, &sc, cfg->name);
+            CHECK_STATUS(run_kind(b, &sc, Q_SEGMENTS, prox_sink_count(), &got[c]), PROX_OK,
+                         cfg->name);
+            prox_broad_destroy(b);
+        }
+        CHECK(got[0].cells > got[1].cells && 2 * got[0].candidates < got[1].candidates &&
+                  got[0].pairs == got[1].pairs,
+              "split", "%s: fitted %lld cells, %lld candidates; Eq. 2 %lld cells, %lld",
+              a ? "hierarchical" : "multilevel", (long long)got[0].cells,
+              (long long)got[0].candidates, (long long)got[1].cells,
+              (long long)got[1].candidates);
+    }
+    prox_broad *b = create(&CONFIGS[6], 1);
+    CHECK_STATUS(prox_broad_build(b, &v), PROX_OK, "hierarchical");
+    for (int64_t i = 0; i < sc.boxes.n; i += 10) /* the large boxes move a little */
+        for (int k = 0; k < 4; k++)
+            box_at(&sc.boxes, i)[k] += 0.25;
+    prox_stats st;
+    CHECK_STATUS(prox_broad_update(b, &v, &st), PROX_OK, "hierarchical update");
+    CHECK(!st.rebuilt, "hierarchical update", "split boxes moved: rebuilt");
+    check_against_fresh_brute(b, &sc, "hierarchical, split boxes moved");
+    prox_broad_destroy(b);
+    scene_free(&sc);
+
+    box_set cubes; /* edges in (1, 2): class 1; split to class 0 they would
+                    * take three times the cells; a tenth of them small
+                    * (class -2), so that lower classes are there to split to */
+    box_set_alloc(&cubes, 3, 2000);
+    rng r = rng_seeded(405);
+    for (int64_t i = 0; i < cubes.n; i++) {
+        double *c = box_at(&cubes, i);
+        for (int k = 0; k < 3; k++) {
+            c[k] = rng_range(&r, 0, 100);
+            c[3 + k] = c[k] + (i % 10 ? rng_range(&r, 1.1, 0.8) : rng_range(&r, 0.15, 0.1));
+        }
+    }
+    v = box_view(&cubes, false);
+    int64_t cells[2];
+    for (int c = 0; c < 2; c++) {
+        config cfg = {"cubes", PROX_BROAD_HIERARCHICAL, 0, 0, false, -2 * c, c};
+        b = create(&cfg, 1);
+        CHECK_STATUS(prox_broad_build(b, &v), PROX_OK, "cubes");
+        CHECK_STATUS(prox_broad_pairs(b, prox_sink_count(), &st), PROX_OK, "cubes");
+        cells[c] = st.cells;
+        prox_broad_destroy(b);
+    }
+    CHECK(cells[0] == cells[1], "cubes", "fitted %lld cells, classes -2..1 %lld",
+          (long long)cells[0], (long long)cells[1]);
+    free(cubes.d);
+    free(cubes.f);
+}
+
 /* Allocation failures: with an allocator that fails after k allocations,
  * every call returns PROX_OK or PROX_ERR_NO_MEMORY, never crashes and
  * leaks nothing (the sanitizer build checks leaks); some k succeeds. */
@@ -857,6 +958,7 @@ int main(void)
         cmocka_unit_test(many_rebuilds_wrap_the_timestamps),
         cmocka_unit_test(stats_are_consistent),
         cmocka_unit_test(updates_match_brute_force),
+        cmocka_unit_test(largest_boxes_split_when_cheap),
         cmocka_unit_test(queries_after_a_move_see_the_moved_box),
         cmocka_unit_test(allocation_failures_are_reported),
     };

@@ -104,7 +104,13 @@ typedef struct prox_broad_desc {
     bool growable_table;
     /* multilevel, hierarchical: the size classes 2^c for c in
      * [min_class, max_class]; both 0 = fit the data at build (Eq. 2), so
-     * the single class [0, 0] (edge 1) cannot be forced */
+     * the single class [0, 0] (edge 1) cannot be forced. A box above
+     * max_class is split over the cells of max_class it covers. Fitted
+     * classes stop below the largest boxes' class when splitting them
+     * keeps the boxes' cells within twice what Eq. 2 alone gives (W4: the
+     * large boxes' class 11 becomes 8, 2.5 -> 4.8 cells a box, 1M segment
+     * queries 0.24 -> 0.18 s): small queries among large boxes then test
+     * fewer candidates. */
     int min_class, max_class;
 
     /* kdtree (seed 003): 2 = kd-tree-2, each candidate pair once (default);
