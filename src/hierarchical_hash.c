@@ -9,10 +9,15 @@
  * `hasChildren` flag, section 3.3). Classes are contiguous, so each cell of
  * class c has 2^dim children of class c - 1.
  *
- * Keys: Eq. 4, additive top-down: the key of a cell of class c is the sum of
- * h^j over its ancestors j = top .. c (h^j = Eq. 3 with the class mixed in),
- * in 64-bit wrapping arithmetic; the table slot is the key reduced by
- * Fibonacci hashing. Two tables (section 4.3):
+ * Keys: Eq. 4, additive top-down: the key of a cell of class c <= max_class
+ * is the sum of h^j over its ancestors j = max_class .. c (h^j = Eq. 3 with
+ * the class mixed in), in 64-bit wrapping arithmetic: the sum runs over the
+ * classes of the boxes, the paper's classSizes. The flag-only classes
+ * above are this implementation's (for large queries); their cells' keys
+ * sum j = top .. c, and the sum starts again at max_class, so that a small
+ * query's first key is one hash, not one per class above (W4: six). The
+ * table slot is the key reduced by Fibonacci hashing. Two tables (section
+ * 4.3):
  *   - fixed length (growable_table = false): the slot is the key reduced to
  *     the table, as the paper's fixed-length vector; colliding cells share
  *     a slot (their ids and flags merge: more candidates, never a missed
@@ -122,6 +127,14 @@ static inline uint64_t cell_hash(int cls, const int64_t cell[3])
 {
     return prox_teschner_hash(cell[0], cell[1], cell[2], ~0ULL) ^
            ((uint64_t)(cls + 4096) * 0xD6E8FEB86659FD93ULL);
+}
+
+/* The Eq. 4 key of `cell` of class cls, a child of the cell whose key is
+ * parent_key (0 above the top): the sums start again at max_class. */
+static inline uint64_t child_key(const hier *h, uint64_t parent_key, int cls,
+                                 const int64_t cell[3])
+{
+    return (cls == h->max_class ? 0 : parent_key) + cell_hash(cls, cell);
 }
 
 static inline uint64_t home_slot(const hier *h, uint64_t key)
@@ -282,7 +295,7 @@ static void insert_walk(hier *h, const box_cells *b, int cls, const int64_t cell
     for (child[2] = lo[2]; child[2] <= hi[2]; child[2]++)
         for (child[1] = lo[1]; child[1] <= hi[1]; child[1]++)
             for (child[0] = lo[0]; child[0] <= hi[0]; child[0]++)
-                insert_walk(h, b, cls - 1, child, key + cell_hash(cls - 1, child), target, id);
+                insert_walk(h, b, cls - 1, child, child_key(h, key, cls - 1, child), target, id);
 }
 
 /* The cells of the bottom class that box covers, clipped to the data
@@ -336,7 +349,7 @@ static void insert_box(hier *h, const prox_aabb *box, uint32_t id)
         for (cell[1] = cell_at(b.lo[1], shift); cell[1] <= cell_at(b.hi[1], shift); cell[1]++)
             for (cell[0] = cell_at(b.lo[0], shift); cell[0] <= cell_at(b.hi[0], shift);
                  cell[0]++)
-                insert_walk(h, &b, h->top, cell, cell_hash(h->top, cell), target, id);
+                insert_walk(h, &b, h->top, cell, child_key(h, 0, h->top, cell), target, id);
 }
 
 /* ---- build ----------------------------------------------------------------- */
@@ -557,7 +570,7 @@ static int64_t push_cells(const hier *h, const int64_t lo[3], const int64_t hi[3
     for (n.cell[2] = hi[2]; n.cell[2] >= lo[2]; n.cell[2]--)
         for (n.cell[1] = hi[1]; n.cell[1] >= lo[1]; n.cell[1]--)
             for (n.cell[0] = hi[0]; n.cell[0] >= lo[0]; n.cell[0]--) {
-                n.key = parent_key + cell_hash(n.cls, n.cell);
+                n.key = child_key(h, parent_key, n.cls, n.cell);
                 /* its lookup comes later: start the likely cache misses now */
                 uint64_t slot = home_slot(h, n.key);
                 __builtin_prefetch(&h->tag[slot]);
@@ -567,11 +580,12 @@ static int64_t push_cells(const hier *h, const int64_t lo[3], const int64_t hi[3
     return top;
 }
 
-/* The Eq. 4 key of a cell of class cls: the sum over its ancestors. */
+/* The Eq. 4 key of a cell of class cls: the sum over its ancestors (from
+ * max_class for the classes of the boxes, else from the top). */
 static uint64_t key_of(const hier *h, int cls, const int64_t cell[3])
 {
     uint64_t key = 0;
-    for (int j = h->top; j >= cls; j--) {
+    for (int j = cls <= h->max_class ? h->max_class : h->top; j >= cls; j--) {
         int64_t c[3] = {cell[0] >> (j - cls), cell[1] >> (j - cls), cell[2] >> (j - cls)};
         key += cell_hash(j, c);
     }
@@ -665,7 +679,7 @@ static void hier_gather(const void *impl, const prox_aabb *q, broad_scratch *s)
             }
             for (int k = 0; k < 3; k++)
                 child.cell[k] = lo[k];
-            child.key = n.key + cell_hash(child.cls, child.cell);
+            child.key = child_key(h, n.key, child.cls, child.cell);
             n = child;
         }
     }
