@@ -105,8 +105,12 @@ static void insertion_sort(run_items *r, int64_t n)
             swap_copies(r, j, j - 1);
 }
 
-void prox_store_sort_runs(broad_store *st, const uint32_t *start, int64_t runs, int dim)
+void prox_store_sort_runs(broad_store *st, const uint32_t *start, int64_t runs, int dim,
+                          int threads)
 {
+    /* runs are independent: the result is the same for every thread count */
+#pragma omp parallel for num_threads(threads) if (threads > 1 && st->count > 16384) \
+    schedule(dynamic, 4096)
     for (int64_t r = 0; r < runs; r++) {
         run_items items = {st, start[r], dim};
         int64_t n = start[r + 1] - start[r];

@@ -119,7 +119,8 @@ bool prox_store_fill(broad_store *st, const prox_allocator *al, const prox_aabb 
 /* Orders the copies of each run start[r] .. start[r + 1] (r < runs) by
  * lo[0], ties by id: the order test_run (broad.c) relies on to stop a run
  * early. Every structure that pushes runs calls it after filling. */
-void prox_store_sort_runs(broad_store *st, const uint32_t *start, int64_t runs, int dim);
+void prox_store_sort_runs(broad_store *st, const uint32_t *start, int64_t runs, int dim,
+                          int threads);
 void prox_store_free(broad_store *st, const prox_allocator *al);
 int64_t prox_store_bytes(const broad_store *st);
 

@@ -478,7 +478,7 @@ static prox_status fill_store(hier *h, const broad_input *in)
                          (long long)h->entries);
     for (int64_t e = 0; levels && e < h->entries; e++)
         st->level[e] = (uint8_t)(class_of(h, &in->box[st->id[e]]) - h->bottom);
-    prox_store_sort_runs(st, h->start, h->slots, in->dim);
+    prox_store_sort_runs(st, h->start, h->slots, in->dim, in->threads);
     return PROX_OK;
 }
 

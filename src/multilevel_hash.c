@@ -312,7 +312,7 @@ prox_status prox_levels_build(void **impl, const broad_input *in, const double *
                          (long long)t->entries);
     for (int64_t e = 0; levels_kept && e < t->entries; e++)
         store->level[e] = (uint8_t)t->box_level[store->id[e]];
-    prox_store_sort_runs(store, t->slot_start, t->slots, in->dim);
+    prox_store_sort_runs(store, t->slot_start, t->slots, in->dim, in->threads);
     return PROX_OK;
 }
 
