@@ -53,8 +53,9 @@ void prox_free(const prox_allocator *a, void *ptr)
  * trap per page at the first write (Linux 5.14 on: MADV_POPULATE_WRITE;
  * elsewhere, or where it fails, nothing happens). The development VM
  * charges about 3 ms per MB for first writes through traps, 0.2 ms this
- * way (docs/design.md, "Fresh pages are faulted in by one call"). A caller's own allocator is left
- * alone: its memory may be meant to be touched later or elsewhere. */
+ * way (docs/design.md, "Fresh pages are faulted in by one call"). A
+ * caller's own allocator is left alone: its memory may be meant to be
+ * touched later or elsewhere. */
 static void populate(const prox_allocator *a, void *p, size_t bytes)
 {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
