@@ -2,7 +2,9 @@
  * (Pouchol, Ahmad, Crespin, Terraz).
  *
  * Classes: sizes 2^c for c from `top` down to `bottom`. [bottom, max_class]
- * are the classes of the boxes (Eq. 2, as in multilevel hashing); above
+ * are the classes of the boxes (Eq. 2, as in multilevel hashing; fitted
+ * classes may stop below the largest boxes' class, which are then split
+ * over the cells of max_class they cover: prox_fit_classes); above
  * max_class, coarser classes up to the one whose cells hold the whole data
  * in at most 2 per axis, so that every query starts from at most 2^dim cells
  * and descends only where something is stored (the pruning of the
