@@ -9,7 +9,15 @@
  *
  * Arguments: BOXES.f64 (raw little-endian doubles, minx miny maxx maxy per
  * box) SEGMENTS.f64 (x0 y0 x1 y1 per segment) ALGO (as --algo) RUNS
- * THREADS. */
+ * THREADS. With MIN_CLASS and MAX_CLASS both set in the environment, the
+ * hash structures get those size classes (prox_broad_desc.min_class,
+ * max_class) instead of fitted ones: the source of the class table in
+ * docs/benchmarks.md (session 12), e.g.
+ *
+ *   MIN_CLASS=3 MAX_CLASS=7 build/bench_broad_segments W4.f64 W4.segments.f64 hierarchical 3 1
+ *
+ * It prints the hits, candidates, cells visited, occupied cells and the
+ * structure's bytes of the last run, and the best seconds. */
 #include "ab_driver.h"
 
 typedef struct segment_run {
