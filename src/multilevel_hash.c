@@ -418,13 +418,13 @@ int64_t prox_levels_cells(const void *impl)
  * or of sizes close together gain nothing and are left as Eq. 2 has them. */
 #define SPLIT_BUDGET 2.0
 
-/* The expected number of cells of edge s that a box of edges e covers
- * (per axis e / s + 1 for a box placed at random). */
-static double expected_cells(const double e[3], int dim, double s)
+/* The expected number of cells of edge 1 / inv that a box of edges e
+ * covers (per axis e / edge + 1 for a box placed at random). */
+static double expected_cells(const double e[3], int dim, double inv)
 {
     double cells = 1.0;
     for (int k = 0; k < dim; k++)
-        cells *= e[k] / s + 1.0;
+        cells *= e[k] * inv + 1.0;
     return cells;
 }
 
@@ -442,7 +442,9 @@ static int split_depth(int dim)
 #define MAX_SPLIT_DEPTH 8
 
 /* The largest class of a fitted build, [lo, hi] fitted by Eq. 2: hi
- * lowered while the boxes' expected cells stay within the budget. */
+ * lowered by t while the boxes' expected cells, those of the classes above
+ * hi - t counted in cells of hi - t, stay within the budget. One pass over
+ * the boxes sums what every t needs. */
 static int split_ceiling(const broad_input *in, int lo, int hi)
 {
     int depth = split_depth(in->dim);
@@ -450,10 +452,13 @@ static int split_ceiling(const broad_input *in, int lo, int hi)
     depth = depth < hi - lo ? depth : hi - lo;
     if (depth <= 0)
         return hi;
-    /* cells[t][m]: the expected cells of the boxes of class hi - m when
-     * stored at class hi - t (t >= m), summed */
-    double cells[MAX_SPLIT_DEPTH + 1][MAX_SPLIT_DEPTH + 1] = {{0}};
-    double total = 0.0;
+    double inv[MAX_SPLIT_DEPTH + 1]; /* 1 / the cell edge of class hi - t */
+    for (int t = 0; t <= depth; t++)
+        inv[t] = ldexp(1.0, t - hi);
+    /* cells[t][m]: the expected cells of the boxes of class hi - m (m < t)
+     * stored at class hi - t; own[m]: the same at their own class */
+    double cells[MAX_SPLIT_DEPTH + 1][MAX_SPLIT_DEPTH] = {{0}}, own[MAX_SPLIT_DEPTH] = {0};
+    double total = 0.0; /* every box at its own class (Eq. 2) */
     for (int64_t i = 0; i < in->n; i++) {
         const prox_aabb *b = &in->box[i];
         double e[3] = {0, 0, 0};
@@ -461,17 +466,23 @@ static int split_ceiling(const broad_input *in, int lo, int hi)
             e[k] = b->hi[k] - b->lo[k];
         int c = longest_edge_class(b, in->dim);
         c = c < lo ? lo : c > hi ? hi : c;
-        total += expected_cells(e, in->dim, ldexp(1.0, c));
         int m = hi - c;
-        for (int t = m; m < depth && t <= depth; t++)
-            cells[t][m] += expected_cells(e, in->dim, ldexp(1.0, hi - t));
+        if (m >= depth) { /* never split */
+            total += expected_cells(e, in->dim, ldexp(1.0, -c));
+            continue;
+        }
+        own[m] += expected_cells(e, in->dim, inv[m]);
+        for (int t = m + 1; t <= depth; t++)
+            cells[t][m] += expected_cells(e, in->dim, inv[t]);
     }
+    for (int m = 0; m < depth; m++)
+        total += own[m];
     double budget = SPLIT_BUDGET * total;
     int best = 0;
     for (int t = 1; t <= depth; t++) {
         double capped = total;
         for (int m = 0; m < t; m++)
-            capped += cells[t][m] - cells[m][m];
+            capped += cells[t][m] - own[m];
         if (capped > budget)
             break;
         best = t;
