@@ -76,9 +76,9 @@ int main(int argc, char **argv)
     printf("pairs=%lld best %.4f\n", (long long)run.stats.pairs, best);
     prox_kdtree_info info;
     if (desc.algo == PROX_BROAD_KDTREE && !prox_broad_kdtree_info(run.broad, &info))
-        printf("records=%lld cells=%lld sweep_pairs=%lld last build: records_s=%.4f "
+        printf("deepest=%d records=%lld cells=%lld sweep_pairs=%lld last build: records_s=%.4f "
                "sort_s=%.4f\n",
-               (long long)info.sub_elements, (long long)info.cells,
+               info.deepest, (long long)info.sub_elements, (long long)info.cells,
                (long long)info.sweep_pairs, info.records_s, info.sort_s);
     prox_broad_destroy(run.broad);
     prox_pair_buffer_free(&run.buffer);

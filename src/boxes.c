@@ -134,6 +134,7 @@ prox_broad_desc prox_default_broad_desc(void)
         .max_class = 0,
         .kdtree_variant = 2,
         .kdtree_split = true,
+        .kdtree_split_cost = 1.0,
     };
 }
 
@@ -167,6 +168,11 @@ prox_status prox_broad_desc_check(const prox_broad_desc *desc)
     if (desc->kdtree_variant != 1 && desc->kdtree_variant != 2)
         return prox_fail(PROX_ERR_INVALID, "kdtree_variant is %d; use 1 or 2",
                          desc->kdtree_variant);
+    if (!(isfinite(desc->kdtree_split_cost) && desc->kdtree_split_cost >= 0))
+        return prox_fail(PROX_ERR_INVALID,
+                         "kdtree_split_cost is %g; use a finite number >= 0 (0 = every split "
+                         "that shrinks the cells' volume, seed 003 Figure 7; default 1)",
+                         desc->kdtree_split_cost);
     return PROX_OK;
 }
 

@@ -93,6 +93,11 @@ static inline uint64_t volume_of(const prox_kd_geometry *g, int len)
     return (uint64_t)1 << (g->depth - len);
 }
 
+static inline uint64_t cost_of(const prox_kd_geometry *g, int len)
+{
+    return volume_of(g, len) + g->record_cost;
+}
+
 /* The records of the piece given by side[] (axes in `done` already split),
  * appended to out. A split is tried along the axis of the piece's next cut
  * (the paper's order, top-down); its pieces are kept only if their cells
@@ -119,7 +124,7 @@ static void place(const prox_kd_geometry *g, const box_sides *s, int side[3], un
             rest = k != axis && s->cut[k][side[k]] < rest ? s->cut[k][side[k]] : rest;
         int low = s->cut[axis][1] < rest ? s->cut[axis][1] : rest;
         int high = s->cut[axis][2] < rest ? s->cut[axis][2] : rest;
-        if (volume_of(g, low) + volume_of(g, high) >= volume_of(g, len)) {
+        if (cost_of(g, low) + cost_of(g, high) >= cost_of(g, len)) {
             add_piece(g, s, side, len, out);
             return;
         }
@@ -136,10 +141,10 @@ static void place(const prox_kd_geometry *g, const box_sides *s, int side[3], un
     side[axis] = 2;
     place(g, s, side, below, true, out);
     side[axis] = 0;
-    uint64_t volume = 0;
+    uint64_t cost = 0;
     for (int p = first; p < out->count; p++)
-        volume += volume_of(g, prox_kd_key_length(out->key[p]));
-    if (volume < volume_of(g, len))
+        cost += cost_of(g, prox_kd_key_length(out->key[p]));
+    if (cost < cost_of(g, len))
         return;
     out->count = first;
     add_piece(g, s, side, len, out);
@@ -186,22 +191,10 @@ static inline __m512i quantize8(const prox_kd_geometry *g, int k, __m512d a)
     return _mm512_cvtepu32_epi64(_mm512_cvttpd_epu32(t));
 }
 
-static inline __m512i and_or_shift(__m512i v, int shift, uint64_t mask)
-{
-    return _mm512_and_si512(_mm512_or_si512(v, _mm512_slli_epi64(v, shift)),
-                            _mm512_set1_epi64((long long)mask));
-}
-
-/* prox_morton_spread3 / prox_morton_spread2 of each lane, shifted by k:
- * the same steps (morton.h). */
+/* prox_morton_spread3 / prox_morton_spread2 of each lane, shifted by k. */
 static inline __m512i spread8(int dim, int k, __m512i v)
 {
-    const prox_morton_step *step = dim == 3 ? prox_morton3_steps : prox_morton2_steps;
-    v = _mm512_and_si512(v, _mm512_set1_epi64(
-                                (long long)(dim == 3 ? PROX_MORTON3_AXIS : PROX_MORTON2_AXIS)));
-    for (int s = 0; s < PROX_MORTON_STEPS; s++)
-        v = and_or_shift(v, step[s].shift, step[s].mask);
-    return _mm512_slli_epi64(v, (unsigned)k);
+    return _mm512_slli_epi64(prox_morton_spread_x8(dim, v), (unsigned)k);
 }
 
 /* first_cut of each lane: the leading zeros of lo ^ hi in 64 bits are
@@ -266,7 +259,8 @@ static inline void decide8(const prox_kd_geometry *g, int dim, const sides8 *sd,
         for (int k = 1; k < dim; k++)
             len = _mm512_min_epu64(len, sd->cut[k][side_in(s, k)]);
         __mmask8 whole = _mm512_cmpeq_epi64_mask(len, depth), leaf = whole;
-        __m512i volume = _mm512_sllv_epi64(one, _mm512_sub_epi64(depth, len));
+        __m512i volume = _mm512_add_epi64(_mm512_sllv_epi64(one, _mm512_sub_epi64(depth, len)),
+                                          _mm512_set1_epi64((long long)g->record_cost));
         __m512i halves = _mm512_setzero_si512();
         for (int k = 0; k < dim; k++) {
             /* cuts differ between axes below depth: one axis a lane */

@@ -5,7 +5,7 @@
 #define PROX_MORTON_H
 
 #include <stdint.h>
-#ifdef __BMI2__
+#if defined(__BMI2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -15,7 +15,7 @@
 /* A spread is five steps v = (v | v << shift) & mask, after keeping the
  * low bits of one axis; the last mask marks that axis's bits in a code
  * (the bit deposit's mask). Written once for the scalar spreads below and
- * the kd-tree's eight-lane ones (kd_split.c). */
+ * the eight-lane ones (prox_morton_spread_x8) of the kd-tree. */
 #define PROX_MORTON_STEPS 5
 
 typedef struct prox_morton_step {
@@ -86,5 +86,21 @@ static inline uint64_t prox_morton2_point(uint32_t x, uint32_t y)
     return prox_morton2(x, y);
 #endif
 }
+
+#ifdef __AVX512F__
+/* prox_morton_spread3 (dim 3) or prox_morton_spread2 (dim 2) of each of
+ * eight 64-bit lanes: the same steps. The kd-tree's record making and its
+ * sweep's reference-point test (kd_split.c, linear_kdtree.c). */
+static inline __m512i prox_morton_spread_x8(int dim, __m512i v)
+{
+    const prox_morton_step *step = dim == 3 ? prox_morton3_steps : prox_morton2_steps;
+    v = _mm512_and_si512(v, _mm512_set1_epi64((long long)(dim == 3 ? PROX_MORTON3_AXIS
+                                                                     : PROX_MORTON2_AXIS)));
+    for (int s = 0; s < PROX_MORTON_STEPS; s++)
+        v = _mm512_and_si512(_mm512_or_si512(v, _mm512_slli_epi64(v, (unsigned)step[s].shift)),
+                             _mm512_set1_epi64((long long)step[s].mask));
+    return v;
+}
+#endif
 
 #endif

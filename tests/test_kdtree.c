@@ -3,7 +3,8 @@
  * The scenes of test_broad.c (mixed sizes with points, zero-extent,
  * touching, copied and scene-spanning boxes; 1e9 offsets; N = 0, 1; all
  * boxes identical), every query kind and sink, 2D and 3D, float and double,
- * for kd-tree-1 and kd-tree-2, with and without splitting, with the root
+ * for kd-tree-1 and kd-tree-2, with and without splitting (by the default
+ * split cost, by Figure 7's rule, and rarely: a high cost), with the root
  * cell fitted, larger than the data, and smaller than the data (boxes
  * outside it). Then: boxes exactly on cutting planes, the depth limit,
  * identical output for 1, 2 and 3 threads, the diagnostics, the sweep
@@ -36,6 +37,9 @@ static void v1(prox_broad_desc *d) { d->kdtree_variant = 1; }
 static void v2(prox_broad_desc *d) { d->kdtree_variant = 2; }
 static void v1_nosplit(prox_broad_desc *d) { d->kdtree_variant = 1; d->kdtree_split = false; }
 static void v2_nosplit(prox_broad_desc *d) { d->kdtree_variant = 2; d->kdtree_split = false; }
+static void v1_figure7(prox_broad_desc *d) { d->kdtree_variant = 1; d->kdtree_split_cost = 0; }
+static void v2_figure7(prox_broad_desc *d) { d->kdtree_variant = 2; d->kdtree_split_cost = 0; }
+static void v2_costly(prox_broad_desc *d) { d->kdtree_variant = 2; d->kdtree_split_cost = 50; }
 
 /* The scenes span about -3e4 .. 1e5 (1e9 .. 1e9 + 1.3e5 with offsets). */
 static void root_large(prox_broad_desc *d)
@@ -62,6 +66,9 @@ static const kd_config KD_CONFIGS[] = {
     {KD("kd-tree-1"), v1},
     {KD("kd-tree-2 no split"), v2_nosplit},
     {KD("kd-tree-1 no split"), v1_nosplit},
+    {KD("kd-tree-2 split cost 0 (Figure 7)"), v2_figure7},
+    {KD("kd-tree-1 split cost 0 (Figure 7)"), v1_figure7},
+    {KD("kd-tree-2 split cost 50"), v2_costly},
     {KD("kd-tree-2 root 1e12"), root_large},
     {KD("kd-tree-2 root inside the data"), root_small},
     {KD("kd-tree-1 root inside the data"), v1_root_small},
@@ -109,6 +116,7 @@ static void root_1024(prox_broad_desc *d)
 
 static void v1_root_1024(prox_broad_desc *d) { v1(d); root_1024(d); }
 static void nosplit_root_1024(prox_broad_desc *d) { v2_nosplit(d); root_1024(d); }
+static void figure7_root_1024(prox_broad_desc *d) { v2_figure7(d); root_1024(d); }
 
 /* Boxes whose faces lie exactly on cutting planes of the root [0, 1024]^d
  * (multiples of 2^-2 .. 2^9), touching each other across them, and boxes
@@ -120,9 +128,11 @@ static void boxes_on_cutting_planes_match_brute_force(void **state)
         {KD("kd-tree-2 root 1024"), root_1024},
         {KD("kd-tree-1 root 1024"), v1_root_1024},
         {KD("kd-tree-2 no split, root 1024"), nosplit_root_1024},
+        {KD("kd-tree-2 split cost 0, root 1024"), figure7_root_1024},
         {KD("kd-tree-2 fitted root"), v2},
     };
-    const config *list[] = {&cfgs[0].base, &cfgs[1].base, &cfgs[2].base, &cfgs[3].base};
+    const config *list[] = {&cfgs[0].base, &cfgs[1].base, &cfgs[2].base, &cfgs[3].base,
+                            &cfgs[4].base};
     rng r = rng_seeded(31);
     for (int dim = 2; dim <= 3; dim++) {
         int64_t n = 600;
@@ -144,7 +154,7 @@ static void boxes_on_cutting_planes_match_brute_force(void **state)
         for (int f32 = 0; f32 <= 1; f32++) {
             scene sc;
             scene_with_boxes(&sc, dim, f32, b, n);
-            check_scene(&sc, list, 4);
+            check_scene(&sc, list, 5);
             scene_free(&sc);
         }
         free(b);
@@ -298,6 +308,50 @@ static void splitting_selects_fewer_pairs(void **state)
     }
 }
 
+/* The split cost trades records for sweep pairs: Figure 7's rule (cost 0)
+ * makes the most records, the default fewer, and a cost above any volume
+ * a split could save makes none: the unsplit tree, record for record. */
+static void split_cost_trades_records_for_pairs(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(12);
+    for (int dim = 2; dim <= 3; dim++) {
+        int64_t n = 4000;
+        double *b = calloc((size_t)(2 * dim * n), sizeof(double));
+        for (int64_t i = 0; i < n; i++)
+            for (int k = 0; k < dim; k++) {
+                b[2 * dim * i + k] = rng_range(&r, 0, dim == 3 ? 40 : 150);
+                b[2 * dim * i + dim + k] = b[2 * dim * i + k] + 2;
+            }
+        prox_boxes v = prox_boxes_f64(b, n, dim);
+        const double cost[] = {0.0, 1.0, 1e6, -1.0}; /* -1: no split */
+        prox_kdtree_info info[4];
+        for (int c = 0; c < 4; c++) {
+            prox_broad_desc d = prox_default_broad_desc();
+            d.algo = PROX_BROAD_KDTREE;
+            d.threads = 1;
+            d.kdtree_split = cost[c] >= 0;
+            d.kdtree_split_cost = cost[c] >= 0 ? cost[c] : 1.0;
+            prox_broad *br = NULL;
+            CHECK_STATUS(prox_broad_create(&d, &br), PROX_OK, "split cost");
+            CHECK_STATUS(prox_broad_build(br, &v), PROX_OK, "split cost");
+            CHECK_STATUS(prox_broad_kdtree_info(br, &info[c]), PROX_OK, "split cost");
+            prox_broad_destroy(br);
+        }
+        CHECK(info[0].sub_elements > info[1].sub_elements &&
+                  info[1].sub_elements > info[2].sub_elements,
+              "split cost", "%dD: records at cost 0, 1, 1e6: %lld, %lld, %lld", dim,
+              (long long)info[0].sub_elements, (long long)info[1].sub_elements,
+              (long long)info[2].sub_elements);
+        CHECK(info[2].sub_elements == n && info[2].sweep_pairs == info[3].sweep_pairs &&
+                  info[2].cells == info[3].cells,
+              "split cost", "%dD: cost 1e6 gives %lld records, %lld sweep pairs; unsplit "
+              "%lld sweep pairs", dim, (long long)info[2].sub_elements,
+              (long long)info[2].sweep_pairs, (long long)info[3].sweep_pairs);
+        free(b);
+    }
+}
+
 static uint64_t key_at(uint64_t path, int len, int depth)
 {
     return (path << (depth - len)) << PROX_KD_LEN_BITS | (uint64_t)len;
@@ -364,6 +418,15 @@ static void bad_options_are_rejected(void **state)
     CHECK_STATUS(prox_broad_create(&d, &b), PROX_ERR_INVALID, "variant 3");
     CHECK(strstr(prox_last_error(), "kdtree_variant") != NULL, "variant 3", "%s",
           prox_last_error());
+    const double bad_costs[] = {-1.0, NAN, INFINITY};
+    for (int c = 0; c < 3; c++) {
+        d = prox_default_broad_desc();
+        d.algo = PROX_BROAD_KDTREE;
+        d.kdtree_split_cost = bad_costs[c];
+        CHECK_STATUS(prox_broad_create(&d, &b), PROX_ERR_INVALID, "split cost");
+        CHECK(strstr(prox_last_error(), "kdtree_split_cost") != NULL && b == NULL, "split cost",
+              "%g: %s", bad_costs[c], prox_last_error());
+    }
     d = prox_default_broad_desc();
     d.algo = PROX_BROAD_KDTREE;
     d.root_lo[0] = 5;
@@ -440,6 +503,7 @@ int main(void)
         cmocka_unit_test(results_do_not_depend_on_threads),
         cmocka_unit_test(diagnostics_are_consistent),
         cmocka_unit_test(splitting_selects_fewer_pairs),
+        cmocka_unit_test(split_cost_trades_records_for_pairs),
         cmocka_unit_test(sweep_counter_counts_in_64_bits),
         cmocka_unit_test(bad_options_are_rejected),
         cmocka_unit_test(allocation_failures_are_reported),

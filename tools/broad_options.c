@@ -35,6 +35,11 @@ bool broad_option(const opt_parser *p, int id, const char *v, prox_broad_desc *d
         return true;
     case BROAD_OPT_KD_VARIANT: desc->kdtree_variant = (int)parse_count(p, v, 1, 2); return true;
     case BROAD_OPT_NO_SPLIT: desc->kdtree_split = false; return true;
+    case BROAD_OPT_SPLIT_COST:
+        desc->kdtree_split_cost = parse_double(p, v);
+        if (!(desc->kdtree_split_cost >= 0))
+            die_usage(p->command, "--split-cost must be >= 0");
+        return true;
     case BROAD_OPT_ROOT: return root_option(p, v, desc);
     }
     return false;

@@ -1,7 +1,7 @@
 /* broad_options.h: the options of the broad-phase structure that
  * `prox collide` and `prox query` share (--algo, --threads, --table-size,
  * --growable, --cell-size, and the kd-tree's --kdtree-variant, --no-split,
- * --root). */
+ * --split-cost, --root). */
 #ifndef PROX_TOOLS_BROAD_OPTIONS_H
 #define PROX_TOOLS_BROAD_OPTIONS_H
 
@@ -19,6 +19,7 @@ enum {
     BROAD_OPT_CELL,
     BROAD_OPT_KD_VARIANT,
     BROAD_OPT_NO_SPLIT,
+    BROAD_OPT_SPLIT_COST,
     BROAD_OPT_ROOT,
 };
 
@@ -28,13 +29,17 @@ enum {
         { "table-size", 0, true, BROAD_OPT_TABLE },                                           \
         { "growable", 0, false, BROAD_OPT_GROWABLE }, { "cell-size", 0, true, BROAD_OPT_CELL }, \
         { "kdtree-variant", 0, true, BROAD_OPT_KD_VARIANT },                                  \
-        { "no-split", 0, false, BROAD_OPT_NO_SPLIT }, { "root", 0, true, BROAD_OPT_ROOT }
+        { "no-split", 0, false, BROAD_OPT_NO_SPLIT },                                         \
+        { "split-cost", 0, true, BROAD_OPT_SPLIT_COST }, { "root", 0, true, BROAD_OPT_ROOT }
 
 /* Their lines of --help (after --cell-size). */
 #define BROAD_KDTREE_HELP                                                                     \
     "      --kdtree-variant 1|2  kdtree: 1 = every sweep pair tested (repeats), 2 = each\n"  \
     "                      pair of boxes once after a quantized-box filter (default 2)\n"    \
     "      --no-split      kdtree: do not split boxes over cutting planes\n"                \
+    "      --split-cost C  kdtree: a split's extra records cost C x the root's volume\n"     \
+    "                      per box each (default 1; 0 = every split that shrinks the\n"    \
+    "                      cells' volume, the paper's Figure 7)\n"                         \
     "      --root x0,y0[,z0],x1,y1[,z1]  kdtree: the root cell (default: a cube at the\n"  \
     "                      boxes' lower corner, side their largest extent); boxes\n"       \
     "                      outside it are still found\n"

@@ -48,8 +48,13 @@ static const char usage[] =
     "                     (prox_broad_desc.borrow_boxes) instead of copying them\n"
     "      --unsorted     Tables 2, 3: pairs in the structure's order\n"
     "                     (prox_sink_unsorted) instead of sorted by (i, j)\n"
+    "      --split-cost C Tables 2, 3: the kd-tree's element splitting with\n"
+    "                     prox_broad_desc.kdtree_split_cost C (default 1; 0 =\n"
+    "                     every split that shrinks the volume, the paper's Figure 7)\n"
     "  -h, --help         this help\n"
     "\n"
+    "Table 1 rows per d: split no (none), figure7 (every split that shrinks the\n"
+    "cells' volume, as the paper) and cost1 (the default, kdtree_split_cost 1).\n"
     "Table 1 columns: sub_per_N (records after splitting / N), Vn_Ve (enclosing\n"
     "cells' volume over the spheres' volume), selected (the sweep's candidate\n"
     "pairs, repeats included), aabb_pairs (distinct overlapping boxes), true\n"
@@ -92,24 +97,27 @@ typedef struct bench_options {
     int ds;
     int table, threads, runs;
     bool borrow, unsorted;
+    double split_cost;
     uint64_t seed;
     const char *algo;
 } bench_options;
 
 enum { OPT_N = 1, OPT_D, OPT_TABLE, OPT_ALGO, OPT_SEED, OPT_THREADS, OPT_RUNS, OPT_BORROW,
-       OPT_UNSORTED, OPT_HELP };
+       OPT_UNSORTED, OPT_SPLIT_COST, OPT_HELP };
 
 static const opt_spec specs[] = {
     { "n", 'n', true, OPT_N },         { "d", 0, true, OPT_D },
     { "table", 0, true, OPT_TABLE },   { "algo", 0, true, OPT_ALGO },
     { "seed", 's', true, OPT_SEED },   { "threads", 't', true, OPT_THREADS },
     { "runs", 0, true, OPT_RUNS },     { "borrow", 0, false, OPT_BORROW },
-    { "unsorted", 0, false, OPT_UNSORTED }, { "help", 'h', false, OPT_HELP },
+    { "unsorted", 0, false, OPT_UNSORTED }, { "split-cost", 0, true, OPT_SPLIT_COST },
+    { "help", 'h', false, OPT_HELP },
 };
 
 static bool parse_options(int argc, char **argv, bench_options *o)
 {
-    *o = (bench_options){.table = 2, .runs = 5, .seed = PROX_WL_DEFAULT_SEED};
+    *o = (bench_options){.table = 2, .runs = 5, .seed = PROX_WL_DEFAULT_SEED,
+                         .split_cost = prox_default_broad_desc().kdtree_split_cost};
     opt_parser p = opt_init("bench", specs, sizeof specs / sizeof specs[0], argc, argv);
     p.next = 1;
     const char *v;
@@ -136,6 +144,11 @@ static bool parse_options(int argc, char **argv, bench_options *o)
         case OPT_RUNS: o->runs = (int)parse_count(&p, v, 1, 1000); break;
         case OPT_BORROW: o->borrow = true; break;
         case OPT_UNSORTED: o->unsorted = true; break;
+        case OPT_SPLIT_COST:
+            o->split_cost = parse_double(&p, v);
+            if (!(o->split_cost >= 0))
+                die_usage("bench", "--split-cost must be >= 0");
+            break;
         case OPT_HELP: return false;
         }
     }
@@ -196,24 +209,35 @@ static int64_t true_overlaps(const double *b, const prox_pair_buffer *buf)
 
 /* CPU time of the process, all threads (on a shared machine, one thread's
  * CPU time is steadier than the wall clock). */
-static prox_broad_desc desc_for(const variant *v, int threads, bool split)
+static prox_broad_desc desc_for(const variant *v, int threads, double split_cost)
 {
     prox_broad_desc desc = prox_default_broad_desc();
     desc.algo = v->algo;
     desc.kdtree_variant = v->kdtree_variant;
-    desc.kdtree_split = split;
+    desc.kdtree_split_cost = split_cost;
     desc.threads = threads;
     return desc;
 }
 
 /* ---- Table 1 -------------------------------------------------------------- */
 
-static void table1_row(const bench_options *o, double d, bool split)
+/* Table 1's splitting rules: none, the paper's (Figure 7), the default. */
+typedef struct split_rule {
+    const char *name;
+    bool split;
+    double cost;
+} split_rule;
+
+static const split_rule split_rules[] = {{"no", false, 0.0}, {"figure7", true, 0.0},
+                                         {"cost1", true, 1.0}};
+
+static void table1_row(const bench_options *o, double d, const split_rule *rule)
 {
     int64_t n = o->n[0];
     double *b = sphere_boxes(n, d, o->seed);
     prox_boxes boxes = prox_boxes_f64(b, n, 3);
-    prox_broad_desc desc = desc_for(&variants[2], o->threads, split);
+    prox_broad_desc desc = desc_for(&variants[2], o->threads, rule->cost);
+    desc.kdtree_split = rule->split;
     prox_broad *br = NULL;
     prox_pair_buffer buf;
     prox_pair_buffer_init(&buf, NULL);
@@ -225,7 +249,7 @@ static void table1_row(const bench_options *o, double d, bool split)
     if (st)
         die_status(st, "kd-tree failed");
     double sphere_volume = 4.0 / 3.0 * 3.14159265358979323846;
-    printf("| %g | %s | %.2f | %.4g | %lld | %lld | %lld |\n", d, split ? "yes" : "no",
+    printf("| %g | %s | %.2f | %.4g | %lld | %lld | %lld |\n", d, rule->name,
            (double)info.sub_elements / (double)n, info.cell_volume / ((double)n * sphere_volume),
            (long long)info.sweep_pairs, (long long)buf.count, (long long)true_overlaps(b, &buf));
     fflush(stdout);
@@ -241,8 +265,8 @@ static int table1(const bench_options *o)
     printf("\n| d | split | sub_per_N | Vn_Ve | selected | aabb_pairs | true |\n");
     printf("|--:|:-----:|----------:|------:|---------:|-----------:|-----:|\n");
     for (int k = 0; k < o->ds; k++)
-        for (int split = 0; split <= 1; split++)
-            table1_row(o, o->d[k], split);
+        for (int r = 0; r < 3; r++)
+            table1_row(o, o->d[k], &split_rules[r]);
     return EXIT_OK;
 }
 
@@ -258,7 +282,7 @@ static row measure(const variant *v, const bench_options *o, const double *b, in
 {
     row r = {.available = 1};
     prox_boxes boxes = prox_boxes_f64(b, n, 3);
-    prox_broad_desc desc = desc_for(v, o->threads, true);
+    prox_broad_desc desc = desc_for(v, o->threads, o->split_cost);
     desc.borrow_boxes = o->borrow;
     double *t = xmalloc(sizeof(double) * 4 * (size_t)o->runs);
     /* One object and one buffer for every run, as a simulation's steps: each
@@ -391,10 +415,10 @@ int cmd_bench_spheres(int argc, char **argv)
     printf("workload: spheres3d (W3) seed=%llu; seed 003 Tables 2 and 3\n",
            (unsigned long long)o.seed);
     printf("threads: %d; times in seconds, median of %d runs; each structure in its own "
-           "process%s%s\n",
+           "process%s%s; kd-tree split cost %g\n",
            effective_threads(o.threads), o.runs,
            o.borrow ? "; boxes read in place (--borrow)" : "",
-           o.unsorted ? "; pairs in the structures' order (--unsorted)" : "");
+           o.unsorted ? "; pairs in the structures' order (--unsorted)" : "", o.split_cost);
     bool agree = true;
     for (int k = 0; k < o.sizes; k++)
         agree = table2_size(&o, o.n[k], o.d[0]) && agree;
