@@ -1,13 +1,16 @@
 /* kd_split.c: element splitting (seed 003 section 4) and the records of the
  * linear kd-tree: boxes quantized, their cells (section 5.3), split once
- * per axis at most where that shrinks the volume of their cells (Figure 7).
+ * per axis at most where that lowers the cost of their records.
  *
  * A box's cell is the longest common prefix of its quantized corners'
  * Morton codes. A box crossing the next cutting plane of its cell is split
  * there, in the quantized integers, so that the pieces partition the
- * box's cells exactly; the split is kept only if the pieces' cells (after
- * their own splits) hold less volume than the cell it avoids. Pieces of one
- * box lie in disjoint cells.
+ * box's cells exactly; the split is kept only if the pieces (after their
+ * own splits) cost less than the cell it avoids, a record costing its
+ * cell's volume plus g->record_cost (linear_kdtree.c: the root's volume per
+ * box times desc.kdtree_split_cost). With record_cost 0 this is Figure 7's
+ * rule: the pieces' cells hold less volume. Pieces of one box lie in
+ * disjoint cells.
  *
  * Two evaluations of the same rule: the paper's top-down recursion, a box
  * at a time (prox_kd_pieces_of), and, where the machine has AVX-512, eight
@@ -93,6 +96,7 @@ static inline uint64_t volume_of(const prox_kd_geometry *g, int len)
     return (uint64_t)1 << (g->depth - len);
 }
 
+/* A record's cost: its cell's volume and the record itself. */
 static inline uint64_t cost_of(const prox_kd_geometry *g, int len)
 {
     return volume_of(g, len) + g->record_cost;
@@ -100,9 +104,10 @@ static inline uint64_t cost_of(const prox_kd_geometry *g, int len)
 
 /* The records of the piece given by side[] (axes in `done` already split),
  * appended to out. A split is tried along the axis of the piece's next cut
- * (the paper's order, top-down); its pieces are kept only if their cells
- * (after their own splits) hold less volume than the cell they avoid
- * (Figure 7), else they are taken back and the piece stays whole. Halves
+ * (the paper's order, top-down); its pieces are kept only if they (after
+ * their own splits) cost less than the cell they avoid (cost_of; Figure 7
+ * when records cost nothing), else they are taken back and the piece stays
+ * whole. Halves
  * with every axis split are leaves, decided here without a call. */
 static void place(const prox_kd_geometry *g, const box_sides *s, int side[3], unsigned done,
                   bool split, pieces *out)
@@ -234,13 +239,13 @@ static inline void sides8_of(const prox_kd_geometry *g, int dim, const __m512i l
 /* The pieces as a table of every state a box's splitting can reach: state
  * s gives a side (0 whole, 1 lower half, 2 upper half) per axis, s = side0
  * + 3 side1 + 9 side2. In each lane, len is the state's cell, axis[k]
- * whether its next cut is along k, take whether it splits, volume the
- * volume of the cells it ends in: the recursion of `place`, each state
+ * whether its next cut is along k, take whether it splits, cost the cost
+ * (cost_of) of the records it ends in: the recursion of `place`, each state
  * decided once its children are (children have larger indices). */
 #define MAX_STATES 27
 
 typedef struct states8 {
-    __m512i len[MAX_STATES], volume[MAX_STATES];
+    __m512i len[MAX_STATES], cost[MAX_STATES];
     __mmask8 axis[MAX_STATES][3], take[MAX_STATES];
 } states8;
 
@@ -259,8 +264,8 @@ static inline void decide8(const prox_kd_geometry *g, int dim, const sides8 *sd,
         for (int k = 1; k < dim; k++)
             len = _mm512_min_epu64(len, sd->cut[k][side_in(s, k)]);
         __mmask8 whole = _mm512_cmpeq_epi64_mask(len, depth), leaf = whole;
-        __m512i volume = _mm512_add_epi64(_mm512_sllv_epi64(one, _mm512_sub_epi64(depth, len)),
-                                          _mm512_set1_epi64((long long)g->record_cost));
+        __m512i whole_cost = _mm512_add_epi64(_mm512_sllv_epi64(one, _mm512_sub_epi64(depth, len)),
+                                              _mm512_set1_epi64((long long)g->record_cost));
         __m512i halves = _mm512_setzero_si512();
         for (int k = 0; k < dim; k++) {
             /* cuts differ between axes below depth: one axis a lane */
@@ -270,11 +275,11 @@ static inline void decide8(const prox_kd_geometry *g, int dim, const sides8 *sd,
             if (side_in(s, k)) /* already split along k: the piece stays whole */
                 leaf |= a;
             else
-                halves = _mm512_mask_add_epi64(halves, a, st->volume[s + stride3[k]],
-                                               st->volume[s + 2 * stride3[k]]);
+                halves = _mm512_mask_add_epi64(halves, a, st->cost[s + stride3[k]],
+                                               st->cost[s + 2 * stride3[k]]);
         }
-        st->take[s] = (__mmask8)~leaf & _mm512_cmplt_epu64_mask(halves, volume);
-        st->volume[s] = _mm512_mask_blend_epi64(st->take[s], volume, halves);
+        st->take[s] = (__mmask8)~leaf & _mm512_cmplt_epu64_mask(halves, whole_cost);
+        st->cost[s] = _mm512_mask_blend_epi64(st->take[s], whole_cost, halves);
         st->len[s] = len;
     }
 }

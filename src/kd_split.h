@@ -25,7 +25,7 @@ typedef struct prox_kd_geometry {
     uint32_t max_q;
     double max_qd;
     double lo[3], hi[3], scale[3];
-    uint64_t record_cost;
+    uint64_t record_cost; /* element splitting's cost of a record, in deepest cells (<= 2^58) */
 } prox_kd_geometry;
 
 /* Monotonic in a; never undefined (0 * inf, overflow): clamped first. */

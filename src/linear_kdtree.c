@@ -22,9 +22,11 @@
  * Splitting (section 4, kd_split.c): a box crossing the next cutting plane
  * of its cell is split there, once per axis at most (<= 8 sub-elements),
  * in the quantized integers so that the pieces partition the box's cells
- * exactly; a split is kept only if the pieces' cells (after their own
- * splits) hold less volume than the cell it avoids (Figure 7). Pieces of
- * one box lie in disjoint cells.
+ * exactly; a split is kept only if the pieces (after their own splits)
+ * cost less than the cell it avoids, a record costing its cell's volume
+ * plus desc.kdtree_split_cost times the root's volume per box (with cost 0,
+ * Figure 7: the pieces' cells hold less volume). Pieces of one box lie in
+ * disjoint cells.
  *
  * Records (key, box id) are made in slices in parallel (each where its
  * worst case would start, then moved down), sorted with

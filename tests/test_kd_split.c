@@ -3,9 +3,11 @@
  * bottom-up; each box must get exactly the records of the paper's top-down
  * recursion (prox_kd_pieces_of), and the same quantized box. Boxes of every
  * scale, on cutting planes, degenerate, spanning and leaving the root; 2D
- * and 3D; splitting on and off; ranges that start off a multiple of eight
- * and end in a partial group. The records must also partition each box:
- * disjoint cells whose volumes never exceed the unsplit cell's. And the
+ * and 3D; splitting on and off, records costing nothing (Figure 7) or
+ * more, up to the cap; ranges that start off a multiple of eight and end
+ * in a partial group. The records must also partition each box: disjoint
+ * cells whose volumes, with the records' cost, never exceed the unsplit
+ * cell's. And the
  * scalar point codes of morton.h match its spreads. */
 #include <math.h>
 #include <setjmp.h>
@@ -131,7 +133,9 @@ static void check_range(const prox_kd_geometry *g, const prox_aabb *box, int64_t
                 assert_false(cell_within(g, want[p], want[q]) || cell_within(g, want[q], want[p]));
             volume += (uint64_t)1 << (g->depth - prox_kd_key_length(want[p]));
         }
-        assert_true(volume <= (uint64_t)1 << (g->depth - prox_kd_key_length(whole[0])));
+        uint64_t whole_volume = (uint64_t)1 << (g->depth - prox_kd_key_length(whole[0]));
+        assert_true(volume <= whole_volume);
+        assert_true(volume + g->record_cost * (uint64_t)w <= whole_volume + g->record_cost);
         assert_true(split || w == 1);
         total += w;
     }
@@ -151,10 +155,17 @@ static void records_match_the_recursion(void **state)
             prox_kd_geometry g = geometry(dim, trial == 2 ? -1e9 : -3.25, 1000.0 * (trial + 1));
             rng r = rng_seeded(9100 + 10 * (uint64_t)dim + (uint64_t)trial);
             fill_boxes(&r, &g, box, BOXES);
-            for (int split = 0; split <= 1; split++) {
-                check_range(&g, box, 0, BOXES, split);
-                check_range(&g, box, 3, 3 + 8 * 50 + 5, split);
-                check_range(&g, box, 8, 8, split);
+            /* nothing (Figure 7), the default's cost for these boxes, more,
+             * and linear_kdtree.c's cap */
+            const uint64_t costs[] = {0, ((uint64_t)1 << g.depth) / BOXES,
+                                      (uint64_t)1 << (g.depth - 4), (uint64_t)1 << 58};
+            for (int c = 0; c < 4; c++) {
+                g.record_cost = costs[c];
+                for (int split = 0; split <= 1; split++) {
+                    check_range(&g, box, 0, BOXES, split);
+                    check_range(&g, box, 3, 3 + 8 * 50 + 5, split);
+                    check_range(&g, box, 8, 8, split);
+                }
             }
         }
     free(box);
