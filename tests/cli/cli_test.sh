@@ -533,6 +533,7 @@ t_collide_kdtree_options() {
     "$PROX" gen mixed2d --n 2000 --queries 10 -o kd.txt || { why="gen failed"; return 1; }
     "$PROX" collide --algo brute -o want.txt kd.txt || { why="brute failed"; return 1; }
     for opts in "--kdtree-variant 1" "--kdtree-variant 2 --threads 2" "--no-split" \
+        "--split-cost 0" "--split-cost 0 --kdtree-variant 1" "--split-cost 1e6" \
         "--root 1000,1000,3000,2500" "--root -1e9,-1e9,1e9,1e9 --kdtree-variant 1"; do
         "$PROX" collide --algo kdtree $opts -o got.txt kd.txt || { why="$opts failed"; return 1; }
         same_files want.txt got.txt || { why="$opts: $why"; return 1; }
@@ -545,7 +546,11 @@ t_err_collide_kdtree_options() {
     expect_fail 2 "--root: 4 numbers (2D) or 6 (3D), not 3" out.txt \
         "$PROX" collide --algo kdtree --root 1,2,3 -o out.txt boxes2.txt || return 1
     expect_fail 2 "--root: the lower corner must be below" out.txt \
-        "$PROX" collide --algo kdtree --root 5,0,1,1 -o out.txt boxes2.txt
+        "$PROX" collide --algo kdtree --root 5,0,1,1 -o out.txt boxes2.txt || return 1
+    expect_fail 2 "--split-cost must be >= 0" out.txt \
+        "$PROX" collide --algo kdtree --split-cost -1 -o out.txt boxes2.txt || return 1
+    expect_fail 2 "not a finite number" out.txt \
+        "$PROX" collide --algo kdtree --split-cost inf -o out.txt boxes2.txt
 }
 
 t_query_segments() {
