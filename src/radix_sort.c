@@ -579,7 +579,7 @@ static int compare_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void prox_sort_u32(uint32_t *a, int64_t n)
+void prox_sort_u32_long(uint32_t *a, int64_t n)
 {
 #if defined(__AVX512F__)
     /* up to 4: the insertion sort below (a network's loads, masks and

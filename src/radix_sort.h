@@ -49,8 +49,22 @@ void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buck
                                    int threads);
 int64_t prox_counting_sort_sliced_words(int64_t n, int64_t buckets);
 
-/* Ascending sort of a small array of indices (neighbour-list rows). */
-void prox_sort_u32(uint32_t *a, int64_t n);
+/* Ascending sort of a small array of indices (neighbour-list rows).
+ * Rows of sparse data are mostly of 0, 1 or 2 (W2 at k = 1: a million
+ * rows, three in four shorter than 2), which are decided here, inline,
+ * without a call; longer ones go to prox_sort_u32_long. */
+void prox_sort_u32_long(uint32_t *a, int64_t n);
+
+static inline void prox_sort_u32(uint32_t *a, int64_t n)
+{
+    if (n > 2) {
+        prox_sort_u32_long(a, n);
+    } else if (n == 2) {
+        uint32_t x = a[0], y = a[1];
+        a[0] = x < y ? x : y;
+        a[1] = x < y ? y : x;
+    }
+}
 
 /* How prox_heap_sort reads and moves the caller's items: whether item a
  * comes before item b, and their exchange; ctx is the caller's. */
