@@ -1,7 +1,9 @@
 /* broad_spheres.c: W3's broad phase (unit spheres' boxes, centre +- 1) with
  * one structure, built and paired RUNS times on one object, printing each
  * run's seconds and the best; with PAIRS_ONLY set in the environment the
- * object is built once and only the pairs are timed. The driver behind the
+ * object is built once and only the pairs are timed, and SPLIT_COST=C sets
+ * the kd-tree's prox_broad_desc.kdtree_split_cost (default 1; the scan
+ * over costs in docs/design.md). The driver behind the
  * kd-tree and sap A/B figures of docs/benchmarks.md marked "scratch driver"
  * from session 9 on:
  *
@@ -59,6 +61,8 @@ int main(int argc, char **argv)
     prox_boxes boxes = prox_boxes_f64(bounds, n, 3);
     prox_broad_desc desc = prox_default_broad_desc();
     desc.threads = atoi(argv[4]);
+    if (getenv("SPLIT_COST"))
+        desc.kdtree_split_cost = atof(getenv("SPLIT_COST"));
     broad_run run = {.boxes = &boxes};
     if (prox_broad_algo_parse(argv[2], &desc.algo) || prox_broad_create(&desc, &run.broad)) {
         fprintf(stderr, "%s: %s\n", argv[0], prox_last_error());
