@@ -69,6 +69,8 @@ int main(int argc, char **argv)
     desc.threads = atoi(argv[5]);
     bool fixed = argc > 7 && strcmp(argv[7], "fixed") == 0;
     desc.coords = fixed ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
+    const char *rows = getenv("ROWS"); /* ROWS=in-place: prox_grid_desc.rows */
+    desc.rows = rows && strcmp(rows, "in-place") == 0 ? PROX_ROWS_IN_PLACE : PROX_ROWS_STAGED;
     prox_pair_buffer buffer;
     prox_lists lists;
     prox_pair_buffer_init(&buffer, NULL);

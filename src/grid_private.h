@@ -92,7 +92,25 @@ struct prox_grid {
     prox_index **row_entries;
     int64_t *row_entries_cap;
     int row_chunks;
+    struct prox_fill_arrays *fill; /* grid_fill.c's, one set per chunk */
+    int fill_chunks;
+    /* grid_fill.c's limits: the most downs a point takes (< 2^16) and the
+     * most entries an output holds (< 2^31); tests lower them */
+    uint32_t fill_max_downs;
+    int64_t fill_max_entries;
 };
+
+/* A chunk's working arrays in grid_fill.c, kept by the grid. */
+typedef struct prox_fill_arrays {
+    uint32_t *hits, *ups, *downs; /* a point's hits, split */
+    uint32_t *row;                /* finished rows on their way to the output */
+    uint32_t *placed;             /* those rows: index, start, length each */
+    uint32_t *aside;              /* entries set aside for later rows */
+    uint32_t *late;               /* rows finished after the others */
+    uint32_t *pending;            /* a ring of the rows' entries ahead */
+    uint32_t *cursor;             /* a ring of the points' places in it */
+    int64_t hits_cap, row_cap, placed_cap, aside_cap, late_cap, pending_cap, cursor_cap;
+} prox_fill_arrays;
 
 /* Releases what the grid keeps between queries. */
 void prox_grid_free_kept(prox_grid *g);
@@ -136,6 +154,34 @@ int64_t prox_ranges_length(const prox_range *r, int count);
 prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
 /* The ranges of the full stencil around `base`, a cell that may lie up to
  * the reach outside an open axis (ball queries). */
+/* The forward half of run r's stencil (seed 001: each pair once) as
+ * ranges: rg[0] the run's own cell (a point meets its later points only:
+ * from s + 1 on), then its row's forward cells and the forward rows.
+ * Adds the cells looked at to *cells; returns how many ranges. */
+int prox_grid_half_ranges(const prox_grid *g, const prox_strip_rows *rows, int64_t r,
+                          prox_range *rg, int64_t *cells);
+typedef struct grid_recheck grid_recheck;
+/* Sorted point s's candidates within the radius among the ranges of
+ * prox_grid_half_ranges (the first from s + 1 on): their positions go to
+ * hits[] (room for every candidate plus PROX_KERNEL_SLACK); with hits NULL
+ * they are only counted. Returns how many. */
+int64_t prox_grid_point_hits(const prox_grid *g, int64_t s, const prox_range *rg, int count,
+                             grid_recheck *rc, uint32_t *hits);
+/* The sorted buffer or full lists of a grid with linear keys, counted, then
+ * filled in place (grid_fill.c). *done false: the output is too large for
+ * that (2^31 entries); nothing was written. */
+prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats, bool *done);
+/* For tests: lower grid_fill.c's limits (0 keeps one) to reach the staged
+ * fallback with small inputs. */
+void prox_grid_set_fill_limits(prox_grid *g, uint32_t max_downs, int64_t max_entries);
+/* The same candidates split for grid_fill.c: the ids of those above s's
+ * own (every one with `both`) to ups[], the positions of the others
+ * (every one with `both`) to downs[]; their counts to *nu and *nd. hits[]
+ * is scratch; each array has room for every candidate plus
+ * PROX_KERNEL_SLACK. */
+void prox_grid_point_split(const prox_grid *g, int64_t s, const prox_range *rg, int count,
+                           grid_recheck *rc, bool both, uint32_t *hits, uint32_t *ups,
+                           uint32_t *downs, int64_t *nu, int64_t *nd);
 int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *rows,
                                   const int64_t base[3], prox_range *out, int64_t *cells);
 
@@ -303,12 +349,12 @@ static inline void fixed_point_of(const prox_grid *g, int64_t s, int32_t q[3])
 /* The exact decision for one query point (kernel_fixed.h): the query is
  * point `query` of `queries` (the grid's own source for self pairs), the
  * candidate a sorted position of the grid. */
-typedef struct grid_recheck {
+struct grid_recheck {
     prox_recheck base;
     const prox_grid *g;
     const prox_points *queries;
     int64_t query;
-} grid_recheck;
+};
 
 void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries);
 

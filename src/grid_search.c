@@ -376,8 +376,18 @@ static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int6
 {
     const prox_index *from = rc->entries;
     for (int64_t s = s0; s < s1; s++) {
-        if (s + PREFETCH_AHEAD < s1)
-            __builtin_prefetch(&offsets[g->id[s + PREFETCH_AHEAD]]);
+        if (s + 2 * PREFETCH_AHEAD < s1)
+            __builtin_prefetch(&offsets[g->id[s + 2 * PREFETCH_AHEAD]]);
+        if (s + PREFETCH_AHEAD < s1) { /* the row's first and last lines, for writing */
+            int64_t ahead = offsets[g->id[s + PREFETCH_AHEAD]], len = row_len[s + PREFETCH_AHEAD];
+            if (sink.kind == PROX_SINK_LISTS) {
+                __builtin_prefetch(sink.lists->indices + ahead, 1);
+                __builtin_prefetch(sink.lists->indices + ahead + len, 1);
+            } else {
+                __builtin_prefetch(sink.buffer->pairs + ahead, 1);
+                __builtin_prefetch(sink.buffer->pairs + ahead + len, 1);
+            }
+        }
         prox_index self = g->id[s];
         int64_t len = row_len[s], at = offsets[self];
         if (sink.kind == PROX_SINK_LISTS) {
@@ -556,11 +566,27 @@ static bool lists_from_half_pairs(const prox_grid *g)
     return (double)g->n <= HALF_PAIRS_MAX_POINTS_PER_CELL * (double)g->nruns;
 }
 
+/* Rows written in place (grid_fill.c): asked for, with linear keys, and
+ * for an output whose rows would otherwise be staged (every sorted or
+ * list output but the unsorted buffer). */
+static bool rows_in_place(const prox_grid *g, prox_sink sink)
+{
+    return g->desc.rows == PROX_ROWS_IN_PLACE && g->keys == PROX_KEYS_LINEAR &&
+           (sink.kind == PROX_SINK_LISTS || (sink.kind == PROX_SINK_BUFFER && !sink.unsorted));
+}
+
 prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
 {
     prox_status st = check_query_ready(g, sink);
     if (st)
         return st;
+    if (rows_in_place(g, sink)) {
+        bool done;
+        st = prox_grid_fill_rows(g, sink, stats, &done);
+        if (done)
+            return st;
+        return grid_rows(g, sink, stats);
+    }
     /* sorted output goes by rows; an unsorted buffer takes the pairs as the
      * half stencil finds them */
     if ((sink.kind == PROX_SINK_LISTS && !lists_from_half_pairs(g)) ||

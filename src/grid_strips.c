@@ -173,9 +173,6 @@ static void emit_positions(const prox_grid *g, prox_emitter *e, int64_t s, const
     e->count += count;
 }
 
-/* Candidates within the radius of sorted point s among the ranges (the
- * first one from s + 1 on): their positions go to hits[], or with hits NULL
- * they are only counted. */
 static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg, int count,
                                  grid_recheck *rc, uint32_t *hits)
 {
@@ -204,13 +201,10 @@ static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg,
     return found;
 }
 
-/* Pairs whose first point (in cell order) lies in run r. */
-static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_t r,
-                              half_scratch *hs, grid_recheck *rc, prox_emitter *e,
-                              prox_stats *counters)
+int prox_grid_half_ranges(const prox_grid *g, const strip_rows *rows, int64_t r, range *rg,
+                          int64_t *cells)
 {
     cell3 a = run_cell_of(g, r);
-    range rg[MAX_RANGES];
     int64_t own_end = g->run_start[r + 1];
     /* the own cell's later points, then its row's forward cells */
     int count = row_ranges(g, a.c[0], 1, rows->own_reach, a.c[1], a.c[2], rg + 1);
@@ -221,8 +215,55 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
         count--;
     }
     count += 1;
-    counters->cells_visited += 1 + rows->own_reach;
-    count += prox_grid_strip_ranges(g, rows, a, rg + count, &counters->cells_visited);
+    *cells += 1 + rows->own_reach;
+    return count + prox_grid_strip_ranges(g, rows, a, rg + count, cells);
+}
+
+int64_t prox_grid_point_hits(const prox_grid *g, int64_t s, const range *rg, int count,
+                             grid_recheck *rc, uint32_t *hits)
+{
+    return point_hits(g, s, rg, count, rc, hits);
+}
+
+void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int count,
+                           grid_recheck *rc, bool both, uint32_t *hits, uint32_t *ups,
+                           uint32_t *downs, int64_t *nu, int64_t *nd)
+{
+    prox_index self = g->id[s];
+    *nu = *nd = 0;
+    if (g->fixed_on) {
+        prox_fixed_block b = fixed_block(g);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        rc->query = self;
+        for (int k = 0; k < count; k++)
+            prox_fixed_split(&b, g->id, k == 0 ? s + 1 : rg[k].begin, rg[k].end, q,
+                             &g->fixed_metric, &rc->base, self, both, ups, downs, nu, nd);
+        return;
+    }
+    int64_t found = point_hits(g, s, rg, count, rc, hits), u = 0, d = 0;
+    for (int64_t t = 0; t < found; t++) { /* no branch: the side is a coin toss */
+        uint32_t b = hits[t];
+        prox_index other = g->id[b];
+        bool up = both || other > self;
+        if (ups)
+            ups[u] = other;
+        downs[d] = b;
+        u += up;
+        d += both || !up;
+    }
+    *nu = u;
+    *nd = d;
+}
+
+/* Pairs whose first point (in cell order) lies in run r. */
+static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_t r,
+                              half_scratch *hs, grid_recheck *rc, prox_emitter *e,
+                              prox_stats *counters)
+{
+    range rg[MAX_RANGES];
+    int64_t own_end = g->run_start[r + 1];
+    int count = prox_grid_half_ranges(g, rows, r, rg, &counters->cells_visited);
     int64_t others = prox_ranges_length(rg + 1, count - 1);
     if (e->kind != PROX_SINK_COUNT && hs->cap < rg[0].end - rg[0].begin + others + PROX_KERNEL_SLACK) {
         int64_t want = 2 * (rg[0].end - rg[0].begin + others) + PROX_KERNEL_SLACK;

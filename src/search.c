@@ -18,6 +18,7 @@ prox_grid_desc prox_default_grid_desc(void)
         .period = {0.0, 0.0, 0.0},
         .threads = 0,
         .coords = PROX_COORDS_AUTO,
+        .rows = PROX_ROWS_AUTO,
     };
 }
 
@@ -54,6 +55,10 @@ prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim)
         desc->coords != PROX_COORDS_FIXED)
         return prox_fail(PROX_ERR_INVALID, "coords is %d; use PROX_COORDS_AUTO, DOUBLE or FIXED",
                          (int)desc->coords);
+    if (desc->rows != PROX_ROWS_AUTO && desc->rows != PROX_ROWS_STAGED &&
+        desc->rows != PROX_ROWS_IN_PLACE)
+        return prox_fail(PROX_ERR_INVALID, "rows is %d; use PROX_ROWS_AUTO, STAGED or IN_PLACE",
+                         (int)desc->rows);
     int64_t t = desc->table_size;
     if (t < 0 || (t & (t - 1)) != 0 || t > ((int64_t)1 << 40))
         return prox_fail(PROX_ERR_INVALID,

@@ -43,6 +43,7 @@ typedef struct algo_config {
     int cell_divisions;
     int64_t table_size;
     prox_coords coords; /* AUTO: fixed point in one-shot calls, doubles on grid objects */
+    prox_rows rows;
 } algo_config;
 
 extern const algo_config CONFIG_BRUTE;
@@ -51,11 +52,12 @@ extern const algo_config CONFIG_HASH;
 extern const algo_config CONFIG_DIVISIONS_2;
 extern const algo_config CONFIG_HASH_TINY_TABLE; /* table_size 8: collisions everywhere */
 extern const algo_config CONFIG_LINEAR;           /* row-major keys: the strip searches */
+extern const algo_config CONFIG_LINEAR_IN_PLACE;  /* rows counted, then written in place */
 extern const algo_config CONFIG_LINEAR_DIVISIONS_2; /* strips of 5 cells, fixed point always */
 extern const algo_config CONFIG_LINEAR_DOUBLE;      /* strips of 5 cells, doubles always */
 /* The grid configurations above. */
 extern const algo_config *const GRID_CONFIGS[];
-#define GRID_CONFIG_COUNT 7
+#define GRID_CONFIG_COUNT 9
 
 prox_grid_desc config_desc(const algo_config *config, double radius, const double period[3],
                            int threads);

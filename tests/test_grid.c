@@ -466,9 +466,9 @@ static void grid_hash_table_of_one_or_two_slots_is_exact(void **state)
 {
     (void)state;
     static const algo_config one_slot = {"grid-hash-table1", PROX_ALGO_GRID, PROX_KEYS_HASH, 1,
-                                         1, PROX_COORDS_AUTO};
+                                         1, PROX_COORDS_AUTO, PROX_ROWS_AUTO};
     static const algo_config two_slots = {"grid-hash-table2-div2", PROX_ALGO_GRID,
-                                          PROX_KEYS_HASH, 2, 2, PROX_COORDS_AUTO};
+                                          PROX_KEYS_HASH, 2, 2, PROX_COORDS_AUTO, PROX_ROWS_AUTO};
     static const input_class classes[] = {INPUT_UNIFORM, INPUT_LATTICE, INPUT_OUTLIER,
                                           INPUT_NARROW_PERIOD};
     check_pair_of_configs(classes, sizeof classes / sizeof classes[0], 3, &one_slot, &two_slots);
@@ -481,9 +481,9 @@ static void grid_linear_wide_strips_are_exact(void **state)
 {
     (void)state;
     static const algo_config div3 = {"grid-linear-div3", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 3, 0,
-                                     PROX_COORDS_AUTO};
+                                     PROX_COORDS_AUTO, PROX_ROWS_AUTO};
     static const algo_config div4 = {"grid-linear-div4", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 4, 0,
-                                     PROX_COORDS_FIXED}; /* and fixed point over wide strips */
+                                     PROX_COORDS_FIXED, PROX_ROWS_AUTO}; /* and fixed point over wide strips */
     static const input_class classes[] = {INPUT_UNIFORM, INPUT_LATTICE, INPUT_CLUSTERED,
                                           INPUT_NARROW_PERIOD};
     check_pair_of_configs(classes, sizeof classes / sizeof classes[0], 2, &div3, &div4);

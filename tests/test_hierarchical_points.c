@@ -10,11 +10,11 @@
 #include <string.h>
 
 static const algo_config CONFIG_HIERARCHICAL = {"hierarchical", PROX_ALGO_HIERARCHICAL,
-                                                PROX_KEYS_MORTON, 1, 0, PROX_COORDS_AUTO};
+                                                PROX_KEYS_MORTON, 1, 0, PROX_COORDS_AUTO, PROX_ROWS_AUTO};
 /* A table of 2 slots that grows with every few cells. */
 static const algo_config CONFIG_HIERARCHICAL_TINY = {"hierarchical table 2",
                                                      PROX_ALGO_HIERARCHICAL, PROX_KEYS_MORTON,
-                                                     1, 2, PROX_COORDS_AUTO};
+                                                     1, 2, PROX_COORDS_AUTO, PROX_ROWS_AUTO};
 
 /* Every input class, 2D and 3D, f64 and f32, open axes. */
 static void check_open_classes(const algo_config *config)

@@ -38,7 +38,10 @@ static const char usage[] =
     "seconds, medians over the runs; first_s (total_s of the first run, on a\n"
     "fresh grid: its pages faulted in); pairs (unordered pairs found); candidates\n"
     "(exact distance tests); struct_MB (memory the structure held, from the\n"
-    "library's statistics); peak_MB (peak RSS of the whole process so far).\n"
+    "library's statistics); kept_MB (scratch the grid kept after the query:\n"
+    "stats.kept_bytes); peak_MB (peak RSS of the whole process so far).\n"
+    "rows: how sorted buffers and lists were written (prox_grid_desc.rows):\n"
+    "staged in cell order then copied into place, or in place (counted first).\n"
     "Exit status 1 if the algorithms disagree on the number of pairs.\n";
 
 #define BRUTE_MAX_N 20000
@@ -58,18 +61,22 @@ typedef struct variant {
     prox_keys keys;
     prox_coords coords;
     int cell_divisions;
+    prox_rows rows;
 } variant;
 
 /* Brute force stays last: it is skipped for large N. */
 static const variant variants[] = {
-    { "grid", "linear", "double", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_COORDS_DOUBLE, 1 },
-    { "grid", "linear", "fixed", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_COORDS_FIXED, 1 },
-    { "grid", "morton", "double", "r", PROX_ALGO_GRID, PROX_KEYS_MORTON, PROX_COORDS_DOUBLE, 1 },
-    { "grid", "morton", "double", "r/2", PROX_ALGO_GRID, PROX_KEYS_MORTON, PROX_COORDS_DOUBLE, 2 },
-    { "grid", "hash", "double", "r", PROX_ALGO_GRID, PROX_KEYS_HASH, PROX_COORDS_DOUBLE, 1 },
+    { "grid", "linear", "double", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_COORDS_DOUBLE, 1, PROX_ROWS_STAGED },
+    { "grid", "linear", "fixed", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_COORDS_FIXED, 1, PROX_ROWS_STAGED },
+    { "grid", "linear", "fixed", "r", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_COORDS_FIXED, 1,
+      PROX_ROWS_IN_PLACE },
+    { "grid", "morton", "double", "r", PROX_ALGO_GRID, PROX_KEYS_MORTON, PROX_COORDS_DOUBLE, 1, PROX_ROWS_STAGED },
+    { "grid", "morton", "double", "r/2", PROX_ALGO_GRID, PROX_KEYS_MORTON, PROX_COORDS_DOUBLE, 2, PROX_ROWS_STAGED },
+    { "grid", "hash", "double", "r", PROX_ALGO_GRID, PROX_KEYS_HASH, PROX_COORDS_DOUBLE, 1, PROX_ROWS_STAGED },
     { "hierarchical", "-", "-", "r", PROX_ALGO_HIERARCHICAL, PROX_KEYS_MORTON, PROX_COORDS_AUTO,
-      1 }, /* Listing 3 */
-    { "brute", "-", "-", "-", PROX_ALGO_BRUTE, PROX_KEYS_MORTON, PROX_COORDS_AUTO, 1 },
+      1, PROX_ROWS_AUTO }, /* Listing 3 */
+    { "brute", "-", "-", "-", PROX_ALGO_BRUTE, PROX_KEYS_MORTON, PROX_COORDS_AUTO, 1,
+      PROX_ROWS_AUTO },
 };
 #define VARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -205,10 +212,10 @@ static void print_header(int argc, char **argv, const bench_options *o, double r
         printf(" k=%g", o->k);
     printf("\nthreads: %d; times in seconds, median of %d runs\n\n", effective_threads(o->threads),
            o->runs);
-    printf("| algo | keys | coords | cell | task | build_s | query_s | total_s | first_s | pairs "
-           "| candidates | struct_MB | peak_MB |\n");
-    printf("|------|------|--------|------|------|--------:|--------:|--------:|--------:|------:"
-           "|-----------:|----------:|--------:|\n");
+    printf("| algo | keys | coords | cell | rows | task | build_s | query_s | total_s | first_s "
+           "| pairs | candidates | struct_MB | kept_MB | peak_MB |\n");
+    printf("|------|------|--------|------|------|------|--------:|--------:|--------:|--------:"
+           "|------:|-----------:|----------:|--------:|--------:|\n");
     fflush(stdout);
 }
 
@@ -275,6 +282,7 @@ static int64_t measure_row(const variant *v, bench_task task, const prox_points 
     desc.keys = v->keys;
     desc.coords = v->coords;
     desc.cell_divisions = v->cell_divisions;
+    desc.rows = v->rows;
     double *build = xmalloc(sizeof(double) * 3 * (size_t)runs);
     double *query = build + runs, *total = query + runs;
     prox_grid *grid = NULL;
@@ -296,10 +304,16 @@ static int64_t measure_row(const variant *v, bench_task task, const prox_points 
     const char *coords = v->algo != PROX_ALGO_GRID                  ? "-"
                          : first.stats.coords == PROX_COORDS_FIXED ? "fixed"
                                                                    : "double";
-    printf("| %s | %s | %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %lld | %lld | %.1f | %.1f |\n",
-           v->algo_name, v->keys_name, coords, v->cell_name, task_names[task], median(build, runs),
-           median(query, runs), median(total, runs), total[0], (long long)first.stats.pairs, (long long)first.stats.candidates,
-           (double)first.stats.bytes / (1024.0 * 1024.0), peak_rss_mb());
+    const char *rows = v->algo != PROX_ALGO_GRID        ? "-"
+                       : v->rows == PROX_ROWS_IN_PLACE ? "in-place"
+                                                       : "staged";
+    double mb = 1024.0 * 1024.0;
+    printf("| %s | %s | %s | %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %lld | %lld | %.1f | %.1f "
+           "| %.1f |\n",
+           v->algo_name, v->keys_name, coords, v->cell_name, rows, task_names[task],
+           median(build, runs), median(query, runs), median(total, runs), total[0],
+           (long long)first.stats.pairs, (long long)first.stats.candidates,
+           (double)first.stats.bytes / mb, (double)first.stats.kept_bytes / mb, peak_rss_mb());
     fflush(stdout);
     prox_grid_destroy(grid);
     free(build);

@@ -32,6 +32,10 @@ static const char usage[] =
     "      --coords fixed|double  coordinates the grid keeps (default fixed: 32-bit\n"
     "                          fixed point, pairs near the radius decided in double\n"
     "                          from the input; linear keys only, else double)\n"
+    "      --rows staged|in-place  how sorted pairs and lists are written (default\n"
+    "                          staged: fastest, holds 4 bytes per output entry;\n"
+    "                          in-place: 6 bytes per point beyond the output,\n"
+    "                          about 1.5x the search time; linear keys only)\n"
     "  -t, --threads T         threads, 0 = OpenMP default (default 0)\n"
     "      --periodic LX,LY[,LZ]  periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum-image\n"
     "                          distances, one period per dimension\n"
@@ -70,6 +74,7 @@ typedef struct pairs_options {
     prox_algo algo;
     prox_keys keys;
     prox_coords coords;
+    prox_rows rows;
     int threads;
     int periods; /* how many --periodic values */
     double period[3];
@@ -81,7 +86,7 @@ typedef struct pairs_options {
 } pairs_options;
 
 enum {
-    OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_COORDS, OPT_THREADS, OPT_PERIODIC,
+    OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_COORDS, OPT_ROWS, OPT_THREADS, OPT_PERIODIC,
     OPT_DIVISIONS,
     OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP,
 };
@@ -92,6 +97,7 @@ static const opt_spec pairs_specs[] = {
     { "algo", 0, true, OPT_ALGO },
     { "keys", 0, true, OPT_KEYS },
     { "coords", 0, true, OPT_COORDS },
+    { "rows", 0, true, OPT_ROWS },
     { "threads", 't', true, OPT_THREADS },
     { "periodic", 0, true, OPT_PERIODIC },
     { "cell-divisions", 0, true, OPT_DIVISIONS },
@@ -128,6 +134,15 @@ static prox_keys parse_keys(const opt_parser *p, const char *v)
     die_usage(p->command, "--keys must be linear, morton or hash, not '%s'", v);
 }
 
+static prox_rows parse_rows(const opt_parser *p, const char *v)
+{
+    if (strcmp(v, "staged") == 0)
+        return PROX_ROWS_STAGED;
+    if (strcmp(v, "in-place") == 0)
+        return PROX_ROWS_IN_PLACE;
+    die_usage(p->command, "--rows must be staged or in-place, not '%s'", v);
+}
+
 static prox_coords parse_coords(const opt_parser *p, const char *v)
 {
     if (strcmp(v, "fixed") == 0)
@@ -153,6 +168,7 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
     case OPT_ALGO: o->algo = parse_algo(p, v); break;
     case OPT_KEYS: o->keys = parse_keys(p, v); break;
     case OPT_COORDS: o->coords = parse_coords(p, v); break;
+    case OPT_ROWS: o->rows = parse_rows(p, v); break;
     case OPT_THREADS: o->threads = (int)parse_count(p, v, 0, 4096); break;
     case OPT_PERIODIC: o->periods = parse_double_list(p, v, o->period, 3); break;
     case OPT_DIVISIONS: o->cell_divisions = (int)parse_count(p, v, 1, 64); break;
@@ -230,6 +246,7 @@ static prox_grid_desc make_desc(const pairs_options *o, double radius, int dim)
     desc.radius = radius;
     desc.keys = o->keys;
     desc.coords = o->coords;
+    desc.rows = o->rows;
     desc.cell_divisions = o->cell_divisions;
     desc.table_size = o->table_size;
     desc.threads = o->threads;

@@ -68,6 +68,26 @@ typedef enum prox_coords {
     PROX_COORDS_FIXED = 2,
 } prox_coords;
 
+/* How a grid writes sorted pair buffers and full lists, whose rows come in
+ * input order while the grid finds them in cell order. */
+typedef enum prox_rows {
+    /* PROX_ROWS_STAGED */
+    PROX_ROWS_AUTO = 0,
+    /* each point's row from the full stencil, staged in cell order, then
+     * copied into place: the fastest; holds 4 bytes per entry of the
+     * output (half the buffer's bytes, all of the lists') plus 12 bytes
+     * per point until the query returns (stats.kept_bytes keeps it for
+     * the next query) */
+    PROX_ROWS_STAGED = 1,
+    /* the rows counted first, then each written into place, sorted, from
+     * the forward half of the stencil: 6 bytes and a bit per point beyond
+     * the output, at about 1.5 times the query time of staged rows.
+     * Linear keys only (others stage); falls back to staged rows for
+     * outputs of 2^31 entries or more, or a point with 65,535 neighbours
+     * or more */
+    PROX_ROWS_IN_PLACE = 2,
+} prox_rows;
+
 typedef struct prox_grid_desc {
     double radius;        /* required, > 0 and finite */
     prox_keys keys;       /* default PROX_KEYS_LINEAR */
@@ -81,6 +101,7 @@ typedef struct prox_grid_desc {
     int threads;          /* 0 = OpenMP default, 1 = no threads, n = n threads */
     prox_allocator allocator;
     prox_coords coords;   /* default PROX_COORDS_AUTO */
+    prox_rows rows;       /* default PROX_ROWS_AUTO (staged) */
 } prox_grid_desc;
 
 prox_grid_desc prox_default_grid_desc(void);

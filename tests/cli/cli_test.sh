@@ -279,6 +279,22 @@ t_pairs_grid_equals_brute() {
     [ -s brute.out ] || { why="no pairs at all"; return 1; }
 }
 
+# --rows in-place: rows counted, then written in place; the same bytes as
+# brute force, on one thread and on two (8000 points: several chunks).
+t_pairs_rows_in_place() {
+    "$PROX" gen sph3d --n 8000 -o s8000.txt || { why="gen failed"; return 1; }
+    for task in "" --lists; do
+        "$PROX" pairs --algo brute $task s8000.txt >brute.out || { why="brute $task failed"; return 1; }
+        for t in 1 2; do
+            "$PROX" pairs --rows in-place --threads $t $task s8000.txt >inplace$t.out ||
+                { why="--rows in-place --threads $t $task failed"; return 1; }
+            same_files brute.out inplace$t.out || return 1
+        done
+    done
+    expect_fail 2 "--rows must be staged or in-place" out.txt \
+        "$PROX" pairs --rows sideways -o out.txt s8000.txt
+}
+
 # --unsorted: the same pairs (and the same list rows) in traversal order,
 # byte-identical for 1 and 2 threads.
 t_pairs_unsorted() {
@@ -470,9 +486,10 @@ expect_stdout_has_exit_codes() {
 t_bench_small() {
     run "$PROX" bench sph3d --n 2000 --runs 1
     expect_exit 0 || return 1
-    for row in "| grid | linear | double | r | pairs |" "| grid | linear | fixed | r | count |" \
-        "| grid | morton | double | r | pairs |" "| grid | morton | double | r/2 | count |" \
-        "| grid | hash | double | r | lists |" "| brute | - | - | - | count |"; do
+    for row in "| grid | linear | double | r | staged | pairs |" \
+        "| grid | linear | fixed | r | staged | count |" "| grid | linear | fixed | r | in-place | lists |" \
+        "| grid | morton | double | r | staged | pairs |" "| grid | morton | double | r/2 | staged | count |" \
+        "| grid | hash | double | r | staged | lists |" "| brute | - | - | - | - | count |"; do
         grep -F -q -- "$row" stdout || { why="no row '$row' in: $(cat stdout)"; return 1; }
     done
 }
@@ -665,6 +682,7 @@ check gen_sph3d_20000_checksum t_gen_many_blocks
 check gen_deterministic t_gen_deterministic
 check gen_binary_f64_f32 t_gen_binary
 check pairs_tiny_closed_ball t_pairs_tiny
+check pairs_rows_in_place t_pairs_rows_in_place
 check pairs_tiny_brute t_pairs_tiny_brute
 check pairs_tiny_hash t_pairs_tiny_hash
 check pairs_count t_pairs_count
