@@ -37,7 +37,7 @@
 
 #define FETCH_MARGIN 16   /* cursors prepared beyond the farthest forward range */
 #define PREFETCH_ROWS 8   /* output rows fetched this many rows ahead */
-#define ROWS_HELD 16384   /* entries of finished rows held before they are written */
+#define ROWS_HELD 4096    /* entries of finished rows held before they are written */
 #define MAX_DOWNS 0xffffu /* a point's downs, 16 bits */
 #define MAX_ENTRIES INT32_MAX /* row starts, 31 bits */
 
@@ -49,11 +49,11 @@ typedef struct fill_job {
     uint16_t *downs;        /* per sorted point: downs it takes in its chunk */
     uint32_t max_downs;     /* limits (prox_grid_set_fill_limits) */
     int64_t max_entries;
-    uint64_t *late;         /* per sorted point: it takes set-aside downs */
+    uint64_t *late;         /* per sorted point: it takes set-aside downs (NULL: none do) */
     prox_pair *pairs;       /* the buffer's output */
     prox_index *indices;    /* the lists' output */
-    int64_t cursor_ring;    /* ring sizes, powers of two */
-    int64_t pending_ring;
+    int64_t cursor_ring;    /* ring sizes: exactly what the fill holds at most */
+    uint32_t pending_ring;
 } fill_job;
 
 typedef struct fill_chunk {
@@ -62,6 +62,7 @@ typedef struct fill_chunk {
     int64_t aside_count;    /* count: b each; fill: b, then the entry */
     int64_t late_count;     /* fill: b, then its row's start */
     int64_t row_count, placed_count; /* fill: finished rows held */
+    int64_t at, at_slot;    /* fill: the point visited, and its slot in the cursor ring */
     int64_t entries;        /* count: the entries the chunk's rows take */
     int64_t reach;          /* count: the most points from a run to its farthest range */
     int64_t candidates, cells, rechecked;
@@ -141,9 +142,18 @@ static void count_point(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups
 
 /* ---- pass 2: the fill ------------------------------------------------------ */
 
+/* The cursor ring holds the points [at, at + cursor_ring): the one visited
+ * and those the forward ranges reach beyond it. */
 static inline uint32_t *cursor_of(const fill_job *j, fill_chunk *c, int64_t s)
 {
-    return &c->a.cursor[s & (j->cursor_ring - 1)];
+    int64_t slot = c->at_slot + (s - c->at);
+    return &c->a.cursor[slot >= j->cursor_ring ? slot - j->cursor_ring : slot];
+}
+
+static void visit_point(const fill_job *j, fill_chunk *c, int64_t a)
+{
+    c->at_slot = (c->at_slot + (a - c->at)) % j->cursor_ring;
+    c->at = a;
 }
 
 /* Row `self` (`len` entries in row[]) into the output at `start`. */
@@ -196,7 +206,7 @@ static void finish_row(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups)
 {
     int64_t downs = j->downs[a];
     int64_t len = downs + ups;
-    bool late = j->late[a >> 6] >> (a & 63) & 1;
+    bool late = j->late && j->late[a >> 6] >> (a & 63) & 1;
     if (len == 0 && !late)
         return;
     if (!room_for_row(j, c, len)) {
@@ -204,9 +214,12 @@ static void finish_row(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups)
         return;
     }
     uint32_t *row = c->a.row + c->row_count;
-    uint32_t first = *cursor_of(j, c, a) - (uint32_t)downs, mask = (uint32_t)j->pending_ring - 1;
-    for (int64_t t = 0; t < downs; t++)
-        row[t] = c->a.pending[(first + (uint32_t)t) & mask];
+    uint32_t ring = j->pending_ring, end = *cursor_of(j, c, a);
+    uint32_t at = end >= downs ? end - (uint32_t)downs : end + ring - (uint32_t)downs;
+    for (int64_t t = 0; t < downs; t++) {
+        row[t] = c->a.pending[at];
+        at = at + 1 == ring ? 0 : at + 1;
+    }
     for (int64_t t = 0; t < ups; t++)
         row[downs + t] = c->a.ups[t];
     if (!late)
@@ -227,25 +240,29 @@ static void finish_row(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups)
 static void fill_point(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups, int64_t downs)
 {
     prox_index self = j->g->id[a];
-    uint32_t mask = (uint32_t)j->pending_ring - 1;
+    uint32_t ring = j->pending_ring;
     for (int64_t t = 0; t < downs; t++) {
         uint32_t b = c->a.downs[t];
-        if (direct(c, a, b))
-            c->a.pending[(*cursor_of(j, c, b))++ & mask] = self;
-        else
+        if (direct(c, a, b)) {
+            uint32_t *at = cursor_of(j, c, b);
+            c->a.pending[*at] = self;
+            *at = *at + 1 == ring ? 0 : *at + 1;
+        } else
             append(j->g, c, &c->a.aside, &c->a.aside_cap, &c->aside_count, b, self, 2);
     }
     finish_row(j, c, a, ups);
 }
 
 /* Cursors of the points [*ahead, upto): where each one's downs begin in
- * the ring, the running sum of the downs before it in the chunk. */
+ * the ring, the running sum of the downs before it in the chunk (modulo
+ * the ring, which holds any point's downs). */
 static void prepare_cursors(const fill_job *j, fill_chunk *c, int64_t *ahead, uint32_t *sum,
                             int64_t upto)
 {
     for (int64_t s = *ahead; s < upto; s++) {
         *cursor_of(j, c, s) = *sum;
         *sum += j->downs[s];
+        *sum -= *sum >= j->pending_ring ? j->pending_ring : 0;
     }
     *ahead = upto > *ahead ? upto : *ahead;
 }
@@ -264,6 +281,8 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
         memset(j->downs + c->p0, 0, (size_t)(c->p1 - c->p0) * sizeof *j->downs);
     int64_t ahead = c->p0; /* fill: cursors ready for [p0, ahead) */
     uint32_t sum = 0;
+    c->at = c->p0;
+    c->at_slot = 0;
     for (int64_t r = c->r0; r < c->r1 && !c->failed; r++) {
         prox_range rg[PROX_STRIP_MAX_RANGES];
         int64_t cells = 0;
@@ -278,6 +297,7 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
         }
         if (fill) {
             c->cells += cells;
+            visit_point(j, c, own);
             prepare_cursors(j, c, &ahead, &sum, far);
         } else {
             c->reach = far - own > c->reach ? far - own : c->reach;
@@ -291,6 +311,7 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
                 continue;
             }
             c->candidates += rg[0].end - (a + 1) + others;
+            visit_point(j, c, a);
             fill_point(j, c, a, ups, downs);
         }
     }
@@ -303,36 +324,44 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
 static void visit_chunks(const fill_job *j, fill_chunk *chunks, int count, bool fill)
 {
 #pragma omp parallel for num_threads(j->g->threads) if (count > 1) schedule(dynamic, 1)
-    for (int k = 0; k < count; k++)
-        visit_chunk(j, &chunks[k], fill);
+    for (int k = 0; k < count; k++) {
+        fill_chunk c = chunks[k]; /* a local copy: chunks[] neighbours share cache lines */
+        visit_chunk(j, &c, fill);
+        chunks[k] = c;
+    }
 }
 
 /* ---- between the passes ----------------------------------------------------- */
 
 /* Row lengths: each point's ups, its downs in the chunk and the downs set
- * aside for it; the rows taking those marked late. */
-static void count_aside(const fill_job *j, fill_chunk *chunks, int count)
+ * aside for it; the rows taking those marked late (a bit per point, only
+ * when there are such rows). */
+static bool count_aside(fill_job *j, fill_chunk *chunks, int count)
 {
     int64_t n = j->g->n;
 #pragma omp parallel for num_threads(j->g->threads) if (j->g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t s = 0; s < n; s++)
         j->word[s] += j->downs[s];
-    memset(j->late, 0, (size_t)((n + 63) / 64) * sizeof *j->late);
+    int64_t aside = 0;
+    for (int k = 0; k < count; k++)
+        aside += chunks[k].aside_count;
+    j->late = NULL;
+    if (aside == 0)
+        return true;
+    int64_t words = (n + 63) / 64;
+    j->late = prox_workspace_scratch(&j->g->work, PROX_SCRATCH_OWNER + 2,
+                                     words * (int64_t)sizeof *j->late);
+    if (!j->late)
+        return false;
+    memset(j->late, 0, (size_t)words * sizeof *j->late);
     for (int k = 0; k < count; k++)
         for (int64_t t = 0; t < chunks[k].aside_count; t++) {
             uint32_t b = chunks[k].a.aside[t];
             j->word[b]++;
             j->late[b >> 6] |= 1ull << (b & 63);
         }
-}
-
-static int64_t power_of_two_above(int64_t v)
-{
-    int64_t p = 1;
-    while (p <= v)
-        p *= 2;
-    return p;
+    return true;
 }
 
 /* Ring sizes: cursors for the most points a run reaches ahead; pending
@@ -343,8 +372,8 @@ static bool size_rings(fill_job *j, fill_chunk *chunks, int count)
     int64_t reach = 0;
     for (int k = 0; k < count; k++)
         reach = chunks[k].reach > reach ? chunks[k].reach : reach;
-    j->cursor_ring = power_of_two_above(reach + 1);
-    int64_t most = 0, w = j->cursor_ring;
+    j->cursor_ring = reach + 1;
+    int64_t most = 0, w = reach + 1;
     for (int k = 0; k < count; k++) {
         int64_t window = 0;
         for (int64_t s = chunks[k].p0; s < chunks[k].p1; s++) {
@@ -354,7 +383,7 @@ static bool size_rings(fill_job *j, fill_chunk *chunks, int count)
             most = window > most ? window : most;
         }
     }
-    j->pending_ring = power_of_two_above(most);
+    j->pending_ring = (uint32_t)most + 1; /* most < 2^31: it is a sum of entries */
     for (int k = 0; k < count; k++)
         if (!reserve_u32(j->g, &chunks[k].a.cursor, &chunks[k].a.cursor_cap, j->cursor_ring) ||
             !reserve_u32(j->g, &chunks[k].a.pending, &chunks[k].a.pending_cap, j->pending_ring))
@@ -506,8 +535,7 @@ static prox_status count_then_fill(fill_job *j, fill_chunk *chunks, int count, p
         *done = false;
         return PROX_OK;
     }
-    count_aside(j, chunks, count);
-    if (!size_rings(j, chunks, count))
+    if (!count_aside(j, chunks, count) || !size_rings(j, chunks, count))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for the row rings");
     int64_t *offsets = NULL;
     prox_status st = reserve_output(j, sink, *total, &offsets);
@@ -531,8 +559,8 @@ prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats,
     assert(g->keys == PROX_KEYS_LINEAR);
     *done = true;
     int64_t n = g->n;
-    /* few chunks: each boundary sets downs aside */
-    int count = g->threads > 1 && n >= 4096 ? 2 * g->threads : 1;
+    /* a chunk per thread: each boundary sets a slab of downs aside */
+    int count = g->threads > 1 && n >= 4096 ? g->threads : 1;
     prox_strip_rows rows;
     prox_grid_strip_rows(g, true, &rows);
     fill_job j = {.g = g, .lists = sink.kind == PROX_SINK_LISTS, .rows = &rows,
@@ -541,9 +569,7 @@ prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats,
     j.word = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER, n * (int64_t)sizeof *j.word);
     j.downs = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 1,
                                      n * (int64_t)sizeof *j.downs);
-    j.late = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 2,
-                                    (n + 63) / 64 * (int64_t)sizeof *j.late);
-    fill_chunk *chunks = j.word && j.downs && j.late ? make_chunks(g, count) : NULL;
+    fill_chunk *chunks = j.word && j.downs ? make_chunks(g, count) : NULL;
     if (!chunks)
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for row counts");
     int64_t total = 0;
