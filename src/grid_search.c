@@ -407,16 +407,9 @@ static prox_status reserve_rows_output(prox_grid *g, prox_sink sink, int64_t tot
                                        int64_t **offsets)
 {
     if (sink.kind == PROX_SINK_LISTS) {
-        prox_lists *l = sink.lists;
-        l->rows = 0;
-        if (!prox_reserve(&l->allocator, (void **)&l->indices, &l->indices_capacity, total,
-                          sizeof *l->indices) ||
-            !prox_reserve(&l->allocator, (void **)&l->offsets, &l->offsets_capacity, g->n + 1,
-                          sizeof *l->offsets))
-            return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",
-                             (long long)total);
-        *offsets = l->offsets;
-        return PROX_OK;
+        prox_status st = prox_lists_reserve(sink.lists, total, g->n);
+        *offsets = sink.lists->offsets;
+        return st;
     }
     sink.buffer->count = 0;
     prox_status st = prox_pair_buffer_reserve(sink.buffer, total);

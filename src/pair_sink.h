@@ -122,6 +122,10 @@ prox_status prox_pairs_deliver(const prox_pair *pairs, int64_t count, prox_sink 
  * over `threads` for large inputs. */
 void prox_prefix_sums(int64_t *at, int64_t rows, int threads);
 
+/* Room in l for `entries` indices and rows + 1 offsets (contents not
+ * kept), l->rows 0 until filled. PROX_ERR_NO_MEMORY with a message. */
+prox_status prox_lists_reserve(prox_lists *l, int64_t entries, int64_t rows);
+
 /* The sink is usable: its buffer, lists or callback is there. */
 prox_status prox_sink_check(prox_sink sink);
 

@@ -587,18 +587,28 @@ static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int
     return PROX_OK;
 }
 
+prox_status prox_lists_reserve(prox_lists *l, int64_t entries, int64_t rows)
+{
+    l->rows = 0;
+    void *off = l->offsets, *idx = l->indices;
+    bool ok = prox_reserve(&l->allocator, &idx, &l->indices_capacity, entries, sizeof(prox_index));
+    l->indices = idx;
+    ok = ok && prox_reserve(&l->allocator, &off, &l->offsets_capacity, rows + 1, sizeof(int64_t));
+    l->offsets = off;
+    return ok ? PROX_OK
+              : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",
+                          (long long)entries);
+}
+
 static prox_status deliver_lists(const pair_source *s, prox_lists *l, int64_t rows,
                                  bool symmetric)
 {
     int64_t total = source_total(s) * (symmetric ? 2 : 1);
-    l->rows = 0;
-    void *off = l->offsets, *idx = l->indices;
-    bool ok = prox_reserve(&l->allocator, &idx, &l->indices_capacity, total, sizeof(prox_index));
-    l->indices = idx;
-    ok = ok && prox_reserve(&l->allocator, &off, &l->offsets_capacity, rows + 1, sizeof(int64_t));
-    l->offsets = off;
+    prox_status st = prox_lists_reserve(l, total, rows);
+    if (st)
+        return st;
     bucketing k = plan_buckets(s, rows, symmetric, symmetric);
-    if (!ok || !bucket_entries(s, &k, k.wide ? NULL : l->indices) ||
+    if (!bucket_entries(s, &k, k.wide ? NULL : l->indices) ||
         !lists_from_buckets(&k, l, s->unsorted, s->threads, s->workspace))
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",
                          (long long)total);
