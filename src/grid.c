@@ -464,6 +464,7 @@ void prox_grid_free_kept(prox_grid *g)
         prox_free(&g->allocator, f->late);
         prox_free(&g->allocator, f->pending);
         prox_free(&g->allocator, f->cursor);
+        prox_fixed_gather_free(&g->allocator, &f->gather);
     }
     prox_free(&g->allocator, g->fill);
     g->fill = NULL;
@@ -487,7 +488,7 @@ int64_t prox_grid_kept_bytes(const prox_grid *g)
     for (int k = 0; k < g->fill_chunks; k++) {
         const prox_fill_arrays *f = &g->fill[k];
         bytes += (3 * f->hits_cap + f->row_cap + f->placed_cap + f->aside_cap + f->late_cap + f->pending_cap +
-                  f->cursor_cap) *
+                  f->cursor_cap + 5 * f->gather.cap) *
                  (int64_t)sizeof(uint32_t);
     }
     return bytes;
@@ -729,7 +730,7 @@ static bool grid_within(prox_recheck *rc, int64_t k)
     const grid_recheck *c = (const grid_recheck *)(void *)rc;
     const prox_grid *g = c->g;
     const double *period = g->desc.period;
-    prox_index j = g->id[k];
+    prox_index j = c->ids ? c->ids[k] : g->id[k];
     double d[3] = {0.0, 0.0, 0.0};
     for (int a = 0; a < g->dim; a++)
         d[a] = prox_coord(c->queries, c->query, a, period) - prox_coord(&g->source, j, a, period);

@@ -302,9 +302,17 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
         } else {
             c->reach = far - own > c->reach ? far - own : c->reach;
         }
+        const prox_fixed_gather *block = NULL;
+        if (g->fixed_on && prox_fixed_gather_pays(own_end - own, rg[0].end - rg[0].begin + others)) {
+            if (!prox_fixed_gather_ranges(g, rg, count, true, &c->a.gather)) {
+                c->failed = true;
+                break;
+            }
+            block = &c->a.gather;
+        }
         for (int64_t a = own; a < own_end; a++) {
             int64_t ups, downs;
-            prox_grid_point_split(g, a, rg, count, &rc, j->lists, c->a.hits,
+            prox_grid_point_split(g, a, rg, count, block, &rc, j->lists, c->a.hits,
                                   fill ? c->a.ups : NULL, c->a.downs, &ups, &downs);
             if (!fill) {
                 count_point(j, c, a, ups, downs);

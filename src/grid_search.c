@@ -37,6 +37,7 @@ typedef struct gathered {
     int64_t count, cap;
     const prox_allocator *allocator;
     bool failed;
+    prox_fixed_gather fixed; /* linear keys, fixed point: a run's strips */
 } gathered;
 
 static void gathered_free(gathered *b)
@@ -44,6 +45,7 @@ static void gathered_free(gathered *b)
     void *blocks[] = {b->x, b->y, b->z, b->id, b->hits};
     for (int k = 0; k < 5; k++)
         prox_free(b->allocator, blocks[k]);
+    prox_fixed_gather_free(b->allocator, &b->fixed);
 }
 
 static bool gathered_grow(gathered *b, int64_t need);
@@ -276,15 +278,23 @@ typedef struct run_candidates {
     const prox_index *ids;
     prox_range range[PROX_STRIP_MAX_RANGES];
     int count;
+    const prox_fixed_gather *fixed; /* the strips gathered, or NULL: read in place */
 } run_candidates;
 
 static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                               gathered *b, run_candidates *c, query_counters *qc)
 {
+    c->fixed = NULL;
     if (strips) {
         c->block = grid_block(g);
         c->ids = g->id;
         c->count = prox_grid_strip_ranges(g, strips, run_cell_of(g, r), c->range, &qc->cells_visited);
+        if (g->fixed_on && prox_fixed_gather_pays(g->run_start[r + 1] - g->run_start[r],
+                                                  prox_ranges_length(c->range, c->count))) {
+            if (!prox_fixed_gather_ranges(g, c->range, c->count, false, &b->fixed))
+                return false;
+            c->fixed = &b->fixed;
+        }
         return true;
     }
     if (!gather_full(b, g, r, qc))
@@ -302,6 +312,17 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
                                    prox_id_rule rule, grid_recheck *rc, prox_index *out)
 {
     int64_t found = 0;
+    if (c->fixed) { /* one block */
+        prox_fixed_block b = prox_fixed_gather_block(c->fixed);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        rc->query = g->id[s];
+        rc->ids = c->fixed->id;
+        found = prox_fixed_ids(&b, c->fixed->id, 0, c->fixed->count, q, &g->fixed_metric,
+                               &rc->base, g->id[s], rule, out);
+        rc->ids = NULL;
+        return found;
+    }
     if (g->fixed_on) { /* linear keys: strips of the grid's own arrays */
         assert(c->ids == g->id);
         prox_fixed_block b = fixed_block(g);

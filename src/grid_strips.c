@@ -137,6 +137,43 @@ int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, 
     return prox_grid_strip_ranges_around(g, rows, base, out, cells);
 }
 
+bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bool positions,
+                              prox_fixed_gather *b)
+{
+    int64_t total = prox_ranges_length(rg, count), need = total + PROX_KERNEL_SLACK;
+    if (need > b->cap) {
+        int64_t cap = 2 * need;
+        prox_fixed_gather_free(&g->allocator, b);
+        int32_t *block = prox_alloc_array(&g->allocator, cap, 5 * sizeof(int32_t));
+        if (!block)
+            return false;
+        *b = (prox_fixed_gather){block, block + cap, block + 2 * cap, (uint32_t *)(block + 3 * cap),
+                                 (uint32_t *)(block + 4 * cap), 0, cap};
+    }
+    const int32_t *from[3] = {g->fixed, g->fixed + g->n, g->fixed + 2 * g->n};
+    int32_t *to[3] = {b->x, b->y, b->z};
+    int64_t at = 0;
+    for (int k = 0; k < count; k++) {
+        int64_t begin = rg[k].begin, len = rg[k].end - begin;
+        for (int a = 0; a < g->dim; a++)
+            memcpy(to[a] + at, from[a] + begin, (size_t)len * sizeof(int32_t));
+        memcpy(b->id + at, g->id + begin, (size_t)len * sizeof *b->id);
+        for (int64_t t = 0; positions && t < len; t++)
+            b->pos[at + t] = (uint32_t)(begin + t);
+        at += len;
+    }
+    b->count = total;
+    if (g->dim == 2)
+        b->z = NULL;
+    return true;
+}
+
+void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b)
+{
+    prox_free(a, b->x);
+    *b = (prox_fixed_gather){0};
+}
+
 int64_t prox_ranges_length(const range *r, int count)
 {
     int64_t total = 0;
@@ -150,16 +187,18 @@ int64_t prox_ranges_length(const range *r, int count)
 typedef struct half_scratch {
     uint32_t *hits;
     int64_t cap;
+    prox_fixed_gather fixed; /* a run's ranges, gathered */
 } half_scratch;
 
-/* Emit (id of s, id of each hit) with the smaller id first. */
-static void emit_positions(const prox_grid *g, prox_emitter *e, int64_t s, const uint32_t *hits,
-                           int64_t count)
+/* Emit (id of s, id of each hit) with the smaller id first; ids[] maps a
+ * hit to its id. */
+static inline void emit_hits(const prox_grid *g, prox_emitter *e, int64_t s, const prox_index *ids,
+                      const uint32_t *hits, int64_t count)
 {
     prox_index self = g->id[s];
     if (e->kind == PROX_SINK_CALLBACK) {
         for (int64_t t = 0; t < count && !e->stop; t++) {
-            prox_index j = g->id[hits[t]];
+            prox_index j = ids[hits[t]];
             prox_emit(e, self < j ? self : j, self < j ? j : self);
         }
         return;
@@ -167,7 +206,7 @@ static void emit_positions(const prox_grid *g, prox_emitter *e, int64_t s, const
     if (!prox_emitter_reserve(e, count))
         return;
     for (int64_t t = 0; t < count; t++) {
-        prox_index j = g->id[hits[t]];
+        prox_index j = ids[hits[t]];
         e->pairs[e->count + t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
     }
     e->count += count;
@@ -201,6 +240,22 @@ static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg,
     return found;
 }
 
+int64_t prox_grid_gathered_hits(const prox_grid *g, int64_t s, int64_t own_begin,
+                                const prox_fixed_gather *b, grid_recheck *rc, uint32_t *hits)
+{
+    prox_fixed_block fb = prox_fixed_gather_block(b);
+    const prox_fixed_metric *m = &g->fixed_metric;
+    int32_t q[3];
+    fixed_point_of(g, s, q);
+    rc->query = g->id[s];
+    rc->ids = b->id;
+    int64_t begin = s + 1 - own_begin;
+    int64_t found = hits ? prox_fixed_hits(&fb, begin, b->count, q, m, &rc->base, hits)
+                         : prox_fixed_count(&fb, begin, b->count, q, m, &rc->base);
+    rc->ids = NULL;
+    return found;
+}
+
 int prox_grid_half_ranges(const prox_grid *g, const strip_rows *rows, int64_t r, range *rg,
                           int64_t *cells)
 {
@@ -226,18 +281,30 @@ int64_t prox_grid_point_hits(const prox_grid *g, int64_t s, const range *rg, int
 }
 
 void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int count,
-                           grid_recheck *rc, bool both, uint32_t *hits, uint32_t *ups,
-                           uint32_t *downs, int64_t *nu, int64_t *nd)
+                           const prox_fixed_gather *block, grid_recheck *rc, bool both,
+                           uint32_t *hits, uint32_t *ups, uint32_t *downs, int64_t *nu,
+                           int64_t *nd)
 {
     prox_index self = g->id[s];
     *nu = *nd = 0;
+    if (block) { /* rg[0], the own cell's range, leads the block */
+        prox_fixed_block b = prox_fixed_gather_block(block);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        rc->query = self;
+        rc->ids = block->id;
+        prox_fixed_split(&b, block->id, block->pos, s + 1 - rg[0].begin, block->count, q,
+                         &g->fixed_metric, &rc->base, self, both, ups, downs, nu, nd);
+        rc->ids = NULL;
+        return;
+    }
     if (g->fixed_on) {
         prox_fixed_block b = fixed_block(g);
         int32_t q[3];
         fixed_point_of(g, s, q);
         rc->query = self;
         for (int k = 0; k < count; k++)
-            prox_fixed_split(&b, g->id, k == 0 ? s + 1 : rg[k].begin, rg[k].end, q,
+            prox_fixed_split(&b, g->id, NULL, k == 0 ? s + 1 : rg[k].begin, rg[k].end, q,
                              &g->fixed_metric, &rc->base, self, both, ups, downs, nu, nd);
         return;
     }
@@ -262,7 +329,7 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
                               prox_stats *counters)
 {
     range rg[MAX_RANGES];
-    int64_t own_end = g->run_start[r + 1];
+    int64_t own_begin = g->run_start[r], own_end = g->run_start[r + 1];
     int count = prox_grid_half_ranges(g, rows, r, rg, &counters->cells_visited);
     int64_t others = prox_ranges_length(rg + 1, count - 1);
     if (e->kind != PROX_SINK_COUNT && hs->cap < rg[0].end - rg[0].begin + others + PROX_KERNEL_SLACK) {
@@ -272,14 +339,24 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
             return;
         }
     }
-    for (int64_t s = g->run_start[r]; s < own_end && !e->stop; s++) {
+    const prox_fixed_gather *block = NULL;
+    if (g->fixed_on && prox_fixed_gather_pays(own_end - own_begin, rg[0].end - rg[0].begin + others)) {
+        if (!prox_fixed_gather_ranges(g, rg, count, false, &hs->fixed)) {
+            e->stop = e->failed = true;
+            return;
+        }
+        block = &hs->fixed;
+    }
+    for (int64_t s = own_begin; s < own_end && !e->stop; s++) {
         counters->candidates += rg[0].end - (s + 1) + others;
         if (e->kind == PROX_SINK_COUNT) {
-            e->count += point_hits(g, s, rg, count, rc, NULL);
-            continue;
+            e->count += block ? prox_grid_gathered_hits(g, s, own_begin, block, rc, NULL)
+                              : point_hits(g, s, rg, count, rc, NULL);
+        } else {
+            int64_t found = block ? prox_grid_gathered_hits(g, s, own_begin, block, rc, hs->hits)
+                                  : point_hits(g, s, rg, count, rc, hs->hits);
+            emit_hits(g, e, s, block ? block->id : g->id, hs->hits, found);
         }
-        int64_t found = point_hits(g, s, rg, count, rc, hs->hits);
-        emit_positions(g, e, s, hs->hits, found);
     }
 }
 
@@ -305,7 +382,7 @@ static void reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, i
 static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int k, int count,
                                 bool predict, prox_emitter *e, prox_stats *counters)
 {
-    half_scratch hs = {NULL, 0};
+    half_scratch hs = {0};
     grid_recheck rc;
     prox_grid_recheck_init(&rc, g, &g->source);
     int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
@@ -316,6 +393,7 @@ static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int 
     }
     counters->rechecked += rc.base.calls;
     prox_free(&g->allocator, hs.hits);
+    prox_fixed_gather_free(&g->allocator, &hs.fixed);
 }
 
 static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)

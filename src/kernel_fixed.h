@@ -190,15 +190,15 @@ static inline int64_t prox_fixed_ids(const prox_fixed_block *b, const uint32_t *
 
 /* The split of grid_fill.c: each candidate within the radius either goes
  * to `ups` as its id (its id above self; every one with `both`), or to
- * `downs` as its position (the others; every one with `both`), appended at
- * *nu and *nd (room for end - begin + PROX_KERNEL_SLACK more each). With
- * ups NULL the ups are only counted. */
+ * `downs` as its position (pos[k], or k with pos NULL; the others; every
+ * one with `both`), appended at *nu and *nd (room for end - begin +
+ * PROX_KERNEL_SLACK more each). With ups NULL the ups are only counted. */
 static PROX_ALWAYS_INLINE void prox_vx_split(const prox_fixed_block *b, const uint32_t *ids,
-                                             int64_t begin, int64_t end, const int32_t q[3],
-                                             const prox_fixed_metric *m, prox_recheck *rc,
-                                             uint32_t self, bool both, uint32_t *ups,
-                                             uint32_t *downs, int64_t *nu, int64_t *nd,
-                                             bool scaled)
+                                             const uint32_t *pos, int64_t begin, int64_t end,
+                                             const int32_t q[3], const prox_fixed_metric *m,
+                                             prox_recheck *rc, uint32_t self, bool both,
+                                             uint32_t *ups, uint32_t *downs, int64_t *nu,
+                                             int64_t *nd, bool scaled)
 {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i s = _mm512_set1_epi32((int)self);
@@ -208,7 +208,8 @@ static PROX_ALWAYS_INLINE void prox_vx_split(const prox_fixed_block *b, const ui
         __m512i id = _mm512_maskz_loadu_epi32(hit, ids + k);
         __mmask16 up = both ? hit : _mm512_mask_cmpgt_epu32_mask(hit, id, s);
         __mmask16 down = both ? hit : hit & (__mmask16)~up;
-        __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)k), lane);
+        __m512i idx = pos ? _mm512_maskz_loadu_epi32(down, pos + k)
+                          : _mm512_add_epi32(_mm512_set1_epi32((int)k), lane);
         if (ups) /* NULL: ups only counted */
             _mm512_storeu_si512((void *)(ups + u), _mm512_maskz_compress_epi32(up, id));
         _mm512_storeu_si512((void *)(downs + d), _mm512_maskz_compress_epi32(down, idx));
@@ -219,15 +220,16 @@ static PROX_ALWAYS_INLINE void prox_vx_split(const prox_fixed_block *b, const ui
     *nd = d;
 }
 
-static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *ids, int64_t begin,
-                                    int64_t end, const int32_t q[3], const prox_fixed_metric *m,
+static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *ids,
+                                    const uint32_t *pos, int64_t begin, int64_t end,
+                                    const int32_t q[3], const prox_fixed_metric *m,
                                     prox_recheck *rc, uint32_t self, bool both, uint32_t *ups,
                                     uint32_t *downs, int64_t *nu, int64_t *nd)
 {
     if (m->unit_scale)
-        prox_vx_split(b, ids, begin, end, q, m, rc, self, both, ups, downs, nu, nd, false);
+        prox_vx_split(b, ids, pos, begin, end, q, m, rc, self, both, ups, downs, nu, nd, false);
     else
-        prox_vx_split(b, ids, begin, end, q, m, rc, self, both, ups, downs, nu, nd, true);
+        prox_vx_split(b, ids, pos, begin, end, q, m, rc, self, both, ups, downs, nu, nd, true);
 }
 
 #else /* portable */
@@ -293,8 +295,9 @@ static inline int64_t prox_fixed_ids(const prox_fixed_block *b, const uint32_t *
     return count;
 }
 
-static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *ids, int64_t begin,
-                                    int64_t end, const int32_t q[3], const prox_fixed_metric *m,
+static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *ids,
+                                    const uint32_t *pos, int64_t begin, int64_t end,
+                                    const int32_t q[3], const prox_fixed_metric *m,
                                     prox_recheck *rc, uint32_t self, bool both, uint32_t *ups,
                                     uint32_t *downs, int64_t *nu, int64_t *nd)
 {
@@ -303,7 +306,7 @@ static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *i
         bool hit = prox_fixed_within(b, k, q, m, rc), up = both || ids[k] > self;
         if (ups)
             ups[u] = ids[k];
-        downs[d] = (uint32_t)k;
+        downs[d] = pos ? pos[k] : (uint32_t)k;
         u += hit && up;
         d += hit && (both || !up);
     }
