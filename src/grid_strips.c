@@ -137,6 +137,21 @@ int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, 
     return prox_grid_strip_ranges_around(g, rows, base, out, cells);
 }
 
+/* Strips are short (W1: about 21 points): a call to memcpy for each of
+ * their four arrays cost more than the copy. Whole vectors are stored
+ * (to[] has PROX_KERNEL_SLACK words of room past the block); the reads
+ * stop at the strip's end. */
+static inline void copy_words(uint32_t *to, const uint32_t *from, int64_t len)
+{
+#ifdef PROX_KERNEL_AVX512
+    for (int64_t t = 0; t < len; t += 16)
+        _mm512_storeu_si512(to + t, _mm512_maskz_loadu_epi32(prox_vx_live(len - t), from + t));
+#else
+    for (int64_t t = 0; t < len; t++)
+        to[t] = from[t];
+#endif
+}
+
 bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bool positions,
                               prox_fixed_gather *b)
 {
@@ -156,8 +171,8 @@ bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bo
     for (int k = 0; k < count; k++) {
         int64_t begin = rg[k].begin, len = rg[k].end - begin;
         for (int a = 0; a < g->dim; a++)
-            memcpy(to[a] + at, from[a] + begin, (size_t)len * sizeof(int32_t));
-        memcpy(b->id + at, g->id + begin, (size_t)len * sizeof *b->id);
+            copy_words((uint32_t *)to[a] + at, (const uint32_t *)from[a] + begin, len);
+        copy_words(b->id + at, g->id + begin, len);
         for (int64_t t = 0; positions && t < len; t++)
             b->pos[at + t] = (uint32_t)(begin + t);
         at += len;
