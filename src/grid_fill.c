@@ -303,7 +303,7 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
             c->reach = far - own > c->reach ? far - own : c->reach;
         }
         const prox_fixed_gather *block = NULL;
-        if (g->fixed_on && prox_fixed_gather_pays(own_end - own, rg[0].end - rg[0].begin + others)) {
+        if (g->fixed_on && prox_gather_pays(own_end - own, rg[0].end - rg[0].begin + others)) {
             if (!prox_fixed_gather_ranges(g, rg, count, true, &c->a.gather)) {
                 c->failed = true;
                 break;

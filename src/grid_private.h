@@ -104,7 +104,7 @@ struct prox_grid {
  * each of the run's points then runs one long vector loop over them instead
  * of a short one per strip, whose many loop exits cost more than the copy
  * once a run holds two points or more (W1: 7) and its strips a vector's
- * worth of candidates (prox_fixed_gather_pays). */
+ * worth of candidates (prox_gather_pays). */
 typedef struct prox_fixed_gather {
     int32_t *x, *y, *z; /* z: 3D only */
     uint32_t *id;       /* input index of each candidate */
@@ -180,10 +180,11 @@ typedef struct grid_recheck grid_recheck;
  * they are only counted. Returns how many. */
 int64_t prox_grid_point_hits(const prox_grid *g, int64_t s, const prox_range *rg, int count,
                              grid_recheck *rc, uint32_t *hits);
-/* Whether to gather the candidates of a run of `points` points: W1's
- * sorted buffer 0.166 -> 0.141 s, its count 0.054 -> 0.050 s; W2 at k = 1
- * (3 to 5 candidates a run) would lose 4% for the copies' calls. */
-static inline bool prox_fixed_gather_pays(int64_t points, int64_t candidates)
+/* Whether to gather the candidates of a run of `points` points (fixed
+ * point, and doubles for sorted rows): W1's sorted buffer 0.166 -> 0.141 s,
+ * its count 0.054 -> 0.050 s; W2 at k = 1 (3 to 5 candidates a run) would
+ * lose 4% for the copies' calls. */
+static inline bool prox_gather_pays(int64_t points, int64_t candidates)
 {
     return points >= 2 && candidates >= 16;
 }

@@ -289,12 +289,23 @@ static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_ro
         c->block = grid_block(g);
         c->ids = g->id;
         c->count = prox_grid_strip_ranges(g, strips, run_cell_of(g, r), c->range, &qc->cells_visited);
-        if (g->fixed_on && prox_fixed_gather_pays(g->run_start[r + 1] - g->run_start[r],
-                                                  prox_ranges_length(c->range, c->count))) {
+        if (!prox_gather_pays(g->run_start[r + 1] - g->run_start[r],
+                              prox_ranges_length(c->range, c->count)))
+            return true;
+        if (g->fixed_on) {
             if (!prox_fixed_gather_ranges(g, c->range, c->count, false, &b->fixed))
                 return false;
             c->fixed = &b->fixed;
+            return true;
         }
+        b->count = 0; /* doubles: the strips into the scratch block, as other keys */
+        for (int k = 0; k < c->count; k++)
+            if (!gather_range(b, g, c->range[k].begin, c->range[k].end))
+                return false;
+        c->block = (prox_block){b->x, b->y, g->dim == 3 ? b->z : NULL};
+        c->ids = b->id;
+        c->range[0] = (prox_range){0, b->count};
+        c->count = 1;
         return true;
     }
     if (!gather_full(b, g, r, qc))

@@ -355,7 +355,7 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
         }
     }
     const prox_fixed_gather *block = NULL;
-    if (g->fixed_on && prox_fixed_gather_pays(own_end - own_begin, rg[0].end - rg[0].begin + others)) {
+    if (g->fixed_on && prox_gather_pays(own_end - own_begin, rg[0].end - rg[0].begin + others)) {
         if (!prox_fixed_gather_ranges(g, rg, count, false, &hs->fixed)) {
             e->stop = e->failed = true;
             return;
