@@ -88,8 +88,8 @@ static inline range cells_range(const prox_grid *g, int64_t x0, int64_t x1, int6
  * x axis, split in two where they wrap a periodic one (whose cells are
  * distinct: at least 2 * reach + 1 of them, or one). Empty ranges are
  * dropped. Returns how many were appended. */
-static int row_ranges(const prox_grid *g, int64_t x, int lo, int hi, int64_t y, int64_t z,
-                      range *out)
+static PROX_ALWAYS_INLINE int row_ranges(const prox_grid *g, int64_t x, int lo, int hi, int64_t y,
+                                         int64_t z, range *out)
 {
     int64_t nx = g->ncell[0], x0 = x + lo, x1 = x + hi;
     range r[2];
@@ -116,8 +116,8 @@ static int row_ranges(const prox_grid *g, int64_t x, int lo, int hi, int64_t y, 
     return kept;
 }
 
-int prox_grid_strip_ranges_around(const prox_grid *g, const strip_rows *rows,
-                                  const int64_t base[3], range *out, int64_t *cells)
+static inline int strip_ranges_around(const prox_grid *g, const strip_rows *rows,
+                                      const int64_t base[3], range *out, int64_t *cells)
 {
     int count = 0;
     for (int r = 0; r < rows->count; r++) {
@@ -130,11 +130,17 @@ int prox_grid_strip_ranges_around(const prox_grid *g, const strip_rows *rows,
     return count;
 }
 
+int prox_grid_strip_ranges_around(const prox_grid *g, const strip_rows *rows,
+                                  const int64_t base[3], range *out, int64_t *cells)
+{
+    return strip_ranges_around(g, rows, base, out, cells);
+}
+
 int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, range *out,
                            int64_t *cells)
 {
     int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
-    return prox_grid_strip_ranges_around(g, rows, base, out, cells);
+    return strip_ranges_around(g, rows, base, out, cells);
 }
 
 /* Strips are short (W1: about 21 points): a call to memcpy for each of
@@ -276,17 +282,20 @@ int prox_grid_half_ranges(const prox_grid *g, const strip_rows *rows, int64_t r,
 {
     cell3 a = run_cell_of(g, r);
     int64_t own_end = g->run_start[r + 1];
-    /* the own cell's later points, then its row's forward cells */
-    int count = row_ranges(g, a.c[0], 1, rows->own_reach, a.c[1], a.c[2], rg + 1);
+    /* the own cell's later points, then its row's forward cells (one range
+     * unless a periodic x axis wraps: then two) */
+    range ahead[2];
+    int count = row_ranges(g, a.c[0], 1, rows->own_reach, a.c[1], a.c[2], ahead);
     rg[0] = (range){g->run_start[r], own_end};
-    if (count > 0 && rg[1].begin == own_end) { /* contiguous: one range */
-        rg[0].end = rg[1].end;
-        memmove(rg + 1, rg + 2, (size_t)(count - 1) * sizeof *rg);
-        count--;
-    }
-    count += 1;
+    int k = 0;
+    if (count > 0 && ahead[0].begin == own_end) /* contiguous: one range */
+        rg[0].end = ahead[k++].end;
+    int at = 1;
+    for (; k < count; k++)
+        rg[at++] = ahead[k];
     *cells += 1 + rows->own_reach;
-    return count + prox_grid_strip_ranges(g, rows, a, rg + count, cells);
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
+    return at + strip_ranges_around(g, rows, base, rg + at, cells);
 }
 
 int64_t prox_grid_point_hits(const prox_grid *g, int64_t s, const range *rg, int count,

@@ -72,8 +72,6 @@ static inline __m512i prox_vx_min_image(__m512i d, int32_t P)
     return _mm512_mask_add_epi32(d, below, d, vp);
 }
 
-#define PROX_ALWAYS_INLINE inline __attribute__((always_inline))
-
 static PROX_ALWAYS_INLINE __m512 prox_vx_axis(const int32_t *c, int64_t k, __mmask16 live,
                                               int32_t q, float scale, int32_t period,
                                               bool scaled)
