@@ -92,27 +92,31 @@ static PROX_ALWAYS_INLINE int row_ranges(const prox_grid *g, int64_t x, int lo, 
                                          int64_t z, range *out)
 {
     int64_t nx = g->ncell[0], x0 = x + lo, x1 = x + hi;
-    range r[2];
-    int count = 0;
-    if (nx == 1 || !g->periodic[0]) {
+    range a, b;
+    if (nx == 1 || !g->periodic[0]) { /* the common case: one range, no array */
         x0 = x0 < 0 ? 0 : x0;
         x1 = x1 > nx - 1 ? nx - 1 : x1;
-        if (x0 <= x1)
-            r[count++] = cells_range(g, x0, x1, y, z);
-    } else if (x0 < 0) {
-        r[count++] = cells_range(g, x0 + nx, nx - 1, y, z);
-        r[count++] = cells_range(g, 0, x1, y, z);
+        if (x0 > x1)
+            return 0;
+        a = cells_range(g, x0, x1, y, z);
+        out[0] = a; /* no branch: on sparse data emptiness is a coin toss */
+        return a.begin < a.end;
+    }
+    if (x0 < 0) {
+        a = cells_range(g, x0 + nx, nx - 1, y, z);
+        b = cells_range(g, 0, x1, y, z);
     } else if (x1 > nx - 1) {
-        r[count++] = cells_range(g, x0, nx - 1, y, z);
-        r[count++] = cells_range(g, 0, x1 - nx, y, z);
+        a = cells_range(g, x0, nx - 1, y, z);
+        b = cells_range(g, 0, x1 - nx, y, z);
     } else {
-        r[count++] = cells_range(g, x0, x1, y, z);
+        a = cells_range(g, x0, x1, y, z);
+        b = (range){0, 0};
     }
     int kept = 0;
-    for (int k = 0; k < count; k++) { /* no branch: on sparse data emptiness is a coin toss */
-        out[kept] = r[k];
-        kept += r[k].begin < r[k].end;
-    }
+    out[kept] = a;
+    kept += a.begin < a.end;
+    out[kept] = b;
+    kept += b.begin < b.end;
     return kept;
 }
 
