@@ -13,7 +13,8 @@
  * b is visited. Visiting a therefore completes a's row: every down it
  * receives came from points visited before it. The ring only spans the
  * points the forward stencil reaches ahead (a slab of cells), so it stays
- * in cache; the output is written once per row, as the staged rows were.
+ * in cache; each finished row is written once to the output, in batches
+ * (flush_rows), as the staged rows were.
  *
  * Beyond the output this holds 6 bytes and a bit per point: the row
  * lengths, then starts (32 bits), and each point's downs (16 bits); plus
@@ -21,7 +22,7 @@
  * take 65,535 downs or more; beyond that (*done false) the caller stages
  * rows instead.
  *
- * Threads take contiguous chunks of runs. A down whose row is not ahead of
+ * Each thread takes one contiguous chunk of runs. A down whose row is not ahead of
  * the writer in its own chunk (another chunk's, or one behind across a
  * periodic wrap) is set aside; its row is marked late, written unsorted
  * when visited, and completed and sorted after the parallel part. Every
@@ -247,8 +248,9 @@ static void fill_point(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups,
             uint32_t *at = cursor_of(j, c, b);
             c->a.pending[*at] = self;
             *at = *at + 1 == ring ? 0 : *at + 1;
-        } else
+        } else {
             append(j->g, c, &c->a.aside, &c->a.aside_cap, &c->aside_count, b, self, 2);
+        }
     }
     finish_row(j, c, a, ups);
 }
