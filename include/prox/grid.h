@@ -68,8 +68,10 @@ typedef enum prox_coords {
     PROX_COORDS_FIXED = 2,
 } prox_coords;
 
-/* How a grid writes sorted pair buffers and full lists, whose rows come in
- * input order while the grid finds them in cell order. */
+/* How a grid writes the sorted pair buffers and full lists of its own
+ * pairs (prox_pairs, prox_grid_pairs), whose rows come in input order while
+ * the grid finds them in cell order. Queries of a second set and skin
+ * lists are not affected. */
 typedef enum prox_rows {
     /* PROX_ROWS_STAGED */
     PROX_ROWS_AUTO = 0,
