@@ -69,9 +69,9 @@ typedef enum prox_coords {
 } prox_coords;
 
 /* How a grid writes the sorted pair buffers and full lists of its own
- * pairs (prox_pairs, prox_grid_pairs), whose rows come in input order while
- * the grid finds them in cell order. Queries of a second set and skin
- * lists are not affected. */
+ * pairs (prox_pairs, prox_grid_pairs, a skin list's rebuilds), whose rows
+ * come in input order while the grid finds them in cell order. Queries of
+ * a second set are not affected. */
 typedef enum prox_rows {
     /* PROX_ROWS_STAGED */
     PROX_ROWS_AUTO = 0,
