@@ -189,6 +189,50 @@ static void in_place_rows_keep_little_memory(void **state)
     scene_free(&s);
 }
 
+/* A skin list builds its candidates with the desc's rows: in place, over
+ * moving points, against brute force after each step (rebuilt or not). */
+static void skin_list_with_rows_in_place_matches_brute_force(void **state)
+{
+    (void)state;
+    scene s;
+    scene_make(&s, 3, true, 0, 11);
+    prox_grid_desc desc = prox_default_grid_desc();
+    desc.radius = 1.0;
+    desc.rows = PROX_ROWS_IN_PLACE;
+    desc.threads = 2;
+    for (int k = 0; k < 3; k++)
+        desc.period[k] = s.period[k];
+    prox_skin_list *list = NULL;
+    CHECK_STATUS(prox_skin_list_create(&desc, 0.3, &list), PROX_OK, "skin list");
+    rng r = rng_seeded(12);
+    prox_pair_buffer got, want;
+    prox_pair_buffer_init(&got, NULL);
+    prox_pair_buffer_init(&want, NULL);
+    int rebuilds = 0;
+    for (int step = 0; step < 6; step++) {
+        char context[64];
+        snprintf(context, sizeof context, "skin list, rows in place, step %d", step);
+        prox_points view = prox_points_f64(s.points.xyz, s.points.count, 3);
+        prox_stats stats;
+        CHECK_STATUS(prox_skin_list_pairs(list, &view, prox_sink_buffer(&got), &stats), PROX_OK,
+                     context);
+        rebuilds += stats.rebuilt;
+        CHECK_STATUS(prox_pairs(&view, &desc, PROX_ALGO_BRUTE, prox_sink_buffer(&want), NULL),
+                     PROX_OK, context);
+        CHECK(same_pair_buffers(&got, &want), context, "%lld pairs, brute force %lld",
+              (long long)got.count, (long long)want.count);
+        for (int64_t i = 0; i < s.points.count; i++) /* moves of up to 0.1 per axis */
+            for (int k = 0; k < 3; k++)
+                cloud_point(&s.points, i)[k] += 0.2 * (rng_uniform(&r) - 0.5);
+    }
+    CHECK(rebuilds >= 2, "skin list", "%d rebuilds in 6 steps: the in-place rebuild ran once",
+          rebuilds);
+    prox_skin_list_destroy(list);
+    prox_pair_buffer_free(&got);
+    prox_pair_buffer_free(&want);
+    scene_free(&s);
+}
+
 static void unknown_rows_mode_is_rejected(void **state)
 {
     (void)state;
@@ -206,6 +250,7 @@ int main(void)
         cmocka_unit_test(in_place_rows_match_brute_force_across_chunks),
         cmocka_unit_test(in_place_rows_fall_back_to_staged_past_the_limits),
         cmocka_unit_test(in_place_rows_keep_little_memory),
+        cmocka_unit_test(skin_list_with_rows_in_place_matches_brute_force),
         cmocka_unit_test(unknown_rows_mode_is_rejected),
     };
     return cmocka_run_group_tests_name("grid_fill", tests, NULL, NULL);
