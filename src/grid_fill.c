@@ -16,9 +16,10 @@
  * in cache; each finished row is written once to the output, in batches
  * (flush_rows), as the staged rows were.
  *
- * Beyond the output this holds 6 bytes and a bit per point: the row
- * lengths, then starts (32 bits), and each point's downs (16 bits); plus
- * the rings. The output must hold fewer than 2^31 entries and no point may
+ * Beyond the output this holds 6 bytes and a bit per point for the buffer:
+ * the row lengths, then starts (32 bits), and each point's downs (16 bits);
+ * plus the rings. Lists keep their lengths in their own offsets (output),
+ * so 2 bytes and a bit. The output must hold fewer than 2^31 entries and no point may
  * take 65,535 downs or more; beyond that (*done false) the caller stages
  * rows instead.
  *
@@ -46,7 +47,8 @@ typedef struct fill_job {
     prox_grid *g;
     bool lists;
     const prox_strip_rows *rows;
-    uint32_t *word;         /* per sorted point: row length, then row start */
+    uint32_t *word;         /* the buffer's, per sorted point: row length, then row start */
+    int64_t *offsets;       /* the lists' row offsets by input index (output): lengths first */
     uint16_t *downs;        /* per sorted point: downs it takes in its chunk */
     uint32_t max_downs;     /* limits (prox_grid_set_fill_limits) */
     int64_t max_entries;
@@ -129,7 +131,10 @@ static int64_t farthest_end(const prox_range *rg, int count)
 
 static void count_point(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups, int64_t downs)
 {
-    j->word[a] = (uint32_t)ups; /* the downs are added in count_aside */
+    if (j->lists) /* the downs are added in count_aside */
+        j->offsets[j->g->id[a] + 1] = ups;
+    else
+        j->word[a] = (uint32_t)ups;
     for (int64_t t = 0; t < downs; t++) {
         uint32_t b = c->a.downs[t];
         if (direct(c, a, b)) {
@@ -155,6 +160,37 @@ static void visit_point(const fill_job *j, fill_chunk *c, int64_t a)
 {
     c->at_slot = (c->at_slot + (a - c->at)) % j->cursor_ring;
     c->at = a;
+}
+
+/* Where sorted point a's row starts in the output. */
+static inline uint32_t row_start(const fill_job *j, int64_t a)
+{
+    return j->lists ? (uint32_t)j->offsets[j->g->id[a]] : j->word[a];
+}
+
+/* A late row's write cursor, for the entries set aside for it: the
+ * buffer's word; for a list row, its own last slot, which the set-aside
+ * entries reach last (a late row takes one at least). */
+static inline void set_late_cursor(const fill_job *j, int64_t a, uint32_t cursor)
+{
+    if (j->lists)
+        j->indices[j->offsets[j->g->id[a] + 1] - 1] = cursor;
+    else
+        j->word[a] = cursor;
+}
+
+/* One set-aside entry into late row b, at its cursor. */
+static inline void put_aside(const fill_job *j, uint32_t b, uint32_t entry)
+{
+    prox_index self = j->g->id[b];
+    if (!j->lists) {
+        j->pairs[j->word[b]++] = (prox_pair){self, entry};
+        return;
+    }
+    uint32_t last = (uint32_t)j->offsets[self + 1] - 1, at = j->indices[last];
+    j->indices[at] = entry; /* the last one overwrites the cursor */
+    if (at < last)
+        j->indices[last] = at + 1;
 }
 
 /* Row `self` (`len` entries in row[]) into the output at `start`. */
@@ -225,16 +261,16 @@ static void finish_row(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups)
         row[downs + t] = c->a.ups[t];
     if (!late)
         prox_sort_u32(row, len);
-    uint32_t start = j->word[a];
+    uint32_t start = row_start(j, a);
     uint32_t *placed = c->a.placed + c->placed_count;
     placed[0] = j->g->id[a];
     placed[1] = start;
     placed[2] = (uint32_t)len;
     c->placed_count += 3;
     c->row_count += len;
-    if (late) { /* word becomes the row's write cursor */
+    if (late) {
         append(j->g, c, &c->a.late, &c->a.late_cap, &c->late_count, (uint32_t)a, start, 2);
-        j->word[a] = start + (uint32_t)len;
+        set_late_cursor(j, a, start + (uint32_t)len);
     }
 }
 
@@ -316,6 +352,8 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
             int64_t ups, downs;
             prox_grid_point_split(g, a, rg, count, block, &rc, j->lists, c->a.hits,
                                   fill ? c->a.ups : NULL, c->a.downs, &ups, &downs);
+            if (j->lists && a + PREFETCH_AHEAD < c->p1) /* offsets by input index */
+                __builtin_prefetch(&j->offsets[g->id[a + PREFETCH_AHEAD]], 1);
             if (!fill) {
                 count_point(j, c, a, ups, downs);
                 continue;
@@ -349,10 +387,15 @@ static void visit_chunks(const fill_job *j, fill_chunk *chunks, int count, bool 
 static bool count_aside(fill_job *j, fill_chunk *chunks, int count)
 {
     int64_t n = j->g->n;
+    const prox_index *id = j->g->id;
 #pragma omp parallel for num_threads(j->g->threads) if (j->g->threads > 1 && n > 65536) \
     schedule(static)
-    for (int64_t s = 0; s < n; s++)
-        j->word[s] += j->downs[s];
+    for (int64_t s = 0; s < n; s++) {
+        if (j->lists)
+            j->offsets[id[s] + 1] += j->downs[s];
+        else
+            j->word[s] += j->downs[s];
+    }
     int64_t aside = 0;
     for (int k = 0; k < count; k++)
         aside += chunks[k].aside_count;
@@ -368,7 +411,10 @@ static bool count_aside(fill_job *j, fill_chunk *chunks, int count)
     for (int k = 0; k < count; k++)
         for (int64_t t = 0; t < chunks[k].aside_count; t++) {
             uint32_t b = chunks[k].a.aside[t];
-            j->word[b]++;
+            if (j->lists)
+                j->offsets[id[b] + 1]++;
+            else
+                j->word[b]++;
             j->late[b >> 6] |= 1ull << (b & 63);
         }
     return true;
@@ -408,6 +454,10 @@ static void lengths_to_starts(const fill_job *j, int64_t *offsets)
     const prox_grid *g = j->g;
     int64_t n = g->n;
     offsets[0] = 0;
+    if (j->lists) { /* the lengths are there already, by input index */
+        prox_prefix_sums(offsets, n, g->threads);
+        return;
+    }
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) schedule(static)
     for (int64_t s = 0; s < n; s++)
         offsets[g->id[s] + 1] = j->word[s];
@@ -440,17 +490,14 @@ static bool finish_late_rows(const fill_job *j, fill_chunk *chunks, int count)
 {
     for (int k = 0; k < count; k++)
         for (int64_t t = 0; t < chunks[k].aside_count; t += 2) {
-            uint32_t b = chunks[k].a.aside[t], entry = chunks[k].a.aside[t + 1];
-            uint32_t at = j->word[b]++;
-            if (j->lists)
-                j->indices[at] = entry;
-            else
-                j->pairs[at] = (prox_pair){j->g->id[b], entry};
+            put_aside(j, chunks[k].a.aside[t], chunks[k].a.aside[t + 1]);
         }
     for (int k = 0; k < count; k++)
         for (int64_t t = 0; t < chunks[k].late_count; t += 2) {
             uint32_t b = chunks[k].a.late[t], start = chunks[k].a.late[t + 1];
-            if (!sort_output_row(j, &chunks[0], j->g->id[b], start, j->word[b]))
+            prox_index self = j->g->id[b];
+            uint32_t end = j->lists ? (uint32_t)j->offsets[self + 1] : j->word[b];
+            if (!sort_output_row(j, &chunks[0], self, start, end))
                 return false;
         }
     return true;
@@ -569,10 +616,20 @@ prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats,
     fill_job j = {.g = g, .lists = sink.kind == PROX_SINK_LISTS, .rows = &rows,
                   .max_downs = g->fill_max_downs ? g->fill_max_downs : MAX_DOWNS,
                   .max_entries = g->fill_max_entries ? g->fill_max_entries : MAX_ENTRIES};
-    j.word = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER, n * (int64_t)sizeof *j.word);
+    bool ready;
+    if (j.lists) { /* the row lengths go straight to the output's offsets */
+        prox_lists *l = sink.lists;
+        ready = prox_reserve(&l->allocator, (void **)&l->offsets, &l->offsets_capacity, n + 1,
+                             sizeof *l->offsets);
+        j.offsets = l->offsets;
+    } else {
+        j.word = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER,
+                                        n * (int64_t)sizeof *j.word);
+        ready = j.word != NULL;
+    }
     j.downs = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 1,
                                      n * (int64_t)sizeof *j.downs);
-    fill_chunk *chunks = j.word && j.downs ? make_chunks(g, count) : NULL;
+    fill_chunk *chunks = ready && j.downs ? make_chunks(g, count) : NULL;
     if (!chunks)
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for row counts");
     int64_t total = 0;
