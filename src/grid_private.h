@@ -174,12 +174,6 @@ prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stat
 int prox_grid_half_ranges(const prox_grid *g, const prox_strip_rows *rows, int64_t r,
                           prox_range *rg, int64_t *cells);
 typedef struct grid_recheck grid_recheck;
-/* Sorted point s's candidates within the radius among the ranges of
- * prox_grid_half_ranges (the first from s + 1 on): their positions go to
- * hits[] (room for every candidate plus PROX_KERNEL_SLACK); with hits NULL
- * they are only counted. Returns how many. */
-int64_t prox_grid_point_hits(const prox_grid *g, int64_t s, const prox_range *rg, int count,
-                             grid_recheck *rc, uint32_t *hits);
 /* Whether to gather the candidates of a run of `points` points (fixed
  * point, and doubles for sorted rows): W1's sorted buffer 0.166 -> 0.141 s,
  * its count 0.054 -> 0.050 s; W2 at k = 1 (3 to 5 candidates a run) would
@@ -195,21 +189,15 @@ static inline bool prox_gather_pays(int64_t points, int64_t candidates)
 bool prox_fixed_gather_ranges(const prox_grid *g, const prox_range *rg, int count, bool positions,
                               prox_fixed_gather *b);
 void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b);
-/* Sorted point s's candidates within the radius among a block gathered
- * from prox_grid_half_ranges (own_begin: the first point of s's run; s
- * meets the run's later points only): block indices to hits[], or with
- * hits NULL only counted. Returns how many. */
-int64_t prox_grid_gathered_hits(const prox_grid *g, int64_t s, int64_t own_begin,
-                                const prox_fixed_gather *b, grid_recheck *rc, uint32_t *hits);
-
-static inline prox_fixed_block prox_fixed_gather_block(const prox_fixed_gather *b)
+static inline prox_fixed_block prox_fixed_gather_block(const prox_grid *g,
+                                                       const prox_fixed_gather *b)
 {
-    return (prox_fixed_block){b->x, b->y, b->z};
+    return (prox_fixed_block){b->x, b->y, g->dim == 3 ? b->z : NULL};
 }
 
 /* The sorted buffer or full lists of a grid with linear keys, counted, then
- * filled in place (grid_fill.c). *done false: the output is too large for
- * that (2^31 entries); nothing was written. */
+ * filled in place (grid_fill.c). *done false: past its limits (2^31
+ * entries, or a point taking 65,535 downs); nothing was written. */
 prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats, bool *done);
 /* For tests: lower grid_fill.c's limits (0 keeps one) to reach the staged
  * fallback with small inputs. */

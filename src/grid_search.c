@@ -324,7 +324,7 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
 {
     int64_t found = 0;
     if (c->fixed) { /* one block */
-        prox_fixed_block b = prox_fixed_gather_block(c->fixed);
+        prox_fixed_block b = prox_fixed_gather_block(g, c->fixed);
         int32_t q[3];
         fixed_point_of(g, s, q);
         rc->query = g->id[s];

@@ -188,8 +188,6 @@ bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bo
         at += len;
     }
     b->count = total;
-    if (g->dim == 2)
-        b->z = NULL;
     return true;
 }
 
@@ -265,10 +263,14 @@ static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg,
     return found;
 }
 
-int64_t prox_grid_gathered_hits(const prox_grid *g, int64_t s, int64_t own_begin,
-                                const prox_fixed_gather *b, grid_recheck *rc, uint32_t *hits)
+/* Sorted point s's candidates within the radius among a block gathered
+ * from prox_grid_half_ranges (own_begin: the first point of s's run; s
+ * meets the run's later points only): block indices to hits[], or with
+ * hits NULL only counted. */
+static int64_t gathered_hits(const prox_grid *g, int64_t s, int64_t own_begin,
+                             const prox_fixed_gather *b, grid_recheck *rc, uint32_t *hits)
 {
-    prox_fixed_block fb = prox_fixed_gather_block(b);
+    prox_fixed_block fb = prox_fixed_gather_block(g, b);
     const prox_fixed_metric *m = &g->fixed_metric;
     int32_t q[3];
     fixed_point_of(g, s, q);
@@ -302,12 +304,6 @@ int prox_grid_half_ranges(const prox_grid *g, const strip_rows *rows, int64_t r,
     return at + strip_ranges_around(g, rows, base, rg + at, cells);
 }
 
-int64_t prox_grid_point_hits(const prox_grid *g, int64_t s, const range *rg, int count,
-                             grid_recheck *rc, uint32_t *hits)
-{
-    return point_hits(g, s, rg, count, rc, hits);
-}
-
 void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int count,
                            const prox_fixed_gather *block, grid_recheck *rc, bool both,
                            uint32_t *hits, uint32_t *ups, uint32_t *downs, int64_t *nu,
@@ -316,7 +312,7 @@ void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int c
     prox_index self = g->id[s];
     *nu = *nd = 0;
     if (block) { /* rg[0], the own cell's range, leads the block */
-        prox_fixed_block b = prox_fixed_gather_block(block);
+        prox_fixed_block b = prox_fixed_gather_block(g, block);
         int32_t q[3];
         fixed_point_of(g, s, q);
         rc->query = self;
@@ -378,10 +374,10 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
     for (int64_t s = own_begin; s < own_end && !e->stop; s++) {
         counters->candidates += rg[0].end - (s + 1) + others;
         if (e->kind == PROX_SINK_COUNT) {
-            e->count += block ? prox_grid_gathered_hits(g, s, own_begin, block, rc, NULL)
+            e->count += block ? gathered_hits(g, s, own_begin, block, rc, NULL)
                               : point_hits(g, s, rg, count, rc, NULL);
         } else {
-            int64_t found = block ? prox_grid_gathered_hits(g, s, own_begin, block, rc, hs->hits)
+            int64_t found = block ? gathered_hits(g, s, own_begin, block, rc, hs->hits)
                                   : point_hits(g, s, rg, count, rc, hs->hits);
             emit_hits(g, e, s, block ? block->id : g->id, hs->hits, found);
         }
