@@ -1003,35 +1003,24 @@ static uint32_t *linear_keys(const prox_grid *g)
     return (uint32_t *)(void *)g->pos;
 }
 
-/* The cell along axis k of coordinate v, clamped to the grid without a
- * branch (cell_of's rule), so that the loops below vectorise. */
-static inline uint32_t clamped_cell(const prox_grid *g, int k, double v)
-{
-    double u = floor((v - g->origin[k]) * g->inv_cell[k]);
-    u = u < 0.0 ? 0.0 : u;
-    u = u > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : u;
-    return (uint32_t)u;
-}
-
 /* Linear keys of packed doubles on open axes: the generic view's per
  * coordinate dispatch was most of the keys' cost (W2 at k = 1: 91
  * instructions a point, callgrind). */
 static void packed_linear_keys(const prox_grid *g, const double *xyz, int dim, int64_t n,
                                uint32_t *keys)
 {
-    uint32_t nx = (uint32_t)g->ncell[0], ny = (uint32_t)g->ncell[1];
     if (dim == 2) {
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
         for (int64_t i = 0; i < n; i++)
-            keys[i] = clamped_cell(g, 1, xyz[2 * i + 1]) * nx + clamped_cell(g, 0, xyz[2 * i]);
+            keys[i] = (uint32_t)linear_key_of(g, cell_of_point(g, xyz[2 * i], xyz[2 * i + 1], 0.0));
         return;
     }
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t i = 0; i < n; i++)
-        keys[i] = (clamped_cell(g, 2, xyz[3 * i + 2]) * ny + clamped_cell(g, 1, xyz[3 * i + 1])) * nx +
-                  clamped_cell(g, 0, xyz[3 * i]);
+        keys[i] = (uint32_t)linear_key_of(
+            g, cell_of_point(g, xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]));
 }
 
 static void compute_linear_keys(prox_grid *g, const prox_points *p)

@@ -217,13 +217,13 @@ int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *row
 
 /* Cell coordinate of a wrapped coordinate along axis k, for a built point
  * (always inside 0 .. ncell-1). */
+/* Clamped in selects, not branches, so that loops over points vectorise
+ * (grid.c, packed_linear_keys). */
 static inline int32_t cell_of(const prox_grid *g, int k, double v)
 {
-    double u = floor((v - g->origin[k]) * g->inv_cell[k]);
-    if (u < 0)
-        return 0;
-    if (u > (double)(g->ncell[k] - 1))
-        return (int32_t)(g->ncell[k] - 1);
+    double u = floor((v - g->origin[k]) * g->inv_cell[k]), last = (double)(g->ncell[k] - 1);
+    u = u < 0.0 ? 0.0 : u;
+    u = u > last ? last : u;
     return (int32_t)u;
 }
 
@@ -260,13 +260,19 @@ static inline cell3 run_cell_of(const prox_grid *g, int64_t r)
     return g->run_cell[r];
 }
 
+/* Row-major over every cell, x fastest. */
+static inline uint64_t linear_key_of(const prox_grid *g, cell3 c)
+{
+    return ((uint64_t)c.c[2] * (uint64_t)g->ncell[1] + (uint64_t)c.c[1]) * (uint64_t)g->ncell[0] +
+           (uint64_t)c.c[0];
+}
+
 static inline uint64_t key_of_cell(const prox_grid *g, cell3 c)
 {
     if (g->keys == PROX_KEYS_HASH)
         return prox_teschner_hash(c.c[0], c.c[1], c.c[2], g->hash_mask);
     if (g->keys == PROX_KEYS_LINEAR)
-        return ((uint64_t)c.c[2] * (uint64_t)g->ncell[1] + (uint64_t)c.c[1]) *
-                   (uint64_t)g->ncell[0] + (uint64_t)c.c[0];
+        return linear_key_of(g, c);
     if (g->dim == 3)
         return prox_morton3((uint32_t)c.c[0], (uint32_t)c.c[1], (uint32_t)c.c[2]);
     return prox_morton2((uint32_t)c.c[0], (uint32_t)c.c[1]);
