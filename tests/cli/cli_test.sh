@@ -291,6 +291,14 @@ t_pairs_rows_in_place() {
             same_files brute.out inplace$t.out || return 1
         done
     done
+    # the option reaches the library: in place keeps a fraction of the staging
+    "$PROX" pairs --rows staged --stats s8000.txt 2>staged.err >/dev/null &&
+        "$PROX" pairs --rows in-place --stats s8000.txt 2>inplace.err >/dev/null ||
+        { why="--stats runs failed"; return 1; }
+    grep -q '^rows=in-place$' inplace.err || { why="no rows=in-place in --stats"; return 1; }
+    kept_s=$(sed -n 's/^kept_mb=//p' staged.err) kept_i=$(sed -n 's/^kept_mb=//p' inplace.err)
+    awk -v s="$kept_s" -v i="$kept_i" 'BEGIN { exit !(i > 0 && 2 * i < s) }' ||
+        { why="kept_mb in place $kept_i, staged $kept_s: the rows were not written in place"; return 1; }
     expect_fail 2 "--rows must be staged or in-place" out.txt \
         "$PROX" pairs --rows sideways -o out.txt s8000.txt
 }
@@ -338,7 +346,7 @@ t_pairs_stats() {
     run "$PROX" pairs --radius 1 --stats tiny.txt
     expect_exit 0 || return 1
     for key in algo= keys= coords=fixed n=6 radius=1 threads= read_s= build_s= query_s= write_s= \
-        pairs=4 candidates= rechecked= cells= peak_rss_mb=; do
+        pairs=4 candidates= rechecked= cells= rows=staged kept_mb= peak_rss_mb=; do
         expect_stderr_has "$key" || return 1
     done
 }
