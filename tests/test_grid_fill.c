@@ -162,14 +162,15 @@ static void in_place_rows_fall_back_to_staged_past_the_limits(void **state)
 }
 
 /* What the query keeps: 6 bytes and a bit a point plus small rings in
- * place, against the staged rows' 4 bytes an entry. */
+ * place (2 and a bit for lists), against the staged rows' 4 bytes an
+ * entry. */
 static void in_place_rows_keep_little_memory(void **state)
 {
     (void)state;
     scene s;
     scene_make(&s, 3, false, 1000, 9);
     prox_rows modes[] = {PROX_ROWS_STAGED, PROX_ROWS_IN_PLACE};
-    int64_t kept[2];
+    int64_t kept[2], kept_lists[2];
     for (int m = 0; m < 2; m++) {
         prox_grid *g = grid_of(&s, modes[m], PROX_COORDS_FIXED, 1, "memory");
         prox_pair_buffer pairs;
@@ -179,6 +180,13 @@ static void in_place_rows_keep_little_memory(void **state)
         kept[m] = stats.kept_bytes;
         prox_pair_buffer_free(&pairs);
         prox_grid_destroy(g);
+        g = grid_of(&s, modes[m], PROX_COORDS_FIXED, 1, "memory, lists"); /* fresh: no scratch */
+        prox_lists lists;
+        prox_lists_init(&lists, NULL);
+        CHECK_STATUS(prox_grid_pairs(g, prox_sink_lists(&lists), &stats), PROX_OK, "memory");
+        kept_lists[m] = stats.kept_bytes;
+        prox_lists_free(&lists);
+        prox_grid_destroy(g);
     }
     int64_t entries = s.want_pairs.count;
     CHECK(kept[0] >= 4 * entries, "memory", "staged rows kept %lld bytes for %lld entries",
@@ -186,6 +194,13 @@ static void in_place_rows_keep_little_memory(void **state)
     CHECK(kept[1] < kept[0] / 2 && kept[1] < 8 * (int64_t)POINTS + 512 * 1024, "memory",
           "in place kept %lld bytes (staged %lld) for %d points", (long long)kept[1],
           (long long)kept[0], POINTS);
+    /* lists: their lengths go to their own offsets (2 bytes and a bit a
+     * point); the cluster's many downs fill the ring here */
+    CHECK(kept_lists[0] >= 8 * entries, "memory, lists", "staged lists kept %lld bytes",
+          (long long)kept_lists[0]);
+    CHECK(kept_lists[1] < kept_lists[0] / 2 && kept_lists[1] < 8 * (int64_t)POINTS + 1024 * 1024,
+          "memory, lists", "in place kept %lld bytes for lists (staged %lld) for %d points",
+          (long long)kept_lists[1], (long long)kept_lists[0], POINTS);
     scene_free(&s);
 }
 
