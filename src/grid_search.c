@@ -355,11 +355,11 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
 
 /* Rows of the points of run r, appended to the chunk; row lengths go to
  * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
- * buffer), OTHER every neighbour but i itself (lists); each row sorted
- * unless the sink is unsorted. */
+ * buffer), OTHER every neighbour but i itself (lists). Rows are staged
+ * unsorted: place_rows sorts each on its way out. */
 static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                         gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
-                        bool sorted, query_counters *qc)
+                        query_counters *qc)
 {
     run_candidates c;
     if (!candidates_of_run(g, r, strips, b, &c, qc)) {
@@ -377,8 +377,6 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         prox_index *out = rc->entries + rc->count;
         int64_t found = row_of_point(g, s, &c, rule, &qc->recheck, out);
         qc->candidates += total - 1;
-        if (sorted)
-            prox_sort_u32(out, found);
         rc->count += found;
         row_len[s] = (uint32_t)found;
     }
@@ -402,11 +400,15 @@ static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *
     prox_prefix_sums(offsets, n, g->threads);
 }
 
-/* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */
+/* Copy chunk k's rows (sorted positions [s0, s1)) to their final place,
+ * sorting each on the way unless the sink is unsorted: the row goes from
+ * the staging through registers to its place, and the sorts of successive
+ * rows overlap with each other and with the stores' cache misses. */
 static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
                        const uint32_t *row_len, const int64_t *offsets, prox_sink sink)
 {
-    const prox_index *from = rc->entries;
+    prox_index *from = rc->entries;
+    bool sorted = !sink.unsorted;
     for (int64_t s = s0; s < s1; s++) {
         if (s + 2 * PREFETCH_AHEAD < s1)
             __builtin_prefetch(&offsets[g->id[s + 2 * PREFETCH_AHEAD]]);
@@ -424,12 +426,18 @@ static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int6
         int64_t len = row_len[s], at = offsets[self];
         if (sink.kind == PROX_SINK_LISTS) {
             prox_index *to = sink.lists->indices + at;
-            for (int64_t t = 0; t < len; t++) /* rows are short: no call */
-                to[t] = from[t];
+            if (sorted)
+                prox_sort_u32_into(from, len, to);
+            else
+                for (int64_t t = 0; t < len; t++) /* rows are short: no call */
+                    to[t] = from[t];
         } else {
             prox_pair *to = sink.buffer->pairs + at;
-            for (int64_t t = 0; t < len; t++)
-                to[t] = (prox_pair){self, from[t]};
+            if (sorted)
+                prox_sort_u32_pairs(from, len, self, to);
+            else
+                for (int64_t t = 0; t < len; t++)
+                    to[t] = (prox_pair){self, from[t]};
         }
         from += len;
     }
@@ -515,7 +523,7 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
             row_chunk rc = rows[k]; /* a local copy: rows[] neighbours share cache lines */
             rc.points_left = g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
             for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
-                rows_of_run(g, r, strips, &scratch, &rc, row_len, rule, !sink.unsorted, &qc);
+                rows_of_run(g, r, strips, &scratch, &rc, row_len, rule, &qc);
             rows[k] = rc;
             gathered_free(&scratch);
             candidates += qc.candidates;

@@ -84,14 +84,15 @@ static PROX_ALWAYS_INLINE __m512 prox_vx_axis(const int32_t *c, int64_t k, __mma
     return _mm512_mul_ps(f, f);
 }
 
-/* Candidates k .. k+15 among `lanes` within the radius of q. `scaled` is a
- * constant in each caller's loop (the metric's unit_scale, hoisted). */
+/* Candidates k .. k+15 among `lanes` within the radius of q. `scaled` and
+ * `periodic` are constants in each caller's loop (the metric's unit_scale
+ * and periodic, hoisted: prox_vx_variant). */
 static PROX_ALWAYS_INLINE __mmask16 prox_vx_within(const prox_fixed_block *b, int64_t k,
                                                    __mmask16 lanes, const int32_t q[3],
                                                    const prox_fixed_metric *m,
-                                                   prox_recheck *rc, bool scaled)
+                                                   prox_recheck *rc, bool scaled, bool periodic)
 {
-    const int32_t *per = m->period;
+    const int32_t none[3] = {0, 0, 0}, *per = periodic ? m->period : none;
     const float *sc = m->scale;
     __m512 d2 = _mm512_add_ps(prox_vx_axis(b->x, k, lanes, q[0], sc[0], per[0], scaled),
                               prox_vx_axis(b->y, k, lanes, q[1], sc[1], per[1], scaled));
@@ -104,6 +105,19 @@ static PROX_ALWAYS_INLINE __mmask16 prox_vx_within(const prox_fixed_block *b, in
     return in;
 }
 
+/* fn(args..., scaled, periodic) in the variant metric m asks for, each a
+ * loop of its own. Callers pass local copies of the metric, the block and
+ * the query point (PROX_VX_LOCALS): their fields then stay in registers,
+ * where the loops' stores could otherwise alias them. */
+#define PROX_VX_LOCALS                                                                  \
+    const prox_fixed_metric local_m = *m;                                              \
+    const prox_fixed_block local_b = *b;                                               \
+    const int32_t local_q[3] = {q[0], q[1], q[2]}
+#define PROX_VX_VARIANT(m, fn, ...)                                                    \
+    ((m)->periodic ? ((m)->unit_scale ? fn(__VA_ARGS__, false, true) : fn(__VA_ARGS__, true, true)) \
+                   : ((m)->unit_scale ? fn(__VA_ARGS__, false, false)                 \
+                                      : fn(__VA_ARGS__, true, false)))
+
 static inline __mmask16 prox_vx_live(int64_t left)
 {
     return left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
@@ -112,12 +126,12 @@ static inline __mmask16 prox_vx_live(int64_t left)
 static PROX_ALWAYS_INLINE int64_t prox_vx_hits(const prox_fixed_block *b, int64_t begin,
                                                int64_t end, const int32_t q[3],
                                                const prox_fixed_metric *m, prox_recheck *rc,
-                                               uint32_t *hits, bool scaled)
+                                               uint32_t *hits, bool scaled, bool periodic)
 {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += 16) {
-        __mmask16 hit = prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc, scaled);
+        __mmask16 hit = prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc, scaled, periodic);
         __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)k), lane);
         /* compressed in a register, then a plain store (kernel.h) */
         _mm512_storeu_si512((void *)(hits + count), _mm512_maskz_compress_epi32(hit, idx));
@@ -132,18 +146,20 @@ static inline int64_t prox_fixed_hits(const prox_fixed_block *b, int64_t begin, 
                                       const int32_t q[3], const prox_fixed_metric *m,
                                       prox_recheck *rc, uint32_t *hits)
 {
-    return m->unit_scale ? prox_vx_hits(b, begin, end, q, m, rc, hits, false)
-                         : prox_vx_hits(b, begin, end, q, m, rc, hits, true);
+    /* short ranges (sparse data's strips): no local copies, whose cost
+     * the few candidates would not repay */
+    return m->unit_scale ? prox_vx_hits(b, begin, end, q, m, rc, hits, false, m->periodic)
+                         : prox_vx_hits(b, begin, end, q, m, rc, hits, true, m->periodic);
 }
 
 static PROX_ALWAYS_INLINE int64_t prox_vx_count(const prox_fixed_block *b, int64_t begin,
                                                 int64_t end, const int32_t q[3],
                                                 const prox_fixed_metric *m, prox_recheck *rc,
-                                                bool scaled)
+                                                bool scaled, bool periodic)
 {
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += 16)
-        count += __builtin_popcount(prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc, scaled));
+        count += __builtin_popcount(prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc, scaled, periodic));
     return count;
 }
 
@@ -151,24 +167,38 @@ static inline int64_t prox_fixed_count(const prox_fixed_block *b, int64_t begin,
                                        const int32_t q[3], const prox_fixed_metric *m,
                                        prox_recheck *rc)
 {
-    return m->unit_scale ? prox_vx_count(b, begin, end, q, m, rc, false)
-                         : prox_vx_count(b, begin, end, q, m, rc, true);
+    return m->unit_scale ? prox_vx_count(b, begin, end, q, m, rc, false, m->periodic)
+                         : prox_vx_count(b, begin, end, q, m, rc, true, m->periodic);
 }
 
 static PROX_ALWAYS_INLINE int64_t prox_vx_ids(const prox_fixed_block *b, const uint32_t *ids,
                                               int64_t begin, int64_t end, const int32_t q[3],
                                               const prox_fixed_metric *m, prox_recheck *rc,
                                               uint32_t self, prox_id_rule rule, uint32_t *out,
-                                              bool scaled)
+                                              bool scaled, bool periodic)
 {
     const __m512i s = _mm512_set1_epi32((int)self);
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k += 16) {
+    int64_t count = 0, k = begin;
+    /* two full vectors a turn: both distance chains in flight at once */
+    for (; k + 32 <= end; k += 32) {
+        __m512i id0 = _mm512_loadu_si512(ids + k), id1 = _mm512_loadu_si512(ids + k + 16);
+        __mmask16 keep0 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id0, s)
+                                                 : _mm512_cmpneq_epu32_mask(id0, s);
+        __mmask16 keep1 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id1, s)
+                                                 : _mm512_cmpneq_epu32_mask(id1, s);
+        __mmask16 hit0 = prox_vx_within(b, k, keep0, q, m, rc, scaled, periodic);
+        __mmask16 hit1 = prox_vx_within(b, k + 16, keep1, q, m, rc, scaled, periodic);
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit0, id0));
+        count += __builtin_popcount(hit0);
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit1, id1));
+        count += __builtin_popcount(hit1);
+    }
+    for (; k < end; k += 16) {
         __mmask16 live = prox_vx_live(end - k);
         __m512i id = _mm512_maskz_loadu_epi32(live, ids + k);
         __mmask16 keep = rule == PROX_IDS_ABOVE ? _mm512_mask_cmpgt_epu32_mask(live, id, s)
                                                 : _mm512_mask_cmpneq_epu32_mask(live, id, s);
-        __mmask16 hit = prox_vx_within(b, k, keep, q, m, rc, scaled);
+        __mmask16 hit = prox_vx_within(b, k, keep, q, m, rc, scaled, periodic);
         _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit, id));
         count += __builtin_popcount(hit);
     }
@@ -182,8 +212,9 @@ static inline int64_t prox_fixed_ids(const prox_fixed_block *b, const uint32_t *
                                      const prox_fixed_metric *m, prox_recheck *rc,
                                      uint32_t self, prox_id_rule rule, uint32_t *out)
 {
-    return m->unit_scale ? prox_vx_ids(b, ids, begin, end, q, m, rc, self, rule, out, false)
-                         : prox_vx_ids(b, ids, begin, end, q, m, rc, self, rule, out, true);
+    PROX_VX_LOCALS;
+    return PROX_VX_VARIANT(&local_m, prox_vx_ids, &local_b, ids, begin, end, local_q, &local_m, rc, self, rule,
+                           out);
 }
 
 /* The split of grid_fill.c: each candidate within the radius either goes
@@ -196,13 +227,13 @@ static PROX_ALWAYS_INLINE void prox_vx_split(const prox_fixed_block *b, const ui
                                              const int32_t q[3], const prox_fixed_metric *m,
                                              prox_recheck *rc, uint32_t self, bool both,
                                              uint32_t *ups, uint32_t *downs, int64_t *nu,
-                                             int64_t *nd, bool scaled)
+                                             int64_t *nd, bool scaled, bool periodic)
 {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i s = _mm512_set1_epi32((int)self);
     int64_t u = *nu, d = *nd;
     for (int64_t k = begin; k < end; k += 16) {
-        __mmask16 hit = prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc, scaled);
+        __mmask16 hit = prox_vx_within(b, k, prox_vx_live(end - k), q, m, rc, scaled, periodic);
         __m512i id = _mm512_maskz_loadu_epi32(hit, ids + k);
         __mmask16 up = both ? hit : _mm512_mask_cmpgt_epu32_mask(hit, id, s);
         __mmask16 down = both ? hit : hit & (__mmask16)~up;
@@ -224,10 +255,9 @@ static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *i
                                     prox_recheck *rc, uint32_t self, bool both, uint32_t *ups,
                                     uint32_t *downs, int64_t *nu, int64_t *nd)
 {
-    if (m->unit_scale)
-        prox_vx_split(b, ids, pos, begin, end, q, m, rc, self, both, ups, downs, nu, nd, false);
-    else
-        prox_vx_split(b, ids, pos, begin, end, q, m, rc, self, both, ups, downs, nu, nd, true);
+    PROX_VX_LOCALS;
+    PROX_VX_VARIANT(&local_m, prox_vx_split, &local_b, ids, pos, begin, end, local_q, &local_m, rc, self, both,
+                    ups, downs, nu, nd);
 }
 
 #else /* portable */

@@ -480,32 +480,55 @@ static inline __m512i exchange16(__m512i v, int j, __mmask16 take_max)
                                    _mm512_max_epu32(v, partner));
 }
 
-/* n <= 16 (pads with UINT32_MAX, which no index reaches) */
-static void sort_upto16(uint32_t *a, int64_t n)
+/* The 16-lane network over one register. */
+static inline __m512i network16(__m512i v)
 {
-    __mmask16 live = (__mmask16)((1u << n) - 1);
-    __m512i v = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live, a);
     for (int s = 0; s < 10; s++)
         v = exchange16(v, net16_xor[s], net16_mask[s]);
-    _mm512_mask_storeu_epi32(a, live, v);
+    return v;
+}
+
+/* The 32-lane network over two registers (lo: lanes 0-15). */
+static inline void network32(__m512i *lo, __m512i *hi)
+{
+    for (int s = 0; s < 15; s++) {
+        if (net32_xor[s] == 16) {
+            __m512i mn = _mm512_min_epu32(*lo, *hi);
+            *hi = _mm512_max_epu32(*lo, *hi);
+            *lo = mn;
+        } else {
+            *lo = exchange16(*lo, net32_xor[s], net32_mask_lo[s]);
+            *hi = exchange16(*hi, net32_xor[s], net32_mask_hi[s]);
+        }
+    }
+}
+
+/* The first n (0..16) lanes live. */
+static inline __mmask16 lanes_upto16(int64_t n)
+{
+    return (__mmask16)((1u << n) - 1);
+}
+
+/* a[0 .. n) padded with UINT32_MAX, which no index reaches, so that the
+ * padding sorts last. */
+static inline __m512i load_padded(const uint32_t *a, __mmask16 live)
+{
+    return _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live, a);
+}
+
+/* n <= 16 */
+static void sort_upto16(uint32_t *a, int64_t n)
+{
+    __mmask16 live = lanes_upto16(n);
+    _mm512_mask_storeu_epi32(a, live, network16(load_padded(a, live)));
 }
 
 /* 16 < n <= 32 */
 static void sort_upto32(uint32_t *a, int64_t n)
 {
-    __mmask16 live = (__mmask16)((1u << (n - 16)) - 1);
-    __m512i lo = _mm512_loadu_si512(a);
-    __m512i hi = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live, a + 16);
-    for (int s = 0; s < 15; s++) {
-        if (net32_xor[s] == 16) {
-            __m512i mn = _mm512_min_epu32(lo, hi);
-            hi = _mm512_max_epu32(lo, hi);
-            lo = mn;
-        } else {
-            lo = exchange16(lo, net32_xor[s], net32_mask_lo[s]);
-            hi = exchange16(hi, net32_xor[s], net32_mask_hi[s]);
-        }
-    }
+    __mmask16 live = lanes_upto16(n - 16);
+    __m512i lo = _mm512_loadu_si512(a), hi = load_padded(a + 16, live);
+    network32(&lo, &hi);
     _mm512_storeu_si512(a, lo);
     _mm512_mask_storeu_epi32(a + 16, live, hi);
 }
@@ -571,7 +594,63 @@ static void sort_upto64(uint32_t *a, int64_t n)
     for (int r = 0; r < 4; r++)
         _mm512_mask_storeu_epi32(a + 16 * r, live[r], v[r]);
 }
+/* The first n (0..16) sorted indices of v as pairs (self, v[k]) at out:
+ * lanes 2k take self, lanes 2k + 1 take v[k] (prox_pair is i, then j). */
+static inline void store_pairs16(prox_pair *out, __m512i v, uint32_t self, int64_t n)
+{
+    const __m512i first = _mm512_setr_epi32(16, 0, 16, 1, 16, 2, 16, 3, 16, 4, 16, 5, 16, 6, 16, 7);
+    const __m512i second = _mm512_setr_epi32(16, 8, 16, 9, 16, 10, 16, 11, 16, 12, 16, 13, 16, 14,
+                                             16, 15);
+    __m512i s = _mm512_set1_epi32((int)self);
+    __mmask8 m0 = n >= 8 ? 0xff : (__mmask8)((1u << n) - 1);
+    __mmask8 m1 = n <= 8 ? 0 : (__mmask8)((1u << (n - 8)) - 1);
+    _mm512_mask_storeu_epi64(out, m0, _mm512_permutex2var_epi32(v, first, s));
+    _mm512_mask_storeu_epi64(out + 8, m1, _mm512_permutex2var_epi32(v, second, s));
+}
 #endif
+
+void prox_sort_u32_into(uint32_t *row, int64_t n, uint32_t *out)
+{
+#if defined(__AVX512F__)
+    if (n > 4 && n <= 16) {
+        __mmask16 live = lanes_upto16(n);
+        _mm512_mask_storeu_epi32(out, live, network16(load_padded(row, live)));
+        return;
+    }
+    if (n > 16 && n <= 32) {
+        __mmask16 live = lanes_upto16(n - 16);
+        __m512i lo = _mm512_loadu_si512(row), hi = load_padded(row + 16, live);
+        network32(&lo, &hi);
+        _mm512_storeu_si512(out, lo);
+        _mm512_mask_storeu_epi32(out + 16, live, hi);
+        return;
+    }
+#endif
+    prox_sort_u32(row, n); /* in the staging, which is in cache */
+    for (int64_t t = 0; t < n; t++)
+        out[t] = row[t];
+}
+
+void prox_sort_u32_pairs(uint32_t *row, int64_t n, uint32_t self, prox_pair *out)
+{
+#if defined(__AVX512F__)
+    if (n > 4 && n <= 16) {
+        store_pairs16(out, network16(load_padded(row, lanes_upto16(n))), self, n);
+        return;
+    }
+    if (n > 16 && n <= 32) {
+        __m512i lo = _mm512_loadu_si512(row), hi = load_padded(row + 16, lanes_upto16(n - 16));
+        network32(&lo, &hi);
+        store_pairs16(out, lo, self, 16);
+        store_pairs16(out + 16, hi, self, n - 16);
+        return;
+    }
+#endif
+    prox_sort_u32(row, n);
+    for (int64_t t = 0; t < n; t++)
+        out[t] = (prox_pair){self, row[t]};
+}
+
 
 static int compare_u32(const void *a, const void *b)
 {

@@ -66,6 +66,16 @@ static inline void prox_sort_u32(uint32_t *a, int64_t n)
     }
 }
 
+/* row[0 .. n) sorted into out (which must not overlap it): the sort and
+ * the copy of a staged row to its place in one pass, the row held in
+ * registers where it fits 32 entries. The row itself may be sorted in
+ * place on the way. */
+void prox_sort_u32_into(uint32_t *row, int64_t n, uint32_t *out);
+
+/* The pairs (self, j) for the indices j of row[0 .. n), ascending, written
+ * to out. The row itself may be sorted in place on the way. */
+void prox_sort_u32_pairs(uint32_t *row, int64_t n, uint32_t self, prox_pair *out);
+
 /* How prox_heap_sort reads and moves the caller's items: whether item a
  * comes before item b, and their exchange; ctx is the caller's. */
 typedef bool (*prox_before_fn)(const void *ctx, int64_t a, int64_t b);

@@ -219,6 +219,47 @@ static void small_sort_matches_qsort(void **state)
         }
 }
 
+/* The sorted copies a staged row takes to its place: indices alone (lists)
+ * and pairs (self, j) (the buffer), for every length up to 200, written
+ * exactly over n entries: the guards on both sides stay untouched. */
+static void sorted_copies_match_qsort(void **state)
+{
+    (void)state;
+    enum { MAX = 200, GUARD = 20 };
+    const uint32_t self = 123456789u, mark = 0xdeadbeefu;
+    rng r = rng_seeded(78);
+    uint32_t given[MAX], row[MAX], expect[MAX], out[MAX + 2 * GUARD];
+    prox_pair pairs[MAX + 2 * GUARD];
+    for (int n = 0; n <= MAX; n++)
+        for (int rep = 0; rep < 3; rep++) {
+            for (int i = 0; i < n; i++)
+                given[i] = expect[i] = rep == 2 ? (uint32_t)(n - i)
+                                                : (uint32_t)(rng_next(&r) % (rep ? 1000000 : 5));
+            qsort(expect, (size_t)n, sizeof *expect, by_u32);
+            for (int pairs_too = 0; pairs_too < 2; pairs_too++) {
+                memcpy(row, given, (size_t)n * sizeof *row);
+                for (int i = 0; i < MAX + 2 * GUARD; i++) {
+                    out[i] = mark;
+                    pairs[i] = (prox_pair){mark, mark};
+                }
+                if (pairs_too)
+                    prox_sort_u32_pairs(row, n, self, pairs + GUARD);
+                else
+                    prox_sort_u32_into(row, n, out + GUARD);
+                for (int i = 0; i < MAX + 2 * GUARD; i++) {
+                    bool inside = i >= GUARD && i < GUARD + n;
+                    uint32_t want = inside ? expect[i - GUARD] : mark;
+                    if (pairs_too) {
+                        assert_int_equal(pairs[i].i, inside ? self : mark);
+                        assert_int_equal(pairs[i].j, want);
+                    } else {
+                        assert_int_equal(out[i], want);
+                    }
+                }
+            }
+        }
+}
+
 static int by_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -291,6 +332,7 @@ int main(void)
         cmocka_unit_test(sliced_counting_sort_matches_the_reference),
         cmocka_unit_test(radix_sort_is_stable_and_thread_independent),
         cmocka_unit_test(small_sort_matches_qsort),
+        cmocka_unit_test(sorted_copies_match_qsort),
         cmocka_unit_test(radix_sort_of_keys_alone_matches_qsort),
         cmocka_unit_test(radix_sort_of_pairs_matches_qsort),
     };
