@@ -162,7 +162,14 @@ void prox_grid_strip_rows(const prox_grid *g, bool forward_half, prox_strip_rows
  * row excluded for the forward half); adds the cells covered to *cells. */
 int prox_grid_strip_ranges(const prox_grid *g, const prox_strip_rows *rows, cell3 a,
                            prox_range *out, int64_t *cells);
-int64_t prox_ranges_length(const prox_range *r, int count);
+/* Points in ranges r[0 .. count). */
+static inline int64_t prox_ranges_length(const prox_range *r, int count)
+{
+    int64_t total = 0;
+    for (int k = 0; k < count; k++)
+        total += r[k].end - r[k].begin;
+    return total;
+}
 /* Self pairs into a count or callback sink, each pair once. */
 prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
 /* The ranges of the full stencil around `base`, a cell that may lie up to

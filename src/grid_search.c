@@ -247,7 +247,22 @@ typedef struct row_chunk {
     int64_t points_done, points_left;
     bool sized; /* reserved from the first run's neighbours per point */
     bool failed;
+    int64_t sort_s, sort_at; /* first point whose row awaits sorting, its first entry */
 } row_chunk;
+
+/* Rows are sorted a batch of points at a time: enough rows to keep the
+ * sorting networks of prox_sort_u32_rows interleaved, few enough to still
+ * be in cache. */
+#define SORT_BATCH 64
+
+/* Sort the rows of points [rc->sort_s, s_end), whose entries end the
+ * chunk's entries. */
+static void sort_pending_rows(row_chunk *rc, const uint32_t *row_len, int64_t s_end)
+{
+    prox_sort_u32_rows(rc->entries + rc->sort_at, row_len + rc->sort_s, s_end - rc->sort_s);
+    rc->sort_s = s_end;
+    rc->sort_at = rc->count;
+}
 
 /* After the chunk's first run, reserve what its rate of neighbours per
  * point predicts for the rest (plus a quarter): one allocation instead of a
@@ -355,11 +370,11 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
 
 /* Rows of the points of run r, appended to the chunk; row lengths go to
  * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
- * buffer), OTHER every neighbour but i itself (lists). Rows are staged
- * unsorted: place_rows sorts each on its way out. */
+ * buffer), OTHER every neighbour but i itself (lists); unless the sink
+ * is unsorted, rows are sorted SORT_BATCH points or more at a time. */
 static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                         gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
-                        query_counters *qc)
+                        bool sorted, query_counters *qc)
 {
     run_candidates c;
     if (!candidates_of_run(g, r, strips, b, &c, qc)) {
@@ -381,6 +396,8 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         row_len[s] = (uint32_t)found;
     }
     int64_t own = g->run_start[r + 1] - g->run_start[r];
+    if (sorted && g->run_start[r + 1] - rc->sort_s >= SORT_BATCH)
+        sort_pending_rows(rc, row_len, g->run_start[r + 1]);
     rc->points_done += own;
     rc->points_left -= own;
     if (!rc->sized && rc->points_done >= 32)
@@ -400,15 +417,11 @@ static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *
     prox_prefix_sums(offsets, n, g->threads);
 }
 
-/* Copy chunk k's rows (sorted positions [s0, s1)) to their final place,
- * sorting each on the way unless the sink is unsorted: the row goes from
- * the staging through registers to its place, and the sorts of successive
- * rows overlap with each other and with the stores' cache misses. */
+/* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */
 static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
                        const uint32_t *row_len, const int64_t *offsets, prox_sink sink)
 {
-    prox_index *from = rc->entries;
-    bool sorted = !sink.unsorted;
+    const prox_index *from = rc->entries;
     for (int64_t s = s0; s < s1; s++) {
         if (s + 2 * PREFETCH_AHEAD < s1)
             __builtin_prefetch(&offsets[g->id[s + 2 * PREFETCH_AHEAD]]);
@@ -426,18 +439,12 @@ static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int6
         int64_t len = row_len[s], at = offsets[self];
         if (sink.kind == PROX_SINK_LISTS) {
             prox_index *to = sink.lists->indices + at;
-            if (sorted)
-                prox_sort_u32_into(from, len, to);
-            else
-                for (int64_t t = 0; t < len; t++) /* rows are short: no call */
-                    to[t] = from[t];
+            for (int64_t t = 0; t < len; t++) /* rows are short: no call */
+                to[t] = from[t];
         } else {
             prox_pair *to = sink.buffer->pairs + at;
-            if (sorted)
-                prox_sort_u32_pairs(from, len, self, to);
-            else
-                for (int64_t t = 0; t < len; t++)
-                    to[t] = (prox_pair){self, from[t]};
+            for (int64_t t = 0; t < len; t++)
+                to[t] = (prox_pair){self, from[t]};
         }
         from += len;
     }
@@ -521,9 +528,13 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
             query_counters qc = counters_for(g, &g->source);
             gathered scratch = {.allocator = &g->allocator};
             row_chunk rc = rows[k]; /* a local copy: rows[] neighbours share cache lines */
-            rc.points_left = g->run_start[runs * (k + 1) / count] - g->run_start[runs * k / count];
+            int64_t s0 = g->run_start[runs * k / count], s1 = g->run_start[runs * (k + 1) / count];
+            rc.points_left = s1 - s0;
+            rc.sort_s = s0;
             for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
-                rows_of_run(g, r, strips, &scratch, &rc, row_len, rule, &qc);
+                rows_of_run(g, r, strips, &scratch, &rc, row_len, rule, !sink.unsorted, &qc);
+            if (!sink.unsorted && !rc.failed)
+                sort_pending_rows(&rc, row_len, s1);
             rows[k] = rc;
             gathered_free(&scratch);
             candidates += qc.candidates;

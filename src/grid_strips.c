@@ -154,7 +154,12 @@ int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, 
 static inline void copy_words(uint32_t *to, const uint32_t *from, int64_t len)
 {
 #ifdef PROX_KERNEL_AVX512
-    for (int64_t t = 0; t < len; t += 16)
+    /* the first 32 words without a loop, whose exit after one turn or two
+     * would be a coin toss on strips of about 21 */
+    __mmask16 second = len >= 32 ? 0xffff : len <= 16 ? 0 : (__mmask16)((1u << (len - 16)) - 1);
+    _mm512_storeu_si512(to, _mm512_maskz_loadu_epi32(prox_vx_live(len), from));
+    _mm512_mask_storeu_epi32(to + 16, second, _mm512_maskz_loadu_epi32(second, from + 16));
+    for (int64_t t = 32; t < len; t += 16)
         _mm512_storeu_si512(to + t, _mm512_maskz_loadu_epi32(prox_vx_live(len - t), from + t));
 #else
     for (int64_t t = 0; t < len; t++)
@@ -195,14 +200,6 @@ void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b)
 {
     prox_free(a, b->x);
     *b = (prox_fixed_gather){0};
-}
-
-int64_t prox_ranges_length(const range *r, int count)
-{
-    int64_t total = 0;
-    for (int k = 0; k < count; k++)
-        total += r[k].end - r[k].begin;
-    return total;
 }
 
 /* ---- counts and callbacks: the forward half ------------------------------ */

@@ -461,6 +461,9 @@ void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buck
 }
 
 #if defined(__AVX512F__)
+/* The networks' steps are unrolled and inlined, so that each step's
+ * shuffle is known at compile time (partner_of). */
+#define PROX_SORT_INLINE static inline __attribute__((always_inline))
 /* Bitonic sorting networks for AVX-512 (generated): each step pairs lane i
  * with lane i ^ j; the lane takes the max when (i & j) != 0 differs from the
  * direction of its block of size k ((i & k) != 0: descending). */
@@ -471,26 +474,45 @@ static const uint16_t net32_mask_hi[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33c
 static const uint8_t net32_xor[15] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1, 16, 8, 4, 2, 1};
 
 
-/* One compare-exchange step of a network inside a 16-lane register. */
-static inline __m512i exchange16(__m512i v, int j, __mmask16 take_max)
+/* Lane i ^ j of v, for j = 1, 2, 4 or 8 (a constant once the networks are
+ * unrolled): shuffles within 128-bit lanes for 1 and 2, of whole 128-bit
+ * lanes for 4 and 8. In-lane shuffles have a third of a full permute's
+ * latency, and a network is a chain of such steps. */
+PROX_SORT_INLINE __m512i partner_of(__m512i v, int j)
 {
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m512i partner = _mm512_permutexvar_epi32(_mm512_xor_si512(lane, _mm512_set1_epi32(j)), v);
+    switch (j) {
+    case 1:
+        return _mm512_shuffle_epi32(v, _MM_PERM_CDAB);
+    case 2:
+        return _mm512_shuffle_epi32(v, _MM_PERM_BADC);
+    case 4:
+        return _mm512_shuffle_i32x4(v, v, 0xb1); /* 128-bit lanes 1 0 3 2 */
+    default:
+        return _mm512_shuffle_i32x4(v, v, 0x4e); /* 2 3 0 1 */
+    }
+}
+
+/* One compare-exchange step of a network inside a 16-lane register. */
+PROX_SORT_INLINE __m512i exchange16(__m512i v, int j, __mmask16 take_max)
+{
+    __m512i partner = partner_of(v, j);
     return _mm512_mask_blend_epi32(take_max, _mm512_min_epu32(v, partner),
                                    _mm512_max_epu32(v, partner));
 }
 
 /* The 16-lane network over one register. */
-static inline __m512i network16(__m512i v)
+PROX_SORT_INLINE __m512i network16(__m512i v)
 {
+#pragma GCC unroll 10
     for (int s = 0; s < 10; s++)
         v = exchange16(v, net16_xor[s], net16_mask[s]);
     return v;
 }
 
 /* The 32-lane network over two registers (lo: lanes 0-15). */
-static inline void network32(__m512i *lo, __m512i *hi)
+PROX_SORT_INLINE void network32(__m512i *lo, __m512i *hi)
 {
+#pragma GCC unroll 15
     for (int s = 0; s < 15; s++) {
         if (net32_xor[s] == 16) {
             __m512i mn = _mm512_min_epu32(*lo, *hi);
@@ -594,63 +616,103 @@ static void sort_upto64(uint32_t *a, int64_t n)
     for (int r = 0; r < 4; r++)
         _mm512_mask_storeu_epi32(a + 16 * r, live[r], v[r]);
 }
-/* The first n (0..16) sorted indices of v as pairs (self, v[k]) at out:
- * lanes 2k take self, lanes 2k + 1 take v[k] (prox_pair is i, then j). */
-static inline void store_pairs16(prox_pair *out, __m512i v, uint32_t self, int64_t n)
+/* Rows sorted several at a time, their networks interleaved: one row's
+ * network is a chain of dependent steps, which leaves the vector units
+ * idle; GROUP rows keep them busy (eight measured best for 16 lanes,
+ * which take one register a row, four for 32). The slots past count load
+ * and store nothing. */
+#define GROUP16 8
+#define GROUP32 4
+
+typedef struct row_group {
+    uint32_t *row[GROUP16];
+    int64_t n[GROUP16];
+    int count;
+} row_group;
+
+static void sort_group16(row_group *g)
 {
-    const __m512i first = _mm512_setr_epi32(16, 0, 16, 1, 16, 2, 16, 3, 16, 4, 16, 5, 16, 6, 16, 7);
-    const __m512i second = _mm512_setr_epi32(16, 8, 16, 9, 16, 10, 16, 11, 16, 12, 16, 13, 16, 14,
-                                             16, 15);
-    __m512i s = _mm512_set1_epi32((int)self);
-    __mmask8 m0 = n >= 8 ? 0xff : (__mmask8)((1u << n) - 1);
-    __mmask8 m1 = n <= 8 ? 0 : (__mmask8)((1u << (n - 8)) - 1);
-    _mm512_mask_storeu_epi64(out, m0, _mm512_permutex2var_epi32(v, first, s));
-    _mm512_mask_storeu_epi64(out + 8, m1, _mm512_permutex2var_epi32(v, second, s));
+    __m512i v[GROUP16];
+    __mmask16 live[GROUP16];
+    for (int r = 0; r < GROUP16; r++) {
+        live[r] = r < g->count ? lanes_upto16(g->n[r]) : 0;
+        v[r] = load_padded(g->row[r < g->count ? r : 0], live[r]);
+    }
+#pragma GCC unroll 10
+    for (int s = 0; s < 10; s++)
+#pragma GCC unroll 8
+        for (int r = 0; r < GROUP16; r++)
+            v[r] = exchange16(v[r], net16_xor[s], net16_mask[s]);
+    for (int r = 0; r < g->count; r++)
+        _mm512_mask_storeu_epi32(g->row[r], live[r], v[r]);
+    g->count = 0;
+}
+
+static void sort_group32(row_group *g)
+{
+    __m512i lo[GROUP32], hi[GROUP32];
+    __mmask16 live[GROUP32];
+    for (int r = 0; r < GROUP32; r++) {
+        bool on = r < g->count;
+        live[r] = on ? lanes_upto16(g->n[r] - 16) : 0;
+        lo[r] = on ? _mm512_loadu_si512(g->row[r]) : _mm512_set1_epi32(-1);
+        hi[r] = load_padded(g->row[on ? r : 0] + 16, live[r]);
+    }
+#pragma GCC unroll 15
+    for (int s = 0; s < 15; s++)
+#pragma GCC unroll 4
+        for (int r = 0; r < GROUP32; r++) {
+            if (net32_xor[s] == 16) {
+                __m512i mn = _mm512_min_epu32(lo[r], hi[r]);
+                hi[r] = _mm512_max_epu32(lo[r], hi[r]);
+                lo[r] = mn;
+            } else {
+                lo[r] = exchange16(lo[r], net32_xor[s], net32_mask_lo[s]);
+                hi[r] = exchange16(hi[r], net32_xor[s], net32_mask_hi[s]);
+            }
+        }
+    for (int r = 0; r < g->count; r++) {
+        _mm512_storeu_si512(g->row[r], lo[r]);
+        _mm512_mask_storeu_epi32(g->row[r] + 16, live[r], hi[r]);
+    }
+    g->count = 0;
+}
+
+static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
+                             void (*sort)(row_group *))
+{
+    g->row[g->count] = row;
+    g->n[g->count] = n;
+    if (++g->count == size)
+        sort(g);
 }
 #endif
 
-void prox_sort_u32_into(uint32_t *row, int64_t n, uint32_t *out)
+void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
 {
 #if defined(__AVX512F__)
-    if (n > 4 && n <= 16) {
-        __mmask16 live = lanes_upto16(n);
-        _mm512_mask_storeu_epi32(out, live, network16(load_padded(row, live)));
-        return;
+    row_group g16 = {.count = 0}, g32 = {.count = 0};
+    for (int64_t k = 0; k < rows; a += len[k], k++) {
+        int64_t n = len[k];
+        if (n > 4 && n <= 16)
+            group_add(&g16, a, n, GROUP16, sort_group16);
+        else if (n > 16 && n <= 32)
+            group_add(&g32, a, n, GROUP32, sort_group32);
+        else
+            prox_sort_u32(a, n);
     }
-    if (n > 16 && n <= 32) {
-        __mmask16 live = lanes_upto16(n - 16);
-        __m512i lo = _mm512_loadu_si512(row), hi = load_padded(row + 16, live);
-        network32(&lo, &hi);
-        _mm512_storeu_si512(out, lo);
-        _mm512_mask_storeu_epi32(out + 16, live, hi);
-        return;
-    }
+    if (g16.count)
+        sort_group16(&g16);
+    if (g32.count)
+        sort_group32(&g32);
+#else
+    for (int64_t k = 0; k < rows; a += len[k], k++)
+        prox_sort_u32(a, len[k]);
 #endif
-    prox_sort_u32(row, n); /* in the staging, which is in cache */
-    for (int64_t t = 0; t < n; t++)
-        out[t] = row[t];
 }
 
-void prox_sort_u32_pairs(uint32_t *row, int64_t n, uint32_t self, prox_pair *out)
-{
 #if defined(__AVX512F__)
-    if (n > 4 && n <= 16) {
-        store_pairs16(out, network16(load_padded(row, lanes_upto16(n))), self, n);
-        return;
-    }
-    if (n > 16 && n <= 32) {
-        __m512i lo = _mm512_loadu_si512(row), hi = load_padded(row + 16, lanes_upto16(n - 16));
-        network32(&lo, &hi);
-        store_pairs16(out, lo, self, 16);
-        store_pairs16(out + 16, hi, self, n - 16);
-        return;
-    }
 #endif
-    prox_sort_u32(row, n);
-    for (int64_t t = 0; t < n; t++)
-        out[t] = (prox_pair){self, row[t]};
-}
-
 
 static int compare_u32(const void *a, const void *b)
 {

@@ -66,15 +66,10 @@ static inline void prox_sort_u32(uint32_t *a, int64_t n)
     }
 }
 
-/* row[0 .. n) sorted into out (which must not overlap it): the sort and
- * the copy of a staged row to its place in one pass, the row held in
- * registers where it fits 32 entries. The row itself may be sorted in
- * place on the way. */
-void prox_sort_u32_into(uint32_t *row, int64_t n, uint32_t *out);
-
-/* The pairs (self, j) for the indices j of row[0 .. n), ascending, written
- * to out. The row itself may be sorted in place on the way. */
-void prox_sort_u32_pairs(uint32_t *row, int64_t n, uint32_t self, prox_pair *out);
+/* Rows laid end to end from a, row k of len[k] entries: each sorted
+ * ascending in place, several at a time where they fit the vector
+ * networks (their chains of steps interleaved). */
+void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows);
 
 /* How prox_heap_sort reads and moves the caller's items: whether item a
  * comes before item b, and their exchange; ctx is the caller's. */

@@ -219,45 +219,46 @@ static void small_sort_matches_qsort(void **state)
         }
 }
 
-/* The sorted copies a staged row takes to its place: indices alone (lists)
- * and pairs (self, j) (the buffer), for every length up to 200, written
- * exactly over n entries: the guards on both sides stay untouched. */
-static void sorted_copies_match_qsort(void **state)
+/* Rows of mixed lengths laid end to end, sorted together: each row as qsort
+ * sorts it, and nothing written past the last. The lengths cycle through
+ * every class (short, one register, two, longer) in runs long and short, so
+ * that partly filled groups of rows are sorted too. */
+static void rows_sorted_together_match_qsort(void **state)
 {
     (void)state;
-    enum { MAX = 200, GUARD = 20 };
-    const uint32_t self = 123456789u, mark = 0xdeadbeefu;
+    enum { ROWS = 700, MAX_LEN = 70, GUARD = 20 };
+    const uint32_t mark = 0xdeadbeefu;
     rng r = rng_seeded(78);
-    uint32_t given[MAX], row[MAX], expect[MAX], out[MAX + 2 * GUARD];
-    prox_pair pairs[MAX + 2 * GUARD];
-    for (int n = 0; n <= MAX; n++)
-        for (int rep = 0; rep < 3; rep++) {
-            for (int i = 0; i < n; i++)
-                given[i] = expect[i] = rep == 2 ? (uint32_t)(n - i)
-                                                : (uint32_t)(rng_next(&r) % (rep ? 1000000 : 5));
-            qsort(expect, (size_t)n, sizeof *expect, by_u32);
-            for (int pairs_too = 0; pairs_too < 2; pairs_too++) {
-                memcpy(row, given, (size_t)n * sizeof *row);
-                for (int i = 0; i < MAX + 2 * GUARD; i++) {
-                    out[i] = mark;
-                    pairs[i] = (prox_pair){mark, mark};
-                }
-                if (pairs_too)
-                    prox_sort_u32_pairs(row, n, self, pairs + GUARD);
-                else
-                    prox_sort_u32_into(row, n, out + GUARD);
-                for (int i = 0; i < MAX + 2 * GUARD; i++) {
-                    bool inside = i >= GUARD && i < GUARD + n;
-                    uint32_t want = inside ? expect[i - GUARD] : mark;
-                    if (pairs_too) {
-                        assert_int_equal(pairs[i].i, inside ? self : mark);
-                        assert_int_equal(pairs[i].j, want);
-                    } else {
-                        assert_int_equal(out[i], want);
-                    }
-                }
-            }
+    uint32_t *len = malloc(ROWS * sizeof *len);
+    uint32_t *rows = malloc((ROWS * MAX_LEN + GUARD) * sizeof *rows);
+    uint32_t *expect = malloc(ROWS * MAX_LEN * sizeof *expect);
+    assert_non_null(len);
+    assert_non_null(rows);
+    assert_non_null(expect);
+    for (int take = 1; take <= ROWS; take = take < 40 ? take + 1 : take * 2) {
+        int64_t total = 0;
+        for (int k = 0; k < take; k++) {
+            int cls = (int)(rng_next(&r) % 8);
+            len[k] = cls < 3 ? (uint32_t)(rng_next(&r) % 17)         /* up to 16 */
+                     : cls < 6 ? 17 + (uint32_t)(rng_next(&r) % 16) /* 17 to 32 */
+                               : (uint32_t)(rng_next(&r) % MAX_LEN);
+            for (uint32_t t = 0; t < len[k]; t++)
+                rows[total + t] = expect[total + t] =
+                    (uint32_t)(rng_next(&r) % (k % 3 ? 1000000u : 7u)); /* some with ties */
+            qsort(expect + total, len[k], sizeof *expect, by_u32);
+            total += len[k];
         }
+        for (int t = 0; t < GUARD; t++)
+            rows[total + t] = mark;
+        prox_sort_u32_rows(rows, len, take);
+        if (total > 0)
+            assert_memory_equal(rows, expect, (size_t)total * sizeof *rows);
+        for (int t = 0; t < GUARD; t++)
+            assert_int_equal(rows[total + t], mark);
+    }
+    free(len);
+    free(rows);
+    free(expect);
 }
 
 static int by_u64(const void *a, const void *b)
@@ -332,7 +333,7 @@ int main(void)
         cmocka_unit_test(sliced_counting_sort_matches_the_reference),
         cmocka_unit_test(radix_sort_is_stable_and_thread_independent),
         cmocka_unit_test(small_sort_matches_qsort),
-        cmocka_unit_test(sorted_copies_match_qsort),
+        cmocka_unit_test(rows_sorted_together_match_qsort),
         cmocka_unit_test(radix_sort_of_keys_alone_matches_qsort),
         cmocka_unit_test(radix_sort_of_pairs_matches_qsort),
     };
