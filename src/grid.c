@@ -691,9 +691,10 @@ static inline void gather_block(const prox_grid *g, const prox_points *p, const 
     int64_t n = g->n;
     for (int64_t j = 0; j < count; j++) {
         int64_t s = s0 + j, i = g->id[s];
-        if (s + PREFETCH_AHEAD < n) { /* reads follow the sort: random in the input */
-            int64_t ahead = g->id[s + PREFETCH_AHEAD];
-            __builtin_prefetch((const char *)p->axis[0] + ahead * p->stride);
+        if (s + 2 * PREFETCH_AHEAD < n) { /* reads follow the sort: random in the input */
+            const char *ahead = (const char *)p->axis[0] + g->id[s + 2 * PREFETCH_AHEAD] * p->stride;
+            __builtin_prefetch(ahead); /* a point's first line and its last (a quarter */
+            __builtin_prefetch(ahead + (dim - 1) * sizeof(double)); /* of packed 3D straddle) */
         }
         for (int k = 0; k < dim; k++)
             v[k][j] = xyz ? xyz[dim * i + k] : prox_coord(p, i, k, g->desc.period);

@@ -417,16 +417,21 @@ static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *
     prox_prefix_sums(offsets, n, g->threads);
 }
 
+/* Rows ahead whose places place_rows prefetches: the writes go to random
+ * places in the output, and twice the reads' distance measured better
+ * (W1 1M sorted buffer, about 2%). */
+#define PLACE_AHEAD (2 * PREFETCH_AHEAD)
+
 /* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */
 static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
                        const uint32_t *row_len, const int64_t *offsets, prox_sink sink)
 {
     const prox_index *from = rc->entries;
     for (int64_t s = s0; s < s1; s++) {
-        if (s + 2 * PREFETCH_AHEAD < s1)
-            __builtin_prefetch(&offsets[g->id[s + 2 * PREFETCH_AHEAD]]);
-        if (s + PREFETCH_AHEAD < s1) { /* the row's first and last lines, for writing */
-            int64_t ahead = offsets[g->id[s + PREFETCH_AHEAD]], len = row_len[s + PREFETCH_AHEAD];
+        if (s + 2 * PLACE_AHEAD < s1)
+            __builtin_prefetch(&offsets[g->id[s + 2 * PLACE_AHEAD]]);
+        if (s + PLACE_AHEAD < s1) { /* the row's first and last lines, for writing */
+            int64_t ahead = offsets[g->id[s + PLACE_AHEAD]], len = row_len[s + PLACE_AHEAD];
             if (sink.kind == PROX_SINK_LISTS) {
                 __builtin_prefetch(sink.lists->indices + ahead, 1);
                 __builtin_prefetch(sink.lists->indices + ahead + len, 1);
