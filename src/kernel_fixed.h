@@ -86,7 +86,7 @@ static PROX_ALWAYS_INLINE __m512 prox_vx_axis(const int32_t *c, int64_t k, __mma
 
 /* Candidates k .. k+15 among `lanes` within the radius of q. `scaled` and
  * `periodic` are constants in each caller's loop (the metric's unit_scale
- * and periodic, hoisted: prox_vx_variant). */
+ * and periodic, hoisted: PROX_VX_VARIANT). */
 static PROX_ALWAYS_INLINE __mmask16 prox_vx_within(const prox_fixed_block *b, int64_t k,
                                                    __mmask16 lanes, const int32_t q[3],
                                                    const prox_fixed_metric *m,
@@ -106,17 +106,21 @@ static PROX_ALWAYS_INLINE __mmask16 prox_vx_within(const prox_fixed_block *b, in
 }
 
 /* fn(args..., scaled, periodic) in the variant metric m asks for, each a
- * loop of its own. Callers pass local copies of the metric, the block and
- * the query point (PROX_VX_LOCALS): their fields then stay in registers,
- * where the loops' stores could otherwise alias them. */
+ * loop of its own: open and unit-scaled (every open axis has the same
+ * cell: grid.c, open_axis), or periodic, scaled or not (a box with no
+ * periodic axis but different scales would take the scaled periodic loop,
+ * whose periods of 0 change nothing). Callers pass local copies of the
+ * metric, the block and the query point (PROX_VX_LOCALS): their fields
+ * then stay in registers, where the loops' stores could otherwise alias
+ * them. */
 #define PROX_VX_LOCALS                                                                  \
     const prox_fixed_metric local_m = *m;                                              \
     const prox_fixed_block local_b = *b;                                               \
     const int32_t local_q[3] = {q[0], q[1], q[2]}
 #define PROX_VX_VARIANT(m, fn, ...)                                                    \
-    ((m)->periodic ? ((m)->unit_scale ? fn(__VA_ARGS__, false, true) : fn(__VA_ARGS__, true, true)) \
-                   : ((m)->unit_scale ? fn(__VA_ARGS__, false, false)                 \
-                                      : fn(__VA_ARGS__, true, false)))
+    (!(m)->periodic && (m)->unit_scale ? fn(__VA_ARGS__, false, false)                 \
+     : (m)->unit_scale                 ? fn(__VA_ARGS__, false, true)                  \
+                                       : fn(__VA_ARGS__, true, true))
 
 static inline __mmask16 prox_vx_live(int64_t left)
 {
