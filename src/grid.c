@@ -453,19 +453,8 @@ void prox_grid_free_kept(prox_grid *g)
     g->row_entries = NULL;
     g->row_entries_cap = NULL;
     g->row_chunks = 0;
-    for (int k = 0; k < g->fill_chunks; k++) {
-        prox_fill_arrays *f = &g->fill[k];
-        prox_free(&g->allocator, f->hits);
-        prox_free(&g->allocator, f->ups);
-        prox_free(&g->allocator, f->downs);
-        prox_free(&g->allocator, f->row);
-        prox_free(&g->allocator, f->placed);
-        prox_free(&g->allocator, f->aside);
-        prox_free(&g->allocator, f->late);
-        prox_free(&g->allocator, f->pending);
-        prox_free(&g->allocator, f->cursor);
-        prox_fixed_gather_free(&g->allocator, &f->gather);
-    }
+    for (int k = 0; k < g->fill_chunks; k++)
+        prox_fill_arrays_free(&g->allocator, &g->fill[k]);
     prox_free(&g->allocator, g->fill);
     g->fill = NULL;
     g->fill_chunks = 0;
@@ -485,12 +474,8 @@ int64_t prox_grid_kept_bytes(const prox_grid *g)
     for (int k = 0; k < g->row_chunks; k++)
         bytes += g->row_entries_cap[k] * (int64_t)sizeof(prox_index);
     bytes += g->fill_chunks * (int64_t)sizeof *g->fill;
-    for (int k = 0; k < g->fill_chunks; k++) {
-        const prox_fill_arrays *f = &g->fill[k];
-        bytes += (3 * f->hits_cap + f->row_cap + f->placed_cap + f->aside_cap + f->late_cap + f->pending_cap +
-                  f->cursor_cap + 5 * f->gather.cap) *
-                 (int64_t)sizeof(uint32_t);
-    }
+    for (int k = 0; k < g->fill_chunks; k++)
+        bytes += prox_fill_arrays_bytes(&g->fill[k]);
     return bytes;
 }
 

@@ -127,6 +127,23 @@ static int64_t farthest_end(const prox_range *rg, int count)
     return far;
 }
 
+void prox_fill_arrays_free(const prox_allocator *alloc, prox_fill_arrays *f)
+{
+    uint32_t *arrays[] = {f->hits, f->ups,   f->downs,   f->row,   f->placed,
+                          f->aside, f->late, f->pending, f->cursor};
+    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
+        prox_free(alloc, arrays[k]);
+    prox_fixed_gather_free(alloc, &f->gather);
+    *f = (prox_fill_arrays){0};
+}
+
+int64_t prox_fill_arrays_bytes(const prox_fill_arrays *f)
+{
+    int64_t words = 3 * f->hits_cap + f->row_cap + f->placed_cap + f->aside_cap + f->late_cap +
+                    f->pending_cap + f->cursor_cap + 5 * f->gather.cap; /* hits, ups, downs share a cap */
+    return words * (int64_t)sizeof(uint32_t);
+}
+
 /* ---- pass 1: the count --------------------------------------------------- */
 
 static void count_point(const fill_job *j, fill_chunk *c, int64_t a, int64_t ups, int64_t downs)

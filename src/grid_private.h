@@ -125,6 +125,10 @@ typedef struct prox_fill_arrays {
     prox_fixed_gather gather;     /* a run's candidates */
 } prox_fill_arrays;
 
+/* A set of grid_fill.c's arrays released, and the bytes it holds. */
+void prox_fill_arrays_free(const prox_allocator *a, prox_fill_arrays *f);
+int64_t prox_fill_arrays_bytes(const prox_fill_arrays *f);
+
 /* Releases what the grid keeps between queries. */
 void prox_grid_free_kept(prox_grid *g);
 
@@ -170,10 +174,12 @@ static inline int64_t prox_ranges_length(const prox_range *r, int count)
         total += r[k].end - r[k].begin;
     return total;
 }
-/* Self pairs into a count or callback sink, each pair once. */
-prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
 /* The ranges of the full stencil around `base`, a cell that may lie up to
  * the reach outside an open axis (ball queries). */
+int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *rows,
+                                  const int64_t base[3], prox_range *out, int64_t *cells);
+/* Self pairs into a count or callback sink, each pair once. */
+prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
 /* The forward half of run r's stencil (seed 001: each pair once) as
  * ranges: rg[0] the run's own cell (a point meets its later points only:
  * from s + 1 on), then its row's forward cells and the forward rows.
@@ -219,13 +225,10 @@ void prox_grid_point_split(const prox_grid *g, int64_t s, const prox_range *rg, 
                            const prox_fixed_gather *block, grid_recheck *rc, bool both,
                            uint32_t *hits, uint32_t *ups, uint32_t *downs, int64_t *nu,
                            int64_t *nd);
-int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *rows,
-                                  const int64_t base[3], prox_range *out, int64_t *cells);
 
 /* Cell coordinate of a wrapped coordinate along axis k, for a built point
- * (always inside 0 .. ncell-1). */
-/* Clamped in selects, not branches, so that loops over points vectorise
- * (grid.c, packed_linear_keys). */
+ * (always inside 0 .. ncell-1): clamped in selects, not branches, so that
+ * loops over points vectorise (grid.c, packed_linear_keys). */
 static inline int32_t cell_of(const prox_grid *g, int k, double v)
 {
     double u = floor((v - g->origin[k]) * g->inv_cell[k]), last = (double)(g->ncell[k] - 1);
@@ -402,6 +405,19 @@ struct grid_recheck {
 };
 
 void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries);
+
+/* Sorted point s as the query over gathered block b: its fixed-point
+ * coordinates to q, the recheck pointed at it and at the block's ids (the
+ * caller sets rc->ids back to NULL after); returns the block's arrays. */
+static inline prox_fixed_block prox_gathered_query(const prox_grid *g, int64_t s,
+                                                   const prox_fixed_gather *b, grid_recheck *rc,
+                                                   int32_t q[3])
+{
+    fixed_point_of(g, s, q);
+    rc->query = g->id[s];
+    rc->ids = b->id;
+    return prox_fixed_gather_block(g, b);
+}
 
 /* Fixed-point coordinates of a query point given in double (wrapped), for
  * a grid that keeps them (fixed_on) and a query within the reach of its

@@ -339,11 +339,8 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
 {
     int64_t found = 0;
     if (c->fixed) { /* one block */
-        prox_fixed_block b = prox_fixed_gather_block(g, c->fixed);
         int32_t q[3];
-        fixed_point_of(g, s, q);
-        rc->query = g->id[s];
-        rc->ids = c->fixed->id;
+        prox_fixed_block b = prox_gathered_query(g, s, c->fixed, rc, q);
         found = prox_fixed_ids(&b, c->fixed->id, 0, c->fixed->count, q, &g->fixed_metric,
                                &rc->base, g->id[s], rule, out);
         rc->ids = NULL;

@@ -154,12 +154,7 @@ int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, 
 static inline void copy_words(uint32_t *to, const uint32_t *from, int64_t len)
 {
 #ifdef PROX_KERNEL_AVX512
-    /* the first 32 words without a loop, whose exit after one turn or two
-     * would be a coin toss on strips of about 21 */
-    __mmask16 second = len >= 32 ? 0xffff : len <= 16 ? 0 : (__mmask16)((1u << (len - 16)) - 1);
-    _mm512_storeu_si512(to, _mm512_maskz_loadu_epi32(prox_vx_live(len), from));
-    _mm512_mask_storeu_epi32(to + 16, second, _mm512_maskz_loadu_epi32(second, from + 16));
-    for (int64_t t = 32; t < len; t += 16)
+    for (int64_t t = 0; t < len; t += 16)
         _mm512_storeu_si512(to + t, _mm512_maskz_loadu_epi32(prox_vx_live(len - t), from + t));
 #else
     for (int64_t t = 0; t < len; t++)
@@ -267,12 +262,9 @@ static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg,
 static int64_t gathered_hits(const prox_grid *g, int64_t s, int64_t own_begin,
                              const prox_fixed_gather *b, grid_recheck *rc, uint32_t *hits)
 {
-    prox_fixed_block fb = prox_fixed_gather_block(g, b);
     const prox_fixed_metric *m = &g->fixed_metric;
     int32_t q[3];
-    fixed_point_of(g, s, q);
-    rc->query = g->id[s];
-    rc->ids = b->id;
+    prox_fixed_block fb = prox_gathered_query(g, s, b, rc, q);
     int64_t begin = s + 1 - own_begin;
     int64_t found = hits ? prox_fixed_hits(&fb, begin, b->count, q, m, &rc->base, hits)
                          : prox_fixed_count(&fb, begin, b->count, q, m, &rc->base);
@@ -309,11 +301,8 @@ void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int c
     prox_index self = g->id[s];
     *nu = *nd = 0;
     if (block) { /* rg[0], the own cell's range, leads the block */
-        prox_fixed_block b = prox_fixed_gather_block(g, block);
         int32_t q[3];
-        fixed_point_of(g, s, q);
-        rc->query = self;
-        rc->ids = block->id;
+        prox_fixed_block b = prox_gathered_query(g, s, block, rc, q);
         prox_fixed_split(&b, block->id, block->pos, s + 1 - rg[0].begin, block->count, q,
                          &g->fixed_metric, &rc->base, self, both, ups, downs, nu, nd);
         rc->ids = NULL;
