@@ -616,6 +616,7 @@ static void sort_upto64(uint32_t *a, int64_t n)
     for (int r = 0; r < 4; r++)
         _mm512_mask_storeu_epi32(a + 16 * r, live[r], v[r]);
 }
+
 /* Rows sorted several at a time, their networks interleaved: one row's
  * network is a chain of dependent steps, which leaves the vector units
  * idle; GROUP rows keep them busy (eight measured best for 16 lanes,
@@ -711,8 +712,6 @@ void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
 #endif
 }
 
-#if defined(__AVX512F__)
-#endif
 
 static int compare_u32(const void *a, const void *b)
 {
