@@ -256,6 +256,49 @@ static double fixed_tolerance(const prox_grid *g)
     return tol;
 }
 
+/* The rel16 coordinates of kernel_fixed.h: a cell spans 2^REL16_CELL_BITS
+ * units, and the stencil's candidates lie within 1.5 cells of the centre
+ * of the run's cell. */
+#define REL16_CELL_BITS 14
+
+/* Whether a grid's full-stencil rows may use rel16 coordinates (open axes
+ * and one scale: fixed-point axes with at least REL16_CELL_BITS bits a
+ * cell), and their bounds:
+ * - a unit u is 2^-14 cells; a coordinate keeps floor((X - centre) / 2^drop)
+ *   of its fixed-point X, so that the difference of two is within one u of
+ *   their fixed-point difference, itself within 2e of the difference of the
+ *   doubles (fixed_tolerance's e): per axis within eps = 1 + 2e/u units;
+ * - the distance of the units' differences is then within eps sqrt(dim) of
+ *   the double one (the triangle inequality), so that a squared value up to
+ *   (R - eps sqrt(dim))^2 is within the radius R = r/u, and one above
+ *   (R + eps sqrt(dim))^2 is not, with a relative 2^-30 of room for the
+ *   doubles' own rounding and the bounds' computation;
+ * - the radius is at most a cell, so R < 2^14 and out2 < 2^29. */
+bool prox_grid_rel16_metric(const prox_grid *g, prox_rel16_metric *m)
+{
+    const prox_fixed_metric *fm = &g->fixed_metric;
+    if (!g->fixed_on || fm->periodic || !fm->unit_scale || g->fixed_shift[0] < REL16_CELL_BITS)
+        return false;
+    for (int k = 0; k < g->dim; k++) /* strips of 3 cells: within 1.5 cells of the centre */
+        if (g->reach[k] != 1)
+            return false;
+    double cell = 1.0 / g->inv_cell[0], u = ldexp(cell, -REL16_CELL_BITS), e = 0.0;
+    for (int k = 0; k < g->dim; k++) {
+        double q = ldexp(cell, -g->fixed_shift[k]);
+        double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
+        double ek = q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
+        e = ek > e ? ek : e;
+    }
+    double eps = (1.0 + 2.0 * e / u) * sqrt((double)g->dim), R = g->desc.radius / u;
+    if (R + eps >= 0x1p15 || R <= eps)
+        return false;
+    double in = (R - eps) * (R - eps) * (1.0 - 0x1p-30), out = (R + eps) * (R + eps) * (1.0 + 0x1p-30);
+    m->drop = g->fixed_shift[0] - REL16_CELL_BITS;
+    m->in2 = (uint32_t)floor(in) - 1;
+    m->out2 = (uint32_t)ceil(out) + 1;
+    return true;
+}
+
 /* The float just below (dir < 0) or above v: the bounds of the kernel's
  * decision stay on the safe side of their double values. */
 static float float_beyond(double v, int dir)

@@ -406,6 +406,48 @@ struct grid_recheck {
 
 void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries);
 
+/* rel16 (kernel_fixed.h): whether the grid's rows may use them, and their
+ * bounds (grid.c). */
+bool prox_grid_rel16_metric(const prox_grid *g, prox_rel16_metric *m);
+
+/* A fixed-point coordinate along axis k as a rel16 one, for a run in cell c
+ * of that axis: floor((X - centre of c) / 2^drop), the floor written out
+ * so that it holds for negative values on any compiler. */
+static inline int32_t prox_rel16_centre(const prox_grid *g, int k, int64_t c)
+{
+    int shift = g->fixed_shift[k];
+    return (int32_t)((c << shift) + ((int64_t)1 << (shift - 1)));
+}
+
+static inline int32_t prox_rel16_coord(const prox_grid *g, int k, int64_t c, int32_t fixed,
+                                       int drop)
+{
+    int32_t d = fixed - prox_rel16_centre(g, k, c);
+    return d >= 0 ? d >> drop : ~(~d >> drop);
+}
+
+/* A run's candidates gathered as rel16 coordinates around its cell a. */
+typedef struct prox_rel16_gather {
+    uint32_t *xy, *z0, *id;
+    int64_t count, cap;
+} prox_rel16_gather;
+
+bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
+                              const prox_range *rg, int count, prox_rel16_gather *b);
+void prox_rel16_gather_free(const prox_allocator *alloc, prox_rel16_gather *b);
+
+/* Sorted point s's rel16 coordinates around cell a, packed as a block's. */
+static inline void prox_rel16_point(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
+                                    int64_t s, uint32_t *xy, uint32_t *z0)
+{
+    int64_t n = g->n;
+    *xy = prox_rel16_pack(prox_rel16_coord(g, 0, a.c[0], g->fixed[s], m->drop),
+                          prox_rel16_coord(g, 1, a.c[1], g->fixed[n + s], m->drop));
+    *z0 = g->dim == 3
+              ? prox_rel16_pack(prox_rel16_coord(g, 2, a.c[2], g->fixed[2 * n + s], m->drop), 0)
+              : 0;
+}
+
 /* Sorted point s as the query over gathered block b: its fixed-point
  * coordinates to q, the recheck pointed at it and at the block's ids (the
  * caller sets rc->ids back to NULL after); returns the block's arrays. */

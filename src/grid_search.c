@@ -38,6 +38,8 @@ typedef struct gathered {
     const prox_allocator *allocator;
     bool failed;
     prox_fixed_gather fixed; /* linear keys, fixed point: a run's strips */
+    prox_rel16_gather rel16; /* or as rel16 coordinates, with these bounds (else NULL) */
+    const prox_rel16_metric *rel16_metric;
 } gathered;
 
 static void gathered_free(gathered *b)
@@ -46,6 +48,7 @@ static void gathered_free(gathered *b)
     for (int k = 0; k < 5; k++)
         prox_free(b->allocator, blocks[k]);
     prox_fixed_gather_free(b->allocator, &b->fixed);
+    prox_rel16_gather_free(b->allocator, &b->rel16);
 }
 
 static bool gathered_grow(gathered *b, int64_t need);
@@ -294,12 +297,16 @@ typedef struct run_candidates {
     prox_range range[PROX_STRIP_MAX_RANGES];
     int count;
     const prox_fixed_gather *fixed; /* the strips gathered, or NULL: read in place */
+    const prox_rel16_gather *rel16; /* or gathered as rel16 coordinates around `cell` */
+    const prox_rel16_metric *rel16_metric;
+    cell3 cell;
 } run_candidates;
 
 static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                               gathered *b, run_candidates *c, query_counters *qc)
 {
     c->fixed = NULL;
+    c->rel16 = NULL;
     if (strips) {
         c->block = grid_block(g);
         c->ids = g->id;
@@ -307,6 +314,13 @@ static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_ro
         if (!prox_gather_pays(g->run_start[r + 1] - g->run_start[r],
                               prox_ranges_length(c->range, c->count)))
             return true;
+        if (b->rel16_metric) {
+            c->cell = run_cell_of(g, r);
+            c->rel16_metric = b->rel16_metric;
+            c->rel16 = &b->rel16;
+            return prox_rel16_gather_ranges(g, b->rel16_metric, c->cell, c->range, c->count,
+                                            &b->rel16);
+        }
         if (g->fixed_on) {
             if (!prox_fixed_gather_ranges(g, c->range, c->count, false, &b->fixed))
                 return false;
@@ -338,6 +352,18 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
                                    prox_id_rule rule, grid_recheck *rc, prox_index *out)
 {
     int64_t found = 0;
+    if (c->rel16) { /* one block, rel16 coordinates */
+        const prox_rel16_gather *r16 = c->rel16;
+        prox_rel16_block b = {r16->xy, g->dim == 3 ? r16->z0 : NULL};
+        uint32_t qxy, qz0;
+        prox_rel16_point(g, c->rel16_metric, c->cell, s, &qxy, &qz0);
+        rc->query = g->id[s];
+        rc->ids = r16->id;
+        found = prox_rel16_ids(&b, r16->id, 0, r16->count, qxy, qz0, c->rel16_metric, &rc->base,
+                               g->id[s], rule, out);
+        rc->ids = NULL;
+        return found;
+    }
     if (c->fixed) { /* one block */
         int32_t q[3];
         prox_fixed_block b = prox_gathered_query(g, s, c->fixed, rc, q);
@@ -519,16 +545,20 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
     bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
     prox_id_rule rule = lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE;
     prox_strip_rows strip_rows, *strips = NULL;
+    prox_rel16_metric rel16;
+    bool use_rel16 = false;
     if (g->keys == PROX_KEYS_LINEAR) {
         prox_grid_strip_rows(g, false, &strip_rows);
         strips = &strip_rows;
+        use_rel16 = prox_grid_rel16_metric(g, &rel16);
     }
     if (!failed) {
 #pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1) \
     reduction(+ : candidates, cells_visited, rechecked)
         for (int k = 0; k < count; k++) {
             query_counters qc = counters_for(g, &g->source);
-            gathered scratch = {.allocator = &g->allocator};
+            gathered scratch = {.allocator = &g->allocator,
+                                .rel16_metric = use_rel16 ? &rel16 : NULL};
             row_chunk rc = rows[k]; /* a local copy: rows[] neighbours share cache lines */
             int64_t s0 = g->run_start[runs * k / count], s1 = g->run_start[runs * (k + 1) / count];
             rc.points_left = s1 - s0;

@@ -191,6 +191,72 @@ bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bo
     return true;
 }
 
+/* len rel16 coordinates of one axis pair from fixed-point arrays fx, fy
+ * (fy NULL: z alone, with 0 above) around centres cx, cy, packed into
+ * to[] (whole vectors stored: to[] has PROX_KERNEL_SLACK words of room). */
+static inline void rel16_words(const int32_t *fx, const int32_t *fy, int32_t cx, int32_t cy,
+                               int drop, uint32_t *to, int64_t len)
+{
+#ifdef PROX_KERNEL_AVX512
+    const __m128i count = _mm_cvtsi32_si128(drop);
+    const __m512i vx = _mm512_set1_epi32(cx), vy = _mm512_set1_epi32(cy),
+                  low = _mm512_set1_epi32(0xffff);
+    for (int64_t t = 0; t < len; t += 16) { /* arithmetic shifts: floors */
+        __mmask16 live = prox_vx_live(len - t);
+        __m512i x = _mm512_sra_epi32(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fx + t), vx),
+                                     count);
+        __m512i w = _mm512_and_si512(x, low);
+        if (fy) {
+            __m512i y = _mm512_sra_epi32(
+                _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fy + t), vy), count);
+            w = _mm512_or_si512(w, _mm512_slli_epi32(y, 16));
+        }
+        _mm512_storeu_si512(to + t, w);
+    }
+#else
+    for (int64_t t = 0; t < len; t++) {
+        int32_t dx = fx[t] - cx, dy = fy ? fy[t] - cy : 0;
+        to[t] = prox_rel16_pack(dx >= 0 ? dx >> drop : ~(~dx >> drop),
+                                dy >= 0 ? dy >> drop : ~(~dy >> drop));
+    }
+#endif
+}
+
+bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
+                              const range *rg, int count, prox_rel16_gather *b)
+{
+    int64_t total = prox_ranges_length(rg, count), need = total + PROX_KERNEL_SLACK;
+    if (need > b->cap) {
+        int64_t cap = 2 * need;
+        prox_rel16_gather_free(&g->allocator, b);
+        uint32_t *block = prox_alloc_array(&g->allocator, cap, 3 * sizeof(uint32_t));
+        if (!block)
+            return false;
+        *b = (prox_rel16_gather){block, block + cap, block + 2 * cap, 0, cap};
+    }
+    int64_t n = g->n, at = 0;
+    int32_t centre[3];
+    for (int k = 0; k < 3; k++)
+        centre[k] = k < g->dim ? prox_rel16_centre(g, k, a.c[k]) : 0;
+    for (int k = 0; k < count; k++) {
+        int64_t begin = rg[k].begin, len = rg[k].end - begin;
+        rel16_words(g->fixed + begin, g->fixed + n + begin, centre[0], centre[1], m->drop,
+                    b->xy + at, len);
+        if (g->dim == 3)
+            rel16_words(g->fixed + 2 * n + begin, NULL, centre[2], 0, m->drop, b->z0 + at, len);
+        copy_words(b->id + at, g->id + begin, len);
+        at += len;
+    }
+    b->count = total;
+    return true;
+}
+
+void prox_rel16_gather_free(const prox_allocator *alloc, prox_rel16_gather *b)
+{
+    prox_free(alloc, b->xy);
+    *b = (prox_rel16_gather){0};
+}
+
 void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b)
 {
     prox_free(a, b->x);

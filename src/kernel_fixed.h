@@ -59,6 +59,33 @@ __attribute__((noinline)) static uint32_t prox_recheck_lanes(prox_recheck *rc, i
     return in;
 }
 
+/* Coordinates of 16 bits relative to the centre of a run's cell, for the
+ * full-stencil rows of open, one-scaled grids (grid_search.c, "rel16"):
+ * each fixed-point coordinate less the centre's, with `drop` low bits
+ * dropped, so that a cell spans 2^14 units and a candidate of the stencil
+ * (within 1.5 cells of the centre) fits an int16, as does its difference
+ * with a point of the cell itself (at most 2^15 - 1). Squares summed in
+ * 32 bits (pairs by vpmaddwd) are exact integers; in2 and out2 bound them
+ * so that the dropped bits and the fixed point's own error cannot change
+ * a decision (grid.c, prox_grid_rel16_metric), and the few in between are
+ * decided again in double (prox_recheck). */
+typedef struct prox_rel16_metric {
+    int drop;           /* the fixed-point bits dropped (every axis: one scale) */
+    uint32_t in2, out2; /* squared distance in units: <= in2 within, > out2 beyond */
+} prox_rel16_metric;
+
+/* A gathered block of rel16 coordinates: xy holds x | y << 16 (two int16),
+ * z0 holds z | 0 << 16 (NULL in 2D), so that one vpmaddwd squares and sums
+ * two axes. */
+typedef struct prox_rel16_block {
+    const uint32_t *xy, *z0;
+} prox_rel16_block;
+
+static inline uint32_t prox_rel16_pack(int32_t lo, int32_t hi)
+{
+    return (uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16;
+}
+
 #ifdef PROX_KERNEL_AVX512
 
 static inline __m512i prox_vx_min_image(__m512i d, int32_t P)
@@ -264,6 +291,75 @@ static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *i
                     ups, downs, nu, nd);
 }
 
+static PROX_ALWAYS_INLINE __mmask16 prox_r16_within(const prox_rel16_block *b, int64_t k,
+                                                    __mmask16 lanes, __m512i qxy, __m512i qz0,
+                                                    __m512i in2, __m512i out2, prox_recheck *rc,
+                                                    bool three)
+{
+    __m512i dxy = _mm512_sub_epi16(qxy, _mm512_maskz_loadu_epi32(lanes, b->xy + k));
+    __m512i d2 = _mm512_madd_epi16(dxy, dxy); /* dx^2 + dy^2 < 2^31 */
+    if (three) {
+        __m512i dz = _mm512_sub_epi16(qz0, _mm512_maskz_loadu_epi32(lanes, b->z0 + k));
+        d2 = _mm512_add_epi32(d2, _mm512_madd_epi16(dz, dz)); /* < 2^32: compared unsigned */
+    }
+    __mmask16 in = _mm512_mask_cmple_epu32_mask(lanes, d2, in2);
+    __mmask16 open = _mm512_mask_cmple_epu32_mask(lanes, d2, out2) & ~in;
+    if (__builtin_expect(open != 0, 0))
+        in |= (__mmask16)prox_recheck_lanes(rc, k, open);
+    return in;
+}
+
+static PROX_ALWAYS_INLINE int64_t prox_r16_ids_loop(const prox_rel16_block *b,
+                                                    const uint32_t *ids, int64_t begin,
+                                                    int64_t end, uint32_t qxy, uint32_t qz0,
+                                                    const prox_rel16_metric *m, prox_recheck *rc,
+                                                    uint32_t self, prox_id_rule rule,
+                                                    uint32_t *out, bool three)
+{
+    const __m512i s = _mm512_set1_epi32((int)self), vxy = _mm512_set1_epi32((int)qxy),
+                  vz = _mm512_set1_epi32((int)qz0), in2 = _mm512_set1_epi32((int)m->in2),
+                  out2 = _mm512_set1_epi32((int)m->out2);
+    int64_t count = 0, k = begin;
+    for (; k + 32 <= end; k += 32) { /* two full vectors a turn, as prox_vx_ids */
+        __m512i id0 = _mm512_loadu_si512(ids + k), id1 = _mm512_loadu_si512(ids + k + 16);
+        __mmask16 keep0 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id0, s)
+                                                 : _mm512_cmpneq_epu32_mask(id0, s);
+        __mmask16 keep1 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id1, s)
+                                                 : _mm512_cmpneq_epu32_mask(id1, s);
+        __mmask16 hit0 = prox_r16_within(b, k, keep0, vxy, vz, in2, out2, rc, three);
+        __mmask16 hit1 = prox_r16_within(b, k + 16, keep1, vxy, vz, in2, out2, rc, three);
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit0, id0));
+        count += __builtin_popcount(hit0);
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit1, id1));
+        count += __builtin_popcount(hit1);
+    }
+    for (; k < end; k += 16) {
+        __mmask16 live = prox_vx_live(end - k);
+        __m512i id = _mm512_maskz_loadu_epi32(live, ids + k);
+        __mmask16 keep = rule == PROX_IDS_ABOVE ? _mm512_mask_cmpgt_epu32_mask(live, id, s)
+                                                : _mm512_mask_cmpneq_epu32_mask(live, id, s);
+        __mmask16 hit = prox_r16_within(b, k, keep, vxy, vz, in2, out2, rc, three);
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit, id));
+        count += __builtin_popcount(hit);
+    }
+    return count;
+}
+
+/* As prox_fixed_ids over a rel16 block, the query's coordinates packed as
+ * the block's (qxy, qz0). */
+static inline int64_t prox_rel16_ids(const prox_rel16_block *b, const uint32_t *ids,
+                                     int64_t begin, int64_t end, uint32_t qxy, uint32_t qz0,
+                                     const prox_rel16_metric *m, prox_recheck *rc,
+                                     uint32_t self, prox_id_rule rule, uint32_t *out)
+{
+    const prox_rel16_block local_b = *b;
+    const prox_rel16_metric local_m = *m;
+    return b->z0 ? prox_r16_ids_loop(&local_b, ids, begin, end, qxy, qz0, &local_m, rc, self,
+                                     rule, out, true)
+                 : prox_r16_ids_loop(&local_b, ids, begin, end, qxy, qz0, &local_m, rc, self,
+                                     rule, out, false);
+}
+
 #else /* portable */
 
 static inline float prox_fixed_axis(int32_t q, int32_t c, float scale, int32_t P)
@@ -344,6 +440,30 @@ static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *i
     }
     *nu = u;
     *nd = d;
+}
+
+/* Squared distance of two packed int16 pairs' first and second halves. */
+static inline uint32_t prox_rel16_d2(uint32_t a, uint32_t b)
+{
+    int32_t dx = (int16_t)(a & 0xffff) - (int16_t)(b & 0xffff);
+    int32_t dy = (int16_t)(a >> 16) - (int16_t)(b >> 16);
+    return (uint32_t)(dx * dx) + (uint32_t)(dy * dy);
+}
+
+static inline int64_t prox_rel16_ids(const prox_rel16_block *b, const uint32_t *ids,
+                                     int64_t begin, int64_t end, uint32_t qxy, uint32_t qz0,
+                                     const prox_rel16_metric *m, prox_recheck *rc,
+                                     uint32_t self, prox_id_rule rule, uint32_t *out)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k++) {
+        out[count] = ids[k];
+        if (!prox_id_keep(ids[k], self, rule))
+            continue;
+        uint32_t d2 = prox_rel16_d2(qxy, b->xy[k]) + (b->z0 ? prox_rel16_d2(qz0, b->z0[k]) : 0);
+        count += d2 <= m->in2 || (d2 <= m->out2 && prox_recheck_lanes(rc, k, 1u) != 0);
+    }
+    return count;
 }
 
 #endif
