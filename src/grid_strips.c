@@ -162,19 +162,32 @@ static inline void copy_words(uint32_t *to, const uint32_t *from, int64_t len)
 #endif
 }
 
+/* Room in *block for `arrays` arrays of `need` words each, laid one after
+ * the other `*cap` words apart: reallocated at twice the need when short
+ * (contents not kept). False when out of memory (*block NULL, *cap 0). */
+static bool block_room(const prox_grid *g, void **block, int64_t *cap, int64_t need, int arrays)
+{
+    if (need <= *cap)
+        return true;
+    prox_free(&g->allocator, *block);
+    *cap = 2 * need;
+    *block = prox_alloc_array(&g->allocator, *cap, (size_t)arrays * sizeof(uint32_t));
+    *cap = *block ? *cap : 0;
+    return *block != NULL;
+}
+
 bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bool positions,
                               prox_fixed_gather *b)
 {
-    int64_t total = prox_ranges_length(rg, count), need = total + PROX_KERNEL_SLACK;
-    if (need > b->cap) {
-        int64_t cap = 2 * need;
-        prox_fixed_gather_free(&g->allocator, b);
-        int32_t *block = prox_alloc_array(&g->allocator, cap, 5 * sizeof(int32_t));
-        if (!block)
-            return false;
-        *b = (prox_fixed_gather){block, block + cap, block + 2 * cap, (uint32_t *)(block + 3 * cap),
-                                 (uint32_t *)(block + 4 * cap), 0, cap};
+    int64_t total = prox_ranges_length(rg, count), cap = b->cap;
+    void *block = b->x;
+    if (!block_room(g, &block, &cap, total + PROX_KERNEL_SLACK, 5)) {
+        *b = (prox_fixed_gather){0};
+        return false;
     }
+    int32_t *w = block;
+    *b = (prox_fixed_gather){w, w + cap, w + 2 * cap, (uint32_t *)(w + 3 * cap),
+                             (uint32_t *)(w + 4 * cap), 0, cap};
     const int32_t *from[3] = {g->fixed, g->fixed + g->n, g->fixed + 2 * g->n};
     int32_t *to[3] = {b->x, b->y, b->z};
     int64_t at = 0;
@@ -225,15 +238,14 @@ static inline void rel16_words(const int32_t *fx, const int32_t *fy, int32_t cx,
 bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
                               const range *rg, int count, prox_rel16_gather *b)
 {
-    int64_t total = prox_ranges_length(rg, count), need = total + PROX_KERNEL_SLACK;
-    if (need > b->cap) {
-        int64_t cap = 2 * need;
-        prox_rel16_gather_free(&g->allocator, b);
-        uint32_t *block = prox_alloc_array(&g->allocator, cap, 3 * sizeof(uint32_t));
-        if (!block)
-            return false;
-        *b = (prox_rel16_gather){block, block + cap, block + 2 * cap, 0, cap};
+    int64_t total = prox_ranges_length(rg, count), cap = b->cap;
+    void *block = b->xy;
+    if (!block_room(g, &block, &cap, total + PROX_KERNEL_SLACK, 3)) {
+        *b = (prox_rel16_gather){0};
+        return false;
     }
+    uint32_t *w = block;
+    *b = (prox_rel16_gather){w, w + cap, w + 2 * cap, 0, cap};
     int64_t n = g->n, at = 0;
     int32_t centre[3];
     for (int k = 0; k < 3; k++)

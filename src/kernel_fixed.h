@@ -202,38 +202,45 @@ static inline int64_t prox_fixed_count(const prox_fixed_block *b, int64_t begin,
                          : prox_vx_count(b, begin, end, q, m, rc, true, m->periodic);
 }
 
+/* The loop of the ids kernels (prox_vx_ids, prox_r16_ids_loop), over
+ * ids[begin .. end) against `self` by `rule`, appending to out[]: two full
+ * vectors a turn, both distance chains in flight at once, then the tail.
+ * WITHIN(k, lanes) is the kernel's test of candidates k .. k + 15. */
+#define PROX_IDS_LOOP(WITHIN)                                                             \
+    const __m512i s_ = _mm512_set1_epi32((int)self);                                       \
+    int64_t count = 0, k = begin;                                                         \
+    for (; k + 32 <= end; k += 32) {                                                      \
+        __m512i id0 = _mm512_loadu_si512(ids + k), id1 = _mm512_loadu_si512(ids + k + 16); \
+        __mmask16 keep0 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id0, s_)        \
+                                                 : _mm512_cmpneq_epu32_mask(id0, s_);      \
+        __mmask16 keep1 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id1, s_)        \
+                                                 : _mm512_cmpneq_epu32_mask(id1, s_);      \
+        __mmask16 hit0 = WITHIN(k, keep0), hit1 = WITHIN(k + 16, keep1);                  \
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit0, id0)); \
+        count += __builtin_popcount(hit0);                                                \
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit1, id1)); \
+        count += __builtin_popcount(hit1);                                                \
+    }                                                                                     \
+    for (; k < end; k += 16) {                                                            \
+        __mmask16 live = prox_vx_live(end - k);                                           \
+        __m512i id = _mm512_maskz_loadu_epi32(live, ids + k);                             \
+        __mmask16 keep = rule == PROX_IDS_ABOVE ? _mm512_mask_cmpgt_epu32_mask(live, id, s_) \
+                                                : _mm512_mask_cmpneq_epu32_mask(live, id, s_); \
+        __mmask16 hit = WITHIN(k, keep);                                                  \
+        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit, id));  \
+        count += __builtin_popcount(hit);                                                 \
+    }                                                                                     \
+    return count
+
 static PROX_ALWAYS_INLINE int64_t prox_vx_ids(const prox_fixed_block *b, const uint32_t *ids,
                                               int64_t begin, int64_t end, const int32_t q[3],
                                               const prox_fixed_metric *m, prox_recheck *rc,
                                               uint32_t self, prox_id_rule rule, uint32_t *out,
                                               bool scaled, bool periodic)
 {
-    const __m512i s = _mm512_set1_epi32((int)self);
-    int64_t count = 0, k = begin;
-    /* two full vectors a turn: both distance chains in flight at once */
-    for (; k + 32 <= end; k += 32) {
-        __m512i id0 = _mm512_loadu_si512(ids + k), id1 = _mm512_loadu_si512(ids + k + 16);
-        __mmask16 keep0 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id0, s)
-                                                 : _mm512_cmpneq_epu32_mask(id0, s);
-        __mmask16 keep1 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id1, s)
-                                                 : _mm512_cmpneq_epu32_mask(id1, s);
-        __mmask16 hit0 = prox_vx_within(b, k, keep0, q, m, rc, scaled, periodic);
-        __mmask16 hit1 = prox_vx_within(b, k + 16, keep1, q, m, rc, scaled, periodic);
-        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit0, id0));
-        count += __builtin_popcount(hit0);
-        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit1, id1));
-        count += __builtin_popcount(hit1);
-    }
-    for (; k < end; k += 16) {
-        __mmask16 live = prox_vx_live(end - k);
-        __m512i id = _mm512_maskz_loadu_epi32(live, ids + k);
-        __mmask16 keep = rule == PROX_IDS_ABOVE ? _mm512_mask_cmpgt_epu32_mask(live, id, s)
-                                                : _mm512_mask_cmpneq_epu32_mask(live, id, s);
-        __mmask16 hit = prox_vx_within(b, k, keep, q, m, rc, scaled, periodic);
-        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit, id));
-        count += __builtin_popcount(hit);
-    }
-    return count;
+#define PROX_VX_WITHIN(k, lanes) prox_vx_within(b, k, lanes, q, m, rc, scaled, periodic)
+    PROX_IDS_LOOP(PROX_VX_WITHIN);
+#undef PROX_VX_WITHIN
 }
 
 /* The ids of those candidates kept by `rule` against self, written to
@@ -316,33 +323,11 @@ static PROX_ALWAYS_INLINE int64_t prox_r16_ids_loop(const prox_rel16_block *b,
                                                     uint32_t self, prox_id_rule rule,
                                                     uint32_t *out, bool three)
 {
-    const __m512i s = _mm512_set1_epi32((int)self), vxy = _mm512_set1_epi32((int)qxy),
-                  vz = _mm512_set1_epi32((int)qz0), in2 = _mm512_set1_epi32((int)m->in2),
-                  out2 = _mm512_set1_epi32((int)m->out2);
-    int64_t count = 0, k = begin;
-    for (; k + 32 <= end; k += 32) { /* two full vectors a turn, as prox_vx_ids */
-        __m512i id0 = _mm512_loadu_si512(ids + k), id1 = _mm512_loadu_si512(ids + k + 16);
-        __mmask16 keep0 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id0, s)
-                                                 : _mm512_cmpneq_epu32_mask(id0, s);
-        __mmask16 keep1 = rule == PROX_IDS_ABOVE ? _mm512_cmpgt_epu32_mask(id1, s)
-                                                 : _mm512_cmpneq_epu32_mask(id1, s);
-        __mmask16 hit0 = prox_r16_within(b, k, keep0, vxy, vz, in2, out2, rc, three);
-        __mmask16 hit1 = prox_r16_within(b, k + 16, keep1, vxy, vz, in2, out2, rc, three);
-        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit0, id0));
-        count += __builtin_popcount(hit0);
-        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit1, id1));
-        count += __builtin_popcount(hit1);
-    }
-    for (; k < end; k += 16) {
-        __mmask16 live = prox_vx_live(end - k);
-        __m512i id = _mm512_maskz_loadu_epi32(live, ids + k);
-        __mmask16 keep = rule == PROX_IDS_ABOVE ? _mm512_mask_cmpgt_epu32_mask(live, id, s)
-                                                : _mm512_mask_cmpneq_epu32_mask(live, id, s);
-        __mmask16 hit = prox_r16_within(b, k, keep, vxy, vz, in2, out2, rc, three);
-        _mm512_storeu_si512((void *)(out + count), _mm512_maskz_compress_epi32(hit, id));
-        count += __builtin_popcount(hit);
-    }
-    return count;
+    const __m512i vxy = _mm512_set1_epi32((int)qxy), vz = _mm512_set1_epi32((int)qz0),
+                  in2 = _mm512_set1_epi32((int)m->in2), out2 = _mm512_set1_epi32((int)m->out2);
+#define PROX_R16_WITHIN(k, lanes) prox_r16_within(b, k, lanes, vxy, vz, in2, out2, rc, three)
+    PROX_IDS_LOOP(PROX_R16_WITHIN);
+#undef PROX_R16_WITHIN
 }
 
 /* As prox_fixed_ids over a rel16 block, the query's coordinates packed as
