@@ -187,6 +187,14 @@ prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stat
 int prox_grid_half_ranges(const prox_grid *g, const prox_strip_rows *rows, int64_t r,
                           prox_range *rg, int64_t *cells);
 typedef struct grid_recheck grid_recheck;
+/* Whether self pairs go point by point (grid_sweep.c): fixed point, open
+ * axes of one scale, a dense table, and about one point a cell. */
+bool prox_grid_sweeps(const prox_grid *g);
+/* Self pairs whose first point (in cell order) is sorted point p0 .. p1-1,
+ * from the forward half stencil (rows) of each, into e, in the order
+ * grid_strips.c finds them; adds candidates and cells to *counters. */
+void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int64_t p0,
+                           int64_t p1, grid_recheck *rc, prox_emitter *e, prox_stats *counters);
 /* Whether to gather the candidates of a run of `points` points (fixed
  * point, and doubles for sorted rows): W1's sorted buffer 0.166 -> 0.141 s,
  * its count 0.054 -> 0.050 s; W2 at k = 1 (3 to 5 candidates a run) would

@@ -628,14 +628,14 @@ static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
 }
 
 /* Full lists come from each point's full row (grid_rows) where cells hold
- * several points. Where nearly every occupied cell holds one, the cost is
+ * several points. Where most occupied cells hold one or two, the cost is
  * the cell lookups, not the distance tests, and few pairs are found: there
- * the half stencil's pairs, each then written into both rows (pairs.c),
- * look up half as many cells. The fluid scene (1.0 point per occupied
- * cell) and W2 at k = 1 (1.13) gain; W2 at k = 5 (2.0) loses, the serial
- * scatter of its 5M entries costing more than the lookups saved
- * (docs/design.md). */
-#define HALF_PAIRS_MAX_POINTS_PER_CELL 1.25
+ * the half stencil's pairs (point by point: grid_sweep.c), each then
+ * written into both rows (pairs.c), look up half as many cells. W2 at
+ * k = 1 (1.17 points a run) and k = 5 (2.0) gain, as does W1's cloud
+ * searched at r/1.5 (2.4); at k = 10 (3.3) the scatter of 10M entries
+ * costs twice what the rows do (docs/design.md, "The point sweep"). */
+#define HALF_PAIRS_MAX_POINTS_PER_CELL 2.25
 
 static bool lists_from_half_pairs(const prox_grid *g)
 {

@@ -99,16 +99,34 @@ static inline __m512i prox_vx_min_image(__m512i d, int32_t P)
     return _mm512_mask_add_epi32(d, below, d, vp);
 }
 
-static PROX_ALWAYS_INLINE __m512 prox_vx_axis(const int32_t *c, int64_t k, __mmask16 live,
-                                              int32_t q, float scale, int32_t period,
-                                              bool scaled)
+/* One axis's squared differences of q and the candidates in c, as float. */
+static PROX_ALWAYS_INLINE __m512 prox_vx_axis_of(__m512i c, int32_t q, float scale,
+                                                 int32_t period, bool scaled)
 {
-    __m512i d = _mm512_sub_epi32(_mm512_set1_epi32(q), _mm512_maskz_loadu_epi32(live, c + k));
-    d = prox_vx_min_image(d, period);
+    __m512i d = prox_vx_min_image(_mm512_sub_epi32(_mm512_set1_epi32(q), c), period);
     __m512 f = _mm512_cvtepi32_ps(d);
     if (scaled)
         f = _mm512_mul_ps(f, _mm512_set1_ps(scale));
     return _mm512_mul_ps(f, f);
+}
+
+static PROX_ALWAYS_INLINE __m512 prox_vx_axis(const int32_t *c, int64_t k, __mmask16 live,
+                                              int32_t q, float scale, int32_t period,
+                                              bool scaled)
+{
+    return prox_vx_axis_of(_mm512_maskz_loadu_epi32(live, c + k), q, scale, period, scaled);
+}
+
+/* The decision on squared distances d2 of candidates k .. k+15 (those in
+ * `lanes`): within by the float value, beyond, or rechecked. */
+static PROX_ALWAYS_INLINE __mmask16 prox_vx_decide(__m512 d2, int64_t k, __mmask16 lanes,
+                                                   const prox_fixed_metric *m, prox_recheck *rc)
+{
+    __mmask16 in = _mm512_mask_cmp_ps_mask(lanes, d2, _mm512_set1_ps(m->in2), _CMP_LE_OQ);
+    __mmask16 open = _mm512_mask_cmp_ps_mask(lanes, d2, _mm512_set1_ps(m->out2), _CMP_LE_OQ) & ~in;
+    if (__builtin_expect(open != 0, 0))
+        in |= (__mmask16)prox_recheck_lanes(rc, k, open);
+    return in;
 }
 
 /* Candidates k .. k+15 among `lanes` within the radius of q. `scaled` and
@@ -125,11 +143,7 @@ static PROX_ALWAYS_INLINE __mmask16 prox_vx_within(const prox_fixed_block *b, in
                               prox_vx_axis(b->y, k, lanes, q[1], sc[1], per[1], scaled));
     if (b->z)
         d2 = _mm512_add_ps(d2, prox_vx_axis(b->z, k, lanes, q[2], sc[2], per[2], scaled));
-    __mmask16 in = _mm512_mask_cmp_ps_mask(lanes, d2, _mm512_set1_ps(m->in2), _CMP_LE_OQ);
-    __mmask16 open = _mm512_mask_cmp_ps_mask(lanes, d2, _mm512_set1_ps(m->out2), _CMP_LE_OQ) & ~in;
-    if (__builtin_expect(open != 0, 0))
-        in |= (__mmask16)prox_recheck_lanes(rc, k, open);
-    return in;
+    return prox_vx_decide(d2, k, lanes, m, rc);
 }
 
 /* fn(args..., scaled, periodic) in the variant metric m asks for, each a
