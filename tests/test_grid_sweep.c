@@ -1,0 +1,139 @@
+/* test_grid_sweep.c: self pairs point by point (src/grid_sweep.c) against
+ * brute force, on inputs the class tests' small clouds do not make: about
+ * one point a cell over thousands of cells (the sweep's condition), with a
+ * crowded cluster whose candidates overflow a vector, a lattice with pairs
+ * at exactly the radius on cell faces, and pairs a hair either side of the
+ * radius, which the fixed point leaves to the double recheck. Every sink,
+ * one and several threads, 2D and 3D. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "check.h"
+#include "grid_private.h"
+#include "inputs.h"
+
+#define POINTS 12000
+
+static const algo_config CONFIG_LINEAR_FIXED = {
+    "grid-linear-fixed", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 1, 0, PROX_COORDS_FIXED,
+    PROX_ROWS_AUTO};
+
+/* Uniform points at about 0.35 a cell of the radius (r = 1), then: a
+ * cluster of 40 in a box of r/2, a lattice block of spacing r, and pairs
+ * at r (1 +- 2^-40) from each other. */
+static void sparse_case(test_case *tc, int dim, uint64_t seed)
+{
+    double box = dim == 2 ? 185.0 : 32.0;
+    test_case_make_large_uniform(tc, dim, POINTS, 200, box, 1.0, PERIODIC_NONE);
+    rng r = rng_seeded(seed);
+    int64_t i = 0;
+    for (; i < 40; i++) /* the cluster */
+        for (int k = 0; k < dim; k++)
+            cloud_point(&tc->points, i)[k] = 10.0 + 0.5 * rng_uniform(&r);
+    for (int64_t t = 0; t < 64; t++, i++) /* the lattice: 8 x 8 on z = 20 */
+        for (int k = 0; k < dim; k++)
+            cloud_point(&tc->points, i)[k] = k == 0 ? 20.0 + (double)(t % 8)
+                                           : k == 1 ? 20.0 + (double)(t / 8)
+                                                    : 20.0;
+    for (int64_t t = 0; t < 60; t++, i += 2) { /* pairs near the radius, along random axes */
+        double *a = cloud_point(&tc->points, i), *b = cloud_point(&tc->points, i + 1);
+        double gap = 1.0 + (double)(t % 3 - 1) * 0x1.0p-40;
+        int axis = (int)rng_below(&r, dim);
+        for (int k = 0; k < dim; k++)
+            b[k] = a[k] + (k == axis ? gap : 0.0);
+    }
+}
+
+static prox_grid *fixed_grid(const test_case *tc, int threads, const char *context)
+{
+    prox_grid_desc desc = config_desc(&CONFIG_LINEAR_FIXED, tc->radius, tc->period, threads);
+    prox_grid *g = NULL;
+    CHECK_STATUS(prox_grid_create(&desc, &g), PROX_OK, context);
+    prox_points view = test_case_points(tc);
+    CHECK_STATUS(prox_grid_build(g, &view), PROX_OK, context);
+    return g;
+}
+
+/* The unsorted buffer over several chunks (each writing its own window of
+ * the caller's buffer) holds brute force's pairs. */
+static void expect_unsorted_buffer(prox_grid *g, const expectation *e, const char *context)
+{
+    prox_pair_buffer got;
+    prox_pair_buffer_init(&got, NULL);
+    CHECK_STATUS(prox_grid_pairs(g, prox_sink_unsorted(prox_sink_buffer(&got)), NULL), PROX_OK,
+                 context);
+    qsort(got.pairs, (size_t)got.count, sizeof *got.pairs, compare_pairs);
+    CHECK(got.count == e->pairs.count, context, "unsorted buffer: %lld pairs, brute force %lld",
+          (long long)got.count, (long long)e->pairs.count);
+    for (int64_t t = 0; t < got.count; t++)
+        CHECK(got.pairs[t].i == e->pairs.items[t].i && got.pairs[t].j == e->pairs.items[t].j,
+              context, "unsorted buffer: pair %lld is (%u, %u), brute force (%u, %u)",
+              (long long)t, got.pairs[t].i, got.pairs[t].j, e->pairs.items[t].i,
+              e->pairs.items[t].j);
+    prox_pair_buffer_free(&got);
+}
+
+static void sweep_matches_brute_force(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++) {
+        test_case tc;
+        sparse_case(&tc, dim, 90 + (uint64_t)dim);
+        expectation e;
+        expectation_compute(&e, &tc);
+        char context[80];
+        snprintf(context, sizeof context, "sweep: dim=%d", dim);
+        CHECK(e.pairs.count > 200, context, "only %lld pairs: the scene lost its extras",
+              (long long)e.pairs.count);
+        for (int threads = 1; threads <= 2; threads++) {
+            prox_grid *g = fixed_grid(&tc, threads, context);
+            CHECK(prox_grid_sweeps(g), context, "the sweep is not taken (%lld points, %lld runs)",
+                  (long long)g->n, (long long)g->nruns);
+            expect_unsorted_buffer(g, &e, context);
+            prox_grid_destroy(g);
+            check_case(&tc, &e, &CONFIG_LINEAR, threads); /* one-shot: fixed point */
+            check_case_on_grid(&tc, &e, &CONFIG_LINEAR_FIXED, threads);
+        }
+        check_thread_independence(&tc, &CONFIG_LINEAR);
+        expectation_free(&e);
+        test_case_free(&tc);
+    }
+}
+
+/* The sweep's conditions: crowded cells, periodic axes and doubles go run
+ * by run instead (with the same results: the class tests). */
+static void sweep_only_where_it_applies(void **state)
+{
+    (void)state;
+    test_case tc;
+    sparse_case(&tc, 3, 5);
+    prox_grid *g = fixed_grid(&tc, 1, "sparse");
+    CHECK(prox_grid_sweeps(g), "sparse", "no sweep on about one point a cell");
+    prox_grid_destroy(g);
+    tc.radius = 4.0; /* 64 times the points a cell */
+    g = fixed_grid(&tc, 1, "crowded");
+    CHECK(!prox_grid_sweeps(g), "crowded", "a sweep over %lld points in %lld runs",
+          (long long)g->n, (long long)g->nruns);
+    prox_grid_destroy(g);
+    tc.radius = 1.0;
+    for (int k = 0; k < 3; k++)
+        tc.period[k] = 64.0; /* wraps the box of 32 */
+    g = fixed_grid(&tc, 1, "periodic");
+    CHECK(!prox_grid_sweeps(g), "periodic", "a sweep on a periodic grid");
+    prox_grid_destroy(g);
+    test_case_free(&tc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sweep_matches_brute_force),
+        cmocka_unit_test(sweep_only_where_it_applies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
