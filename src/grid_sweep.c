@@ -52,7 +52,8 @@ static inline int64_t max64(int64_t a, int64_t b)
  * a row outside the grid). Two cellStart lookups a range; selects, not
  * branches, for the grid's edges. Returns how many ranges. */
 static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_strip_rows *rows,
-                                             int64_t s, bool three, range *rg, int64_t *cells)
+                                             int nrows, int64_t s, bool three, range *rg,
+                                             int64_t *cells)
 {
     const int32_t *f = g->fixed;
     const uint32_t *start = g->table;
@@ -62,7 +63,7 @@ static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_stri
     int64_t own_end = min64(cx + rows->own_reach, nx - 1) + 1;
     rg[0] = (range){s + 1, start[(cz * ny + cy) * nx + own_end]};
     int64_t looked = 1 + rows->own_reach;
-    for (int r = 0; r < rows->count; r++) {
+    for (int r = 0; r < nrows; r++) {
         int64_t y = cy + rows->dy[r], z = cz + rows->dz[r], reach = rows->reach[r];
         bool inside = (uint64_t)y < (uint64_t)ny && (uint64_t)z < (uint64_t)nz;
         int64_t row = inside ? (z * ny + y) * nx : 0;
@@ -72,7 +73,7 @@ static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_stri
         looked += inside ? 2 * reach + 1 : 0;
     }
     *cells += looked;
-    return 1 + rows->count;
+    return 1 + nrows;
 }
 
 #ifdef PROX_KERNEL_AVX512
@@ -88,18 +89,28 @@ typedef struct sweep {
     prox_fixed_block block;
     grid_recheck *rc;
     prox_emitter *e;
+    int64_t candidates;
     uint32_t ids[16]; /* the vector's candidates' ids, for the rare recheck */
 } sweep;
+
+/* a + b, less `skip` elements: lane `skip` of a vector loaded there is
+ * a[b]. The address may precede the array; the lanes before `skip` are
+ * masked off, and masked lanes are never read (nor fault). Computed as an
+ * integer, since C has no pointer before an array. */
+static inline const void *lanes_before(const void *a, int64_t b, int skip)
+{
+    return (const void *)((uintptr_t)((const uint32_t *)a + b) - (uintptr_t)skip * 4u);
+}
 
 /* Candidates [b, b + take) into lanes filled .. filled + take - 1. */
 static PROX_ALWAYS_INLINE void put(const sweep *w, lanes *l, int64_t b, int take, bool three)
 {
-    __mmask16 live = (__mmask16)((1u << take) - 1), at = (__mmask16)(live << l->filled);
-    l->x = _mm512_mask_expand_epi32(l->x, at, _mm512_maskz_loadu_epi32(live, w->block.x + b));
-    l->y = _mm512_mask_expand_epi32(l->y, at, _mm512_maskz_loadu_epi32(live, w->block.y + b));
+    __mmask16 at = (__mmask16)(((1u << take) - 1) << l->filled);
+    l->x = _mm512_mask_loadu_epi32(l->x, at, lanes_before(w->block.x, b, l->filled));
+    l->y = _mm512_mask_loadu_epi32(l->y, at, lanes_before(w->block.y, b, l->filled));
     if (three)
-        l->z = _mm512_mask_expand_epi32(l->z, at, _mm512_maskz_loadu_epi32(live, w->block.z + b));
-    l->id = _mm512_mask_expand_epi32(l->id, at, _mm512_maskz_loadu_epi32(live, w->g->id + b));
+        l->z = _mm512_mask_loadu_epi32(l->z, at, lanes_before(w->block.z, b, l->filled));
+    l->id = _mm512_mask_loadu_epi32(l->id, at, lanes_before(w->g->id, b, l->filled));
     l->filled += take;
 }
 
@@ -156,37 +167,47 @@ static PROX_ALWAYS_INLINE void flush(sweep *w, int64_t s, const int32_t q[3], la
     }
 }
 
-static PROX_ALWAYS_INLINE void sweep_point(sweep *w, const prox_strip_rows *rows, int64_t s,
-                                           prox_stats *counters, bool three)
+/* Candidates of ranges rg[0 .. count) against sorted point s. */
+static PROX_ALWAYS_INLINE void sweep_point(sweep *w, int64_t s, const range *rg, int count,
+                                           bool three)
 {
-    range rg[1 + PROX_STRIP_MAX_ROWS];
-    int count = forward_ranges(w->g, rows, s, three, rg, &counters->cells_visited);
     int32_t q[3];
     fixed_point_of(w->g, s, q);
     w->rc->query = w->g->id[s];
     lanes l = {.filled = 0};
-    int64_t candidates = 0;
-    for (int k = 0; k < count; k++) {
-        int64_t b = rg[k].begin, end = rg[k].end;
-        candidates += end - b;
-        for (;;) { /* a range overflows the vector on crowded data only */
-            int take = (int)min64(end - b, 16 - l.filled);
-            put(w, &l, b, take, three);
-            b += take;
-            if (b == end)
-                break;
-            flush(w, s, q, &l, three);
+    int64_t total = 0;
+    for (int k = 0; k < count; k++)
+        total += rg[k].end - rg[k].begin;
+    if (total <= 16) { /* about one point a cell: always */
+        for (int k = 0; k < count; k++)
+            put(w, &l, rg[k].begin, (int)(rg[k].end - rg[k].begin), three);
+    } else {
+        for (int k = 0; k < count; k++) {
+            int64_t b = rg[k].begin, end = rg[k].end;
+            for (;;) {
+                int take = (int)min64(end - b, 16 - l.filled);
+                put(w, &l, b, take, three);
+                b += take;
+                if (b == end)
+                    break;
+                flush(w, s, q, &l, three);
+            }
         }
     }
     flush(w, s, q, &l, three); /* no branch on emptiness: a coin toss here */
-    counters->candidates += candidates;
+    w->candidates += total;
 }
 
-static void sweep_points(sweep *w, const prox_strip_rows *rows, int64_t p0, int64_t p1,
-                         prox_stats *counters, bool three)
+/* nrows: the forward rows, a constant in the common stencils (cells of r:
+ * one in 2D, four in 3D) so that their loop unrolls. */
+static PROX_ALWAYS_INLINE void sweep_points(sweep *w, const prox_strip_rows *rows, int nrows,
+                                            int64_t p0, int64_t p1, int64_t *cells, bool three)
 {
-    for (int64_t s = p0; s < p1 && !w->e->stop; s++)
-        sweep_point(w, rows, s, counters, three);
+    range rg[1 + PROX_STRIP_MAX_ROWS];
+    for (int64_t s = p0; s < p1 && !w->e->stop; s++) {
+        int count = forward_ranges(w->g, rows, nrows, s, three, rg, cells);
+        sweep_point(w, s, rg, count, three);
+    }
 }
 
 void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int64_t p0,
@@ -194,11 +215,15 @@ void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int6
 {
     sweep w = {.g = g, .block = fixed_block(g), .rc = rc, .e = e};
     rc->ids = w.ids;
-    if (g->dim == 3)
-        sweep_points(&w, rows, p0, p1, counters, true);
+    int64_t *cells = &counters->cells_visited;
+    if (g->dim == 2 && rows->count == 1)
+        sweep_points(&w, rows, 1, p0, p1, cells, false);
+    else if (g->dim == 3 && rows->count == 4)
+        sweep_points(&w, rows, 4, p0, p1, cells, true);
     else
-        sweep_points(&w, rows, p0, p1, counters, false);
+        sweep_points(&w, rows, rows->count, p0, p1, cells, g->dim == 3);
     rc->ids = NULL;
+    counters->candidates += w.candidates;
 }
 
 #else /* portable: the same ranges, a candidate at a time */
@@ -209,7 +234,8 @@ void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int6
     prox_fixed_block b = fixed_block(g);
     range rg[1 + PROX_STRIP_MAX_ROWS];
     for (int64_t s = p0; s < p1 && !e->stop; s++) {
-        int count = forward_ranges(g, rows, s, g->dim == 3, rg, &counters->cells_visited);
+        int count = forward_ranges(g, rows, rows->count, s, g->dim == 3, rg,
+                                   &counters->cells_visited);
         int32_t q[3];
         fixed_point_of(g, s, q);
         prox_index self = g->id[s];
