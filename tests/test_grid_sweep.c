@@ -23,8 +23,10 @@ static const algo_config CONFIG_LINEAR_FIXED = {
     "grid-linear-fixed", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 1, 0, PROX_COORDS_FIXED,
     PROX_ROWS_AUTO};
 
-/* Uniform points at about 0.35 a cell of the radius (r = 1), then: a
- * cluster of 40 in a box of r/2, a lattice block of spacing r, and pairs
+/* Uniform points at about 0.35 a cell of the radius (r = 1), then: four
+ * clusters of 40 in boxes of r/2 at different phases to the cells (some
+ * straddle a face: their points' candidates, all within the radius,
+ * spread over several ranges), a lattice block of spacing r, and pairs
  * at r (1 +- 2^-40) from each other. */
 static void sparse_case(test_case *tc, int dim, uint64_t seed)
 {
@@ -32,9 +34,9 @@ static void sparse_case(test_case *tc, int dim, uint64_t seed)
     test_case_make_large_uniform(tc, dim, POINTS, 200, box, 1.0, PERIODIC_NONE);
     rng r = rng_seeded(seed);
     int64_t i = 0;
-    for (; i < 40; i++) /* the cluster */
+    for (; i < 160; i++) /* the clusters */
         for (int k = 0; k < dim; k++)
-            cloud_point(&tc->points, i)[k] = 10.0 + 0.5 * rng_uniform(&r);
+            cloud_point(&tc->points, i)[k] = 5.0 + 5.25 * (double)(i / 40) + 0.5 * rng_uniform(&r);
     for (int64_t t = 0; t < 64; t++, i++) /* the lattice: 8 x 8 on z = 20 */
         for (int k = 0; k < dim; k++)
             cloud_point(&tc->points, i)[k] = k == 0 ? 20.0 + (double)(t % 8)
