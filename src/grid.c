@@ -210,7 +210,7 @@ static bool bounding_box(const prox_points *p, const double *period, int threads
  * up to LINEAR_CELLS_PER_POINT cells per point; beyond, occupancy bits and
  * ranks (3/16 of a byte per cell) up to SPARSE_CELLS_PER_POINT, or up to
  * SPARSE_MIN_CELLS cells (3 MiB) for few points; sparser still, Morton keys. */
-#define LINEAR_CELLS_PER_POINT 4
+#define LINEAR_CELLS_PER_POINT 1
 #define LINEAR_MIN_CELLS 65536
 #define SPARSE_CELLS_PER_POINT 256
 #define SPARSE_MIN_CELLS (1 << 24)
@@ -539,25 +539,27 @@ static int64_t linear_cells(const prox_grid *g)
     return g->ncell[0] * g->ncell[1] * g->ncell[2];
 }
 
-/* Linear keys over a table of every cell sort by counting (seed 002);
- * the other keys, and linear keys over sparse boxes, by radix. */
+/* Linear keys sort by counting (seed 002), into a table of every cell or
+ * over a sparse box into occupancy bits; the other keys by radix. */
 static bool builds_by_counting(const prox_grid *g)
 {
-    return g->keys == PROX_KEYS_LINEAR && !g->sparse && linear_cells(g) < UINT32_MAX;
+    return g->keys == PROX_KEYS_LINEAR && linear_cells(g) < UINT32_MAX;
 }
 
+static uint64_t *sliced_count_scratch(const prox_grid *g);
+
 /* Doubles the coordinate array holds: one per axis and point, and at least
- * 2.5 per point, the room the sort's keys and scratch need (20 bytes).
- * Fixed point takes 4 bytes per axis and point, and the counting sort's
- * keys and sliced scratch (build_by_counting) about 12. */
+ * 2.5 per point with doubles (an update's scratch: 20 bytes), and the room
+ * the sort's keys and scratch need meanwhile: 20 bytes for the radix sort,
+ * about 12 for the counting sort (build_by_counting). Fixed point takes 4
+ * bytes per axis and point. */
 static int64_t coordinate_slots(const prox_grid *g, int64_t n)
 {
-    if (!g->fixed_on)
-        return g->dim == 3 ? 3 * n : (5 * n + 1) / 2;
-    int64_t coords = (g->dim * n + 1) / 2;
-    int64_t sort = builds_by_counting(g)
-                       ? (n + 1) / 2 + prox_counting_sort_sliced_words(n, linear_cells(g))
-                       : (5 * n + 1) / 2;
+    int64_t cells = linear_cells(g);
+    int64_t coords = g->fixed_on ? (g->dim * n + 1) / 2 : g->dim == 3 ? 3 * n : (5 * n + 1) / 2;
+    int64_t sort = !builds_by_counting(g) ? (5 * n + 1) / 2
+                   : g->sparse            ? (n + 1) / 2 + prox_sparse_sort_words(n, cells)
+                                          : (n + 1) / 2 + prox_counting_sort_sliced_words(n, cells);
     return coords > sort ? coords : sort;
 }
 
@@ -1114,6 +1116,31 @@ static prox_status runs_from_table(prox_grid *g, int64_t cells)
     return PROX_OK;
 }
 
+/* Linear keys over a sparse box: the counting sort a slice of cells at a
+ * time (radix_sort.h), into the occupancy bits and their ranks, and the
+ * runs' starts; no table of every cell, even while building. */
+static prox_status sparse_by_counting(prox_grid *g, int64_t cells)
+{
+    int64_t words = cells / 64 + 1;
+    if (!reserve(g, &g->occupied, &g->occupied_cap, words, sizeof *g->occupied) ||
+        !reserve(g, &g->rank, &g->rank_cap, words, sizeof *g->rank))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells' bits",
+                         (long long)cells);
+    prox_sparse_sort sort = {linear_keys(g), g->n, cells, sliced_count_scratch(g),
+                             g->occupied, g->rank, g->threads};
+    int64_t runs = prox_sparse_sort_occupancy(&sort);
+    uint32_t *counts =
+        prox_alloc_array(&g->allocator, prox_sparse_sort_counters(g->threads), sizeof *counts);
+    if (!counts || !reserve(g, &g->run_start, &g->run_start_cap, runs + 1, sizeof *g->run_start)) {
+        prox_free(&g->allocator, counts);
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells", (long long)runs);
+    }
+    prox_sparse_sort_place(&sort, g->run_start, g->id, counts);
+    prox_free(&g->allocator, counts);
+    g->nruns = runs;
+    return PROX_OK;
+}
+
 /* Linear keys: the cell table is the counting sort's histogram, so one
  * pass over the points counts, a second places their ids, and the table
  * comes out as seed 002's cellStart (no key sort, no run search over the
@@ -1122,6 +1149,15 @@ static prox_status runs_from_table(prox_grid *g, int64_t cells)
 static prox_status build_by_counting(prox_grid *g, const prox_points *p)
 {
     int64_t cells = linear_cells(g), n = g->n;
+    if (g->sparse) {
+        compute_linear_keys(g, p);
+        prox_status st = sparse_by_counting(g, cells);
+        if (st)
+            return st;
+        gather_positions(g, p); /* overwrites the keys */
+        describe_runs(g);
+        return PROX_OK;
+    }
     if (!reserve(g, &g->table, &g->table_cap, cells + 1, sizeof *g->table))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells",
                          (long long)cells);

@@ -188,7 +188,7 @@ int prox_grid_half_ranges(const prox_grid *g, const prox_strip_rows *rows, int64
                           prox_range *rg, int64_t *cells);
 typedef struct grid_recheck grid_recheck;
 /* Whether self pairs go point by point (grid_sweep.c): fixed point, open
- * axes of one scale, a dense table, and about one point a cell. */
+ * axes of one scale, and about one point a cell. */
 bool prox_grid_sweeps(const prox_grid *g);
 /* Self pairs whose first point (in cell order) is sorted point p0 .. p1-1,
  * from the forward half stencil (rows) of each, into e, in the order

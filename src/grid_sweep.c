@@ -11,8 +11,8 @@
  * them, no branch on how many there are. Ranges holding more than a
  * vector's worth fill several vectors in turn.
  *
- * Fixed-point coordinates, open axes of one scale, a dense table of cell
- * starts (seed 002's cellStart). The pairs come in the order grid_strips.c
+ * Fixed-point coordinates, open axes of one scale; cell starts from seed
+ * 002's cellStart, or over a sparse box from the occupancy bits' ranks. The pairs come in the order grid_strips.c
  * finds them: by sorted point, then range, then position. */
 #include "grid_private.h"
 #include "kernel.h"
@@ -32,7 +32,7 @@ bool prox_grid_sweeps(const prox_grid *g)
 {
     const prox_fixed_metric *m = &g->fixed_metric;
     double most = g->dim == 2 ? SWEEP_MAX_POINTS_PER_RUN_2D : SWEEP_MAX_POINTS_PER_RUN_3D;
-    return g->keys == PROX_KEYS_LINEAR && g->fixed_on && !g->sparse && !m->periodic &&
+    return g->keys == PROX_KEYS_LINEAR && g->fixed_on && !m->periodic &&
            m->unit_scale && (double)g->n <= most * (double)g->nruns;
 }
 
@@ -46,22 +46,29 @@ static inline int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
+/* The first sorted point of linear key c, or of the next occupied cell
+ * after it: seed 002's cellStart, or over a sparse box the start of the
+ * run the occupancy bits' rank gives. */
+static PROX_ALWAYS_INLINE int64_t cell_start(const prox_grid *g, int64_t c, bool sparse)
+{
+    return sparse ? g->run_start[sparse_rank(g, (uint64_t)c)] : g->table[c];
+}
+
 /* The forward half of sorted point s's stencil as ranges of sorted points:
  * rg[0] its own later points and those of cells x+1 .. x+own_reach of its
  * row, then each forward row's cells x-reach .. x+reach (an empty range for
  * a row outside the grid). Two cellStart lookups a range; selects, not
  * branches, for the grid's edges. Returns how many ranges. */
 static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_strip_rows *rows,
-                                             int nrows, int64_t s, bool three, range *rg,
-                                             int64_t *cells)
+                                             int nrows, int64_t s, bool three, bool sparse,
+                                             range *rg, int64_t *cells)
 {
     const int32_t *f = g->fixed;
-    const uint32_t *start = g->table;
     int64_t n = g->n, nx = g->ncell[0], ny = g->ncell[1], nz = g->ncell[2];
     int64_t cx = f[s] >> g->fixed_shift[0], cy = f[n + s] >> g->fixed_shift[1];
     int64_t cz = three ? f[2 * n + s] >> g->fixed_shift[2] : 0;
     int64_t own_end = min64(cx + rows->own_reach, nx - 1) + 1;
-    rg[0] = (range){s + 1, start[(cz * ny + cy) * nx + own_end]};
+    rg[0] = (range){s + 1, cell_start(g, (cz * ny + cy) * nx + own_end, sparse)};
     int64_t looked = 1 + rows->own_reach;
     for (int r = 0; r < nrows; r++) {
         int64_t y = cy + rows->dy[r], z = cz + rows->dz[r], reach = rows->reach[r];
@@ -69,7 +76,7 @@ static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_stri
         int64_t row = inside ? (z * ny + y) * nx : 0;
         int64_t x0 = inside ? max64(cx - reach, 0) : 0;
         int64_t x1 = inside ? min64(cx + reach, nx - 1) + 1 : 0;
-        rg[1 + r] = (range){start[row + x0], start[row + x1]};
+        rg[1 + r] = (range){cell_start(g, row + x0, sparse), cell_start(g, row + x1, sparse)};
         looked += inside ? 2 * reach + 1 : 0;
     }
     *cells += looked;
@@ -201,11 +208,12 @@ static PROX_ALWAYS_INLINE void sweep_point(sweep *w, int64_t s, const range *rg,
 /* nrows: the forward rows, a constant in the common stencils (cells of r:
  * one in 2D, four in 3D) so that their loop unrolls. */
 static PROX_ALWAYS_INLINE void sweep_points(sweep *w, const prox_strip_rows *rows, int nrows,
-                                            int64_t p0, int64_t p1, int64_t *cells, bool three)
+                                            int64_t p0, int64_t p1, int64_t *cells, bool three,
+                                            bool sparse)
 {
     range rg[1 + PROX_STRIP_MAX_ROWS];
     for (int64_t s = p0; s < p1 && !w->e->stop; s++) {
-        int count = forward_ranges(w->g, rows, nrows, s, three, rg, cells);
+        int count = forward_ranges(w->g, rows, nrows, s, three, sparse, rg, cells);
         sweep_point(w, s, rg, count, three);
     }
 }
@@ -216,12 +224,17 @@ void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int6
     sweep w = {.g = g, .block = fixed_block(g), .rc = rc, .e = e};
     rc->ids = w.ids;
     int64_t *cells = &counters->cells_visited;
-    if (g->dim == 2 && rows->count == 1)
-        sweep_points(&w, rows, 1, p0, p1, cells, false);
+    bool sparse = g->sparse;
+    if (g->dim == 2 && rows->count == 1 && !sparse)
+        sweep_points(&w, rows, 1, p0, p1, cells, false, false);
+    else if (g->dim == 2 && rows->count == 1)
+        sweep_points(&w, rows, 1, p0, p1, cells, false, true);
+    else if (g->dim == 3 && rows->count == 4 && !sparse)
+        sweep_points(&w, rows, 4, p0, p1, cells, true, false);
     else if (g->dim == 3 && rows->count == 4)
-        sweep_points(&w, rows, 4, p0, p1, cells, true);
+        sweep_points(&w, rows, 4, p0, p1, cells, true, true);
     else
-        sweep_points(&w, rows, rows->count, p0, p1, cells, g->dim == 3);
+        sweep_points(&w, rows, rows->count, p0, p1, cells, g->dim == 3, sparse);
     rc->ids = NULL;
     counters->candidates += w.candidates;
 }
@@ -234,7 +247,7 @@ void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int6
     prox_fixed_block b = fixed_block(g);
     range rg[1 + PROX_STRIP_MAX_ROWS];
     for (int64_t s = p0; s < p1 && !e->stop; s++) {
-        int count = forward_ranges(g, rows, rows->count, s, g->dim == 3, rg,
+        int count = forward_ranges(g, rows, rows->count, s, g->dim == 3, g->sparse, rg,
                                    &counters->cells_visited);
         int32_t q[3];
         fixed_point_of(g, s, q);

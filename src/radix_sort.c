@@ -412,9 +412,31 @@ void prox_counting_sort_u32(const uint32_t *keys, int64_t n, int64_t buckets, ui
  * parallel, with no per-thread counters. */
 #define SLICE_SHIFT 16
 
+static int64_t slice_count(int64_t buckets)
+{
+    return (buckets + ((int64_t)1 << SLICE_SHIFT) - 1) >> SLICE_SHIFT;
+}
+
 int64_t prox_counting_sort_sliced_words(int64_t n, int64_t buckets)
 {
-    return n + ((buckets + ((int64_t)1 << SLICE_SHIFT) - 1) >> SLICE_SHIFT) + 1;
+    return n + slice_count(buckets) + 1;
+}
+
+/* The indices to their slices, in index order (so the sort stays stable),
+ * as words key << 32 | index; at[k] the first word of slice k, at[slices]
+ * = n. */
+static void partition_slices(const uint32_t *keys, int64_t n, int64_t slices, uint64_t *words,
+                             int64_t *at)
+{
+    memset(at, 0, (size_t)(slices + 1) * sizeof *at);
+    for (int64_t i = 0; i < n; i++)
+        at[(keys[i] >> SLICE_SHIFT) + 1]++;
+    for (int64_t k = 0; k < slices; k++)
+        at[k + 1] += at[k];
+    for (int64_t i = 0; i < n; i++)
+        words[at[keys[i] >> SLICE_SHIFT]++] = (uint64_t)keys[i] << 32 | (uint64_t)i;
+    memmove(at + 1, at, (size_t)slices * sizeof *at); /* back to slice starts */
+    at[0] = 0;
 }
 
 /* Slice [first, first + keys) of the table from its words [begin, end). */
@@ -438,18 +460,10 @@ void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buck
                                    uint32_t *starts, uint32_t *out, uint64_t *scratch,
                                    int threads)
 {
-    int64_t slices = prox_counting_sort_sliced_words(n, buckets) - n - 1;
+    int64_t slices = slice_count(buckets);
     uint64_t *words = scratch;
     int64_t *at = (int64_t *)(scratch + n); /* slices + 1: where each slice's words start */
-    memset(at, 0, (size_t)(slices + 1) * sizeof *at);
-    for (int64_t i = 0; i < n; i++)
-        at[(keys[i] >> SLICE_SHIFT) + 1]++;
-    for (int64_t k = 0; k < slices; k++)
-        at[k + 1] += at[k];
-    for (int64_t i = 0; i < n; i++) /* in index order: the sort stays stable */
-        words[at[keys[i] >> SLICE_SHIFT]++] = (uint64_t)keys[i] << 32 | (uint64_t)i;
-    memmove(at + 1, at, (size_t)slices * sizeof *at); /* back to slice starts */
-    at[0] = 0;
+    partition_slices(keys, n, slices, words, at);
 #pragma omp parallel for num_threads(threads) if (threads > 1 && n >= PARALLEL_MIN) \
     schedule(dynamic, 1)
     for (int64_t k = 0; k < slices; k++) {
@@ -458,6 +472,136 @@ void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buck
                     starts, out);
     }
     starts[buckets] = (uint32_t)n;
+}
+
+/* ---- the same sort into occupancy bits (a sparse table) ---- */
+
+/* Here the indices go to their slices as two arrays, the index (32 bits)
+ * and the key's place in its slice (16 bits): 6 bytes a point where the
+ * table's sort takes 8, since a sparse box's grid keeps no table and its
+ * sort is what sets the coordinate array's size (grid.c). */
+#define SLICE_WORDS ((int64_t)1 << (SLICE_SHIFT - 6)) /* occupancy words a slice */
+
+static int64_t index_words(int64_t n) /* 8-byte words the indices and places take */
+{
+    return (6 * n + 7) / 8;
+}
+
+int64_t prox_sparse_sort_words(int64_t n, int64_t buckets)
+{
+    return index_words(n) + 2 * (slice_count(buckets) + 1);
+}
+
+static int64_t occupancy_words(int64_t buckets)
+{
+    return buckets / 64 + 1;
+}
+
+/* The scratch's parts: the indices by slice, their keys' places in the
+ * slice, each slice's first entry, and the occupied buckets before each
+ * slice. */
+static uint32_t *sparse_index(const prox_sparse_sort *s)
+{
+    return (uint32_t *)(void *)s->scratch;
+}
+
+static uint16_t *sparse_place(const prox_sparse_sort *s)
+{
+    return (uint16_t *)(void *)(sparse_index(s) + s->n);
+}
+
+static int64_t *sparse_at(const prox_sparse_sort *s)
+{
+    return (int64_t *)(void *)(s->scratch + index_words(s->n));
+}
+
+static int64_t *sparse_before(const prox_sparse_sort *s)
+{
+    return sparse_at(s) + slice_count(s->buckets) + 1;
+}
+
+int64_t prox_sparse_sort_occupancy(const prox_sparse_sort *s)
+{
+    int64_t n = s->n, slices = slice_count(s->buckets), words = occupancy_words(s->buckets);
+    uint32_t *index = sparse_index(s);
+    uint16_t *place = sparse_place(s);
+    int64_t *at = sparse_at(s), *before = sparse_before(s);
+    memset(at, 0, (size_t)(slices + 1) * sizeof *at);
+    for (int64_t i = 0; i < n; i++)
+        at[(s->keys[i] >> SLICE_SHIFT) + 1]++;
+    for (int64_t k = 0; k < slices; k++)
+        at[k + 1] += at[k];
+    for (int64_t i = 0; i < n; i++) { /* in index order: the sort stays stable */
+        int64_t t = at[s->keys[i] >> SLICE_SHIFT]++;
+        index[t] = (uint32_t)i;
+        place[t] = (uint16_t)s->keys[i];
+    }
+    memmove(at + 1, at, (size_t)slices * sizeof *at); /* back to slice starts */
+    at[0] = 0;
+    memset(s->occupied, 0, (size_t)words * sizeof *s->occupied);
+    before[0] = 0;
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && n >= PARALLEL_MIN) \
+    schedule(dynamic, 1)
+    for (int64_t k = 0; k < slices; k++) { /* a slice sets its own words only */
+        uint64_t *occupied = s->occupied + k * SLICE_WORDS;
+        for (int64_t t = at[k]; t < at[k + 1]; t++)
+            occupied[place[t] >> 6] |= 1ull << (place[t] & 63);
+        int64_t w1 = (k + 1) * SLICE_WORDS < words ? (k + 1) * SLICE_WORDS : words, count = 0;
+        for (int64_t o = k * SLICE_WORDS; o < w1; o++)
+            count += __builtin_popcountll(s->occupied[o]);
+        before[k + 1] = count;
+    }
+    for (int64_t k = 0; k < slices; k++)
+        before[k + 1] += before[k];
+    return before[slices];
+}
+
+/* Slice k: its words' ranks, its occupied buckets' starts (from the run
+ * the slices before it end at), its indices to out[]. count: a thread's
+ * counters, one a bucket of the slice. */
+static void place_sparse_slice(const prox_sparse_sort *s, int64_t k, uint32_t *run_start,
+                               uint32_t *out, uint32_t *count)
+{
+    const uint32_t *index = sparse_index(s);
+    const uint16_t *place = sparse_place(s);
+    int64_t begin = sparse_at(s)[k], end = sparse_at(s)[k + 1], first = k << SLICE_SHIFT;
+    memset(count, 0, ((size_t)1 << SLICE_SHIFT) * sizeof *count);
+    for (int64_t t = begin; t < end; t++)
+        count[place[t]]++;
+    int64_t words = occupancy_words(s->buckets), run = sparse_before(s)[k];
+    int64_t o1 = (k + 1) * SLICE_WORDS < words ? (k + 1) * SLICE_WORDS : words;
+    uint32_t at = (uint32_t)begin;
+    for (int64_t o = k * SLICE_WORDS; o < o1; o++) {
+        s->rank[o] = (uint32_t)run;
+        for (uint64_t bits = s->occupied[o]; bits; bits &= bits - 1) {
+            int64_t b = o * 64 + __builtin_ctzll(bits) - first;
+            run_start[run++] = at;
+            at += count[b];
+            count[b] = at; /* its end */
+        }
+    }
+    for (int64_t t = end - 1; t >= begin; t--) /* backwards: the ends become starts */
+        out[--count[place[t]]] = index[t];
+}
+
+void prox_sparse_sort_place(const prox_sparse_sort *s, uint32_t *run_start, uint32_t *out,
+                            uint32_t *counts)
+{
+    int64_t slices = slice_count(s->buckets), words = occupancy_words(s->buckets);
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && s->n >= PARALLEL_MIN) \
+    schedule(dynamic, 1)
+    for (int64_t k = 0; k < slices; k++)
+        place_sparse_slice(s, k, run_start, out,
+                           counts + (int64_t)omp_get_thread_num() * ((int64_t)1 << SLICE_SHIFT));
+    int64_t runs = sparse_before(s)[slices];
+    for (int64_t o = slices * SLICE_WORDS; o < words; o++) /* past the last slice: empty */
+        s->rank[o] = (uint32_t)runs;
+    run_start[runs] = (uint32_t)s->n;
+}
+
+int64_t prox_sparse_sort_counters(int threads)
+{
+    return (int64_t)(threads > 1 ? threads : 1) << SLICE_SHIFT;
 }
 
 #if defined(__AVX512F__)

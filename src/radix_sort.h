@@ -49,6 +49,32 @@ void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buck
                                    int threads);
 int64_t prox_counting_sort_sliced_words(int64_t n, int64_t buckets);
 
+/* The same sort into a sparse table: instead of every bucket's start, a
+ * bit per bucket (occupied[], 64 a word, buckets / 64 + 1 words), per word
+ * the occupied buckets before it (rank[], as many), and the start of each
+ * occupied bucket in order (run_start[], one more entry: n). In two steps,
+ * so that the caller sizes run_start between them:
+ *   runs = prox_sparse_sort_occupancy(&s);      the bits, and the count
+ *   prox_sparse_sort_place(&s, run_start, out, counts);
+ * out[] receives the indices in key order, as prox_counting_sort_u32
+ * does; counts holds prox_sparse_sort_counters(threads) counters of
+ * scratch, scratch prox_sparse_sort_words(n, buckets) words, kept between
+ * the steps. The same result for every thread count. */
+typedef struct prox_sparse_sort {
+    const uint32_t *keys;
+    int64_t n, buckets;
+    uint64_t *scratch;
+    uint64_t *occupied;
+    uint32_t *rank;
+    int threads;
+} prox_sparse_sort;
+
+int64_t prox_sparse_sort_words(int64_t n, int64_t buckets);
+int64_t prox_sparse_sort_counters(int threads);
+int64_t prox_sparse_sort_occupancy(const prox_sparse_sort *s);
+void prox_sparse_sort_place(const prox_sparse_sort *s, uint32_t *run_start, uint32_t *out,
+                            uint32_t *counts);
+
 /* Ascending sort of a small array of indices (neighbour-list rows).
  * Rows of sparse data are mostly of 0, 1 or 2 (W2 at k = 1: a million
  * rows, three in four shorter than 2), which are decided here, inline,

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include <cmocka.h>
@@ -23,14 +24,14 @@ static const algo_config CONFIG_LINEAR_FIXED = {
     "grid-linear-fixed", PROX_ALGO_GRID, PROX_KEYS_LINEAR, 1, 0, PROX_COORDS_FIXED,
     PROX_ROWS_AUTO};
 
-/* Uniform points at about 0.35 a cell of the radius (r = 1), then: four
+/* Uniform points at `per_cell` a cell of the radius (r = 1), then: four
  * clusters of 40 in boxes of r/2 at different phases to the cells (some
  * straddle a face: their points' candidates, all within the radius,
  * spread over several ranges), a lattice block of spacing r, and pairs
  * at r (1 +- 2^-40) from each other. */
-static void sparse_case(test_case *tc, int dim, uint64_t seed)
+static void sparse_case(test_case *tc, int dim, double per_cell, uint64_t seed)
 {
-    double box = dim == 2 ? 185.0 : 32.0;
+    double box = pow((double)POINTS / per_cell, 1.0 / dim);
     test_case_make_large_uniform(tc, dim, POINTS, 200, box, 1.0, PERIODIC_NONE);
     rng r = rng_seeded(seed);
     int64_t i = 0;
@@ -80,22 +81,28 @@ static void expect_unsorted_buffer(prox_grid *g, const expectation *e, const cha
     prox_pair_buffer_free(&got);
 }
 
+/* At 0.15 points a cell (80,000 cells) the grid keeps occupancy bits,
+ * at 1.1 a table of every cell: the sweep reads cell starts from both
+ * (grid.c, LINEAR_CELLS_PER_POINT). */
 static void sweep_matches_brute_force(void **state)
 {
     (void)state;
-    for (int dim = 2; dim <= 3; dim++) {
+    for (int dim = 2; dim <= 3; dim++)
+        for (int sparse = 0; sparse <= 1; sparse++) {
         test_case tc;
-        sparse_case(&tc, dim, 90 + (uint64_t)dim);
+        sparse_case(&tc, dim, sparse ? 0.15 : 1.1, 90 + (uint64_t)dim);
         expectation e;
         expectation_compute(&e, &tc);
         char context[80];
-        snprintf(context, sizeof context, "sweep: dim=%d", dim);
+        snprintf(context, sizeof context, "sweep: dim=%d %s table", dim, sparse ? "sparse" : "dense");
         CHECK(e.pairs.count > 200, context, "only %lld pairs: the scene lost its extras",
               (long long)e.pairs.count);
         for (int threads = 1; threads <= 2; threads++) {
             prox_grid *g = fixed_grid(&tc, threads, context);
             CHECK(prox_grid_sweeps(g), context, "the sweep is not taken (%lld points, %lld runs)",
                   (long long)g->n, (long long)g->nruns);
+            CHECK(g->sparse == (sparse == 1), context, "the table is %s",
+                  g->sparse ? "sparse" : "dense");
             expect_unsorted_buffer(g, &e, context);
             prox_grid_destroy(g);
             check_case(&tc, &e, &CONFIG_LINEAR, threads); /* one-shot: fixed point */
@@ -113,7 +120,7 @@ static void sweep_only_where_it_applies(void **state)
 {
     (void)state;
     test_case tc;
-    sparse_case(&tc, 3, 5);
+    sparse_case(&tc, 3, 0.15, 5);
     prox_grid *g = fixed_grid(&tc, 1, "sparse");
     CHECK(prox_grid_sweeps(g), "sparse", "no sweep on about one point a cell");
     prox_grid_destroy(g);
@@ -124,7 +131,7 @@ static void sweep_only_where_it_applies(void **state)
     prox_grid_destroy(g);
     tc.radius = 1.0;
     for (int k = 0; k < 3; k++)
-        tc.period[k] = 64.0; /* wraps the box of 32 */
+        tc.period[k] = 64.0; /* wraps the box of about 43 */
     g = fixed_grid(&tc, 1, "periodic");
     CHECK(!prox_grid_sweeps(g), "periodic", "a sweep on a periodic grid");
     prox_grid_destroy(g);

@@ -118,6 +118,72 @@ static void sliced_counting_sort_matches_the_reference(void **state)
         }
 }
 
+/* The reference's table as the sparse sort gives it: a bit per occupied
+ * bucket, the occupied buckets before each word, and their starts. */
+static void expect_sparse_table(const uint32_t *starts, int64_t buckets, const uint64_t *occupied,
+                                const uint32_t *rank, const uint32_t *run_start, int64_t runs)
+{
+    int64_t run = 0;
+    for (int64_t b = 0; b < buckets; b++) {
+        if (b % 64 == 0)
+            assert_int_equal(rank[b / 64], run);
+        bool full = starts[b + 1] > starts[b];
+        assert_int_equal((occupied[b / 64] >> (b % 64)) & 1, full);
+        if (full)
+            assert_int_equal(run_start[run++], starts[b]);
+    }
+    assert_int_equal(run, runs);
+    assert_int_equal(run_start[runs], starts[buckets]);
+    if (buckets % 64 == 0) /* the word past the last bucket: empty */
+        assert_true(occupied[buckets / 64] == 0 && rank[buckets / 64] == runs);
+}
+
+/* The sparse sort (occupancy bits, ranks and run starts instead of a
+ * table) gives the reference's indices and its table's occupied starts,
+ * on 1, 2 and 3 threads; sizes include 0 and 1, and a bucket count that
+ * ends a slice and a word exactly. */
+static void sparse_counting_sort_matches_the_reference(void **state)
+{
+    (void)state;
+    static const int64_t BUCKETS[] = {1000, 3 << 16, (1 << 20) + 17};
+    static const int64_t N[] = {0, 1, 70001};
+    for (int b = 0; b < COUNT(BUCKETS); b++)
+        for (int z = 0; z < COUNT(N); z++)
+            for (int clustered = 0; clustered < 2; clustered++) {
+                int64_t n = N[z], buckets = BUCKETS[b], words = buckets / 64 + 1;
+                uint32_t *keys = malloc((size_t)(n + 1) * sizeof *keys);
+                uint32_t *want = malloc((size_t)(n + 1) * sizeof *want);
+                uint32_t *got = malloc((size_t)(n + 1) * sizeof *got);
+                uint32_t *starts = malloc((size_t)(buckets + 1) * sizeof *starts);
+                uint32_t *run_start = malloc((size_t)(n + 2) * sizeof *run_start);
+                uint64_t *occupied = malloc((size_t)words * sizeof *occupied);
+                uint32_t *rank = malloc((size_t)words * sizeof *rank);
+                uint32_t *counts = malloc((size_t)prox_sparse_sort_counters(3) * sizeof *counts);
+                uint64_t *scratch =
+                    malloc((size_t)prox_sparse_sort_words(n, buckets) * sizeof *scratch);
+                assert_true(keys && want && got && starts && run_start && occupied && rank &&
+                            counts && scratch);
+                if (clustered && buckets > 5 * 65536)
+                    clustered_keys(keys, n, buckets, (uint64_t)buckets);
+                else
+                    random_keys(keys, n, buckets, (uint64_t)buckets + (uint64_t)n);
+                reference_order(keys, n, buckets, want, starts);
+                for (int t = 0; t < COUNT(THREADS); t++) {
+                    memset(got, 0xff, (size_t)(n + 1) * sizeof *got);
+                    memset(occupied, 0xff, (size_t)words * sizeof *occupied);
+                    memset(rank, 0xff, (size_t)words * sizeof *rank);
+                    prox_sparse_sort s = {keys, n, buckets, scratch, occupied, rank, THREADS[t]};
+                    int64_t runs = prox_sparse_sort_occupancy(&s);
+                    prox_sparse_sort_place(&s, run_start, got, counts);
+                    if (n > 0)
+                        assert_memory_equal(got, want, (size_t)n * sizeof *got);
+                    expect_sparse_table(starts, buckets, occupied, rank, run_start, runs);
+                }
+                free(keys), free(want), free(got), free(starts), free(run_start);
+                free(occupied), free(rank), free(counts), free(scratch);
+            }
+}
+
 static int by_key_then_value(const void *a, const void *b)
 {
     const uint64_t *x = a, *y = b; /* {key, value} */
@@ -331,6 +397,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counting_sort_is_stable_and_thread_independent),
         cmocka_unit_test(sliced_counting_sort_matches_the_reference),
+        cmocka_unit_test(sparse_counting_sort_matches_the_reference),
         cmocka_unit_test(radix_sort_is_stable_and_thread_independent),
         cmocka_unit_test(small_sort_matches_qsort),
         cmocka_unit_test(rows_sorted_together_match_qsort),
