@@ -72,7 +72,7 @@ struct prox_grid {
     int table_bits;
     bool table_dense; /* Morton: table[key] directly */
 
-    /* linear keys over a sparse box (more than 4 cells per point): instead
+    /* linear keys over a sparse box (more than 1 cell per point): instead
      * of a table entry per cell, one bit per cell (occupied) and, per
      * 64-cell word, the occupied cells before it (rank): a cell's first
      * point is run_start[rank of the cell], 3/16 of a byte per cell */

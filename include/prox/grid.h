@@ -8,7 +8,7 @@
  *                     002's cellStart without hashing): the cells of a stencil
  *                     row are contiguous, so a search reads 9 (3D) or 3 (2D)
  *                     contiguous ranges per cell instead of 27 or 9 cells.
- *                     Up to 4 cells per point the table holds each cell's
+ *                     Up to 1 cell per point the table holds each cell's
  *                     first point; up to 256 (or 2^24 cells), a bit per
  *                     cell with ranks; sparser data falls back to Morton
  *                     keys (stats.keys tells). The default.
