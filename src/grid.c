@@ -1143,28 +1143,19 @@ static prox_status sparse_by_counting(prox_grid *g, int64_t cells)
     return PROX_OK;
 }
 
-/* Linear keys: the cell table is the counting sort's histogram, so one
- * pass over the points counts, a second places their ids, and the table
- * comes out as seed 002's cellStart (no key sort, no run search over the
- * points). The other threads' counts need (threads - 1) * cells scratch:
- * allowed up to one counter per point, else the sort counts on one thread. */
-static prox_status build_by_counting(prox_grid *g, const prox_points *p)
+/* Linear keys over a table of every cell: the table is the counting
+ * sort's histogram, so one pass over the points counts, a second places
+ * their ids, and the table comes out as seed 002's cellStart (no key sort,
+ * no run search over the points). The other threads' counts need
+ * (threads - 1) * cells scratch: allowed up to one counter per point, else
+ * the sort counts on one thread. */
+static prox_status table_by_counting(prox_grid *g, int64_t cells)
 {
-    int64_t cells = linear_cells(g), n = g->n;
-    if (g->sparse) {
-        compute_linear_keys(g, p);
-        prox_status st = sparse_by_counting(g, cells);
-        if (st)
-            return st;
-        gather_positions(g, p); /* overwrites the keys */
-        describe_runs(g);
-        return PROX_OK;
-    }
+    int64_t n = g->n;
     if (!reserve(g, &g->table, &g->table_cap, cells + 1, sizeof *g->table))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells",
                          (long long)cells);
     g->table_len = cells + 1;
-    compute_linear_keys(g, p);
     if (cells > SLICED_COUNT_MIN_CELLS) {
         prox_counting_sort_u32_sliced(linear_keys(g), n, cells, g->table, g->id,
                                       sliced_count_scratch(g), g->threads);
@@ -1177,7 +1168,16 @@ static prox_status build_by_counting(prox_grid *g, const prox_points *p)
         prox_counting_sort_u32(linear_keys(g), n, cells, g->table, g->id, hist, threads);
         prox_free(&g->allocator, hist);
     }
-    prox_status st = runs_from_table(g, cells);
+    return runs_from_table(g, cells);
+}
+
+/* Linear keys: sorted by counting into the table or the occupancy bits,
+ * then the coordinates gathered in cell order. */
+static prox_status build_by_counting(prox_grid *g, const prox_points *p)
+{
+    int64_t cells = linear_cells(g);
+    compute_linear_keys(g, p);
+    prox_status st = g->sparse ? sparse_by_counting(g, cells) : table_by_counting(g, cells);
     if (st)
         return st;
     gather_positions(g, p); /* overwrites the keys */
