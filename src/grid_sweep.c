@@ -12,8 +12,9 @@
  * vector's worth fill several vectors in turn.
  *
  * Fixed-point coordinates, open axes of one scale; cell starts from seed
- * 002's cellStart, or over a sparse box from the occupancy bits' ranks. The pairs come in the order grid_strips.c
- * finds them: by sorted point, then range, then position. */
+ * 002's cellStart, or over a sparse box from the occupancy bits' ranks.
+ * The pairs come in the order grid_strips.c finds them: by sorted point,
+ * then range, then position. */
 #include "grid_private.h"
 #include "kernel.h"
 #include "pair_sink.h"
