@@ -549,8 +549,6 @@ static bool builds_by_counting(const prox_grid *g)
     return g->keys == PROX_KEYS_LINEAR && linear_cells(g) < UINT32_MAX;
 }
 
-static uint64_t *sliced_count_scratch(const prox_grid *g);
-
 /* Doubles the coordinate array holds: one per axis and point, and at least
  * 2.5 per point with doubles (an update's scratch: 20 bytes), and the room
  * the sort's keys and scratch need meanwhile: 20 bytes for the radix sort,
@@ -1074,8 +1072,8 @@ static void compute_linear_keys(prox_grid *g, const prox_points *p)
 
 /* Past this many cells (1 MiB of counters) the counting sort goes a slice
  * of the table at a time (radix_sort.h), its scratch in the coordinate
- * array after the keys: 8 bytes a point and a word per slice (a sparse
- * box's sort, 6 bytes a point and two words a slice; coordinate_slots). */
+ * array after the keys: 6 bytes a point and a word per slice (a sparse
+ * box's sort, two words a slice; coordinate_slots). */
 #define SLICED_COUNT_MIN_CELLS (1 << 18)
 
 static uint64_t *sliced_count_scratch(const prox_grid *g)

@@ -474,19 +474,19 @@ static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int 
     grid_recheck rc;
     prox_grid_recheck_init(&rc, g, &g->source);
     int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
+    /* the first 64 runs, the emitter sized from their pairs, then the rest */
+    int64_t first = predict && r1 - r0 > 64 ? r0 + 64 : r0;
     if (prox_grid_sweeps(g)) { /* about one point a cell */
-        const uint32_t *at = g->run_start;
-        int64_t r = predict && r1 - r0 > 64 ? r0 + 64 : r0;
-        prox_grid_sweep_pairs(g, rows, at[r0], at[r], &rc, e, counters);
-        if (r > r0)
-            reserve_predicted(g, e, r0, r, r1);
-        prox_grid_sweep_pairs(g, rows, at[r], at[r1], &rc, e, counters);
-        r0 = r1; /* done */
-    }
-    for (int64_t r = r0; r < r1 && !e->stop; r++) {
-        half_pairs_of_run(g, rows, r, &hs, &rc, e, counters);
-        if (predict && r == r0 + 63)
-            reserve_predicted(g, e, r0, r + 1, r1);
+        prox_grid_sweep_pairs(g, rows, g->run_start[r0], g->run_start[first], &rc, e, counters);
+        if (first > r0)
+            reserve_predicted(g, e, r0, first, r1);
+        prox_grid_sweep_pairs(g, rows, g->run_start[first], g->run_start[r1], &rc, e, counters);
+    } else {
+        for (int64_t r = r0; r < r1 && !e->stop; r++) {
+            half_pairs_of_run(g, rows, r, &hs, &rc, e, counters);
+            if (r + 1 == first)
+                reserve_predicted(g, e, r0, first, r1);
+        }
     }
     counters->rechecked += rc.base.calls;
     prox_free(&g->allocator, hs.hits);
