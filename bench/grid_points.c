@@ -10,11 +10,30 @@
  *
  * Arguments: FILE.f64 (raw little-endian doubles, packed points) DIM
  * TASK (count | buffer | ubuffer | lists | ulists; u: unsorted) RUNS
- * THREADS RADIUS [COORDS: double (default) | fixed]. */
+ * THREADS RADIUS [COORDS: double (default) | fixed]. Environment: ROWS=
+ * in-place for prox_grid_desc.rows.
+ *
+ * Built a second time as build/bench_grid_limits (PROX_BENCH_LIMITS, over
+ * the private src/grid_private.h), the driver also takes the densities
+ * where the grid changes mechanism from the environment, 0 or unset for
+ * the library's defaults (prox_grid_set_density_limits): TABLE_CELLS (the
+ * most cells a point for a table of every cell), SWEEP_RUN (the most points
+ * a run for the point sweep; 0.001 turns it off) and HALF_PAIRS_RUN (the
+ * most points a run for lists from the half stencil's pairs; 0.001 off).
+ * docs/design.md's measurements of those limits come from it. */
 #include <stdbool.h>
 #include <string.h>
 
 #include "ab_driver.h"
+#ifdef PROX_BENCH_LIMITS
+#include "grid_private.h"
+
+static double limit_of(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? atof(v) : 0.0;
+}
+#endif
 
 static prox_sink sink_of(const char *task, prox_pair_buffer *buffer, prox_lists *lists)
 {
@@ -80,6 +99,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", argv[0], prox_last_error());
         return 1;
     }
+#ifdef PROX_BENCH_LIMITS
+    prox_grid_set_density_limits(run.grid, limit_of("TABLE_CELLS"), limit_of("SWEEP_RUN"),
+                                 limit_of("HALF_PAIRS_RUN"));
+#endif
     double best = ab_time_runs(argv[0], runs, build, query, &run);
     if (best < 0)
         return 1;

@@ -385,8 +385,8 @@ static prox_status choose_geometry(prox_grid *g, const prox_points *p)
     g->dim = p->dim;
     g->keys = g->desc.keys;
     g->sparse = false;
-    if (g->keys == PROX_KEYS_LINEAR &&
-        !cells_fit(g, p->count, LINEAR_CELLS_PER_POINT, LINEAR_MIN_CELLS)) {
+    double table_cells = g->table_cells_limit > 0 ? g->table_cells_limit : LINEAR_CELLS_PER_POINT;
+    if (g->keys == PROX_KEYS_LINEAR && !cells_fit(g, p->count, table_cells, LINEAR_MIN_CELLS)) {
         if (cells_fit(g, p->count, SPARSE_CELLS_PER_POINT, SPARSE_MIN_CELLS))
             g->sparse = true;
         else
@@ -455,6 +455,16 @@ static prox_status build_stencil(prox_grid *g)
 }
 
 /* ---- lifetime ------------------------------------------------------------ */
+
+void prox_grid_set_density_limits(prox_grid *g, double table_cells_per_point,
+                                  double sweep_points_per_run, double half_pairs_points_per_run)
+{
+    assert(table_cells_per_point >= 0 && sweep_points_per_run >= 0 &&
+           half_pairs_points_per_run >= 0);
+    g->table_cells_limit = table_cells_per_point;
+    g->sweep_limit = sweep_points_per_run;
+    g->half_pairs_limit = half_pairs_points_per_run;
+}
 
 prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out)
 {

@@ -98,7 +98,19 @@ struct prox_grid {
      * most entries an output holds (< 2^31); tests lower them */
     uint32_t fill_max_downs;
     int64_t fill_max_entries;
+    /* the densities where the grid changes mechanism (0: its default;
+     * prox_grid_set_density_limits) */
+    double table_cells_limit, sweep_limit, half_pairs_limit;
 };
+
+/* For benchmarks and tests: the densities where the grid changes
+ * mechanism, 0 keeping a default. table_cells_per_point: the most cells a
+ * point for a table of every cell (linear keys; grid.c), read by the next
+ * build; sweep_points_per_run: the most points a run for the point sweep
+ * (grid_sweep.c); half_pairs_points_per_run: the most for lists from the
+ * half stencil's pairs (grid_search.c). */
+void prox_grid_set_density_limits(prox_grid *g, double table_cells_per_point,
+                                  double sweep_points_per_run, double half_pairs_points_per_run);
 
 /* A run's candidate strips copied into one block (fixed-point coordinates):
  * each of the run's points then runs one long vector loop over them instead

@@ -639,7 +639,8 @@ static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
 
 static bool lists_from_half_pairs(const prox_grid *g)
 {
-    return (double)g->n <= HALF_PAIRS_MAX_POINTS_PER_CELL * (double)g->nruns;
+    double most = g->half_pairs_limit > 0 ? g->half_pairs_limit : HALF_PAIRS_MAX_POINTS_PER_CELL;
+    return (double)g->n <= most * (double)g->nruns;
 }
 
 /* Rows written in place (grid_fill.c): asked for, with linear keys, and

@@ -32,7 +32,9 @@ typedef prox_range range;
 bool prox_grid_sweeps(const prox_grid *g)
 {
     const prox_fixed_metric *m = &g->fixed_metric;
-    double most = g->dim == 2 ? SWEEP_MAX_POINTS_PER_RUN_2D : SWEEP_MAX_POINTS_PER_RUN_3D;
+    double most = g->sweep_limit > 0 ? g->sweep_limit
+                  : g->dim == 2     ? SWEEP_MAX_POINTS_PER_RUN_2D
+                                    : SWEEP_MAX_POINTS_PER_RUN_3D;
     return g->keys == PROX_KEYS_LINEAR && g->fixed_on && !m->periodic &&
            m->unit_scale && (double)g->n <= most * (double)g->nruns;
 }

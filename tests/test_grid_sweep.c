@@ -62,23 +62,29 @@ static prox_grid *fixed_grid(const test_case *tc, int threads, const char *conte
     return g;
 }
 
-/* The unsorted buffer over several chunks (each writing its own window of
- * the caller's buffer) holds brute force's pairs. */
-static void expect_unsorted_buffer(prox_grid *g, const expectation *e, const char *context)
+/* The half stencil's sinks of grid g hold brute force's pairs: the count,
+ * the unsorted buffer over several chunks (each writing its own window of
+ * the caller's buffer), and lists when they come from the pairs. */
+static void expect_half_stencil_sinks(prox_grid *g, const test_case *tc, const expectation *e,
+                                      const char *context)
 {
+    subject who = {context, &tc->points, &tc->points, tc->radius, tc->period};
+    prox_stats stats;
+    CHECK_STATUS(prox_grid_pairs(g, prox_sink_count(), &stats), PROX_OK, context);
+    CHECK(stats.pairs == e->pairs.count, context, "count: %lld pairs, brute force %lld",
+          (long long)stats.pairs, (long long)e->pairs.count);
     prox_pair_buffer got;
     prox_pair_buffer_init(&got, NULL);
     CHECK_STATUS(prox_grid_pairs(g, prox_sink_unsorted(prox_sink_buffer(&got)), NULL), PROX_OK,
                  context);
     qsort(got.pairs, (size_t)got.count, sizeof *got.pairs, compare_pairs);
-    CHECK(got.count == e->pairs.count, context, "unsorted buffer: %lld pairs, brute force %lld",
-          (long long)got.count, (long long)e->pairs.count);
-    for (int64_t t = 0; t < got.count; t++)
-        CHECK(got.pairs[t].i == e->pairs.items[t].i && got.pairs[t].j == e->pairs.items[t].j,
-              context, "unsorted buffer: pair %lld is (%u, %u), brute force (%u, %u)",
-              (long long)t, got.pairs[t].i, got.pairs[t].j, e->pairs.items[t].i,
-              e->pairs.items[t].j);
+    expect_same_pairs(&who, &e->pairs, got.pairs, got.count);
     prox_pair_buffer_free(&got);
+    prox_lists lists;
+    prox_lists_init(&lists, NULL);
+    CHECK_STATUS(prox_grid_pairs(g, prox_sink_lists(&lists), NULL), PROX_OK, context);
+    expect_same_lists(&who, &e->lists, &lists);
+    prox_lists_free(&lists);
 }
 
 /* At 0.15 points a cell (80,000 cells) the grid keeps occupancy bits,
@@ -103,12 +109,46 @@ static void sweep_matches_brute_force(void **state)
                   (long long)g->n, (long long)g->nruns);
             CHECK(g->sparse == (sparse == 1), context, "the table is %s",
                   g->sparse ? "sparse" : "dense");
-            expect_unsorted_buffer(g, &e, context);
+            expect_half_stencil_sinks(g, &tc, &e, context);
             prox_grid_destroy(g);
             check_case(&tc, &e, &CONFIG_LINEAR, threads); /* one-shot: fixed point */
             check_case_on_grid(&tc, &e, &CONFIG_LINEAR_FIXED, threads);
         }
         check_thread_independence(&tc, &CONFIG_LINEAR);
+        expectation_free(&e);
+        test_case_free(&tc);
+    }
+}
+
+/* The sweep forced onto crowded cells (its limit raised: about 10 points a
+ * cell, every point's candidates over several vectors), with lists from
+ * its pairs: still brute force's pairs. (Crowded cells this few take the
+ * table whatever the limit: LINEAR_MIN_CELLS; the clusters above overflow
+ * the vector over the bits.) */
+static void sweep_forced_onto_crowded_cells_matches_brute_force(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++) {
+        test_case tc;
+        sparse_case(&tc, dim, 0.15, 70 + (uint64_t)dim);
+        tc.radius = dim == 2 ? 8.0 : 4.0; /* about 10 points a cell */
+        expectation e;
+        expectation_compute(&e, &tc);
+        char context[80];
+        snprintf(context, sizeof context, "forced sweep: dim=%d", dim);
+        for (int threads = 1; threads <= 2; threads++) {
+            prox_grid_desc desc = config_desc(&CONFIG_LINEAR_FIXED, tc.radius, tc.period, threads);
+            prox_grid *g = NULL;
+            CHECK_STATUS(prox_grid_create(&desc, &g), PROX_OK, context);
+            prox_grid_set_density_limits(g, 0.0, 1000.0, 1000.0);
+            prox_points view = test_case_points(&tc);
+            CHECK_STATUS(prox_grid_build(g, &view), PROX_OK, context);
+            CHECK(prox_grid_sweeps(g) && (double)g->n > 4.0 * (double)g->nruns, context,
+                  "not a forced sweep: %lld points, %lld runs", (long long)g->n,
+                  (long long)g->nruns);
+            expect_half_stencil_sinks(g, &tc, &e, context);
+            prox_grid_destroy(g);
+        }
         expectation_free(&e);
         test_case_free(&tc);
     }
@@ -142,6 +182,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sweep_matches_brute_force),
+        cmocka_unit_test(sweep_forced_onto_crowded_cells_matches_brute_force),
         cmocka_unit_test(sweep_only_where_it_applies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
