@@ -632,9 +632,9 @@ static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
  * the cell lookups, not the distance tests, and few pairs are found: there
  * the half stencil's pairs (point by point: grid_sweep.c), each then
  * written into both rows (pairs.c), look up half as many cells. W2 at
- * k = 1 (1.17 points a run) and k = 5 (2.0) gain, as does W1's cloud
- * searched at r/1.5 (2.4); at k = 10 (3.3) the scatter of 10M entries
- * costs twice what the rows do (docs/design.md, "The point sweep"). */
+ * k = 1 (1.17 points a run) gains, k = 5 (2.0) breaks even; at k = 10
+ * (3.3) the scatter of 10M entries costs 1.6 times what the rows do
+ * (docs/design.md, "Full lists over a grid ..."). */
 #define HALF_PAIRS_MAX_POINTS_PER_CELL 2.25
 
 static bool lists_from_half_pairs(const prox_grid *g)

@@ -23,10 +23,11 @@ typedef prox_range range;
 
 /* Points per occupied cell up to which the sweep beats the search run by
  * run, whose gathered candidates serve every point of a run (counts, one
- * thread: 2D 2.0 points a run 0.032 against 0.036 s, 3.3 0.035 against
- * 0.033 s; 3D 1.5 0.060 against 0.072 s, 2.1 0.065 against 0.059 s;
- * docs/design.md, "The point sweep"). */
-#define SWEEP_MAX_POINTS_PER_RUN_2D 2.5
+ * thread, `build/bench_grid_limits` with SWEEP_RUN: 2D at 3.3 points a run
+ * 0.0278 against 0.0304 s, at 4.5 0.0313 against 0.0265 s; 3D at 1.5
+ * 0.0576 against 0.0716 s, at 2.1 0.0553 against 0.0547 s; docs/design.md,
+ * "The point sweep"). */
+#define SWEEP_MAX_POINTS_PER_RUN_2D 3.5
 #define SWEEP_MAX_POINTS_PER_RUN_3D 1.75
 
 bool prox_grid_sweeps(const prox_grid *g)
