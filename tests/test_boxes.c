@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "box_exact.h"
+#include "broad/box_exact.h"
 #include "check.h"
 #include "rng.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "broad_scenes.h"
-#include "linear_kdtree.h"
+#include "broad/linear_kdtree.h"
 
 /* ---- configurations ------------------------------------------------------ */
 

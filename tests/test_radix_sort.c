@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "oracle.h"
-#include "radix_sort.h"
+#include "core/radix_sort.h"
 #include "rng.h"
 
 static const int64_t SIZES[] = {0, 1, 2, 17, 1000, 70001};

@@ -42,11 +42,11 @@ typedef struct prox_boxes {
 
 /* Packed boxes: min x, min y[, min z], max x, max y[, max z] per box (the
  * `prox collide` file format). */
-prox_boxes prox_boxes_f64(const double *bounds, int64_t count, int dim);
-prox_boxes prox_boxes_f32(const float *bounds, int64_t count, int dim);
+PROX_API prox_boxes prox_boxes_f64(const double *bounds, int64_t count, int dim);
+PROX_API prox_boxes prox_boxes_f32(const float *bounds, int64_t count, int dim);
 /* Boxes inside structs: min_first / max_first = addresses of box 0's min x
  * and max x (the other axes follow contiguously); stride in bytes. */
-prox_boxes prox_boxes_strided(const void *min_first, const void *max_first, int64_t count,
+PROX_API prox_boxes prox_boxes_strided(const void *min_first, const void *max_first, int64_t count,
                               int dim, prox_scalar scalar, ptrdiff_t stride);
 
 static inline double prox_boxes_min(const prox_boxes *b, int64_t i, int axis)
@@ -75,9 +75,9 @@ typedef enum prox_broad_algo {
 } prox_broad_algo;
 
 /* "brute", "grid", ... ; NULL for an unknown value. */
-const char *prox_broad_algo_name(prox_broad_algo algo);
+PROX_API const char *prox_broad_algo_name(prox_broad_algo algo);
 /* The enum value of a name; PROX_ERR_INVALID (listing the names) if unknown. */
-prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out);
+PROX_API prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out);
 
 typedef struct prox_broad_desc {
     prox_broad_algo algo;    /* default PROX_BROAD_HIERARCHICAL */
@@ -137,37 +137,37 @@ typedef struct prox_broad_desc {
     double root_lo[3], root_hi[3];
 } prox_broad_desc;
 
-prox_broad_desc prox_default_broad_desc(void);
+PROX_API prox_broad_desc prox_default_broad_desc(void);
 
 typedef struct prox_broad prox_broad;
 
 /* On failure *out is set to NULL. destroy(NULL) does nothing. */
-prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out);
-void prox_broad_destroy(prox_broad *broad);
+PROX_API prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out);
+PROX_API void prox_broad_destroy(prox_broad *broad);
 
 /* Build from scratch over `boxes` (the structure keeps its own copy, or
  * with desc.borrow_boxes reads packed doubles in place). */
-prox_status prox_broad_build(prox_broad *broad, const prox_boxes *boxes);
+PROX_API prox_status prox_broad_build(prox_broad *broad, const prox_boxes *boxes);
 
 /* Every pair of built boxes that overlap: i < j; buffer sorted by (i, j);
  * lists with both directions. */
-prox_status prox_broad_pairs(prox_broad *broad, prox_sink sink, prox_stats *stats);
+PROX_API prox_status prox_broad_pairs(prox_broad *broad, prox_sink sink, prox_stats *stats);
 
 /* For each query box q, the built boxes j it overlaps: pairs (q, j). */
-prox_status prox_broad_query_boxes(prox_broad *broad, const prox_boxes *queries,
+PROX_API prox_status prox_broad_query_boxes(prox_broad *broad, const prox_boxes *queries,
                                    prox_sink sink, prox_stats *stats);
 
 /* Segments from starts[q] to ends[q] (a particle's path over a step).
  * exact = true: the built boxes the segment really crosses (a closed box,
  * a segment of length 0 crossing a box it lies in); exact = false: the boxes
  * overlapping the segment's bounding box (the broad phase alone). */
-prox_status prox_broad_query_segments(prox_broad *broad, const prox_points *starts,
+PROX_API prox_status prox_broad_query_segments(prox_broad *broad, const prox_points *starts,
                                       const prox_points *ends, bool exact, prox_sink sink,
                                       prox_stats *stats);
 
 /* Boxes moving from `from` to `to` over a step: the built boxes each swept
  * box (the bounding box of its two positions) overlaps. */
-prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
+PROX_API prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
                                    const prox_boxes *to, prox_sink sink, prox_stats *stats);
 
 /* The built boxes changed: `boxes` is the new set. Boxes 0 .. kept-1 keep
@@ -176,13 +176,13 @@ prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
  * The structure rebuilds instead when that is cheaper (stats->rebuilt).
  * An update rejected for a bad box (PROX_ERR_DATA, naming it) leaves the
  * structure as it was, still usable. */
-prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxes, prox_stats *stats);
+PROX_API prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxes, prox_stats *stats);
 
 /* Queries keep the memory they grew (chunks of pairs, sorting scratch:
  * stats.kept_bytes) for the next query; this releases it, the built
  * structure stays. Queries on one object must not run at the same time
  * (each is parallel inside). */
-void prox_broad_trim(prox_broad *broad);
+PROX_API void prox_broad_trim(prox_broad *broad);
 
 /* Diagnostics of a built kdtree (seed 003 Table 1). Codes have 57 levels in
  * 3D (19 bits per axis), 58 in 2D (29 bits per axis); a box too small for
@@ -202,7 +202,7 @@ typedef struct prox_kdtree_info {
 } prox_kdtree_info;
 
 /* PROX_ERR_INVALID unless broad is a built kdtree. O(records). */
-prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *info);
+PROX_API prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *info);
 
 #ifdef __cplusplus
 }

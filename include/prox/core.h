@@ -27,6 +27,17 @@
 extern "C" {
 #endif
 
+/* PROX_API marks the library's public functions: the only symbols the
+ * shared library exports (it is built with -fvisibility=hidden, so every
+ * internal function stays private to it). */
+#if defined(_WIN32) && defined(PROX_SHARED_BUILD)
+#define PROX_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define PROX_API __attribute__((visibility("default")))
+#else
+#define PROX_API
+#endif
+
 #define PROX_VERSION_MAJOR 0
 #define PROX_VERSION_MINOR 1
 #define PROX_VERSION_PATCH 0
@@ -47,11 +58,11 @@ typedef enum prox_status {
 } prox_status;
 
 /* "ok", "invalid argument", ... : a short constant name for a status. */
-const char *prox_status_string(prox_status status);
+PROX_API const char *prox_status_string(prox_status status);
 
 /* The message of the last failed call made by this thread ("" if none). It
  * stays valid until the next failing call in the same thread. */
-const char *prox_last_error(void);
+PROX_API const char *prox_last_error(void);
 
 /* Allocator hook. A zeroed struct (or a NULL pointer wherever one is
  * accepted) means malloc/free. alloc must return memory aligned for any
@@ -83,14 +94,14 @@ typedef struct prox_points {
 } prox_points;
 
 /* Packed x,y[,z],x,y[,z],... */
-prox_points prox_points_f64(const double *xyz, int64_t count, int dim);
-prox_points prox_points_f32(const float *xyz, int64_t count, int dim);
+PROX_API prox_points prox_points_f64(const double *xyz, int64_t count, int dim);
+PROX_API prox_points prox_points_f32(const float *xyz, int64_t count, int dim);
 /* Structs or interleaved data: first = address of point 0's x; the other
  * coordinates follow it contiguously; stride in bytes. */
-prox_points prox_points_strided(const void *first, int64_t count, int dim,
+PROX_API prox_points prox_points_strided(const void *first, int64_t count, int dim,
                                 prox_scalar scalar, ptrdiff_t stride);
 /* Separate arrays per axis (z may be NULL when dim == 2). */
-prox_points prox_points_soa(const void *x, const void *y, const void *z,
+PROX_API prox_points prox_points_soa(const void *x, const void *y, const void *z,
                             int64_t count, int dim, prox_scalar scalar);
 
 /* Coordinate `axis` of point i, widened to double. */

@@ -107,14 +107,14 @@ typedef struct prox_grid_desc {
     prox_rows rows;       /* default PROX_ROWS_AUTO (staged) */
 } prox_grid_desc;
 
-prox_grid_desc prox_default_grid_desc(void);
+PROX_API prox_grid_desc prox_default_grid_desc(void);
 
 /* One-shot calls: build what `algo` needs, run, release. */
-prox_status prox_pairs(const prox_points *points, const prox_grid_desc *desc,
+PROX_API prox_status prox_pairs(const prox_points *points, const prox_grid_desc *desc,
                        prox_algo algo, prox_sink sink, prox_stats *stats);
 /* For each query point q, the points j of `points` within the radius:
  * pairs (q, j), lists with one row per query. */
-prox_status prox_query(const prox_points *points, const prox_points *queries,
+PROX_API prox_status prox_query(const prox_points *points, const prox_points *queries,
                        const prox_grid_desc *desc, prox_algo algo, prox_sink sink,
                        prox_stats *stats);
 
@@ -125,28 +125,28 @@ prox_status prox_query(const prox_points *points, const prox_points *queries,
 typedef struct prox_grid prox_grid;
 
 /* On failure *out is set to NULL. destroy(NULL) does nothing. */
-prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out);
-void prox_grid_destroy(prox_grid *grid);
+PROX_API prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out);
+PROX_API void prox_grid_destroy(prox_grid *grid);
 
 /* Build from scratch (counting or radix sort of the points by cell key). Fails with
  * PROX_ERR_RANGE when more than 2^31 cells would lie along an axis (a tiny
  * radius over a huge extent; brute force has no such limit). */
-prox_status prox_grid_build(prox_grid *grid, const prox_points *points);
+PROX_API prox_status prox_grid_build(prox_grid *grid, const prox_points *points);
 /* The points have moved: relocate only those whose cell changed (seed 004).
  * Rebuilds instead (stats->rebuilt tells) when that is cheaper (over a
  * quarter moved), when a point left the grid's cell range, or when the count
  * or dimension differs from the last build. */
-prox_status prox_grid_update(prox_grid *grid, const prox_points *points, prox_stats *stats);
+PROX_API prox_status prox_grid_update(prox_grid *grid, const prox_points *points, prox_stats *stats);
 /* Every pair of built points within the radius. */
-prox_status prox_grid_pairs(prox_grid *grid, prox_sink sink, prox_stats *stats);
+PROX_API prox_status prox_grid_pairs(prox_grid *grid, prox_sink sink, prox_stats *stats);
 /* Ball queries of a second point set (same dim) against the built points. */
-prox_status prox_grid_query(prox_grid *grid, const prox_points *queries, prox_sink sink,
+PROX_API prox_status prox_grid_query(prox_grid *grid, const prox_points *queries, prox_sink sink,
                             prox_stats *stats);
 /* A query keeps the memory it grew (its chunks of pairs, sorting scratch:
  * stats.kept_bytes) for the next one, which then writes warm memory instead
  * of fresh pages. This releases it; the built grid stays. Queries on one
  * grid must not run at the same time (each is parallel inside). */
-void prox_grid_trim(prox_grid *grid);
+PROX_API void prox_grid_trim(prox_grid *grid);
 
 /* Skin (Verlet) lists, as LAMMPS does: pairs within radius + skin are kept;
  * each call returns the pairs within radius for the current positions and
@@ -156,9 +156,9 @@ void prox_grid_trim(prox_grid *grid);
  * stay below half the period. */
 typedef struct prox_skin_list prox_skin_list;
 
-prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_skin_list **out);
-void prox_skin_list_destroy(prox_skin_list *list);
-prox_status prox_skin_list_pairs(prox_skin_list *list, const prox_points *points,
+PROX_API prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_skin_list **out);
+PROX_API void prox_skin_list_destroy(prox_skin_list *list);
+PROX_API prox_status prox_skin_list_pairs(prox_skin_list *list, const prox_points *points,
                                  prox_sink sink, prox_stats *stats);
 
 #ifdef __cplusplus

@@ -1,0 +1,897 @@
+#include "core/radix_sort.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#define NARROW_BITS 8
+#define WIDE_BITS 10
+/* Histograms live on the stack, threads x buckets counters (64 KiB): wide
+ * digits (fewer passes) for up to 8 threads, narrow ones for up to 32.
+ * Digits of 11 and 12 bits measured slower than 10 on this VM's Zen 4. */
+#define COUNTERS 8192
+#define MAX_THREADS (COUNTERS >> NARROW_BITS)
+#define PARALLEL_MIN 65536
+
+/* Keys are 8-byte words read and written through memcpy, so that the same
+ * passes sort uint64_t keys and prox_pair records (pairs.c) alike. */
+static inline uint64_t load_word(const void *words, int64_t i)
+{
+    uint64_t w;
+    memcpy(&w, (const char *)words + 8 * i, sizeof w);
+    return w;
+}
+
+static inline void store_word(void *words, int64_t i, uint64_t w)
+{
+    memcpy((char *)words + 8 * i, &w, sizeof w);
+}
+
+/* A digit: `bits` bits, from bit `shift` up, of the word rotated left by
+ * `rotate` (0, or 32: the halves swapped). */
+typedef struct digit {
+    int shift, bits, rotate;
+} digit;
+
+/* No branch in the passes' inner loops: rotate 0 gives w | w. */
+static inline uint64_t rotated(uint64_t w, int rotate)
+{
+    return w << rotate | w >> ((64 - rotate) & 63);
+}
+
+static inline unsigned digit_of(uint64_t word, digit d)
+{
+    return (unsigned)(rotated(word, d.rotate) >> d.shift) & ((1u << d.bits) - 1);
+}
+
+/* The bits that differ between keys (of the words rotated by `rotate`). */
+static uint64_t varying_bits(const void *keys, int64_t n, int rotate, int threads)
+{
+    uint64_t all_or = 0, all_and = ~0ULL;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) \
+    reduction(| : all_or) reduction(& : all_and)
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t w = rotated(load_word(keys, i), rotate);
+        all_or |= w;
+        all_and &= w;
+    }
+    return all_or ^ all_and;
+}
+
+/* The passes: only bits that differ between keys are sorted on (a bit every
+ * key shares leaves the order as it is), each digit starting at the lowest
+ * varying bit above the previous digit. Returns the number of digits. */
+static int plan_digits(uint64_t varying, int bits, int rotate, digit *out)
+{
+    int count = 0;
+    while (varying) {
+        int shift = __builtin_ctzll(varying);
+        out[count++] = (digit){shift, bits, rotate};
+        varying = shift + bits >= 64 ? 0 : varying >> (shift + bits) << (shift + bits);
+    }
+    return count;
+}
+
+static void histogram(const void *keys, int64_t begin, int64_t end, digit d, int64_t *count)
+{
+    memset(count, 0, ((size_t)1 << d.bits) * sizeof *count);
+    for (int64_t i = begin; i < end; i++)
+        count[digit_of(load_word(keys, i), d)]++;
+}
+
+/* Turn per-thread counts (thread t's at count + t * buckets) into
+ * per-thread write positions: digit-major, then thread order, which keeps
+ * the sort stable. */
+static void offsets_from_counts(int64_t *count, int64_t buckets, int threads)
+{
+    int64_t sum = 0;
+    for (int64_t d = 0; d < buckets; d++)
+        for (int t = 0; t < threads; t++) {
+            int64_t c = count[t * buckets + d];
+            count[t * buckets + d] = sum;
+            sum += c;
+        }
+}
+
+static void scatter(const void *keys, const uint32_t *values, void *out_keys,
+                    uint32_t *out_values, int64_t begin, int64_t end, digit d, int64_t *at)
+{
+    if (!values) { /* keys alone */
+        for (int64_t i = begin; i < end; i++) {
+            uint64_t w = load_word(keys, i);
+            store_word(out_keys, at[digit_of(w, d)]++, w);
+        }
+        return;
+    }
+    for (int64_t i = begin; i < end; i++) {
+        uint64_t w = load_word(keys, i);
+        int64_t to = at[digit_of(w, d)]++;
+        store_word(out_keys, to, w);
+        out_values[to] = values[i];
+    }
+}
+
+/* One pass over n records on `threads`: each thread counts its block's
+ * digits, the counts become write positions (digit-major, then thread
+ * order, which keeps the sort stable), each thread scatters its block.
+ * starts, when given, receives where each digit's records begin (and n). */
+static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
+                       uint32_t *out_values, int64_t n, digit d, int threads, int64_t *starts)
+{
+    int64_t buckets = (int64_t)1 << d.bits;
+    int64_t count[COUNTERS];
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+        histogram(keys, begin, end, d, count + t * buckets);
+#pragma omp barrier
+#pragma omp single
+        {
+            offsets_from_counts(count, buckets, nt);
+            if (starts) { /* thread 0's positions are the digits' starts */
+                memcpy(starts, count, (size_t)buckets * sizeof *starts);
+                starts[buckets] = n;
+            }
+        }
+        scatter(keys, values, out_keys, out_values, begin, end, d, count + t * buckets);
+    }
+}
+
+/* ---- most significant digit first, for wide keys ---------------------------
+ *
+ * With many varying bits (the kd-tree's records: 51 bits, six LSD passes
+ * over 6.0M records at W3 1M), the later LSD passes only reorder what the
+ * top two digits have already separated: after them a bucket holds a few
+ * records (up to MSD_MAX_RECORDS). There the sort goes from the top digit
+ * down instead: one parallel pass over everything, then each bucket on its
+ * own (in cache after the first level), digits as wide as the bucket
+ * needs, down to small buckets (msd_small) sorted by rank or by
+ * insertion (sort_small). Each scatter keeps input order within a digit
+ * and both small sorts are stable, so the result is the stable sort's, for
+ * every thread count. The kd-tree's records of W3 1M, one thread, scratch
+ * driver: the sort 0.105-0.129 s against 0.150-0.202 s for the LSD passes;
+ * its build 0.28 -> 0.24 s. */
+#define MSD_MIN_DIGITS 5
+#define MSD_SMALL_INSERTION 16
+#if defined(__AVX512F__) /* records (key, value) sorted by rank */
+#define MSD_SMALL_RANK 64
+#else
+#define MSD_SMALL_RANK MSD_SMALL_INSERTION
+#endif
+/* Two levels of 10-bit digits leave small buckets up to here; past it, a
+ * third level of small buckets costs more than the LSD passes save.
+ * By insertion (buckets of 16) that limit was 2^24: the kd-tree's 31M
+ * records at W3 5M, one thread, took 0.78-0.95 s against 0.66-0.71 s for
+ * LSD. By rank (buckets of 64) two levels reach 2^26, and the same sort
+ * took 0.59-0.72 s against 0.65 s (the kd-tree 1.66 -> 1.59 s, best of 3
+ * x 3 runs alternated). */
+#define MSD_MAX_RECORDS(small) ((int64_t)(small) << 2 * WIDE_BITS)
+
+/* The largest bucket sorted whole: rank sorts take records, keys alone go
+ * by insertion. */
+static inline int64_t msd_small(const uint32_t *values)
+{
+    return values ? MSD_SMALL_RANK : MSD_SMALL_INSERTION;
+}
+
+static void insertion_by_key(uint64_t *k, uint32_t *v, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++) {
+        uint64_t key = k[i];
+        uint32_t value = v ? v[i] : 0;
+        int64_t j = i;
+        for (; j > 0 && k[j - 1] > key; j--) {
+            k[j] = k[j - 1];
+            if (v)
+                v[j] = v[j - 1];
+        }
+        k[j] = key;
+        if (v)
+            v[j] = value;
+    }
+}
+
+static void copy_records(uint64_t *to_k, uint32_t *to_v, const uint64_t *k, const uint32_t *v,
+                         int64_t n)
+{
+    memcpy(to_k, k, (size_t)n * sizeof *k);
+    if (v)
+        memcpy(to_v, v, (size_t)n * sizeof *v);
+}
+
+#if defined(__AVX512F__)
+/* Records [0, n <= 64) of (k, v) into (to_k, to_v) sorted stably, without
+ * a branch on the data: each record goes to its rank, the records before
+ * it with keys <= its own plus those after it with smaller keys, counted
+ * eight keys to a compare. Insertion sort's exits are mispredicted; the
+ * kd-tree's 6.0M records of W3 1M end in buckets of 6 on average, and its
+ * build took 0.011 s less this way (0.293 -> 0.281 s with the sweep, one
+ * thread, best of 4 x 5 runs). */
+static void rank_sort(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint32_t *to_v,
+                      int64_t n)
+{
+    int blocks = (int)((n + 7) / 8);
+    __m512i key[8];
+    __mmask8 live[8];
+    for (int b = 0; b < blocks; b++) {
+        int64_t left = n - 8 * b;
+        live[b] = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
+        key[b] = _mm512_maskz_loadu_epi64(live[b], k + 8 * b);
+    }
+    for (int i = 0; i < n; i++) {
+        __m512i x = _mm512_set1_epi64((long long)k[i]);
+        int rank = 0;
+        for (int b = 0; b < blocks; b++) {
+            int before_lanes = i - 8 * b; /* lanes of block b before record i */
+            unsigned before = before_lanes >= 8   ? 0xff
+                              : before_lanes <= 0 ? 0
+                                                  : (1u << before_lanes) - 1;
+            unsigned less = _mm512_mask_cmplt_epu64_mask(live[b], key[b], x);
+            unsigned less_eq = _mm512_mask_cmple_epu64_mask(live[b], key[b], x);
+            rank += __builtin_popcount((less_eq & before) | (less & ~before));
+        }
+        to_k[rank] = k[i];
+        to_v[rank] = v[i];
+    }
+}
+#endif
+
+/* Records [0, n <= msd_small(v)) of (k, v) sorted (when `varying`: their keys
+ * differ somewhere); the result ends in (k, v) when `here`, else in
+ * (tk, tv). */
+static void sort_small(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
+                       bool varying, bool here)
+{
+#if defined(__AVX512F__)
+    if (varying && v && n <= MSD_SMALL_RANK) {
+        rank_sort(k, v, tk, tv, n);
+        if (here)
+            copy_records(k, v, tk, tv, n);
+        return;
+    }
+#endif
+    if (varying)
+        insertion_by_key(k, v, n);
+    if (!here)
+        copy_records(tk, tv, k, v, n);
+}
+
+/* The digit below the top varying bit: as many bits as a bucket of n
+ * needs (up to WIDE_BITS), so that small buckets clear few counters. */
+static digit top_digit(uint64_t varying, int64_t n)
+{
+    int top = 63 - __builtin_clzll(varying), bits = 1;
+    while (bits < WIDE_BITS && ((int64_t)1 << bits) < n)
+        bits++;
+    int shift = top + 1 - bits < 0 ? 0 : top + 1 - bits;
+    return (digit){shift, top + 1 - shift, 0};
+}
+
+/* Records [0, n) of (k, v) sorted on the varying bits; the result ends in
+ * (k, v) when `here`, else in the scratch (tk, tv). */
+static void msd_sort(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
+                     uint64_t varying, bool here)
+{
+    if (n <= msd_small(v) || !varying) {
+        sort_small(k, v, tk, tv, n, varying != 0, here);
+        return;
+    }
+    digit d = top_digit(varying, n);
+    int64_t count[((int64_t)1 << WIDE_BITS) + 1];
+    int64_t buckets = (int64_t)1 << d.bits;
+    histogram(k, 0, n, d, count);
+    int64_t start[((int64_t)1 << WIDE_BITS) + 1];
+    offsets_from_counts(count, buckets, 1);
+    memcpy(start, count, (size_t)buckets * sizeof *start);
+    start[buckets] = n;
+    scatter(k, v, tk, tv, 0, n, d, count);
+    uint64_t rest = varying & (((uint64_t)1 << d.shift) - 1);
+    for (int64_t b = 0; b < buckets; b++) {
+        int64_t s = start[b], m = start[b + 1] - s;
+        if (m > 0)
+            msd_sort(tk + s, tv ? tv + s : NULL, k + s, v ? v + s : NULL, m, rest, !here);
+    }
+}
+
+/* The first digit over all records in parallel (as an LSD pass), then the
+ * buckets in parallel; the result ends in (keys, values), or in the
+ * scratch when `in_scratch`. Ending in the scratch, the leaves of two
+ * levels sort from the keys into it, with no copy back. */
+static void msd_sort_all(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                         uint32_t *tmp_values, int64_t n, uint64_t varying, int threads,
+                         bool in_scratch)
+{
+    digit d = top_digit(varying, n);
+    int64_t buckets = (int64_t)1 << d.bits, start[((int64_t)1 << WIDE_BITS) + 1];
+    digit_pass(keys, values, tmp_keys, tmp_values, n, d, threads, start);
+    uint64_t rest = varying & (((uint64_t)1 << d.shift) - 1);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+    for (int64_t b = 0; b < buckets; b++) {
+        int64_t s = start[b], m = start[b + 1] - s;
+        if (m > 0)
+            msd_sort(tmp_keys + s, values ? tmp_values + s : NULL, keys + s,
+                     values ? values + s : NULL, m, rest, in_scratch);
+    }
+}
+
+/* The passes of the sorts below; returns true when the result ended in
+ * the scratch arrays (an odd number of LSD passes ran, or the MSD sort
+ * ended there, which it may when `scratch_ok`). */
+static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *tmp_values,
+                        int64_t n, int threads, int rotate, bool scratch_ok)
+{
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    if (n < PARALLEL_MIN || threads < 1)
+        threads = 1;
+    int bits = (threads << WIDE_BITS) <= COUNTERS ? WIDE_BITS : NARROW_BITS;
+    digit digits[64];
+    uint64_t varying = varying_bits(keys, n, rotate, threads);
+    int passes = plan_digits(varying, bits, rotate, digits);
+    if (rotate == 0 && bits == WIDE_BITS && passes >= MSD_MIN_DIGITS &&
+        n <= MSD_MAX_RECORDS(msd_small(values))) {
+        msd_sort_all(keys, values, tmp_keys, tmp_values, n, varying, threads, scratch_ok);
+        return scratch_ok;
+    }
+    void *src_k = keys, *dst_k = tmp_keys;
+    uint32_t *src_v = values, *dst_v = tmp_values;
+    for (int pass = 0; pass < passes; pass++) {
+        digit_pass(src_k, src_v, dst_k, dst_v, n, digits[pass], threads, NULL);
+        void *sk = src_k; src_k = dst_k; dst_k = sk;
+        uint32_t *sv = src_v; src_v = dst_v; dst_v = sv;
+    }
+    return src_k != keys;
+}
+
+void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                       uint32_t *tmp_values, int64_t n, int threads)
+{
+    if (n < 2)
+        return;
+    if (sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0, false)) {
+        memcpy(keys, tmp_keys, (size_t)n * sizeof *keys);
+        if (values)
+            memcpy(values, tmp_values, (size_t)n * sizeof *values);
+    }
+}
+
+bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                              uint32_t *tmp_values, int64_t n, int threads)
+{
+    return n >= 2 && sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0, true);
+}
+
+
+/* Counting sort: each thread counts its block's keys, the counts turn into
+ * the end of each (bucket, thread) part in bucket-major order, then each
+ * thread walks its block backwards placing indices just below those ends,
+ * which keeps equal keys in input order. Thread 0 counts in starts[]
+ * itself, so afterwards starts[b] is where bucket b begins. */
+void prox_counting_sort_u32(const uint32_t *keys, int64_t n, int64_t buckets, uint32_t *starts,
+                            uint32_t *out, uint32_t *hist, int threads)
+{
+    if (n < PARALLEL_MIN || threads < 1)
+        threads = 1;
+#define COUNTS_OF(t) ((t) == 0 ? starts : hist + (int64_t)((t) - 1) * buckets)
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        uint32_t *count = COUNTS_OF(t);
+        memset(count, 0, (size_t)buckets * sizeof *count);
+        for (int64_t i = n * t / nt; i < n * (t + 1) / nt; i++)
+            count[keys[i]]++;
+#pragma omp barrier
+#pragma omp single
+        {
+            uint32_t end = 0;
+            for (int64_t b = 0; b < buckets; b++)
+                for (int u = 0; u < nt; u++) {
+                    end += COUNTS_OF(u)[b];
+                    COUNTS_OF(u)[b] = end;
+                }
+        }
+        for (int64_t i = n * (t + 1) / nt - 1; i >= n * t / nt; i--)
+            out[--count[keys[i]]] = (uint32_t)i;
+    }
+#undef COUNTS_OF
+    starts[buckets] = (uint32_t)n;
+}
+
+/* Tables past the L2 cache (the grid over W1 at 4M points: 0.72M cells,
+ * 2.9 MB of counters) are counted a slice of keys at a time. The indices
+ * first go to their slices, in order (a few dozen write streams); each
+ * slice is then counted and placed with its counters in cache, where
+ * counting into the whole table missed at random twice per index. Slices
+ * are independent: they run in parallel, with no per-thread counters. The
+ * sparse sort below shares the slices. */
+#define SLICE_SHIFT 16
+
+static int64_t slice_count(int64_t buckets)
+{
+    return (buckets + ((int64_t)1 << SLICE_SHIFT) - 1) >> SLICE_SHIFT;
+}
+
+/* The indices go to their slices as two arrays, the index (32 bits) and
+ * the key's place in its slice (16 bits): 6 bytes a point, then the slices'
+ * first entries. */
+typedef struct slices {
+    uint32_t *index;
+    uint16_t *place;
+    int64_t *at; /* count + 1: at[k] the first entry of slice k, at[count] = n */
+    int64_t count;
+} slices;
+
+static int64_t index_words(int64_t n) /* 8-byte words the indices and places take */
+{
+    return (6 * n + 7) / 8;
+}
+
+int64_t prox_counting_sort_sliced_words(int64_t n, int64_t buckets)
+{
+    return index_words(n) + slice_count(buckets) + 1;
+}
+
+static slices slices_in(uint64_t *scratch, int64_t n, int64_t buckets)
+{
+    uint32_t *index = (uint32_t *)(void *)scratch;
+    return (slices){index, (uint16_t *)(void *)(index + n),
+                    (int64_t *)(void *)(scratch + index_words(n)), slice_count(buckets)};
+}
+
+/* The indices to their slices, in index order (so the sort stays stable). */
+static void partition_slices(const uint32_t *keys, int64_t n, const slices *sl)
+{
+    int64_t *at = sl->at;
+    memset(at, 0, (size_t)(sl->count + 1) * sizeof *at);
+    for (int64_t i = 0; i < n; i++)
+        at[(keys[i] >> SLICE_SHIFT) + 1]++;
+    for (int64_t k = 0; k < sl->count; k++)
+        at[k + 1] += at[k];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = at[keys[i] >> SLICE_SHIFT]++;
+        sl->index[t] = (uint32_t)i;
+        sl->place[t] = (uint16_t)keys[i];
+    }
+    memmove(at + 1, at, (size_t)sl->count * sizeof *at); /* back to slice starts */
+    at[0] = 0;
+}
+
+/* Slice k's counts of its `keys` buckets into count[], its entries' from
+ * first. */
+static void count_slice(const slices *sl, int64_t k, int64_t keys, uint32_t *count)
+{
+    memset(count, 0, (size_t)keys * sizeof *count);
+    for (int64_t t = sl->at[k]; t < sl->at[k + 1]; t++)
+        count[sl->place[t]]++;
+}
+
+/* Slice k's indices to out[], count[] holding each bucket's end: backwards,
+ * so that the ends become starts and the order stays stable. */
+static void place_slice(const slices *sl, int64_t k, uint32_t *count, uint32_t *out)
+{
+    for (int64_t t = sl->at[k + 1] - 1; t >= sl->at[k]; t--)
+        out[--count[sl->place[t]]] = sl->index[t];
+}
+
+static int64_t buckets_of_slice(int64_t k, int64_t buckets)
+{
+    int64_t first = k << SLICE_SHIFT, last = first + ((int64_t)1 << SLICE_SHIFT);
+    return (last < buckets ? last : buckets) - first;
+}
+
+void prox_counting_sort_u32_sliced(const uint32_t *keys, int64_t n, int64_t buckets,
+                                   uint32_t *starts, uint32_t *out, uint64_t *scratch,
+                                   int threads)
+{
+    slices sl = slices_in(scratch, n, buckets);
+    partition_slices(keys, n, &sl);
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n >= PARALLEL_MIN) \
+    schedule(dynamic, 1)
+    for (int64_t k = 0; k < sl.count; k++) { /* counted in the slice's part of the table */
+        int64_t keys_k = buckets_of_slice(k, buckets);
+        uint32_t *count = starts + (k << SLICE_SHIFT), at = (uint32_t)sl.at[k];
+        count_slice(&sl, k, keys_k, count);
+        for (int64_t b = 0; b < keys_k; b++) { /* counts to ends */
+            at += count[b];
+            count[b] = at;
+        }
+        place_slice(&sl, k, count, out);
+    }
+    starts[buckets] = (uint32_t)n;
+}
+
+/* ---- the same sort into occupancy bits (a sparse table) ---- */
+
+#define SLICE_WORDS ((int64_t)1 << (SLICE_SHIFT - 6)) /* occupancy words a slice */
+
+int64_t prox_sparse_sort_words(int64_t n, int64_t buckets)
+{
+    return prox_counting_sort_sliced_words(n, buckets) + slice_count(buckets) + 1;
+}
+
+static int64_t occupancy_words(int64_t buckets)
+{
+    return buckets / 64 + 1;
+}
+
+/* After the slices (slices_in), the occupied buckets before each slice. */
+static int64_t *sparse_before(const prox_sparse_sort *s)
+{
+    return slices_in(s->scratch, s->n, s->buckets).at + slice_count(s->buckets) + 1;
+}
+
+int64_t prox_sparse_sort_occupancy(const prox_sparse_sort *s)
+{
+    int64_t words = occupancy_words(s->buckets), *before = sparse_before(s);
+    slices sl = slices_in(s->scratch, s->n, s->buckets);
+    partition_slices(s->keys, s->n, &sl);
+    memset(s->occupied, 0, (size_t)words * sizeof *s->occupied);
+    before[0] = 0;
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && s->n >= PARALLEL_MIN) \
+    schedule(dynamic, 1)
+    for (int64_t k = 0; k < sl.count; k++) { /* a slice sets its own words only */
+        uint64_t *occupied = s->occupied + k * SLICE_WORDS;
+        for (int64_t t = sl.at[k]; t < sl.at[k + 1]; t++)
+            occupied[sl.place[t] >> 6] |= 1ull << (sl.place[t] & 63);
+        int64_t w1 = (k + 1) * SLICE_WORDS < words ? (k + 1) * SLICE_WORDS : words, count = 0;
+        for (int64_t o = k * SLICE_WORDS; o < w1; o++)
+            count += __builtin_popcountll(s->occupied[o]);
+        before[k + 1] = count;
+    }
+    for (int64_t k = 0; k < sl.count; k++)
+        before[k + 1] += before[k];
+    return before[sl.count];
+}
+
+/* Slice k: its words' ranks, its occupied buckets' starts (from the run
+ * the slices before it end at), its indices to out[]. count: a thread's
+ * counters, one a bucket of the slice. */
+static void place_sparse_slice(const prox_sparse_sort *s, const slices *sl, int64_t k,
+                               uint32_t *run_start, uint32_t *out, uint32_t *count)
+{
+    count_slice(sl, k, buckets_of_slice(k, s->buckets), count);
+    int64_t words = occupancy_words(s->buckets), run = sparse_before(s)[k];
+    int64_t o1 = (k + 1) * SLICE_WORDS < words ? (k + 1) * SLICE_WORDS : words;
+    int64_t first = k << SLICE_SHIFT;
+    uint32_t at = (uint32_t)sl->at[k];
+    for (int64_t o = k * SLICE_WORDS; o < o1; o++) {
+        s->rank[o] = (uint32_t)run;
+        for (uint64_t bits = s->occupied[o]; bits; bits &= bits - 1) {
+            int64_t b = o * 64 + __builtin_ctzll(bits) - first;
+            run_start[run++] = at;
+            at += count[b];
+            count[b] = at; /* its end */
+        }
+    }
+    place_slice(sl, k, count, out);
+}
+
+void prox_sparse_sort_place(const prox_sparse_sort *s, uint32_t *run_start, uint32_t *out,
+                            uint32_t *counts)
+{
+    slices sl = slices_in(s->scratch, s->n, s->buckets);
+    int64_t words = occupancy_words(s->buckets);
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && s->n >= PARALLEL_MIN) \
+    schedule(dynamic, 1)
+    for (int64_t k = 0; k < sl.count; k++)
+        place_sparse_slice(s, &sl, k, run_start, out,
+                           counts + (int64_t)omp_get_thread_num() * ((int64_t)1 << SLICE_SHIFT));
+    int64_t runs = sparse_before(s)[sl.count];
+    for (int64_t o = sl.count * SLICE_WORDS; o < words; o++) /* past the last slice: empty */
+        s->rank[o] = (uint32_t)runs;
+    run_start[runs] = (uint32_t)s->n;
+}
+
+int64_t prox_sparse_sort_counters(int threads)
+{
+    return (int64_t)(threads > 1 ? threads : 1) << SLICE_SHIFT;
+}
+
+#if defined(__AVX512F__)
+/* The networks' steps are unrolled and inlined, so that each step's
+ * shuffle is known at compile time (partner_of). */
+#define PROX_SORT_INLINE static inline __attribute__((always_inline))
+/* Bitonic sorting networks for AVX-512 (generated): each step pairs lane i
+ * with lane i ^ j; the lane takes the max when (i & j) != 0 differs from the
+ * direction of its block of size k ((i & k) != 0: descending). */
+static const uint16_t net16_mask[10] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint8_t net16_xor[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
+static const uint16_t net32_mask_lo[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa, 0x0000, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint16_t net32_mask_hi[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0x00ff, 0x0f0f, 0x3333, 0x5555, 0x0000, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint8_t net32_xor[15] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1, 16, 8, 4, 2, 1};
+
+
+/* Lane i ^ j of v, for j = 1, 2, 4 or 8 (a constant once the networks are
+ * unrolled): shuffles within 128-bit lanes for 1 and 2, of whole 128-bit
+ * lanes for 4 and 8. In-lane shuffles have a third of a full permute's
+ * latency, and a network is a chain of such steps. */
+PROX_SORT_INLINE __m512i partner_of(__m512i v, int j)
+{
+    switch (j) {
+    case 1:
+        return _mm512_shuffle_epi32(v, _MM_PERM_CDAB);
+    case 2:
+        return _mm512_shuffle_epi32(v, _MM_PERM_BADC);
+    case 4:
+        return _mm512_shuffle_i32x4(v, v, 0xb1); /* 128-bit lanes 1 0 3 2 */
+    default:
+        return _mm512_shuffle_i32x4(v, v, 0x4e); /* 2 3 0 1 */
+    }
+}
+
+/* One compare-exchange step of a network inside a 16-lane register. */
+PROX_SORT_INLINE __m512i exchange16(__m512i v, int j, __mmask16 take_max)
+{
+    __m512i partner = partner_of(v, j);
+    return _mm512_mask_blend_epi32(take_max, _mm512_min_epu32(v, partner),
+                                   _mm512_max_epu32(v, partner));
+}
+
+/* The 16-lane network over one register. */
+PROX_SORT_INLINE __m512i network16(__m512i v)
+{
+#pragma GCC unroll 10
+    for (int s = 0; s < 10; s++)
+        v = exchange16(v, net16_xor[s], net16_mask[s]);
+    return v;
+}
+
+/* The 32-lane network over two registers (lo: lanes 0-15). */
+PROX_SORT_INLINE void network32(__m512i *lo, __m512i *hi)
+{
+#pragma GCC unroll 15
+    for (int s = 0; s < 15; s++) {
+        if (net32_xor[s] == 16) {
+            __m512i mn = _mm512_min_epu32(*lo, *hi);
+            *hi = _mm512_max_epu32(*lo, *hi);
+            *lo = mn;
+        } else {
+            *lo = exchange16(*lo, net32_xor[s], net32_mask_lo[s]);
+            *hi = exchange16(*hi, net32_xor[s], net32_mask_hi[s]);
+        }
+    }
+}
+
+/* The first n (0..16) lanes live. */
+static inline __mmask16 lanes_upto16(int64_t n)
+{
+    return (__mmask16)((1u << n) - 1);
+}
+
+/* a[0 .. n) padded with UINT32_MAX, which no index reaches, so that the
+ * padding sorts last. */
+static inline __m512i load_padded(const uint32_t *a, __mmask16 live)
+{
+    return _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live, a);
+}
+
+/* n <= 16 */
+static void sort_upto16(uint32_t *a, int64_t n)
+{
+    __mmask16 live = lanes_upto16(n);
+    _mm512_mask_storeu_epi32(a, live, network16(load_padded(a, live)));
+}
+
+/* 16 < n <= 32 */
+static void sort_upto32(uint32_t *a, int64_t n)
+{
+    __mmask16 live = lanes_upto16(n - 16);
+    __m512i lo = _mm512_loadu_si512(a), hi = load_padded(a + 16, live);
+    network32(&lo, &hi);
+    _mm512_storeu_si512(a, lo);
+    _mm512_mask_storeu_epi32(a + 16, live, hi);
+}
+
+static const uint8_t net64_k[21] = {2, 4, 4, 8, 8, 8, 16, 16, 16, 16, 32, 32, 32, 32, 32, 64, 64, 64, 64, 64, 64};
+static const uint8_t net64_xor[21] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1, 16, 8, 4, 2, 1, 32, 16, 8, 4, 2, 1};
+static const uint16_t net64_mask[21][4] = {
+    {0x6666, 0x6666, 0x6666, 0x6666},
+    {0x3c3c, 0x3c3c, 0x3c3c, 0x3c3c},
+    {0x5a5a, 0x5a5a, 0x5a5a, 0x5a5a},
+    {0x0ff0, 0x0ff0, 0x0ff0, 0x0ff0},
+    {0x33cc, 0x33cc, 0x33cc, 0x33cc},
+    {0x55aa, 0x55aa, 0x55aa, 0x55aa},
+    {0xff00, 0x00ff, 0xff00, 0x00ff},
+    {0xf0f0, 0x0f0f, 0xf0f0, 0x0f0f},
+    {0xcccc, 0x3333, 0xcccc, 0x3333},
+    {0xaaaa, 0x5555, 0xaaaa, 0x5555},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0xff00, 0xff00, 0x00ff, 0x00ff},
+    {0xf0f0, 0xf0f0, 0x0f0f, 0x0f0f},
+    {0xcccc, 0xcccc, 0x3333, 0x3333},
+    {0xaaaa, 0xaaaa, 0x5555, 0x5555},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0xff00, 0xff00, 0xff00, 0xff00},
+    {0xf0f0, 0xf0f0, 0xf0f0, 0xf0f0},
+    {0xcccc, 0xcccc, 0xcccc, 0xcccc},
+    {0xaaaa, 0xaaaa, 0xaaaa, 0xaaaa}};
+
+
+/* 32 < n <= 64: four registers; distances of 16 and 32 lanes exchange whole
+ * registers, whose block direction depends only on the register. */
+static void sort_upto64(uint32_t *a, int64_t n)
+{
+    __m512i v[4];
+    __mmask16 live[4];
+    for (int r = 0; r < 4; r++) {
+        int64_t left = n - 16 * r;
+        live[r] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        v[r] = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live[r], a + 16 * r);
+    }
+#pragma GCC unroll 21 /* unrolled, v[] stays in registers: a loop kept it on the stack */
+    for (int s = 0; s < 21; s++) {
+        int j = net64_xor[s], k = net64_k[s];
+        if (j < 16) {
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                v[r] = exchange16(v[r], j, net64_mask[s][r]);
+            continue;
+        }
+        int jr = j / 16;
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            if (r & jr)
+                continue;
+            int q = r | jr;
+            bool descending = k < 64 && ((16 * r) & k) != 0;
+            __m512i mn = _mm512_min_epu32(v[r], v[q]), mx = _mm512_max_epu32(v[r], v[q]);
+            v[r] = descending ? mx : mn;
+            v[q] = descending ? mn : mx;
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        _mm512_mask_storeu_epi32(a + 16 * r, live[r], v[r]);
+}
+
+/* Rows sorted several at a time, their networks interleaved: one row's
+ * network is a chain of dependent steps, which leaves the vector units
+ * idle; GROUP rows keep them busy (eight measured best for 16 lanes,
+ * which take one register a row, four for 32). The slots past count load
+ * and store nothing. */
+#define GROUP16 8
+#define GROUP32 4
+
+typedef struct row_group {
+    uint32_t *row[GROUP16];
+    int64_t n[GROUP16];
+    int count;
+} row_group;
+
+static void sort_group16(row_group *g)
+{
+    __m512i v[GROUP16];
+    __mmask16 live[GROUP16];
+    for (int r = 0; r < GROUP16; r++) {
+        live[r] = r < g->count ? lanes_upto16(g->n[r]) : 0;
+        v[r] = load_padded(g->row[r < g->count ? r : 0], live[r]);
+    }
+#pragma GCC unroll 10
+    for (int s = 0; s < 10; s++)
+#pragma GCC unroll 8
+        for (int r = 0; r < GROUP16; r++)
+            v[r] = exchange16(v[r], net16_xor[s], net16_mask[s]);
+    for (int r = 0; r < g->count; r++)
+        _mm512_mask_storeu_epi32(g->row[r], live[r], v[r]);
+    g->count = 0;
+}
+
+static void sort_group32(row_group *g)
+{
+    __m512i lo[GROUP32], hi[GROUP32];
+    __mmask16 live[GROUP32];
+    for (int r = 0; r < GROUP32; r++) {
+        bool on = r < g->count;
+        live[r] = on ? lanes_upto16(g->n[r] - 16) : 0;
+        lo[r] = on ? _mm512_loadu_si512(g->row[r]) : _mm512_set1_epi32(-1);
+        hi[r] = load_padded(g->row[on ? r : 0] + 16, live[r]);
+    }
+#pragma GCC unroll 15
+    for (int s = 0; s < 15; s++)
+#pragma GCC unroll 4
+        for (int r = 0; r < GROUP32; r++) {
+            if (net32_xor[s] == 16) {
+                __m512i mn = _mm512_min_epu32(lo[r], hi[r]);
+                hi[r] = _mm512_max_epu32(lo[r], hi[r]);
+                lo[r] = mn;
+            } else {
+                lo[r] = exchange16(lo[r], net32_xor[s], net32_mask_lo[s]);
+                hi[r] = exchange16(hi[r], net32_xor[s], net32_mask_hi[s]);
+            }
+        }
+    for (int r = 0; r < g->count; r++) {
+        _mm512_storeu_si512(g->row[r], lo[r]);
+        _mm512_mask_storeu_epi32(g->row[r] + 16, live[r], hi[r]);
+    }
+    g->count = 0;
+}
+
+static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
+                             void (*sort)(row_group *))
+{
+    g->row[g->count] = row;
+    g->n[g->count] = n;
+    if (++g->count == size)
+        sort(g);
+}
+#endif
+
+void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
+{
+#if defined(__AVX512F__)
+    row_group g16 = {.count = 0}, g32 = {.count = 0};
+    for (int64_t k = 0; k < rows; a += len[k], k++) {
+        int64_t n = len[k];
+        if (n > 4 && n <= 16)
+            group_add(&g16, a, n, GROUP16, sort_group16);
+        else if (n > 16 && n <= 32)
+            group_add(&g32, a, n, GROUP32, sort_group32);
+        else
+            prox_sort_u32(a, n);
+    }
+    if (g16.count)
+        sort_group16(&g16);
+    if (g32.count)
+        sort_group32(&g32);
+#else
+    for (int64_t k = 0; k < rows; a += len[k], k++)
+        prox_sort_u32(a, len[k]);
+#endif
+}
+
+
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void prox_sort_u32_long(uint32_t *a, int64_t n)
+{
+#if defined(__AVX512F__)
+    /* up to 4: the insertion sort below (a network's loads, masks and
+     * permutes cost more; sparse data's lists are mostly such rows) */
+    if (n > 4 && n <= 16) {
+        sort_upto16(a, n);
+        return;
+    }
+    if (n > 16 && n <= 32) {
+        sort_upto32(a, n);
+        return;
+    }
+    if (n > 32 && n <= 64) {
+        sort_upto64(a, n);
+        return;
+    }
+#endif
+    if (n > 48) {
+        qsort(a, (size_t)n, sizeof *a, compare_u32);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {
+        uint32_t v = a[i];
+        int64_t j = i;
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
+
+prox_pair *prox_radix_sort_pairs(prox_pair *pairs, prox_pair *tmp, int64_t n, int threads)
+{
+    _Static_assert(sizeof(prox_pair) == sizeof(uint64_t), "a pair is one 8-byte word");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    int rotate = 0; /* the word reads i : j already */
+#else
+    int rotate = 32; /* the word reads j : i; swapped, i leads */
+#endif
+    if (n < 2)
+        return pairs;
+    return sort_passes(pairs, NULL, tmp, NULL, n, threads, rotate, true) ? tmp : pairs;
+}
