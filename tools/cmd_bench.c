@@ -168,21 +168,6 @@ static void read_cpu_model(char *buf, size_t size)
     fclose(f);
 }
 
-static const char *instruction_sets(void)
-{
-#if defined(__AVX512F__)
-    return "avx512f";
-#elif defined(__AVX2__)
-    return "avx2";
-#elif defined(__SSE4_2__)
-    return "sse4.2";
-#elif defined(__ARM_NEON)
-    return "neon";
-#else
-    return "baseline";
-#endif
-}
-
 /* The command as typed, quoting the words a shell would split. */
 static void print_command(int argc, char **argv)
 {
@@ -205,7 +190,7 @@ static void print_header(int argc, char **argv, const bench_options *o, double r
         snprintf(un.machine, sizeof un.machine, "unknown");
     print_command(argc, argv);
     printf("machine: %s, %ld CPUs online, %s\n", un.machine, sysconf(_SC_NPROCESSORS_ONLN), cpu);
-    printf("build: prox %s, %s, cc %s\n", PROX_VERSION_STRING, instruction_sets(), __VERSION__);
+    printf("build: prox %s, simd=%s, cc %s\n", PROX_VERSION_STRING, prox_simd_level(), __VERSION__);
     printf("workload: %s n=%lld seed=%llu radius=%.17g", o->workload, (long long)o->n,
            (unsigned long long)o->seed, radius);
     if (o->nns2d)

@@ -405,7 +405,7 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             "algo=%s\nkeys=%s\ncoords=%s\nscalar=%s\ndim=%d\nn=%lld\nradius=%.17g\nthreads=%d\n"
             "read_s=%.6f\nbuild_s=%.6f\nquery_s=%.6f\nwrite_s=%.6f\n"
             "pairs=%lld\ncandidates=%lld\nrechecked=%lld\ncells=%lld\ncells_visited=%lld\n"
-            "struct_mb=%.1f\nrows=%s\nkept_mb=%.3f\npeak_rss_mb=%.1f\n",
+            "struct_mb=%.1f\nrows=%s\nkept_mb=%.3f\npeak_rss_mb=%.1f\nsimd=%s\nmethod=%s\n",
             o->algo == PROX_ALGO_BRUTE ? "brute" : o->algo == PROX_ALGO_GRID ? "grid"
                                                                             : "hierarchical",
             keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
@@ -415,7 +415,8 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             (long long)s->cells,
             (long long)s->cells_visited, (double)s->bytes / (1024.0 * 1024.0),
             desc->rows == PROX_ROWS_IN_PLACE ? "in-place" : "staged",
-            (double)s->kept_bytes / (1024.0 * 1024.0), peak_rss_mb());
+            (double)s->kept_bytes / (1024.0 * 1024.0), peak_rss_mb(), prox_simd_level(),
+            s->method ? s->method : "none");
 }
 
 int cmd_pairs(int argc, char **argv)

@@ -30,7 +30,9 @@ extern "C" {
 /* PROX_API marks the library's public functions: the only symbols the
  * shared library exports (it is built with -fvisibility=hidden, so every
  * internal function stays private to it). */
-#if defined(_WIN32) && defined(PROX_SHARED_BUILD)
+#ifdef PROX_API
+/* already defined: the library's per-level copies keep theirs hidden */
+#elif defined(_WIN32) && defined(PROX_SHARED_BUILD)
 #define PROX_API __declspec(dllexport)
 #elif defined(__GNUC__)
 #define PROX_API __attribute__((visibility("default")))
@@ -132,7 +134,21 @@ typedef struct prox_stats {
     int coords;            /* grid coordinates actually kept (prox_coords: DOUBLE or FIXED) */
     int64_t rechecked;     /* fixed-point coordinates: candidates near the radius decided
                               again in double from the caller's points */
+    const char *method;    /* how the query ran, e.g. "grid.rows.rel16" (docs/design.md,
+                              "The planner"); a static string, NULL if no query ran */
 } prox_stats;
+
+/* The SIMD level this process runs: "scalar", "sse2", "avx2", "avx512" or
+ * "neon". The library is built once per level of the CPU family and picks,
+ * on first use, the highest level the CPU supports, or the one the
+ * environment variable PROX_SIMD names (for tests and for chasing a bug);
+ * every level gives the same results. */
+PROX_API const char *prox_simd_level(void);
+
+/* PROX_OK, or PROX_ERR_INVALID when PROX_SIMD names a level this build or
+ * this CPU lacks (the message says which levels there are). Every call
+ * that creates an object or searches checks this first. */
+PROX_API prox_status prox_simd_check(void);
 
 #ifdef __cplusplus
 }

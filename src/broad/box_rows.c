@@ -49,11 +49,9 @@
 #include "core/error.h"
 #include "core/radix_sort.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
+#include "simd/simd.h"
+#if PROX_SIMD_AVX512
 #define ROWS_AVX512 1
-#elif defined(__SSE4_1__)
-#include <smmintrin.h>
 #endif
 
 /* Rows at most max(n, MIN_ROWS): the cells grow (never shrink) to keep it. */
@@ -578,7 +576,7 @@ static inline void row_overlap(const box_rows *r, uint32_t p, uint32_t q, const 
     float ka = r->key[p], kb = r->key[q], s = r->sure;
     bool sweep_maybe = (ka <= b->hi) & (kb <= a->hi);
     bool sweep_sure = (ka + s <= b->hi) & (kb + s <= a->hi);
-#ifdef __SSE4_1__
+#if PROX_SIMD_AVX2 || PROX_SIMD_AVX512
     /* lanes: a {lo1, lo2, hi1, hi2}, b likewise shifted into a's frame;
      * the gaps hi - lo across the pair, all >= 0 (>= Q_SURE) */
     __m128i qa = _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)a->q));

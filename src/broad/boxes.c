@@ -143,6 +143,9 @@ prox_broad_desc prox_default_broad_desc(void)
 
 prox_status prox_broad_desc_check(const prox_broad_desc *desc)
 {
+    prox_status simd = prox_simd_check(); /* PROX_SIMD names a level this CPU runs */
+    if (simd)
+        return simd;
     if (!desc)
         return prox_fail(PROX_ERR_INVALID,
                          "options are NULL; start from prox_default_broad_desc()");

@@ -13,9 +13,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <omp.h>
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
+#include "simd/simd.h"
 #include <string.h>
 
 #include "core/alloc.h"
@@ -485,7 +483,7 @@ static inline void emit_hit(int64_t q, bool self, uint32_t j, uint32_t *stamp, u
     prox_emit(e, (prox_index)q, (prox_index)j);
 }
 
-#ifdef __AVX512F__
+#if PROX_SIMD_AVX512
 /* Eight copies of a run at a time: the query box against their boxes
  * (prox_aabb_overlap), then for segments the rest of
  * prox_segment_hits_aabb, lane by lane the same operations in the same
@@ -549,7 +547,7 @@ static inline __mmask8 level8(const broad_store *st, broad_run r, int64_t at, __
 {
     if (r.level == PROX_ANY_LEVEL)
         return m;
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
+#if PROX_SIMD_AVX512
     __m128i level = _mm_maskz_loadu_epi8(m, st->level + at);
     return (__mmask8)_mm_mask_cmpeq_epi8_mask(m, level, _mm_set1_epi8((char)r.level));
 #else
@@ -955,6 +953,7 @@ static void fill_stats(const prox_broad *b, const chunk_job *job, int64_t pairs,
     stats->cells = b->ops->cells(b->impl);
     stats->bytes = held_bytes(b);
     stats->kept_bytes = kept_bytes(b);
+    stats->method = b->ops->name;
 }
 
 /* The built boxes as a structure sees them. */

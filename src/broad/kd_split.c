@@ -175,8 +175,7 @@ int prox_kd_pieces_of(const prox_kd_geometry *g, const prox_aabb *box, bool spli
 
 /* ---- eight boxes at a time ------------------------------------------------ */
 
-#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512CD__)
-#include <immintrin.h>
+#if PROX_SIMD_AVX512
 
 /* box_sides for eight boxes, a lane each; code[k][1] is side 2's (sides 0
  * and 1 share the lower end). */

@@ -51,9 +51,7 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
+#include "simd/simd.h"
 
 #include "core/alloc.h"
 #include "broad/broad.h"
@@ -461,7 +459,7 @@ static inline int64_t sweep_unique_in(const kdtree *t, const prox_aabb *box, int
     return candidates;
 }
 
-#ifdef __AVX512F__
+#if PROX_SIMD_AVX512
 /* kd-tree-2's sweep in two passes with no branch on the data in either:
  * the first lists each record's pairs, finding its subtree eight keys at a
  * time (one vector compare; the keys ascend, so the subtree is a prefix);
@@ -595,7 +593,7 @@ static inline int64_t sweep_unique_blocks(const kdtree *t, const prox_aabb *box,
 static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
                             prox_emitter *e)
 {
-#ifdef __AVX512F__
+#if PROX_SIMD_AVX512
     if (t->count < INT32_MAX && 2 * t->g.dim * t->n < INT32_MAX)
         return t->g.dim == 3 ? sweep_unique_blocks(t, box, begin, end, e, 3)
                              : sweep_unique_blocks(t, box, begin, end, e, 2);

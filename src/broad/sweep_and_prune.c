@@ -48,8 +48,7 @@
 #include "core/error.h"
 #include "core/radix_sort.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-#include <immintrin.h>
+#if PROX_SIMD_AVX512
 #define SAP_AVX512 1
 #endif
 

@@ -5,9 +5,7 @@
 #define PROX_MORTON_H
 
 #include <stdint.h>
-#if defined(__BMI2__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "simd/simd.h"
 
 #define PROX_MORTON3_BITS 21
 #define PROX_MORTON2_BITS 32
@@ -68,7 +66,7 @@ static inline uint64_t prox_morton2(uint32_t x, uint32_t y)
  * 0.140 -> 0.128 s. */
 static inline uint64_t prox_morton3_point(uint32_t x, uint32_t y, uint32_t z)
 {
-#ifdef __BMI2__
+#if PROX_SIMD_BMI2
     uint64_t axis = prox_morton3_steps[PROX_MORTON_STEPS - 1].mask;
     return _pdep_u64(x & PROX_MORTON3_AXIS, axis) | _pdep_u64(y & PROX_MORTON3_AXIS, axis << 1) |
            _pdep_u64(z & PROX_MORTON3_AXIS, axis << 2);
@@ -79,7 +77,7 @@ static inline uint64_t prox_morton3_point(uint32_t x, uint32_t y, uint32_t z)
 
 static inline uint64_t prox_morton2_point(uint32_t x, uint32_t y)
 {
-#ifdef __BMI2__
+#if PROX_SIMD_BMI2
     uint64_t axis = prox_morton2_steps[PROX_MORTON_STEPS - 1].mask;
     return _pdep_u64(x, axis) | _pdep_u64(y, axis << 1);
 #else
@@ -87,7 +85,7 @@ static inline uint64_t prox_morton2_point(uint32_t x, uint32_t y)
 #endif
 }
 
-#ifdef __AVX512F__
+#if PROX_SIMD_AVX512
 /* prox_morton_spread3 (dim 3) or prox_morton_spread2 (dim 2) of each of
  * eight 64-bit lanes: the same steps. The kd-tree's record making and its
  * sweep's reference-point test (kd_split.c, linear_kdtree.c). */

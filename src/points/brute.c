@@ -99,6 +99,7 @@ static prox_status brute_run(const prox_points *points, const prox_points *queri
     }
     if (stats) {
         *stats = (prox_stats){0};
+        stats->method = "brute";
         stats->pairs = pairs;
         stats->candidates = self ? points->count * (points->count - 1) / 2
                                  : points->count * queries->count;

@@ -149,9 +149,25 @@ int64_t prox_grid_bytes(const prox_grid *g);
 /* Memory it keeps for the next query (stats.kept_bytes). */
 int64_t prox_grid_kept_bytes(const prox_grid *g);
 
-/* A search's stats (NULL: none wanted). */
+/* The ways a grid answers a query (docs/design.md, "The planner"): each
+ * is named in stats.method as "grid.<traversal>.<coordinates>", the
+ * coordinates being those the distance kernel read (double, fixed, or
+ * rel16: grid_strips.c). */
+typedef enum grid_traversal {
+    GRID_ROWS,         /* each point's full row of candidates, rows sorted */
+    GRID_FILL,         /* rows counted, then written in place (grid_fill.c) */
+    GRID_SWEEP,        /* self pairs point by point (grid_sweep.c) */
+    GRID_STRIPS,       /* self pairs run by run over the half stencil's strips */
+    GRID_CELLS,        /* self pairs run by run over stencil cells (Morton, hash keys) */
+    GRID_QUERY_STRIPS, /* ball queries over the stencil's strips */
+    GRID_QUERY_CELLS,  /* ball queries over stencil cells */
+    GRID_TRAVERSALS
+} grid_traversal;
+const char *prox_grid_method(const prox_grid *g, grid_traversal t, bool rel16);
+
+/* A search's stats (NULL: none wanted), `method` from prox_grid_method. */
 void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
-                          int64_t candidates, int64_t cells_visited);
+                          int64_t candidates, int64_t cells_visited, const char *method);
 
 /* ---- strips (grid_strips.c): linear keys only ---- */
 

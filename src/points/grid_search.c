@@ -596,14 +596,15 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
     if (rows)
         keep_row_chunks(g, rows, count);
     prox_free(&g->allocator, rows);
-    prox_grid_fill_stats(g, stats, lists ? total / 2 : total, candidates, cells_visited);
+    prox_grid_fill_stats(g, stats, lists ? total / 2 : total, candidates, cells_visited,
+                         prox_grid_method(g, GRID_ROWS, use_rel16));
     if (stats)
         stats->rechecked = rechecked;
     return st;
 }
 
 void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
-                          int64_t candidates, int64_t cells_visited)
+                          int64_t candidates, int64_t cells_visited, const char *method)
 {
     if (!stats)
         return;
@@ -616,6 +617,7 @@ void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
     stats->kept_bytes = prox_grid_kept_bytes(g);
     stats->keys = g->keys;
     stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
+    stats->method = method;
 }
 
 static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
@@ -693,7 +695,8 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     }
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
-    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
+                         prox_grid_method(g, GRID_CELLS, false));
     prox_chunks_free(&chunks);
     return st;
 }
@@ -839,7 +842,8 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     }
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, nq, false, &pairs);
-    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
+                         prox_grid_method(g, strips ? GRID_QUERY_STRIPS : GRID_QUERY_CELLS, false));
     if (stats)
         stats->rechecked = rechecked;
     prox_chunks_free(&chunks);

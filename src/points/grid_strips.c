@@ -517,7 +517,8 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
     prox_chunks_free(&chunks);
-    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
+                         prox_grid_method(g, prox_grid_sweeps(g) ? GRID_SWEEP : GRID_STRIPS, false));
     if (stats)
         stats->rechecked = rechecked;
     return st;
@@ -583,7 +584,8 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
         else
             b->count = at[count];
     }
-    prox_grid_fill_stats(g, stats, b->count, candidates, cells_visited);
+    prox_grid_fill_stats(g, stats, b->count, candidates, cells_visited,
+                         prox_grid_method(g, prox_grid_sweeps(g) ? GRID_SWEEP : GRID_STRIPS, false));
     if (stats)
         stats->rechecked = rechecked;
     prox_free(&g->allocator, at);

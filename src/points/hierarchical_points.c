@@ -436,6 +436,7 @@ static prox_status run(const prox_points *points, const prox_points *queries,
                                             !queries, &pairs);
     }
     if (stats) {
+        stats->method = "hierarchical";
         stats->pairs = pairs;
         stats->candidates = h.candidates;
         stats->cells = h.t.used;

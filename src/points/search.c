@@ -41,6 +41,9 @@ static prox_status check_period(const prox_grid_desc *desc, int dim, int k)
 
 prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim)
 {
+    prox_status simd = prox_simd_check(); /* PROX_SIMD names a level this CPU runs */
+    if (simd)
+        return simd;
     if (!desc)
         return prox_fail(PROX_ERR_INVALID, "options are NULL; start from prox_default_grid_desc()");
     if (!isfinite(desc->radius) || !(desc->radius > 0))

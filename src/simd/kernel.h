@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 #include "core/exact.h"
+#include "simd/simd.h"
 
-#if defined(__AVX512F__) && defined(__AVX512VL__)
-#include <immintrin.h>
+#if PROX_SIMD_AVX512
 #define PROX_KERNEL_AVX512 1
 #endif
 

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "simd/kernel.h"
+#include "simd/vec.h"
 
 typedef struct prox_fixed_block {
     const int32_t *x, *y, *z; /* z may be NULL for 2D */
@@ -359,43 +360,79 @@ static inline int64_t prox_rel16_ids(const prox_rel16_block *b, const uint32_t *
                                      rule, out, false);
 }
 
-#else /* portable */
+#else /* every other level: written once over simd/vec.h */
 
-static inline float prox_fixed_axis(int32_t q, int32_t c, float scale, int32_t P)
+/* One axis's squared differences of q and the candidates c, as float. */
+static PROX_ALWAYS_INLINE pv_f32 pv_axis(pv_i32 c, int32_t q, float scale, int32_t period,
+                                         bool scaled)
 {
-    int32_t d = q - c;
-    if (P) {
-        if (d > P / 2)
-            d -= P;
-        else if (d < -(P / 2))
-            d += P;
-    }
-    float f = scale == 1.0f ? (float)d : (float)d * scale;
-    return f * f;
+    pv_i32 d = pv_sub_i32(pv_set1_i32(q), c);
+    if (period)
+        d = pv_min_image(d, period);
+    pv_f32 f = pv_to_f32(d);
+    if (scaled)
+        f = pv_mul_f32(f, pv_set1_f32(scale));
+    return pv_mul_f32(f, f);
 }
 
-static inline bool prox_fixed_within(const prox_fixed_block *b, int64_t k, const int32_t q[3],
-                                     const prox_fixed_metric *m, prox_recheck *rc)
+/* Candidates k .. k + PV_W - 1 among `lanes` within the radius of q: the
+ * float value decides, the band between in2 and out2 is rechecked. */
+static PROX_ALWAYS_INLINE pv_mask pv_within(const prox_fixed_block *b, int64_t k, int64_t left,
+                                            pv_mask lanes, const int32_t q[3],
+                                            const prox_fixed_metric *m, prox_recheck *rc,
+                                            bool scaled, bool periodic)
 {
-    const int32_t *per = m->period;
-    float d2 = prox_fixed_axis(q[0], b->x[k], m->scale[0], per[0]) +
-               prox_fixed_axis(q[1], b->y[k], m->scale[1], per[1]);
+    const int32_t none[3] = {0, 0, 0}, *per = periodic ? m->period : none;
+    const float *sc = m->scale;
+    pv_f32 d2 = pv_add_f32(pv_axis(pv_load_n(b->x + k, left), q[0], sc[0], per[0], scaled),
+                           pv_axis(pv_load_n(b->y + k, left), q[1], sc[1], per[1], scaled));
     if (b->z)
-        d2 += prox_fixed_axis(q[2], b->z[k], m->scale[2], per[2]);
-    if (d2 <= m->in2)
-        return true;
-    return d2 <= m->out2 && prox_recheck_lanes(rc, k, 1u) != 0;
+        d2 = pv_add_f32(d2, pv_axis(pv_load_n(b->z + k, left), q[2], sc[2], per[2], scaled));
+    pv_mask in = pv_le_f32(d2, pv_set1_f32(m->in2)) & lanes;
+    pv_mask open = pv_le_f32(d2, pv_set1_f32(m->out2)) & lanes & ~in;
+    if (__builtin_expect(open != 0, 0))
+        in |= prox_recheck_lanes(rc, k, open);
+    return in;
 }
 
+/* fn(args..., scaled, periodic) in the variant metric m asks for, each a
+ * loop of its own (the constants hoisted out of the loops). */
+#define PROX_PV_VARIANT(m, fn, ...)                                                    \
+    (!(m)->periodic && (m)->unit_scale ? fn(__VA_ARGS__, false, false)                 \
+     : (m)->unit_scale                 ? fn(__VA_ARGS__, false, true)                  \
+                                       : fn(__VA_ARGS__, true, true))
+
+static PROX_ALWAYS_INLINE int64_t pv_hits(const prox_fixed_block *b, int64_t begin, int64_t end,
+                                          const int32_t q[3], const prox_fixed_metric *m,
+                                          prox_recheck *rc, uint32_t *hits, bool scaled,
+                                          bool periodic)
+{
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += PV_W) {
+        pv_mask hit = pv_within(b, k, end - k, pv_live(end - k), q, m, rc, scaled, periodic);
+        pv_compress(hits + count, pv_iota(k), hit);
+        count += __builtin_popcount(hit);
+    }
+    return count;
+}
+
+/* Candidates [begin, end) within the radius of q: their positions go to
+ * hits[] (room for end - begin + PROX_KERNEL_SLACK); returns how many. */
 static inline int64_t prox_fixed_hits(const prox_fixed_block *b, int64_t begin, int64_t end,
                                       const int32_t q[3], const prox_fixed_metric *m,
                                       prox_recheck *rc, uint32_t *hits)
 {
+    return PROX_PV_VARIANT(m, pv_hits, b, begin, end, q, m, rc, hits);
+}
+
+static PROX_ALWAYS_INLINE int64_t pv_count(const prox_fixed_block *b, int64_t begin, int64_t end,
+                                           const int32_t q[3], const prox_fixed_metric *m,
+                                           prox_recheck *rc, bool scaled, bool periodic)
+{
     int64_t count = 0;
-    for (int64_t k = begin; k < end; k++) {
-        hits[count] = (uint32_t)k;
-        count += prox_fixed_within(b, k, q, m, rc);
-    }
+    for (int64_t k = begin; k < end; k += PV_W)
+        count += __builtin_popcount(
+            pv_within(b, k, end - k, pv_live(end - k), q, m, rc, scaled, periodic));
     return count;
 }
 
@@ -403,66 +440,129 @@ static inline int64_t prox_fixed_count(const prox_fixed_block *b, int64_t begin,
                                        const int32_t q[3], const prox_fixed_metric *m,
                                        prox_recheck *rc)
 {
+    return PROX_PV_VARIANT(m, pv_count, b, begin, end, q, m, rc);
+}
+
+/* The lanes of ids k .. k + PV_W - 1 that `rule` keeps against self. */
+static PROX_ALWAYS_INLINE pv_mask pv_keep(pv_i32 id, uint32_t self, prox_id_rule rule,
+                                          pv_mask live)
+{
+    pv_mask keep = rule == PROX_IDS_ABOVE ? pv_above(id, self)
+                                          : ~pv_eq_i32(id, pv_set1_i32((int32_t)self));
+    return keep & live;
+}
+
+static PROX_ALWAYS_INLINE int64_t pv_ids(const prox_fixed_block *b, const uint32_t *ids,
+                                         int64_t begin, int64_t end, const int32_t q[3],
+                                         const prox_fixed_metric *m, prox_recheck *rc,
+                                         uint32_t self, prox_id_rule rule, uint32_t *out,
+                                         bool scaled, bool periodic)
+{
     int64_t count = 0;
-    for (int64_t k = begin; k < end; k++)
-        count += prox_fixed_within(b, k, q, m, rc);
+    for (int64_t k = begin; k < end; k += PV_W) {
+        pv_i32 id = pv_load_n(ids + k, end - k);
+        pv_mask keep = pv_keep(id, self, rule, pv_live(end - k));
+        pv_mask hit = keep ? pv_within(b, k, end - k, keep, q, m, rc, scaled, periodic) : 0;
+        pv_compress(out + count, id, hit);
+        count += __builtin_popcount(hit);
+    }
     return count;
 }
 
+/* The ids of those candidates kept by `rule` against self, written to
+ * out[] (room for end - begin + PROX_KERNEL_SLACK); returns how many. */
 static inline int64_t prox_fixed_ids(const prox_fixed_block *b, const uint32_t *ids,
                                      int64_t begin, int64_t end, const int32_t q[3],
                                      const prox_fixed_metric *m, prox_recheck *rc,
                                      uint32_t self, prox_id_rule rule, uint32_t *out)
 {
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k++) {
-        out[count] = ids[k];
-        count += prox_id_keep(ids[k], self, rule) && prox_fixed_within(b, k, q, m, rc);
-    }
-    return count;
+    return PROX_PV_VARIANT(m, pv_ids, b, ids, begin, end, q, m, rc, self, rule, out);
 }
 
+static PROX_ALWAYS_INLINE void pv_split(const prox_fixed_block *b, const uint32_t *ids,
+                                        const uint32_t *pos, int64_t begin, int64_t end,
+                                        const int32_t q[3], const prox_fixed_metric *m,
+                                        prox_recheck *rc, uint32_t self, bool both,
+                                        uint32_t *ups, uint32_t *downs, int64_t *nu,
+                                        int64_t *nd, bool scaled, bool periodic)
+{
+    int64_t u = *nu, d = *nd;
+    for (int64_t k = begin; k < end; k += PV_W) {
+        pv_mask hit = pv_within(b, k, end - k, pv_live(end - k), q, m, rc, scaled, periodic);
+        pv_i32 id = pv_load_n(ids + k, end - k);
+        pv_mask up = both ? hit : pv_above(id, self) & hit;
+        pv_mask down = both ? hit : hit & ~up;
+        pv_i32 idx = pos ? pv_load_n(pos + k, end - k) : pv_iota(k);
+        if (ups) /* NULL: ups only counted */
+            pv_compress(ups + u, id, up);
+        pv_compress(downs + d, idx, down);
+        u += __builtin_popcount(up);
+        d += __builtin_popcount(down);
+    }
+    *nu = u;
+    *nd = d;
+}
+
+/* The split of grid_fill.c: each candidate within the radius either goes
+ * to `ups` as its id (its id above self; every one with `both`), or to
+ * `downs` as its position (pos[k], or k with pos NULL; the others; every
+ * one with `both`), appended at *nu and *nd (room for end - begin +
+ * PROX_KERNEL_SLACK more each). With ups NULL the ups are only counted. */
 static inline void prox_fixed_split(const prox_fixed_block *b, const uint32_t *ids,
                                     const uint32_t *pos, int64_t begin, int64_t end,
                                     const int32_t q[3], const prox_fixed_metric *m,
                                     prox_recheck *rc, uint32_t self, bool both, uint32_t *ups,
                                     uint32_t *downs, int64_t *nu, int64_t *nd)
 {
-    int64_t u = *nu, d = *nd;
-    for (int64_t k = begin; k < end; k++) {
-        bool hit = prox_fixed_within(b, k, q, m, rc), up = both || ids[k] > self;
-        if (ups)
-            ups[u] = ids[k];
-        downs[d] = pos ? pos[k] : (uint32_t)k;
-        u += hit && up;
-        d += hit && (both || !up);
-    }
-    *nu = u;
-    *nd = d;
+    PROX_PV_VARIANT(m, pv_split, b, ids, pos, begin, end, q, m, rc, self, both, ups, downs, nu, nd);
 }
 
-/* Squared distance of two packed int16 pairs' first and second halves. */
-static inline uint32_t prox_rel16_d2(uint32_t a, uint32_t b)
+/* One candidate, for the callers that test point by point (grid_sweep.c's
+ * portable path). */
+static inline bool prox_fixed_within(const prox_fixed_block *b, int64_t k, const int32_t q[3],
+                                     const prox_fixed_metric *m, prox_recheck *rc)
 {
-    int32_t dx = (int16_t)(a & 0xffff) - (int16_t)(b & 0xffff);
-    int32_t dy = (int16_t)(a >> 16) - (int16_t)(b >> 16);
-    return (uint32_t)(dx * dx) + (uint32_t)(dy * dy);
+    return prox_fixed_count(b, k, k + 1, q, m, rc) != 0;
 }
 
+static PROX_ALWAYS_INLINE int64_t pv_rel16_ids(const prox_rel16_block *b, const uint32_t *ids,
+                                               int64_t begin, int64_t end, uint32_t qxy,
+                                               uint32_t qz0, const prox_rel16_metric *m,
+                                               prox_recheck *rc, uint32_t self,
+                                               prox_id_rule rule, uint32_t *out, bool three)
+{
+    const pv_i32 vxy = pv_set1_i32((int32_t)qxy), vz = pv_set1_i32((int32_t)qz0);
+    const pv_i32 in2 = pv_set1_i32((int32_t)m->in2), out2 = pv_set1_i32((int32_t)m->out2);
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += PV_W) {
+        int64_t left = end - k;
+        pv_i32 id = pv_load_n(ids + k, left);
+        pv_mask keep = pv_keep(id, self, rule, pv_live(left));
+        pv_i32 dxy = pv_sub_i16(vxy, pv_load_n(b->xy + k, left));
+        pv_i32 d2 = pv_madd_i16(dxy, dxy); /* dx^2 + dy^2 < 2^31 */
+        if (three) {
+            pv_i32 dz = pv_sub_i16(vz, pv_load_n(b->z0 + k, left));
+            d2 = pv_add_i32(d2, pv_madd_i16(dz, dz)); /* < 2^32: compared unsigned */
+        }
+        pv_mask hit = pv_le_u32(d2, in2) & keep;
+        pv_mask open = pv_le_u32(d2, out2) & keep & ~hit;
+        if (__builtin_expect(open != 0, 0))
+            hit |= prox_recheck_lanes(rc, k, open);
+        pv_compress(out + count, id, hit);
+        count += __builtin_popcount(hit);
+    }
+    return count;
+}
+
+/* As prox_fixed_ids over a rel16 block, the query's coordinates packed as
+ * the block's (qxy, qz0). */
 static inline int64_t prox_rel16_ids(const prox_rel16_block *b, const uint32_t *ids,
                                      int64_t begin, int64_t end, uint32_t qxy, uint32_t qz0,
                                      const prox_rel16_metric *m, prox_recheck *rc,
                                      uint32_t self, prox_id_rule rule, uint32_t *out)
 {
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k++) {
-        out[count] = ids[k];
-        if (!prox_id_keep(ids[k], self, rule))
-            continue;
-        uint32_t d2 = prox_rel16_d2(qxy, b->xy[k]) + (b->z0 ? prox_rel16_d2(qz0, b->z0[k]) : 0);
-        count += d2 <= m->in2 || (d2 <= m->out2 && prox_recheck_lanes(rc, k, 1u) != 0);
-    }
-    return count;
+    return b->z0 ? pv_rel16_ids(b, ids, begin, end, qxy, qz0, m, rc, self, rule, out, true)
+                 : pv_rel16_ids(b, ids, begin, end, qxy, qz0, m, rc, self, rule, out, false);
 }
 
 #endif
