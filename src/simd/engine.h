@@ -20,6 +20,16 @@
 /* X(return, or nothing for a void function; return type; member; function;
  *   (parameters); (arguments)) */
 #define PROX_ENGINE_ENTRIES(X)                                                                  \
+    X(return, prox_status, grid_create, prox_grid_create,                                      \
+      (const prox_grid_desc *desc, prox_grid **out), (desc, out))                               \
+    X(, void, grid_destroy, prox_grid_destroy, (prox_grid * g), (g))                            \
+    X(return, prox_status, grid_build, prox_grid_build, (prox_grid * g, const prox_points *p),  \
+      (g, p))                                                                                   \
+    X(return, prox_status, grid_update, prox_grid_update,                                       \
+      (prox_grid * g, const prox_points *p, prox_stats *st), (g, p, st))                        \
+    X(, void, grid_trim, prox_grid_trim, (prox_grid * g), (g))                                  \
+    X(, void, grid_set_density_limits, prox_grid_set_density_limits,                            \
+      (prox_grid * g, double table, double sweep, double half_pairs), (g, table, sweep, half_pairs)) \
     X(return, prox_status, grid_pairs, prox_grid_pairs, (prox_grid * g, prox_sink s, prox_stats * st), \
       (g, s, st))                                                                               \
     X(return, prox_status, grid_query, prox_grid_query,                                                 \

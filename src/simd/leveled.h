@@ -12,6 +12,21 @@
 /* the level's table of entry points (simd/engine.c) */
 #define prox_engine_table PROX_LEVELED(prox_engine_table)
 
+/* points/grid.c */
+#define prox_grid_build PROX_LEVELED(prox_grid_build)
+#define prox_grid_bytes PROX_LEVELED(prox_grid_bytes)
+#define prox_grid_create PROX_LEVELED(prox_grid_create)
+#define prox_grid_destroy PROX_LEVELED(prox_grid_destroy)
+#define prox_grid_fixed_of PROX_LEVELED(prox_grid_fixed_of)
+#define prox_grid_free_kept PROX_LEVELED(prox_grid_free_kept)
+#define prox_grid_kept_bytes PROX_LEVELED(prox_grid_kept_bytes)
+#define prox_grid_method PROX_LEVELED(prox_grid_method)
+#define prox_grid_recheck_init PROX_LEVELED(prox_grid_recheck_init)
+#define prox_grid_rel16_metric PROX_LEVELED(prox_grid_rel16_metric)
+#define prox_grid_set_density_limits PROX_LEVELED(prox_grid_set_density_limits)
+#define prox_grid_trim PROX_LEVELED(prox_grid_trim)
+#define prox_grid_update PROX_LEVELED(prox_grid_update)
+
 /* points/grid_search.c */
 #define prox_grid_fill_stats PROX_LEVELED(prox_grid_fill_stats)
 #define prox_grid_pairs PROX_LEVELED(prox_grid_pairs)
