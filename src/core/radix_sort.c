@@ -6,6 +6,7 @@
 
 #include <omp.h>
 #include "simd/simd.h"
+#include "simd/vec.h"
 
 #define NARROW_BITS 8
 #define WIDE_BITS 10
@@ -595,6 +596,36 @@ static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
 }
 #endif
 
+#if !PROX_SIMD_AVX512 && PV_W >= 4
+/* Rows of 5 to RANK_ROW_MAX entries by rank: each entry's place is the
+ * number of entries below it, plus those equal to it and before it
+ * (stable), counted a vector at a time; no branch on the data. The keys
+ * are biased by 2^31 so that a signed compare orders them as unsigned,
+ * and padded with INT32_MAX, which no lane counts (it is below nothing,
+ * and ties only with entries after every real one). */
+#define RANK_ROW_MAX 64
+
+static void rank_sort_row(uint32_t *a, int64_t n)
+{
+    int32_t key[RANK_ROW_MAX + PV_W];
+    uint32_t out[RANK_ROW_MAX];
+    for (int64_t j = 0; j < n; j++)
+        key[j] = (int32_t)(a[j] ^ 0x80000000u);
+    for (int64_t j = n; j < n + PV_W; j++)
+        key[j] = INT32_MAX;
+    for (int64_t i = 0; i < n; i++) {
+        pv_i32 x = pv_set1_i32(key[i]), at = pv_set1_i32((int32_t)i), rank = pv_set1_i32(0);
+        for (int64_t j = 0; j < n; j += PV_W) {
+            pv_i32 v = pv_load_n(key + j, PV_W);
+            pv_i32 tie = pv_and(pv_eqv(v, x), pv_gt_i32(at, pv_iota(j)));
+            rank = pv_sub_i32(rank, pv_or(pv_gt_i32(x, v), tie));
+        }
+        out[pv_hsum(rank)] = a[i];
+    }
+    memcpy(a, out, (size_t)n * sizeof *a);
+}
+#endif
+
 void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
 {
 #if PROX_SIMD_AVX512
@@ -612,6 +643,13 @@ void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
         sort_group16(&g16);
     if (g32.count)
         sort_group32(&g32);
+#elif PV_W >= 4
+    for (int64_t k = 0; k < rows; a += len[k], k++) {
+        if (len[k] > 4 && len[k] <= RANK_ROW_MAX)
+            rank_sort_row(a, len[k]);
+        else
+            prox_sort_u32(a, len[k]);
+    }
 #else
     for (int64_t k = 0; k < rows; a += len[k], k++)
         prox_sort_u32(a, len[k]);

@@ -53,6 +53,14 @@ static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm256_sub_epi16(a,
 /* Lane k: lo16(a) * lo16(b) + hi16(a) * hi16(b), in int32 (pmaddwd). */
 static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b) { return _mm256_madd_epi16(a, b); }
 static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return _mm256_and_si256(a, b); }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return _mm256_or_si256(a, b); }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return _mm256_cmpeq_epi32(a, b); }
+static inline int32_t pv_hsum(pv_i32 a)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
+}
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return _mm256_cmpgt_epi32(a, b); }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm256_cvtepi32_ps(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm256_add_ps(a, b); }
@@ -106,6 +114,13 @@ static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm_sub_epi32(a, b)
 static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm_sub_epi16(a, b); }
 static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b) { return _mm_madd_epi16(a, b); }
 static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return _mm_and_si128(a, b); }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return _mm_or_si128(a, b); }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return _mm_cmpeq_epi32(a, b); }
+static inline int32_t pv_hsum(pv_i32 a)
+{
+    __m128i s = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
+}
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return _mm_cmpgt_epi32(a, b); }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm_cvtepi32_ps(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm_add_ps(a, b); }
@@ -164,6 +179,9 @@ static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b)
     return vpaddq_s32(lo, hi); /* lanes (0+1), (2+3) of lo, then of hi */
 }
 static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return vandq_s32(a, b); }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return vorrq_s32(a, b); }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return vreinterpretq_s32_u32(vceqq_s32(a, b)); }
+static inline int32_t pv_hsum(pv_i32 a) { return vaddvq_s32(a); }
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return vreinterpretq_s32_u32(vcgtq_s32(a, b)); }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return vcvtq_f32_s32(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return vaddq_f32(a, b); }
@@ -221,6 +239,9 @@ static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b)
     return (int32_t)((uint32_t)lo + (uint32_t)hi);
 }
 static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return a & b; }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return a | b; }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return a == b ? -1 : 0; }
+static inline int32_t pv_hsum(pv_i32 a) { return a; }
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return a > b ? -1 : 0; }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return (float)a; }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return a + b; }
