@@ -72,6 +72,9 @@ typedef enum prox_broad_algo {
     PROX_BROAD_HIERARCHICAL = 3, /* "hierarchical": seed 000 section 3 */
     PROX_BROAD_KDTREE = 4,       /* "kdtree": linear kd-tree (seed 003) */
     PROX_BROAD_SAP = 5,          /* "sap": sweep and prune */
+    PROX_BROAD_AUTO = 6,         /* "auto" (the default): chosen at each build from the
+                                    boxes: "grid" when they are of similar sizes, else
+                                    "hierarchical"; stats.method names the one that ran */
 } prox_broad_algo;
 
 /* "brute", "grid", ... ; NULL for an unknown value. */
@@ -80,7 +83,7 @@ PROX_API const char *prox_broad_algo_name(prox_broad_algo algo);
 PROX_API prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out);
 
 typedef struct prox_broad_desc {
-    prox_broad_algo algo;    /* default PROX_BROAD_HIERARCHICAL */
+    prox_broad_algo algo;    /* default PROX_BROAD_AUTO */
     int threads;             /* 0 = OpenMP default, 1 = no threads; output identical for all */
     prox_allocator allocator;
 

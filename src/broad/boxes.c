@@ -97,8 +97,8 @@ prox_status prox_boxes_check_values(const prox_boxes *b, const char *what, int t
 
 /* ---- names ------------------------------------------------------------- */
 
-static const char *const algo_names[] = {"brute", "grid", "multilevel", "hierarchical",
-                                         "kdtree", "sap"};
+static const char *const algo_names[] = {"brute", "grid",   "multilevel", "hierarchical",
+                                         "kdtree", "sap", "auto"};
 #define ALGO_COUNT ((int)(sizeof algo_names / sizeof algo_names[0]))
 
 const char *prox_broad_algo_name(prox_broad_algo algo)
@@ -115,7 +115,7 @@ prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out)
             return PROX_OK;
         }
     return prox_fail(PROX_ERR_INVALID,
-                     "unknown broad-phase algorithm '%s' (brute, grid, multilevel, "
+                     "unknown broad-phase algorithm '%s' (auto, brute, grid, multilevel, "
                      "hierarchical, kdtree, sap)",
                      name ? name : "(null)");
 }
@@ -125,7 +125,7 @@ prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out)
 prox_broad_desc prox_default_broad_desc(void)
 {
     return (prox_broad_desc){
-        .algo = PROX_BROAD_HIERARCHICAL,
+        .algo = PROX_BROAD_AUTO,
         .threads = 0,
         .cell_size = 0.0,
         .table_size = 0,

@@ -67,6 +67,7 @@ static const broad_ops *ops_of(prox_broad_algo algo)
     case PROX_BROAD_HIERARCHICAL: return &prox_broad_hierarchical_ops;
     case PROX_BROAD_KDTREE: return &prox_broad_kdtree_ops;
     case PROX_BROAD_SAP: return &prox_broad_sap_ops;
+    case PROX_BROAD_AUTO: return &prox_broad_hierarchical_ops; /* until a build chooses */
     default: return NULL;
     }
 }
@@ -260,6 +261,23 @@ static prox_status check_extent(const prox_broad *b, const broad_input *in)
     return PROX_OK;
 }
 
+/* PROX_BROAD_AUTO: the structure for these boxes. Boxes of similar sizes
+ * (equal spheres, particles) go to the uniform grid, whose rows find their
+ * pairs fastest; a wide spread of sizes (W4's three classes, a scene's
+ * obstacles) to the hierarchical hash, whose levels keep big boxes from
+ * making every cell big. A change of structure frees the old one's. */
+static void choose_structure(prox_broad *b, const broad_input *in)
+{
+    const broad_ops *want = prox_boxes_similar_sizes(in) ? &prox_broad_grid_ops
+                                                         : &prox_broad_hierarchical_ops;
+    if (want == b->ops)
+        return;
+    if (b->impl)
+        b->ops->destroy(b->impl, &b->allocator);
+    b->impl = NULL;
+    b->ops = want;
+}
+
 prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
 {
     if (!b)
@@ -289,6 +307,8 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
     b->dim = boxes->dim;
     broad_input in = input_of(b);
     st = check_extent(b, &in);
+    if (!st && b->desc.algo == PROX_BROAD_AUTO)
+        choose_structure(b, &in);
     if (!st)
         st = b->ops->build(&b->impl, &in);
     b->built = st == PROX_OK;
@@ -1053,6 +1073,7 @@ static prox_status run_self_pairs(prox_broad *b, prox_sink sink, prox_stats *sta
         stats->cells = b->ops->cells(b->impl);
         stats->bytes = held_bytes(b);
         stats->kept_bytes = kept_bytes(b);
+        stats->method = b->ops->name;
     }
     return st;
 }

@@ -171,6 +171,9 @@ extern const broad_ops prox_broad_sap_ops;
 /* The structure behind a built object if it is `ops`' (diagnostics), else NULL. */
 const void *prox_broad_impl(const prox_broad *broad, const broad_ops *ops);
 
+/* Whether the boxes are of similar sizes (broad_grid.c). */
+bool prox_boxes_similar_sizes(const broad_input *in);
+
 /* ---- shared helpers of the hash structures ------------------------------ */
 
 /* Eq. 2 of seed 000: the class c of a box whose longest edge is l, so that

@@ -71,9 +71,10 @@ static prox_status build_levels(uniform_grid *u, const broad_input *in)
     return st;
 }
 
-/* Whether the boxes are of similar sizes (rows serve their self pairs):
- * no box much longer along an axis than the median box's longest edge. */
-static bool similar_sizes(const broad_input *in)
+/* Whether the boxes are of similar sizes (rows serve their self pairs,
+ * and PROX_BROAD_AUTO picks this structure): no box much longer along an
+ * axis than the median box's longest edge. */
+bool prox_boxes_similar_sizes(const broad_input *in)
 {
     double limit = ROWS_MAX_EXTENT_IN_EDGES * median_longest_edge(in);
     for (int k = 0; k < in->dim; k++)
@@ -93,7 +94,7 @@ static prox_status grid_build(void **impl, const broad_input *in)
         *impl = u;
     }
     u->levels_ready = u->rows_ready = false;
-    if (similar_sizes(in)) {
+    if (prox_boxes_similar_sizes(in)) {
         prox_status st = prox_box_rows_build(&u->rows, in);
         u->rows_ready = st == PROX_OK;
         if (st != PROX_ERR_RANGE) /* offsets too large for floats: the engine */

@@ -91,6 +91,7 @@
 #define prox_broad_brute_ops PROX_LEVELED(prox_broad_brute_ops)
 
 /* broad/broad_grid.c */
+#define prox_boxes_similar_sizes PROX_LEVELED(prox_boxes_similar_sizes)
 #define prox_broad_grid_ops PROX_LEVELED(prox_broad_grid_ops)
 
 /* broad/hierarchical_hash.c */

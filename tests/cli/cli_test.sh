@@ -537,7 +537,7 @@ t_collide_count_stats() {
     expect_exit 0 || return 1
     printf '2\n' >expect_count.txt
     expect_stdout expect_count.txt || return 1
-    for key in algo=hierarchical dim=2 n=4 build_s= query_s= candidates= pairs=2 peak_rss_mb=; do
+    for key in algo=auto dim=2 n=4 build_s= query_s= candidates= pairs=2 peak_rss_mb= simd= method=; do
         expect_stderr_has "$key" || return 1
     done
 }
