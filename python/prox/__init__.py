@@ -125,6 +125,8 @@ def query(points, queries, radius, box=None, threads=0, *, output="lists", sort=
     >>> [indices[offsets[q]:offsets[q + 1]].tolist() for q in range(2)]
     [[0, 1, 2], []]
     """
+    if queries is None:
+        raise TypeError("query: queries must be an (n, 2) or (n, 3) array, not None")
     return _prox._search(points, radius, box, threads, output, queries, sort, algo)
 
 

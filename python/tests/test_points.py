@@ -6,7 +6,6 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from scipy.spatial import cKDTree
 
 import prox
 from conftest import as_rows, brute_pairs, brute_query, dist2, pairs_of_lists
@@ -50,6 +49,7 @@ def test_hierarchical_algo_and_key_schemes(rng):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("boxsize", [None, 1.0, [1.0, 2.0, 1.5]])
 def test_against_ckdtree(rng, dtype, boxsize):
+    cKDTree = pytest.importorskip("scipy.spatial").cKDTree
     scale = np.array([1.0, 2.0, 1.5] if boxsize != 1.0 else [1.0] * 3, dtype)
     x = cloud(rng, 2000, 3, dtype) * scale
     q = cloud(rng, 300, 3, dtype) * scale
@@ -77,6 +77,7 @@ def test_against_ckdtree(rng, dtype, boxsize):
 
 
 def test_sparse_distance_matrix_self(rng):
+    cKDTree = pytest.importorskip("scipy.spatial").cKDTree
     x = cloud(rng, 1500, 3)
     r = 0.1
     tree = cKDTree(x, boxsize=1.0)
