@@ -16,7 +16,8 @@ cKDTree(x).query_pairs(r, output_type="ndarray") (tree build included: a
 one-shot call builds its structure too), prox.neighbor_list("ij", ...) vs
 ASE's neighbor_list("ij", atoms, r) with the unit cell, open boundaries;
 prox on one thread and on all; medians. Peers run at sizes up to
---peers-max (and ASE up to --ase-max) only: they take minutes at 10^6.
+--peers-max (default 10^6) and ASE up to --ase-max (default 10^5: minutes and
+gigabytes at 10^6).
 """
 import argparse
 import datetime
@@ -57,19 +58,20 @@ def w1_points(cli, n, tmp):
 
 
 def median_time(fn, runs):
-    times = []
+    """Median seconds of `runs` calls, and the last call's result."""
+    times, out = [], None
     for _ in range(runs):
+        out = None  # the previous output released before the next call
         t0 = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t0)
-        del out
-    return statistics.median(times), times
+    return statistics.median(times), out
 
 
 def c_oneshot(driver, path, task, runs, threads, r):
     out = subprocess.run([driver, str(path), "3", task, str(runs), str(threads), repr(r)],
                          check=True, capture_output=True, text=True).stdout.split()
-    times = [float(v) for v in out if v[0].isdigit()]
+    times = [float(v) for v in out[:out.index(next(v for v in out if v.startswith("pairs=")))]]
     pairs = int(next(v for v in out if v.startswith("pairs=")).split("=")[1])
     return times, pairs
 
@@ -93,7 +95,7 @@ def part1(args, prox, cli, driver, lines):
         for _ in range(args.runs):
             t, c_pairs = c_oneshot(driver, path, task, 1, args.threads, r)
             c_times += t
-            py_times.append(median_time(fn, 1)[0])
+            py_times.append(median_time(fn, 1)[0])  # its output released on return
         got = fn()
         py_pairs = len(got) if task == "buffer" else len(got[1]) // 2
         assert py_pairs == c_pairs, (py_pairs, c_pairs)
@@ -115,8 +117,11 @@ def part2(args, prox, cli, lines):
     lines += ["## Against scipy and ASE (W1, open unit cube)", "",
               "prox one-shot calls on 1 thread and on all threads; scipy "
               "`cKDTree(x).query_pairs(r, output_type=\"ndarray\")` (build included) "
-              "against `prox.pairs`; ASE `neighbor_list(\"ij\", atoms, r)` (cell 1, pbc "
-              "False) against `prox.neighbor_list(\"ij\", x, r)`; peers are one-threaded. "
+              "against `prox.pairs`; ASE `neighbor_list(\"ij\", atoms, r)` (open cell) against "
+              "`prox.neighbor_list(\"ij\", x, r)`, both on W1 scaled by a power of two "
+              "(exactly: the same pairs) so that r >= 3, since ASE's bins are at least 3 "
+              "(angstrom) wide and the unit cube would be one bin for it; peers are "
+              "one-threaded. "
               "Ratio = peer time / prox time (higher: prox faster). Every count "
               "cross-checked.", "",
               "| N | pairs | prox.pairs 1T s | prox.pairs s | scipy s | scipy / prox 1T | "
@@ -133,17 +138,25 @@ def part2(args, prox, cli, lines):
         row = [f"{n:,}", f"{m:,}", f"{p1:.4f}", f"{pa:.4f}"]
         if n <= args.peers_max:
             peer_runs = max(1, runs if n <= 100_000 else 1)
-            ts, _ = median_time(lambda: cKDTree(x).query_pairs(r, output_type="ndarray"),
-                                peer_runs)
-            assert len(cKDTree(x).query_pairs(r, output_type="ndarray")) == m
+            ts, got = median_time(lambda: cKDTree(x).query_pairs(r, output_type="ndarray"),
+                                  peer_runs)
+            assert len(got) == m
+            del got
             row += [f"{ts:.4f}", f"{ts / p1:.1f}", f"{ts / pa:.1f}"]
         else:
             row += ["not run", "", ""]
         row.append(f"{nl1:.4f}")
         if ase_nl and n <= args.ase_max:
-            atoms = Atoms(numbers=np.full(n, 18), positions=x, cell=[1, 1, 1], pbc=False)
-            ta, _ = median_time(lambda: ase_nl("ij", atoms, r), 1)
-            assert len(ase_nl("i", atoms, r)) == 2 * m
+            # ASE's bins are at least 3 (angstrom) wide: W1 scaled by a
+            # power of two (exact, the same pairs) to a cutoff >= 3
+            s = 2.0 ** math.ceil(math.log2(3.0 / r))
+            xs, rs = x * s, r * s
+            atoms = Atoms(numbers=np.full(n, 18), positions=xs, cell=[s, s, s], pbc=False)
+            ta, got = median_time(lambda: ase_nl("ij", atoms, rs), 1)
+            assert len(got[0]) == 2 * m
+            del got
+            nl1, _ = median_time(lambda: prox.neighbor_list("ij", xs, rs, threads=1), runs)
+            row[-1] = f"{nl1:.4f}"
             row += [f"{ta:.4f}", f"{ta / nl1:.1f}"]
         else:
             row += ["not run", ""]

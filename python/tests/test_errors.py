@@ -154,3 +154,26 @@ def test_neighbor_list_errors():
         prox.neighbor_list("ij", GOOD, 0.1, cell=[1, 1, 1], pbc=[True, False])
     with pytest.raises(ValueError, match="cell"):
         prox.neighbor_list("ij", GOOD, 0.1, cell=[1, 1])
+
+
+def test_out_of_memory_is_memory_error(tmp_path):
+    """An allocation that fails (address space capped in a child process)
+    raises MemoryError with the library's message; the process lives on."""
+    import subprocess
+    import sys
+    script = tmp_path / "oom.py"
+    script.write_text(
+        "import resource, numpy as np, prox\n"
+        "x = np.zeros((40000, 3))  # 8e8 pairs: 6.4 GB of pair buffer\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "for call in (lambda: prox.pairs(x, 1.0, threads=1), lambda: prox.lists(x, 1.0, threads=1)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except MemoryError as e:\n"
+        "        print('MemoryError', e)\n"
+        "print('alive', prox.count(x[:10], 1.0))\n")
+    env = dict(__import__("os").environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.stdout.count("MemoryError") == 2, out.stdout + out.stderr
+    assert "alive 45" in out.stdout
