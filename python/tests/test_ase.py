@@ -37,7 +37,7 @@ def test_matches_ase(pbc, dtype):
     # scaled positions, so agreement is to rounding
     assert np.array_equal(D, pos[j] - pos[i] + S * lengths)
     np.testing.assert_allclose(D, aD, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(d, ad, rtol=4e-16, atol=0)
+    np.testing.assert_array_max_ulp(d, ad, maxulp=1)
     # from an Atoms object directly, and every subset/order of letters
     j2, i2 = prox.neighbor_list("ji", atoms, cutoff)
     assert np.array_equal(i2, ai) and np.array_equal(j2, aj)
