@@ -162,7 +162,9 @@ def part2(args, prox, cli, lines):
             row += ["not run", ""]
         lines.append("| " + " | ".join(row) + " |")
         print(lines[-1], flush=True)
-    lines.append("")
+    lines += ["", f"Peers run up to N = {args.peers_max:,.0f} (scipy) and {args.ase_max:,.0f} "
+              "(ASE: its bins hold every candidate pair in numpy arrays, minutes and "
+              "gigabytes beyond); \"not run\" marks the others.", ""]
 
 
 def main():
