@@ -1,25 +1,32 @@
 # prox: the README's commands. CMake does the real work in build/.
 #   make          build everything; the CLI lands at build/prox
 #   make run      build and run the main job: the W5 fluid scene (prox demo fluid)
-#   make test     build and run every test (CTest)
+#   make test     build and run every test (CTest; the Python module's pytest suite too)
 #   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/)
 #   make install  cmake --install build (PREFIX=/usr/local by default)
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
-BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev
+BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev python3-dev python3-numpy
+TEST_DEPS  = python3-pytest python3-scipy python3-ase
 RUN_DEPS   = gnuplot-nox
+# The Python module is built for Debian's python3 (where python3-numpy is),
+# whatever python3 comes first on PATH.
+PYTHON  ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: all build run test asan install deps clean bench-peers
+.PHONY: all build run test asan install deps test-deps clean bench-peers
 
 all: build
 
 deps:
 	@tools/deps.sh $(BUILD_DEPS)
 
+test-deps:
+	@tools/deps.sh $(TEST_DEPS)
+
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
@@ -28,7 +35,7 @@ run: build
 	@tools/deps.sh $(RUN_DEPS)
 	tools/main-job.sh $(BUILD)/prox $(BUILD)/main-job
 
-test: build
+test: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 asan: deps
