@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev
 RUN_DEPS   = gnuplot-nox
 
-.PHONY: all build run test asan install deps clean bench-peers
+.PHONY: all build run test asan install deps clean bench-peers bench-report
 
 all: build
 
@@ -46,3 +46,9 @@ bench-peers: build
 
 clean:
 	rm -rf $(BUILD) build-asan
+
+# docs/benchmarks.md regenerated: prox's own benchmarks and the peers on the
+# standard workloads (bench/report/report.sh), e.g.
+#   make bench-report ARGS=--quick     (under 30 minutes on 2 cores)
+bench-report: build
+	BUILD=$(BUILD) bench/report/report.sh --prox $(BUILD)/prox $(ARGS)
