@@ -46,7 +46,7 @@ gnuplot <<EOF
 set terminal pngcairo size 1100,480 font ',10'
 set output '$out'
 names = '$names'
-set multiplot layout 1,2 title 'W6 falling spheres (seed 003 Figure 11): broad phase ms per step, mean and sd over the steps and runs'
+set multiplot layout 1,2 title 'W6 falling spheres (Poirrier 2009, Figure 11): broad phase ms per step, mean and sd over the steps and runs'
 set xlabel 'N (spheres)'
 set ylabel 'ms per step'
 set logscale y

@@ -6,7 +6,7 @@
  * longest extent E_k along that axis. Two boxes overlapping along axis k
  * have |lo_a - lo_b| <= E_k, so their cells differ by at most one: a box
  * meets only its own row and the eight rows around it (two in 2D), and the
- * half stencil visits each pair of rows once (seed 001's every-pair-once
+ * half stencil visits each pair of rows once (the hash-multimap article's every-pair-once
  * rule applied to rows). Rows are infinitely long cells: along the sweep
  * axis the sort does the work a cell key would, with no empty cells to
  * visit (W3 at d = 0.1 has 0.19 boxes per cell of side 2: most cells

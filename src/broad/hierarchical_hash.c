@@ -1,4 +1,4 @@
-/* hierarchical_hash.c: the hierarchical hash of seed 000 section 3
+/* hierarchical_hash.c: the hierarchical hash of Pouchol et al. 2009, section 3
  * (Pouchol, Ahmad, Crespin, Terraz).
  *
  * Classes: sizes 2^c for c from `top` down to `bottom`. [bottom, max_class]

@@ -1,4 +1,4 @@
-/* kd_split.c: element splitting (seed 003 section 4) and the records of the
+/* kd_split.c: element splitting (Poirrier 2009, section 4) and the records of the
  * linear kd-tree: boxes quantized, their cells (section 5.3), split once
  * per axis at most where that lowers the cost of their records.
  *

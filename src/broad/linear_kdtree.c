@@ -1,4 +1,4 @@
-/* linear_kdtree.c: the linear kd-tree of seed 003 (Poirrier 2009).
+/* linear_kdtree.c: the linear kd-tree of Poirrier 2009.
  *
  * Geometry (section 5.2): the root cell is the caller's (desc.root_lo/hi)
  * or the cube (square in 2D) at the boxes' lower corner whose side is their

@@ -1,6 +1,6 @@
 /* sweep_and_prune.c: sweep and prune (sort and sweep) over one axis, and its
  * incremental variant, which keeps the sorted list between frames and
- * repairs it with an insertion sort (temporal coherence, seed 003 section
+ * repairs it with an insertion sort (temporal coherence, Poirrier 2009, section
  * 7.1).
  *
  * Axis: the one along which the box centres spread most (variance, over an

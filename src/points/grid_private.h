@@ -192,7 +192,7 @@ int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *row
                                   const int64_t base[3], prox_range *out, int64_t *cells);
 /* Self pairs into a count or callback sink, each pair once. */
 prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
-/* The forward half of run r's stencil (seed 001: each pair once) as
+/* The forward half of run r's stencil (the hash-multimap article: each pair once) as
  * ranges: rg[0] the run's own cell (a point meets its later points only:
  * from s + 1 on), then its row's forward cells and the forward rows.
  * Adds the cells looked at to *cells; returns how many ranges. */
