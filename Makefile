@@ -8,7 +8,7 @@ BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
-BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev
+BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev groff-base man-db
 RUN_DEPS   = gnuplot-nox
 
 .PHONY: all build run test asan install deps clean bench-peers bench-report

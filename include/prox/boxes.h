@@ -107,10 +107,9 @@ typedef struct prox_broad_desc {
      * the single class [0, 0] (edge 1) cannot be forced. A box above
      * max_class is split over the cells of max_class it covers. Fitted
      * classes stop below the largest boxes' class when splitting them
-     * keeps the boxes' cells within twice what Eq. 2 alone gives (W4: the
-     * large boxes' class 11 becomes 8, 2.5 -> 4.8 cells a box, 1M segment
-     * queries 0.24 -> 0.18 s): small queries among large boxes then test
-     * fewer candidates. */
+     * keeps the boxes' cells within twice what Eq. 2 alone gives (on W4
+     * the large boxes' class 11 becomes 8): small queries among large
+     * boxes then test fewer candidates (docs/design.md). */
     int min_class, max_class;
 
     /* kdtree (Poirrier 2009): 2 = kd-tree-2, each candidate pair once (default);
@@ -124,9 +123,9 @@ typedef struct prox_broad_desc {
      * cell's volume per box. A split is kept when its pieces' cells, plus
      * this cost per piece, come to less than the cell it avoids plus the
      * cost of one record. 0 = Figure 7's rule as the paper has it (every
-     * split that shrinks the cells' volume); default 1, which on W3 1M
-     * (d = 0.1) makes 3.2M records instead of 6.0M and the build and
-     * pairs 0.24 -> 0.18 s, with fewer candidate pairs too (docs/design.md).
+     * split that shrinks the cells' volume); default 1, which on W3
+     * (d = 0.1) makes about half the records of the paper's rule, a
+     * faster build and fewer candidate pairs (docs/design.md).
      * Finite and >= 0. */
     double kdtree_split_cost;
     /* kdtree: the root cell; root_lo == root_hi (the default, all zero) =

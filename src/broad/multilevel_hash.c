@@ -409,12 +409,10 @@ int64_t prox_levels_cells(const void *impl)
  * last paragraph: a box larger than the largest class is split over several
  * cells). A cell of class c holds, besides the boxes a query hits, every
  * box within about 2^c of it: a point query in W4's class-11 cells tests 88
- * copies for 16 hits, in class-8 cells 27. W4, hierarchical hash, 1M exact
- * segment queries, one thread (docs/benchmarks.md, session 12):
- *     largest class   11 (Eq. 2)  10      9       8       7
- *     cells per box   2.5         2.7     3.2     4.8     10.6
- *     N = 10,000      0.243 s     -       0.202   0.177   0.168
- * so the budget of 2 stops at class 8 there; data of one size class (W3)
+ * copies for 16 hits, in class-8 cells 27. On W4 each class given up
+ * makes the queries faster for more cells a box (2.5 at class 11, 4.8 at
+ * 8, 10.6 at 7; the times: docs/design.md), so the budget of 2 stops at
+ * class 8 there; data of one size class (W3)
  * or of sizes close together gain nothing and are left as Eq. 2 has them. */
 #define SPLIT_BUDGET 2.0
 
