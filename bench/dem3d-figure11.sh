@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seed 003 Figure 11 from prox: W6 (the falling spheres) at several N, ms per
+# Poirrier 2009, Figure 11, from prox: W6 (the falling spheres) at several N, ms per
 # step of every broad-phase structure over steps 0-10 (a) and 50-60 (b),
 # from `prox bench dem3d`, drawn by gnuplot as the paper draws it (time
 # against N, one line per structure).

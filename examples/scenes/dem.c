@@ -102,7 +102,7 @@ static scene_state state_of(const dem_world *w, const char *label)
     return s;
 }
 
-/* Seed 003 Figure 11: mean broad-phase ms over steps [first, last]. */
+/* Poirrier 2009, Figure 11: mean broad-phase ms over steps [first, last]. */
 static double window_mean(const double *ms, int64_t frames, int64_t first, int64_t last)
 {
     double sum = 0;
