@@ -39,10 +39,15 @@ def fmt_s(x):
     return f"{x:.3f} s" if x >= 0.01 else f"{x * 1000:.2f} ms"
 
 
-def summary(cases):
+def summary(cases, largest_only=False):
     out = ["| workload | size | prox, defaults | fastest prox row | fastest peer | peer / prox |",
            "|---|---|---:|---:|---:|---:|"]
+    largest = {}
+    for (w, n, param) in cases:
+        largest[w] = max(largest.get(w, 0), n)
     for (w, n, param), rows in cases.items():
+        if largest_only and n != largest[w]:
+            continue
         med = {key: peers.medians(reps) for key, reps in rows.items()}
         ref = med.get(("prox", 1))
         mine = [(m["total_s"], lib) for (lib, thr), m in med.items()
@@ -58,6 +63,32 @@ def summary(cases):
                    f"(`{best_mine[1]}`) | {fmt_s(best_theirs[0])} (`{best_theirs[1]}`) | "
                    f"{ratio:.1f}x |")
     return out
+
+
+README_BEGIN = "<!-- bench-report summary: written by make bench-report -->"
+README_END = "<!-- end of the bench-report summary -->"
+
+
+def update_readme(path, cases, a):
+    """The README's comparison: the summary's largest size per workload."""
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        text = f.read()
+    if README_BEGIN not in text or README_END not in text:
+        print(f"report.py: {path} has no summary markers; left alone", file=sys.stderr)
+        return
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    cpu = a.cpu.split(";")[0].replace(" (", ", ").replace(")", "")
+    block = [README_BEGIN, "",
+             f"Measured by `make bench-report ARGS=--{a.mode}` at commit {a.commit} on "
+             f"{cpu} ({a.cores} cores; full tables in [docs/benchmarks.md](docs/benchmarks.md)):",
+             ""] + summary(cases, largest_only=True) + ["", README_END]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + "\n".join(block) + tail)
+    os.replace(tmp, path)
 
 
 def own_section(path):
@@ -106,7 +137,7 @@ def main():
     ap = argparse.ArgumentParser()
     for k in ("csv", "own", "intro", "out", "img"):
         ap.add_argument("--" + k, required=True)
-    for k in ("skipped", "cpu", "isa", "simd", "cores", "compiler", "version", "commit",
+    for k in ("readme", "skipped", "cpu", "isa", "simd", "cores", "compiler", "version", "commit",
               "mode", "reps", "elapsed", "load"):
         ap.add_argument("--" + k, default="")
     a = ap.parse_args()
@@ -168,6 +199,8 @@ def main():
     with open(tmp, "w") as f:
         f.write("\n".join(md).rstrip("\n") + "\n")
     os.replace(tmp, a.out)
+    if a.readme:
+        update_readme(a.readme, cases, a)
 
 
 if __name__ == "__main__":

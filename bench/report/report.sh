@@ -7,13 +7,15 @@
 # size of docs/workloads.md; --tiny: sizes of a few seconds, to check the script
 # itself (its figures mean nothing). The introduction is bench/report/intro.md; all
 # else in the output is generated. Plots go to docs/img/benchmarks-*.png
-# (beside FILE's img/ folder). Work files: build-report/ (git-ignored).
+# (beside FILE's img/ folder), and the summary into the README beside FILE's
+# folder, between its bench-report markers. Work files: build-report/
+# (git-ignored).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mode=quick reps=3 out="$root/docs/benchmarks.md" prox="$root/${BUILD:-build}/prox"
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) mode=quick ;;
@@ -110,6 +112,7 @@ cc=$(${cc:-cc} --version | head -1)
 mkdir -p "$(dirname "$out")/img"
 /usr/bin/python3 "$here/report.py" --csv "$csv" --skipped "$skipped" --own "$own" \
     --intro "$here/intro.md" --out "$out" --img "$(dirname "$out")/img" \
+    --readme "$(dirname "$out")/../README.md" \
     --cpu "$cpu" --isa "$isa" --simd "$simd" --cores "$(nproc)" --compiler "$cc" \
     --version "$version" --commit "$commit" --mode "$mode" --reps "$reps" \
     --elapsed "$elapsed" \
