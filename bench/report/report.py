@@ -83,12 +83,24 @@ def update_readme(path, cases, a):
     cpu = a.cpu.split(";")[0].replace(" (", ", ").replace(")", "")
     block = [README_BEGIN, "",
              f"Measured by `make bench-report ARGS=--{a.mode}` at commit {a.commit} on "
-             f"{cpu} ({a.cores} cores; full tables in [docs/benchmarks.md](docs/benchmarks.md)):",
+             f"{cpu} ({a.cores} cores{', shared and loaded' if loaded_note(a) else ''}; "
+             f"full tables in [docs/benchmarks.md](docs/benchmarks.md)):",
              ""] + summary(cases, largest_only=True) + ["", README_END]
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(head + "\n".join(block) + tail)
     os.replace(tmp, path)
+
+
+def loaded_note(a):
+    """Says so when other work held the cores: the load average above their count."""
+    try:
+        busy = float(a.load.split()[0]) > float(a.cores)
+    except (ValueError, IndexError):
+        return ""
+    return (": the machine was shared with other work and loaded beyond its cores, so "
+            "every figure is noisy; ratios within one case are more reliable than "
+            "absolute times") if busy else ""
 
 
 def own_section(path):
@@ -156,7 +168,7 @@ def main():
            f"| compiler | {a.compiler} |",
            f"| command | `make bench-report ARGS=--{a.mode}` (peer rows: median of {a.reps} runs; "
            f"{a.elapsed} s end to end) |",
-           f"| load average | {a.load} |", "",
+           f"| load average | {a.load}{loaded_note(a)} |", "",
            "Times are medians, in seconds, reading the input and writing the output "
            "excluded; every row of a case counted the same pairs as the `prox` row (the "
            "run stops otherwise). `x prox` is a row's total over the one-thread `prox` "
