@@ -8,14 +8,14 @@ BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
-BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev python3-dev python3-numpy
+BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev python3-dev python3-numpy groff-base man-db
 TEST_DEPS  = python3-pytest python3-scipy python3-ase
 RUN_DEPS   = gnuplot-nox
 # The Python module is built for Debian's python3 (where python3-numpy is),
 # whatever python3 comes first on PATH.
 PYTHON  ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: all build run test asan install deps test-deps clean bench-peers
+.PHONY: all build run test asan install deps test-deps clean bench-peers bench-report
 
 all: build
 
@@ -53,3 +53,9 @@ bench-peers: build
 
 clean:
 	rm -rf $(BUILD) build-asan
+
+# docs/benchmarks.md regenerated: prox's own benchmarks and the peers on the
+# standard workloads (bench/report/report.sh), e.g.
+#   make bench-report ARGS=--quick     (under 30 minutes on 2 cores)
+bench-report: build
+	BUILD=$(BUILD) bench/report/report.sh --prox $(BUILD)/prox $(ARGS)

@@ -14,7 +14,7 @@
 
 static const char usage[] =
     "usage: prox bench sph3d|nns2d [OPTIONS]   (mixed2d, dem3d: see prox bench NAME --help)\n"
-    "Generate a standard workload (WORKLOADS.md) in memory and time every\n"
+    "Generate a standard workload (docs/workloads.md) in memory and time every\n"
     "algorithm and task on it: grid with linear keys (coordinates kept in double\n"
     "and in fixed point), with Morton keys (cells of r and of r/2) and with hash\n"
     "keys, the hierarchical hash, and brute force when N <= 20000.\n"
@@ -337,9 +337,9 @@ int cmd_bench(int argc, char **argv)
         if (strcmp(argv[i], "mixed2d") == 0)
             return cmd_bench_boxes(argc, argv); /* the box family: cmd_bench_boxes.c */
         else if (strcmp(argv[i], "spheres3d") == 0)
-            return cmd_bench_spheres(argc, argv); /* W3, seed 003 Tables 1-3 */
+            return cmd_bench_spheres(argc, argv); /* W3, Poirrier 2009, Tables 1-3 */
         else if (strcmp(argv[i], "dem3d") == 0)
-            return cmd_bench_dem(argc, argv); /* W6, seed 003 Figure 11: cmd_bench_dem.c */
+            return cmd_bench_dem(argc, argv); /* W6, Poirrier 2009, Figure 11: cmd_bench_dem.c */
     bench_options o;
     if (!parse_options(argc, argv, &o)) {
         fputs(usage, stdout);

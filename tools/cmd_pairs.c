@@ -25,7 +25,7 @@ static const char usage[] =
     "      --dim 2|3           coordinates per point (default: the file's '# dim=D'\n"
     "                          header line, else 3)\n"
     "      --algo grid|brute|hierarchical  uniform grid (default), every pair\n"
-    "                          tested, or the hierarchical hash (seed 000 Listing 3;\n"
+    "                          tested, or the hierarchical hash (Pouchol et al. 2009, Listing 3;\n"
     "                          one thread, open axes)\n"
     "      --keys linear|morton|hash  grid cell keys (default linear: row-major over\n"
     "                          every cell, Morton when over 256 cells per point)\n"

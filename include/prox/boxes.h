@@ -5,7 +5,7 @@
  * named by prox_broad_algo; then
  *   - self pairs: every pair of overlapping boxes, each once, i < j;
  *   - queries of a second set: boxes, segments (a moving particle's path,
- *     seed 000 section 3.2) and swept boxes (a box moving over a step);
+ *     Pouchol et al. 2009, section 3.2) and swept boxes (a box moving over a step);
  *   - updates: boxes moved, added or removed (or a rebuild when cheaper).
  * Results go to the same sinks as the points family (pairs.h): sorted
  * buffers, CSR lists (one row per box, or per query), a callback, or
@@ -67,10 +67,10 @@ static inline double prox_boxes_max(const prox_boxes *b, int64_t i, int axis)
  * the CLI, the docs and the benchmark tables. */
 typedef enum prox_broad_algo {
     PROX_BROAD_BRUTE = 0,        /* "brute": every pair tested */
-    PROX_BROAD_GRID = 1,         /* "grid": uniform hashing, one cell size (seed 000 section 2.1) */
-    PROX_BROAD_MULTILEVEL = 2,   /* "multilevel": Eitz & Lixu (seed 000 section 2.2) */
-    PROX_BROAD_HIERARCHICAL = 3, /* "hierarchical": seed 000 section 3 */
-    PROX_BROAD_KDTREE = 4,       /* "kdtree": linear kd-tree (seed 003) */
+    PROX_BROAD_GRID = 1,         /* "grid": uniform hashing, one cell size (Pouchol et al. 2009, 2.1) */
+    PROX_BROAD_MULTILEVEL = 2,   /* "multilevel": Eitz and Lixu 2007 (Pouchol et al. 2009, 2.2) */
+    PROX_BROAD_HIERARCHICAL = 3, /* "hierarchical": Pouchol et al. 2009, section 3 */
+    PROX_BROAD_KDTREE = 4,       /* "kdtree": linear kd-tree (Poirrier 2009) */
     PROX_BROAD_SAP = 5,          /* "sap": sweep and prune */
     PROX_BROAD_AUTO = 6,         /* "auto" (the default): chosen at each build from the
                                     boxes: "grid" when they are of similar sizes, else
@@ -102,7 +102,7 @@ typedef struct prox_broad_desc {
      * ~100 x the number of objects. For the growable table it is the initial
      * length, and a grown table keeps its length across builds. */
     int64_t table_size;
-    /* hierarchical: false = fixed-length open-addressing table (seed 000
+    /* hierarchical: false = fixed-length open-addressing table (Pouchol et al. 2009
      * section 4.3), true = growable table */
     bool growable_table;
     /* multilevel, hierarchical: the size classes 2^c for c in
@@ -110,26 +110,25 @@ typedef struct prox_broad_desc {
      * the single class [0, 0] (edge 1) cannot be forced. A box above
      * max_class is split over the cells of max_class it covers. Fitted
      * classes stop below the largest boxes' class when splitting them
-     * keeps the boxes' cells within twice what Eq. 2 alone gives (W4: the
-     * large boxes' class 11 becomes 8, 2.5 -> 4.8 cells a box, 1M segment
-     * queries 0.24 -> 0.18 s): small queries among large boxes then test
-     * fewer candidates. */
+     * keeps the boxes' cells within twice what Eq. 2 alone gives (on W4
+     * the large boxes' class 11 becomes 8): small queries among large
+     * boxes then test fewer candidates (docs/design.md). */
     int min_class, max_class;
 
-    /* kdtree (seed 003): 2 = kd-tree-2, each candidate pair once (default);
+    /* kdtree (Poirrier 2009): 2 = kd-tree-2, each candidate pair once (default);
      * 1 = kd-tree-1, whose sweep may report a candidate pair more than once
      * (stats.candidates shows it; the exact pairs reported are the same) */
     int kdtree_variant;
     /* kdtree: split elements over the cutting planes of their enclosing
-     * cell (seed 003 section 4); default true */
+     * cell (Poirrier 2009, section 4); default true */
     bool kdtree_split;
     /* kdtree: what a record costs element splitting, in units of the root
      * cell's volume per box. A split is kept when its pieces' cells, plus
      * this cost per piece, come to less than the cell it avoids plus the
      * cost of one record. 0 = Figure 7's rule as the paper has it (every
-     * split that shrinks the cells' volume); default 1, which on W3 1M
-     * (d = 0.1) makes 3.2M records instead of 6.0M and the build and
-     * pairs 0.24 -> 0.18 s, with fewer candidate pairs too (docs/design.md).
+     * split that shrinks the cells' volume); default 1, which on W3
+     * (d = 0.1) makes about half the records of the paper's rule, a
+     * faster build and fewer candidate pairs (docs/design.md).
      * Finite and >= 0. */
     double kdtree_split_cost;
     /* kdtree: the root cell; root_lo == root_hi (the default, all zero) =
@@ -187,7 +186,7 @@ PROX_API prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxe
  * (each is parallel inside). */
 PROX_API void prox_broad_trim(prox_broad *broad);
 
-/* Diagnostics of a built kdtree (seed 003 Table 1). Codes have 57 levels in
+/* Diagnostics of a built kdtree (Poirrier 2009, Table 1). Codes have 57 levels in
  * 3D (19 bits per axis), 58 in 2D (29 bits per axis); a box too small for
  * any deeper cell stays at the deepest. Volumes are in the units of the
  * boxes (areas in 2D). */

@@ -1,11 +1,12 @@
 /* grid.h: fixed-radius neighbour search over points.
  *
- * The uniform grid (seeds 001, 002, 004; seed 000 section 2.1): cells of the
+ * The uniform grid (the spatial-hashing articles of docs/workloads.md, References;
+ * Pouchol et al. 2009, section 2.1): cells of the
  * search radius, points sorted by cell key into flat arrays, every pair found
  * once through a half stencil. Three cell-key schemes:
  *   PROX_KEYS_LINEAR  exact cell coordinates in row-major order (x fastest)
- *                     over a table of every cell of the points' box (seed
- *                     002's cellStart without hashing): the cells of a stencil
+ *                     over a table of every cell of the points' box (the
+ *                     flat-array article's cellStart without hashing): the cells of a stencil
  *                     row are contiguous, so a search reads 9 (3D) or 3 (2D)
  *                     contiguous ranges per cell instead of 27 or 9 cells.
  *                     Up to 1 cell per point the table holds each cell's
@@ -15,7 +16,7 @@
  *   PROX_KEYS_MORTON  exact integer cell coordinates interleaved into Morton
  *                     order (also reorders points for cache locality);
  *   PROX_KEYS_HASH    Teschner's XOR of big primes into a power-of-two table
- *                     (seed 000 Eq. 1); colliding cells are told apart
+ *                     (Pouchol et al. 2009, Eq. 1); colliding cells are told apart
  *                     exactly, so collisions cost time, never correctness.
  * Brute force (every pair tested) is the same interface with PROX_ALGO_BRUTE
  * and is the oracle of the test suite.
@@ -37,7 +38,7 @@ extern "C" {
 typedef enum prox_algo {
     PROX_ALGO_GRID = 0,
     PROX_ALGO_BRUTE = 1,
-    /* the hierarchical hash of seed 000 (Listing 3: each particle finds its
+    /* the hierarchical hash of Pouchol et al. 2009 (Listing 3: each particle finds its
      * neighbours among those inserted before it); one thread, open axes */
     PROX_ALGO_HIERARCHICAL = 2,
 } prox_algo;
@@ -132,7 +133,7 @@ PROX_API void prox_grid_destroy(prox_grid *grid);
  * PROX_ERR_RANGE when more than 2^31 cells would lie along an axis (a tiny
  * radius over a huge extent; brute force has no such limit). */
 PROX_API prox_status prox_grid_build(prox_grid *grid, const prox_points *points);
-/* The points have moved: relocate only those whose cell changed (seed 004).
+/* The points have moved: relocate only those whose cell changed (the fluid-hash chapter).
  * Rebuilds instead (stats->rebuilt tells) when that is cheaper (over a
  * quarter moved), when a point left the grid's cell range, or when the count
  * or dimension differs from the last build. */

@@ -6,7 +6,7 @@
  * longest extent E_k along that axis. Two boxes overlapping along axis k
  * have |lo_a - lo_b| <= E_k, so their cells differ by at most one: a box
  * meets only its own row and the eight rows around it (two in 2D), and the
- * half stencil visits each pair of rows once (seed 001's every-pair-once
+ * half stencil visits each pair of rows once (the hash-multimap article's every-pair-once
  * rule applied to rows). Rows are infinitely long cells: along the sweep
  * axis the sort does the work a cell key would, with no empty cells to
  * visit (W3 at d = 0.1 has 0.19 boxes per cell of side 2: most cells
@@ -297,13 +297,11 @@ static bool reserve(box_rows *r, const broad_input *in)
  * holds at most 1/GROUP_SHARE of the boxes: first into GROUPS groups of
  * consecutive rows, then each group (in cache) into its rows. One pass of
  * writes to random rows would miss the cache on nearly every box once the
- * boxes outgrow it (W3 at 5M, 160 MB of 32-byte rows: build 0.54 s in one
- * pass, 0.40 s in two; at 1M 0.087 s against 0.066 s). The first pass
+ * boxes outgrow it (W3 at 1M and 5M: docs/design.md). The first pass
  * notes each box's row within its group in 16 bits (build scratch): groups
  * of more rows (over 2^23 rows) take the one pass. 128 groups: the first
  * pass writes three streams per group (records, keys, rows), which must
- * stay in L1 (W3 1M build 0.022 s; 0.023 s with 256 groups, 0.027 s with
- * 1,024: docs/design.md). */
+ * stay in L1 (256 and 1,024 groups build slower: docs/design.md). */
 #define GROUPS 128
 #define GROUP_SHARE 8
 #define MAX_GROUP_SHIFT 16

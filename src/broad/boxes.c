@@ -174,7 +174,7 @@ prox_status prox_broad_desc_check(const prox_broad_desc *desc)
     if (!(isfinite(desc->kdtree_split_cost) && desc->kdtree_split_cost >= 0))
         return prox_fail(PROX_ERR_INVALID,
                          "kdtree_split_cost is %g; use a finite number >= 0 (0 = every split "
-                         "that shrinks the cells' volume, seed 003 Figure 7; default 1)",
+                         "that shrinks the cells' volume, Poirrier 2009, Figure 7; default 1)",
                          desc->kdtree_split_cost);
     return PROX_OK;
 }

@@ -853,13 +853,12 @@ static void job_free(chunk_job *job, prox_broad *b)
  * a callback still gets each query's pairs together (in this order).
  * A structure under SPACE_MIN_BYTES stays in cache anyway, and then the
  * sort and the scattered reads of the queries cost more than they save
- * (W4, one thread, CPU seconds: N = 1,000 boxes, 0.3 MB: 0.29 s in input
- * order, 0.36 s sorted; N = 10,000, 2.5 MB: 0.76 s and 0.61 s). Bytes alone
- * misjudge small sets in big tables: the fluid scene's 2,000 spheres take
- * 1.1-1.8 MB in the hash structures, and sorting its 100,000 particle paths
- * cost more than it saved (grid 19.4 ms per frame sorted, 13.1 ms in input
- * order; multilevel 18.9 and 16.2; hierarchical 22.3 and 19.5; one thread):
- * under SPACE_MIN_BOXES built boxes the queries stay in input order too. */
+ * (W4 at N = 1,000 boxes, 0.3 MB, loses to the sort; at 10,000, 2.5 MB,
+ * gains: docs/design.md). Bytes alone misjudge small sets in big tables:
+ * the fluid scene's 2,000 spheres take 1.1-1.8 MB in the hash structures,
+ * and sorting its 100,000 particle paths cost more than it saved in every
+ * structure: under SPACE_MIN_BOXES built boxes the queries stay in input
+ * order too. */
 #define SPACE_BITS 10
 #define SPACE_MIN_QUERIES 4096
 #define SPACE_MIN_BYTES (1 << 20)
@@ -887,7 +886,7 @@ static centre_views centre_views_of(const query_set *qs)
 
 /* Twice the centre of query q: the sum of a segment's two points or of a
  * box's corners, read straight from the views (through read_shape, the
- * keys of W4's million segments took 23 ms; this way 8 ms). */
+ * keys of W4's million segments took about three times as long). */
 static inline void twice_centre(const prox_broad *b, const query_set *qs,
                                 const centre_views *v, int64_t q, double c[3])
 {

@@ -176,7 +176,7 @@ bool prox_boxes_similar_sizes(const broad_input *in);
 
 /* ---- shared helpers of the hash structures ------------------------------ */
 
-/* Eq. 2 of seed 000: the class c of a box whose longest edge is l, so that
+/* Eq. 2 of Pouchol et al. 2009: the class c of a box whose longest edge is l, so that
  * 2^c >= l > 2^(c-1): c = ceil(log2(l)), exactly (frexp, no log). l <= 0
  * returns INT32_MIN (a point fits any class). */
 int prox_size_class(double l);

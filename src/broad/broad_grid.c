@@ -1,4 +1,4 @@
-/* broad_grid.c: uniform hashing of boxes (seed 000 section 2.1), one cell
+/* broad_grid.c: uniform hashing of boxes (Pouchol et al. 2009, section 2.1), one cell
  * size for every box, in two forms:
  *
  * - Queries (boxes, segments, swept boxes) and self pairs of boxes of mixed

@@ -1,4 +1,4 @@
-/* kd_split.c: element splitting (seed 003 section 4) and the records of the
+/* kd_split.c: element splitting (Poirrier 2009, section 4) and the records of the
  * linear kd-tree: boxes quantized, their cells (section 5.3), split once
  * per axis at most where that lowers the cost of their records.
  *
@@ -16,10 +16,9 @@
  * at a time (prox_kd_pieces_of), and, where the machine has AVX-512, eight
  * boxes at a time bottom-up over every piece a box could have (records8):
  * the recursion's decisions depend on the data at every level, and one box
- * at a time they were mispredicted branches. W3 1M (6.0M records), one
- * thread: one box at a time, making the records was 29% of a 0.40 s step
- * under perf (about 0.12 s); eight at a time they take 0.047 s
- * (`records_s` of prox_kdtree_info, printed by bench/broad_spheres.c). */
+ * at a time they were mispredicted branches. `records_s` of
+ * prox_kdtree_info, printed by bench/broad_spheres.c, times this step;
+ * docs/design.md compares the two. */
 #include "broad/kd_split.h"
 
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* kd_split.h: the linear kd-tree's records (seed 003 sections 4 and 5.2-5.3):
+/* kd_split.h: the linear kd-tree's records (Poirrier 2009, sections 4 and 5.2-5.3):
  * boxes quantized onto the root cell, their locational codes, and element
  * splitting. Used by linear_kdtree.c; kd_split.c holds the splitting. */
 #ifndef PROX_KD_SPLIT_H

@@ -1,4 +1,4 @@
-/* linear_kdtree.c: the linear kd-tree of seed 003 (Poirrier 2009).
+/* linear_kdtree.c: the linear kd-tree of Poirrier 2009.
  *
  * Geometry (section 5.2): the root cell is the caller's (desc.root_lo/hi)
  * or the cube (square in 2D) at the boxes' lower corner whose side is their
@@ -511,7 +511,7 @@ static inline __mmask16 in_cell_x8(const kdtree *t, const __m512i p[3], __m512i 
  * (their ids and quantized boxes gathered, the reference point's code
  * spread in two halves of eight); the candidates are compressed out in
  * order and handed to the exact tests. One pair at a time this pass took
- * about half of the sweep (W3 1M: 0.055 of 0.107 s). */
+ * about half of the sweep (docs/design.md). */
 static inline int64_t filter_pairs(const kdtree *t, const prox_aabb *box, const sweep_pairs *sp,
                                    int count, exact_batch *batch, prox_emitter *e, int dim)
 {

@@ -1,5 +1,5 @@
-/* linear_kdtree.h: the parts of the linear kd-tree (linear_kdtree.c, seed
- * 003) that the tests check directly. */
+/* linear_kdtree.h: the parts of the linear kd-tree (linear_kdtree.c,
+ * Poirrier 2009) that the tests check directly. */
 #ifndef PROX_LINEAR_KDTREE_H
 #define PROX_LINEAR_KDTREE_H
 
@@ -7,7 +7,7 @@
 
 /* Locational codes: key = (path << PROX_KD_LEN_BITS) | length, where path is
  * the cell's Morton path left-aligned in `depth` bits (zeros past its
- * length). Sorting keys as integers gives the order of seed 003 section 5.4:
+ * length). Sorting keys as integers gives the order of Poirrier 2009, section 5.4:
  * a prefix before its extensions, then 0 before 1. */
 #define PROX_KD_LEN_BITS 6
 #define PROX_KD_LEN_MASK ((uint64_t)63)

@@ -1,6 +1,6 @@
-/* multilevel_hash.c: multilevel hashing (Eitz & Lixu; seed 000 section
+/* multilevel_hash.c: multilevel hashing (Eitz and Lixu 2007; Pouchol et al. 2009, section
  * 2.2), and the uniform-hashing engine it shares with the box grid
- * (broad_grid.c, seed 000 section 2.1: the same engine with one level).
+ * (broad_grid.c, Pouchol et al. 2009, section 2.1: the same engine with one level).
  *
  * Levels: level L has cells of edge size[L]. Multilevel: size[L] =
  * 2^(min_class + L), and a box goes to the level of its class c =
@@ -12,7 +12,7 @@
  * to an oversize list that every query takes as candidates (no hang, no
  * gigabytes).
  *
- * Storage is flat (seed 004: construction by sort): one entry (slot, box)
+ * Storage is flat (the fluid-hash chapter: construction by sort): one entry (slot, box)
  * per stored cell, where slot = hash(level, cell) (Eq. 3 with the level
  * mixed in, so that cell (0,0,0) of each level does not collide) reduced
  * to a power-of-two table; entries are radix-sorted by slot, and
@@ -405,16 +405,14 @@ int64_t prox_levels_cells(const void *impl)
 
 /* Fitted classes stop above the largest box's class when splitting the
  * largest boxes over smaller cells keeps the expected cells per build
- * within SPLIT_BUDGET times those of Eq. 2 alone (seed 000 section 2.2,
+ * within SPLIT_BUDGET times those of Eq. 2 alone (Pouchol et al. 2009, section 2.2,
  * last paragraph: a box larger than the largest class is split over several
  * cells). A cell of class c holds, besides the boxes a query hits, every
  * box within about 2^c of it: a point query in W4's class-11 cells tests 88
- * copies for 16 hits, in class-8 cells 27. W4, hierarchical hash, 1M exact
- * segment queries, one thread (docs/benchmarks.md, session 12):
- *     largest class   11 (Eq. 2)  10      9       8       7
- *     cells per box   2.5         2.7     3.2     4.8     10.6
- *     N = 10,000      0.243 s     -       0.202   0.177   0.168
- * so the budget of 2 stops at class 8 there; data of one size class (W3)
+ * copies for 16 hits, in class-8 cells 27. On W4 each class given up
+ * makes the queries faster for more cells a box (2.5 at class 11, 4.8 at
+ * 8, 10.6 at 7; the times: docs/design.md), so the budget of 2 stops at
+ * class 8 there; data of one size class (W3)
  * or of sizes close together gain nothing and are left as Eq. 2 has them. */
 #define SPLIT_BUDGET 2.0
 

@@ -1,6 +1,6 @@
 /* sweep_and_prune.c: sweep and prune (sort and sweep) over one axis, and its
  * incremental variant, which keeps the sorted list between frames and
- * repairs it with an insertion sort (temporal coherence, seed 003 section
+ * repairs it with an insertion sort (temporal coherence, Poirrier 2009, section
  * 7.1).
  *
  * Axis: the one along which the box centres spread most (variance, over an
@@ -61,10 +61,10 @@
 #define PREFETCH 16
 #define GATHER_AHEAD 32
 /* Update: insertion-sort shifts allowed per box before a rebuild is cheaper.
- * Measured on W3 at 1M boxes (docs/benchmarks.md, bench/sap_frames.c): the
- * update is 8-25% cheaper than a rebuild at 1 to 10 shifts per box and costs
- * about as much at 30; past the budget the re-keying and the shifts done
- * (at most 16 per box) are wasted, about 20 ms at 1M. */
+ * On W3 at 1M boxes (bench/sap_frames.c prints it) the update beats a
+ * rebuild at 1 to 10 shifts per box and costs about as much at 30; past
+ * the budget the re-keying and the shifts done (at most 16 per box) are
+ * wasted. */
 #define UPDATE_SHIFTS_PER_BOX 16
 
 /* A box's bounds on the axes other than the sweep axis: lo, hi of

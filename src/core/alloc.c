@@ -51,10 +51,10 @@ void prox_free(const prox_allocator *a, void *ptr)
 /* The first `bytes` of a block just allocated by the default allocator,
  * about to be written: their pages faulted in by one call instead of a
  * trap per page at the first write (Linux 5.14 on: MADV_POPULATE_WRITE;
- * elsewhere, or where it fails, nothing happens). On the development VM a
- * trap costs microseconds: W1's first sorted buffer on a fresh grid took
- * 0.84 s through 56,000 traps and 0.48 s through 12,000 (docs/design.md,
- * "Fresh pages are faulted in by one call"). A caller's own allocator is
+ * elsewhere, or where it fails, nothing happens). A trap costs
+ * microseconds, and W1's first sorted buffer on a fresh grid takes tens of
+ * thousands (docs/design.md, "Fresh pages are faulted in by one call").
+ * A caller's own allocator is
  * left alone: its memory may be meant to be touched later or elsewhere. */
 static void populate(const prox_allocator *a, void *p, size_t bytes)
 {

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-/* Teschner et al. 2003 / seed 000 Eq. (1): XOR of the integer cell
+/* Teschner et al. 2003 (Pouchol et al. 2009, Eq. 1): XOR of the integer cell
  * coordinates times big primes, reduced into a power-of-two table. The
  * products wrap modulo 2^64 (unsigned), which is well defined for any
  * coordinate. In 2D pass z = 0. */

@@ -62,8 +62,7 @@ static inline uint64_t prox_morton2(uint32_t x, uint32_t y)
 /* The same codes for a single point in scalar code: one bit deposit an
  * axis where the machine has BMI2 (pdep: 3 cycles on Zen 3 and later). The
  * spreads above stay for loops the compiler vectorises. The kd-tree's
- * sweep (a code per candidate's reference point), W3 1M, one thread:
- * 0.140 -> 0.128 s. */
+ * sweep computes a code per candidate's reference point with it. */
 static inline uint64_t prox_morton3_point(uint32_t x, uint32_t y, uint32_t z)
 {
 #if PROX_SIMD_BMI2

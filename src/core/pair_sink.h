@@ -59,8 +59,8 @@ static inline void prox_emit(prox_emitter *e, prox_index i, prox_index j)
 
 /* Memory a structure keeps from one query to the next: the chunks'
  * emitters with their pair arrays, and the delivery's scratch. Fresh pages
- * are dear (on the development VM about 0.5 ms per MB to fault in, twelve
- * times the cost of writing warm memory: docs/design.md), so a structure
+ * are dear (faulting one in costs many times writing warm memory:
+ * docs/design.md), so a structure
  * queried every step reuses what its last query grew instead of
  * allocating it again. One-shot calls keep a workspace for the call. */
 enum {

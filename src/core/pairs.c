@@ -331,7 +331,7 @@ static inline void put_entry(const bucketing *k, int64_t *cursor, prox_index row
 }
 
 /* Staging each bucket's entries in a line of its own, written out with
- * streaming stores when full, measured no faster (W1 1M). */
+ * streaming stores when full, measured no faster (W1 1M; docs/rejected.md). */
 static void fill_buckets(const pair_source *s, const bucketing *k)
 {
 #pragma omp parallel for num_threads(s->threads) if (s->threads > 1) schedule(dynamic, 1)

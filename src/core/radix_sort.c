@@ -12,7 +12,7 @@
 #define WIDE_BITS 10
 /* Histograms live on the stack, threads x buckets counters (64 KiB): wide
  * digits (fewer passes) for up to 8 threads, narrow ones for up to 32.
- * Digits of 11 and 12 bits measured slower than 10 on this VM's Zen 4. */
+ * Digits of 11 and 12 bits measured slower than 10 (on Zen 4). */
 #define COUNTERS 8192
 #define MAX_THREADS (COUNTERS >> NARROW_BITS)
 #define PARALLEL_MIN 65536
@@ -153,9 +153,8 @@ static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
  * needs, down to small buckets (msd_small) sorted by rank or by
  * insertion (sort_small). Each scatter keeps input order within a digit
  * and both small sorts are stable, so the result is the stable sort's, for
- * every thread count. The kd-tree's records of W3 1M, one thread, scratch
- * driver: the sort 0.105-0.129 s against 0.150-0.202 s for the LSD passes;
- * its build 0.28 -> 0.24 s. */
+ * every thread count. On the kd-tree's records of W3 1M this sort beats the
+ * LSD passes (docs/design.md). */
 #define MSD_MIN_DIGITS 5
 #define MSD_SMALL_INSERTION 16
 #if PROX_SIMD_AVX512 /* records (key, value) sorted by rank */
@@ -165,11 +164,10 @@ static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
 #endif
 /* Two levels of 10-bit digits leave small buckets up to here; past it, a
  * third level of small buckets costs more than the LSD passes save.
- * By insertion (buckets of 16) that limit was 2^24: the kd-tree's 31M
- * records at W3 5M, one thread, took 0.78-0.95 s against 0.66-0.71 s for
- * LSD. By rank (buckets of 64) two levels reach 2^26, and the same sort
- * took 0.59-0.72 s against 0.65 s (the kd-tree 1.66 -> 1.59 s, best of 3
- * x 3 runs alternated). */
+ * By insertion (buckets of 16) the limit is 2^24: past it, on the
+ * kd-tree's 31M records of W3 5M, the LSD passes win. By rank (buckets of
+ * 64) two levels reach 2^26, and there the two sorts are even
+ * (docs/design.md). */
 #define MSD_MAX_RECORDS(small) ((int64_t)(small) << 2 * WIDE_BITS)
 
 /* The largest bucket sorted whole: rank sorts take records, keys alone go
@@ -210,8 +208,7 @@ static void copy_records(uint64_t *to_k, uint32_t *to_v, const uint64_t *k, cons
  * it with keys <= its own plus those after it with smaller keys, counted
  * eight keys to a compare. Insertion sort's exits are mispredicted; the
  * kd-tree's 6.0M records of W3 1M end in buckets of 6 on average, and its
- * build took 0.011 s less this way (0.293 -> 0.281 s with the sweep, one
- * thread, best of 4 x 5 runs). */
+ * build is a few percent faster this way. */
 static void rank_sort(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint32_t *to_v,
                       int64_t n)
 {

@@ -1,4 +1,4 @@
-/* radix_sort.h: the project's sorts (seed 004: construction by radix sort). */
+/* radix_sort.h: the project's sorts (the fluid-hash chapter: construction by radix sort). */
 #ifndef PROX_RADIX_SORT_H
 #define PROX_RADIX_SORT_H
 
@@ -30,8 +30,8 @@ bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_ke
  * pairs or tmp, whichever is returned. */
 prox_pair *prox_radix_sort_pairs(prox_pair *pairs, prox_pair *tmp, int64_t n, int threads);
 
-/* Stable counting sort of the indices 0 .. n-1 by keys[i] < buckets (seed
- * 002: the grid's cellStart by counting). out[] receives the indices in key
+/* Stable counting sort of the indices 0 .. n-1 by keys[i] < buckets (the
+ * flat-array article: the grid's cellStart by counting). out[] receives the indices in key
  * order; starts[] (buckets + 1 entries) the first position of each bucket,
  * starts[buckets] = n. With threads > 1, hist holds (threads - 1) * buckets
  * counters of scratch (each thread counts its block of the input, blocks

@@ -1,15 +1,16 @@
 /* grid.c: the uniform grid for fixed-radius neighbour search.
  *
- * Build (seeds 002 and 004): every point gets integer cell coordinates and a
+ * Build (the flat-array article and the fluid-hash chapter): every point gets
+ * integer cell coordinates and a
  * sort key (Morton code of the cell, or Teschner's hash slot of the cell,
- * seed 000 Eq. 1); points are radix-sorted by key into flat arrays (ids and
+ * Pouchol et al. 2009, Eq. 1); points are radix-sorted by key into flat arrays (ids and
  * coordinates in cell order); consecutive points of one cell form a run.
  * A lookup finds the runs that may hold a given cell: an open-addressing
- * table over Morton keys, or the hash slot's range of runs (seed 002's
+ * table over Morton keys, or the hash slot's range of runs (the flat-array article's
  * cellStart). Runs carry their exact cell coordinates, so hash collisions
  * cost a comparison, never a wrong or duplicated pair.
  *
- * Pairs (seed 001): each run meets its own later points, later runs of the
+ * Pairs (the hash-multimap article): each run meets its own later points, later runs of the
  * same cell, and the runs of the forward half of the stencil, so every pair
  * of cells, and so every pair of points, is examined exactly once.
  *
@@ -91,7 +92,7 @@ static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double m
                          "(use a larger radius, or split the domain)",
                          span, min_cell, axis_name[k]);
     /* Empty cells on both sides give moving points room, so that
-     * prox_grid_update relocates them instead of rebuilding (seed 004). */
+     * prox_grid_update relocates them instead of rebuilding (the fluid-hash chapter). */
     double pad = floor(span / UPDATE_PAD_FRACTION) + UPDATE_PAD_CELLS;
     if (!(span + 2 * pad < (double)(MAX_CELLS_PER_AXIS - 4)))
         pad = 0;
@@ -552,7 +553,7 @@ static int64_t linear_cells(const prox_grid *g)
     return g->ncell[0] * g->ncell[1] * g->ncell[2];
 }
 
-/* Linear keys sort by counting (seed 002), into a table of every cell or
+/* Linear keys sort by counting (the flat-array article), into a table of every cell or
  * over a sparse box into occupancy bits; the other keys by radix. */
 static bool builds_by_counting(const prox_grid *g)
 {
@@ -628,8 +629,8 @@ static void compute_keys(prox_grid *g, const prox_points *p)
 
 /* Coordinates in cell order, from the caller's view. */
 /* Packed doubles on open axes (packed_open_f64): the coordinates read
- * straight from the flat array, dim a constant in each loop (W2 k = 1
- * lists 0.081 -> 0.078 s, W1 count 0.068 -> 0.065 s, scratch driver). */
+ * straight from the flat array, dim a constant in each loop (a few percent
+ * on W1 and W2 over the generic view). */
 static void gather_packed(prox_grid *g, const double *xyz, int dim)
 {
     int64_t n = g->n;
@@ -933,7 +934,7 @@ static prox_status index_morton_runs(prox_grid *g)
     return PROX_OK;
 }
 
-/* Hash and linear keys: seed 002's cellStart, over runs: the runs of slot
+/* Hash and linear keys: the flat-array article's cellStart, over runs: the runs of slot
  * s are [table[s], table[s+1]); a linear key is its cell's own slot. */
 static prox_status index_slot_runs(prox_grid *g)
 {
@@ -1036,7 +1037,7 @@ static prox_status index_runs(prox_grid *g, const prox_points *p)
     return g->sparse ? PROX_OK : index_slot_runs(g);
 }
 
-/* ---- building with linear keys: seed 002's counting sort ----------------- */
+/* ---- building with linear keys: the flat-array article's counting sort ----------------- */
 
 /* Each point's linear key (its cell's slot), 32 bits, in the coordinate
  * array's first 4n bytes. */
@@ -1153,7 +1154,7 @@ static prox_status sparse_by_counting(prox_grid *g, int64_t cells)
 
 /* Linear keys over a table of every cell: the table is the counting
  * sort's histogram, so one pass over the points counts, a second places
- * their ids, and the table comes out as seed 002's cellStart (no key sort,
+ * their ids, and the table comes out as the flat-array article's cellStart (no key sort,
  * no run search over the points). The other threads' counts need
  * (threads - 1) * cells scratch: allowed up to one counter per point, else
  * the sort counts on one thread. */
@@ -1197,7 +1198,7 @@ static void choose_hash_table(prox_grid *g, int64_t n)
 {
     int64_t slots = g->desc.table_size;
     if (slots == 0)
-        slots = next_pow2(2 * n > 16 ? 2 * n : 16); /* 2-4x the points (seed 002) */
+        slots = next_pow2(2 * n > 16 ? 2 * n : 16); /* 2-4x the points (the flat-array article) */
     g->hash_mask = (uint64_t)slots - 1;
 }
 
@@ -1244,7 +1245,7 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
     return st;
 }
 
-/* ---- moving points (seed 004: relocate only what changed cell) ----------- */
+/* ---- moving points (the fluid-hash chapter: relocate only what changed cell) ----------- */
 
 /* New cell of sorted point s from the caller's view; false when it falls
  * outside the built cell range of an open axis. (check_build_input has

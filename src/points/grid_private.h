@@ -208,7 +208,7 @@ int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *row
                                   const int64_t base[3], prox_range *out, int64_t *cells);
 /* Self pairs into a count or callback sink, each pair once. */
 prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
-/* The forward half of run r's stencil (seed 001: each pair once) as
+/* The forward half of run r's stencil (the hash-multimap article: each pair once) as
  * ranges: rg[0] the run's own cell (a point meets its later points only:
  * from s + 1 on), then its row's forward cells and the forward rows.
  * Adds the cells looked at to *cells; returns how many ranges. */
@@ -224,9 +224,9 @@ bool prox_grid_sweeps(const prox_grid *g);
 void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int64_t p0,
                            int64_t p1, grid_recheck *rc, prox_emitter *e, prox_stats *counters);
 /* Whether to gather the candidates of a run of `points` points (fixed
- * point, and doubles for sorted rows): W1's sorted buffer 0.166 -> 0.141 s,
- * its count 0.054 -> 0.050 s; W2 at k = 1 (3 to 5 candidates a run) would
- * lose 4% for the copies' calls. */
+ * point, and doubles for sorted rows): it pays on W1 (sorted buffer and
+ * count), and would lose on W2 at k = 1 (3 to 5 candidates a run) for the
+ * copies' calls (docs/design.md). */
 static inline bool prox_gather_pays(int64_t points, int64_t candidates)
 {
     return points >= 2 && candidates >= 16;

@@ -1,5 +1,5 @@
 /* hierarchical_points.c: neighbour search for particles with the
- * hierarchical hash, on the fly (seed 000 section 3.3.2, Listing 3).
+ * hierarchical hash, on the fly (Pouchol et al. 2009, section 3.3.2, Listing 3).
  *
  * Classes: cells of edge e * 2^c for c = 0 .. top, where class 0 (the
  * interaction radius, the smallest class of the paper) has cells of

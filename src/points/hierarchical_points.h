@@ -1,5 +1,5 @@
 /* hierarchical_points.h: neighbour search for particles with the
- * hierarchical hash (seed 000 Listing 3), reached through prox_pairs and
+ * hierarchical hash (Pouchol et al. 2009, Listing 3), reached through prox_pairs and
  * prox_query with PROX_ALGO_HIERARCHICAL (search.c). */
 #ifndef PROX_HIERARCHICAL_POINTS_H
 #define PROX_HIERARCHICAL_POINTS_H

@@ -4,7 +4,7 @@
 # Every case prints "ok NAME" or "FAIL NAME: why"; the last line is
 # "N passed, M failed" and the exit status is non-zero if any case failed.
 # POSIX sh and utilities only (no python): the expected values below were
-# computed once with an independent implementation of WORKLOADS.md.
+# computed once with an independent implementation of docs/workloads.md.
 
 PROX=${1:?usage: cli_test.sh PATH/TO/prox SCRATCH_DIR}
 DIR=${2:?usage: cli_test.sh PATH/TO/prox SCRATCH_DIR}
