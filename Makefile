@@ -2,7 +2,8 @@
 #   make          build everything; the CLI lands at build/prox
 #   make run      build and run the main job: the W5 fluid scene (prox demo fluid)
 #   make test     build and run every test (CTest; the Python module's pytest suite too)
-#   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/)
+#   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/),
+#                 at the default SIMD level, and test_levels at every level
 #   make install  cmake --install build (PREFIX=/usr/local by default)
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
@@ -41,7 +42,9 @@ test: test-deps build
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+	cd build-asan && export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 && \
+	  ctest --output-on-failure -j $(JOBS) -LE simd && \
+	  ctest --output-on-failure -j $(JOBS) -R '^test_levels_'
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -1,7 +1,7 @@
 /* grid_fill.c: the sorted pair buffer and full lists, counted first, then
  * written row by row into the caller's output, with no staging of rows.
  *
- * Each pair is found once, by the forward half of the stencil (seed 001),
+ * Each pair is found once, by the forward half of the stencil (the hash-multimap article: each pair once),
  * in two passes over the points in cell order:
  *   1. the count: every row's length (the buffer's row of i holds the
  *      neighbours j > i; a list row holds every neighbour), turned into

@@ -1,5 +1,5 @@
 /* grid_search.c: searching the uniform grid: self pairs through the half
- * stencil (seed 001: each pair once) for counts and callbacks, rows through
+ * stencil (the hash-multimap article: each pair once) for counts and callbacks, rows through
  * the full stencil for sorted buffers and full lists, and ball queries of a
  * second point set. The structure itself is built in grid.c. */
 #include <string.h>
@@ -211,7 +211,7 @@ static void emit_hits(prox_emitter *e, prox_index self, const prox_index *ids,
 }
 
 /* Every pair with a first point in run r: each pair of the grid is found
- * exactly once over all runs (seed 001). */
+ * exactly once over all runs (the hash-multimap article). */
 static void pairs_of_run(const prox_grid *g, int64_t r, gathered *b, prox_emitter *e,
                          query_counters *qc)
 {
@@ -441,8 +441,8 @@ static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *
 }
 
 /* Rows ahead whose places place_rows prefetches: the writes go to random
- * places in the output, and twice the reads' distance measured better
- * (W1 1M sorted buffer, about 2%). */
+ * places in the output, so they are fetched from twice the reads'
+ * distance ahead. */
 #define PLACE_AHEAD (2 * PREFETCH_AHEAD)
 
 /* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */

@@ -4,10 +4,10 @@
  * With keys in row-major order, x fastest, the cells x-m .. x+m of one
  * stencil row (fixed y and z offsets) hold consecutive sorted points. A cell
  * then meets its whole stencil as 9 contiguous ranges of the grid's own
- * arrays in 3D (3 in 2D), found with two lookups each in seed 002's
+ * arrays in 3D (3 in 2D), found with two lookups each in the flat-array article's
  * cellStart, and the distance kernel reads them in place: nothing is
  * gathered. Self pairs for counts and callbacks run here over the forward
- * half of the stencil (seed 001: each pair once): the cell's own later
+ * half of the stencil (the hash-multimap article: each pair once): the cell's own later
  * points and the cells x+1 .. x+m of its row (one range), then the 4
  * forward rows in 3D (1 in 2D). The sorted buffer and full lists take the
  * full stencil's ranges (prox_grid_strip_ranges) in grid_search.c. */

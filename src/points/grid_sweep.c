@@ -5,7 +5,7 @@
  * run by run (grid_strips.c) spends its time on each run's bookkeeping and
  * on a kernel call per range for the one or two candidates each range
  * holds, whose loop exits are a coin toss. Here each sorted point looks up
- * the forward half of its stencil (seed 001: each pair once) as ranges of
+ * the forward half of its stencil (the hash-multimap article: each pair once) as ranges of
  * sorted points, as grid_strips.c does, and packs every candidate of every
  * range into one vector, range after range: one distance test for all of
  * them, no branch on how many there are. Ranges holding more than a
@@ -22,11 +22,9 @@
 typedef prox_range range;
 
 /* Points per occupied cell up to which the sweep beats the search run by
- * run, whose gathered candidates serve every point of a run (counts, one
- * thread, `build/bench_grid_limits` with SWEEP_RUN: 2D at 3.3 points a run
- * 0.0278 against 0.0304 s, at 4.5 0.0313 against 0.0265 s; 3D at 1.5
- * 0.0576 against 0.0716 s, at 2.1 0.0553 against 0.0547 s; docs/design.md,
- * "The point sweep"). */
+ * run, whose gathered candidates serve every point of a run: measured with
+ * `build/bench_grid_limits` (SWEEP_RUN), figures in docs/design.md, "The
+ * point sweep". */
 #define SWEEP_MAX_POINTS_PER_RUN_2D 3.5
 #define SWEEP_MAX_POINTS_PER_RUN_3D 1.75
 
@@ -51,7 +49,7 @@ static inline int64_t max64(int64_t a, int64_t b)
 }
 
 /* The first sorted point of linear key c, or of the next occupied cell
- * after it: seed 002's cellStart, or over a sparse box the start of the
+ * after it: the flat-array article's cell start, or over a sparse box the start of the
  * run the occupancy bits' rank gives. */
 static PROX_ALWAYS_INLINE int64_t cell_start(const prox_grid *g, int64_t c, bool sparse)
 {
