@@ -4,6 +4,11 @@
 #   make test     build and run every test (CTest)
 #   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/)
 #   make install  cmake --install build (PREFIX=/usr/local by default)
+# Hardening (docs/robustness.md), each with clang:
+#   make fuzz      build the fuzz targets (libFuzzer) and run each FUZZ_SECONDS (60)
+#   make ubsan     the suite under clang's UndefinedBehaviorSanitizer (build-ubsan/)
+#   make tsan      the threaded tests under ThreadSanitizer, libomp + Archer (build-tsan/)
+#   make valgrind  the CLI's main commands under valgrind memcheck
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX  ?= /usr/local
@@ -11,7 +16,13 @@ CMAKE_FLAGS ?=
 BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev
 RUN_DEPS   = gnuplot-nox
 
-.PHONY: all build run test asan install deps clean bench-peers
+HARDEN_DEPS = clang libclang-rt-dev libomp-dev valgrind
+FUZZ_SECONDS ?= 60
+# The tests that run parallel regions on several threads.
+TSAN_TESTS = test_faults|test_hardening|test_pairs|test_update|test_radix_sort|test_grid_fill|test_grid_sweep|test_kdtree|test_sap
+CLANG_SANITIZE = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_BUILD_EXAMPLES=OFF
+
+.PHONY: all build run test asan install deps clean bench-peers fuzz ubsan tsan valgrind harden-deps
 
 all: build
 
@@ -36,6 +47,36 @@ asan: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
+harden-deps:
+	@tools/deps.sh $(BUILD_DEPS) $(HARDEN_DEPS)
+
+fuzz: harden-deps
+	JOBS=$(JOBS) fuzz/build.sh build-fuzz
+	fuzz/run.sh $(FUZZ_SECONDS)
+
+# clang's UBSan checks what gcc's does not (signed overflow in 64-bit
+# products, among others); every check is fatal.
+ubsan: harden-deps
+	CC=clang cmake -S . -B build-ubsan $(CLANG_SANITIZE) \
+	  -DCMAKE_C_FLAGS="-fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=undefined -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=undefined
+	cmake --build build-ubsan -j $(JOBS)
+	cd build-ubsan && UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# Clang's OpenMP runtime (libomp) with Archer, its TSan annotations of the
+# parallel regions: without it TSan cannot see OpenMP's barriers.
+tsan: harden-deps
+	CC=clang cmake -S . -B build-tsan $(CLANG_SANITIZE) \
+	  -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && OMP_TOOL_LIBRARIES=$$($(CURDIR)/tools/archer.sh) OMP_NUM_THREADS=4 \
+	  TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
+	  ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS))$$'
+
+valgrind: build harden-deps
+	tests/valgrind_cli.sh $(BUILD)/prox $(BUILD)/valgrind
+
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
@@ -45,4 +86,4 @@ bench-peers: build
 	BUILD=$(BUILD) bench/peers/run.sh --prox $(BUILD)/prox $(ARGS)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-ubsan build-tsan build-fuzz
