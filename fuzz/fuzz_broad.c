@@ -142,8 +142,31 @@ static void queries(prox_broad *b, prox_broad *oracle, const box_set *q, const b
     }
 }
 
+static box_set boxes, other, later;
+
+static void dump_set(const char *name, const box_set *s)
+{
+    int dim = s->view.dim;
+    fprintf(stderr, "%s (%lld boxes, min then max):\n", name, (long long)s->view.count);
+    for (int64_t i = 0; i < s->view.count; i++) {
+        fprintf(stderr, "  %lld:", (long long)i);
+        for (int k = 0; k < 2 * dim; k++)
+            fprintf(stderr, " %.17g", k < dim ? prox_boxes_min(&s->view, i, k)
+                                              : prox_boxes_max(&s->view, i, k - dim));
+        fputc('\n', stderr);
+    }
+}
+
+static void dump_input(void)
+{
+    dump_set("built", &boxes);
+    dump_set("queries / update", &other);
+    dump_set("swept to / after update", &later);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_dump_input = dump_input;
     fuzz_bytes b = {data, size};
     static const double scales[] = {1.0, 1.0, 1.0, 1e-300, 1e300, 1e-5, 1e150, 3.0};
     unsigned flags = fuzz_byte(&b);
@@ -154,7 +177,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     decode_desc(&b, &r.desc, scale);
     r.sink = fuzz_pick(&b, SINK_KINDS);
     int64_t n = fuzz_pick(&b, MAX_BOXES + 1), m = fuzz_pick(&b, MAX_BOXES + 1);
-    static box_set boxes, other, later;
     decode_boxes(&b, &boxes, n, dim, scalar, scale);
     decode_boxes(&b, &other, m, dim, scalar, scale);
     decode_boxes(&b, &later, m, dim, scalar, scale);

@@ -46,9 +46,14 @@ static inline int fuzz_pairs_callback(prox_index i, prox_index j, void *user)
     return 0;
 }
 
+/* Set by a target: prints its decoded input when a check fails. */
+static void (*fuzz_dump_input)(void);
+
 static inline _Noreturn void fuzz_fail(const char *what, const char *context)
 {
     fprintf(stderr, "MISMATCH: %s (%s); last error: %s\n", what, context, prox_last_error());
+    if (fuzz_dump_input)
+        fuzz_dump_input();
     abort();
 }
 
