@@ -87,7 +87,8 @@ static void radius_outside_the_range_is_refused_everywhere(void **state)
     prox_grid_desc d = prox_default_grid_desc();
     d.radius = 1e150;
     prox_skin_list *l = NULL;
-    assert_int_not_equal(prox_skin_list_create(&d, 1e150, &l), PROX_OK);
+    assert_int_equal(prox_skin_list_create(&d, 1e150, &l), PROX_ERR_RANGE);
+    assert_non_null(strstr(prox_last_error(), "radius + skin"));
     assert_null(l);
 }
 
