@@ -18,8 +18,9 @@ RUN_DEPS   = gnuplot-nox
 
 HARDEN_DEPS = clang libclang-rt-dev libomp-dev valgrind
 FUZZ_SECONDS ?= 60
-# The tests that run parallel regions on several threads.
-TSAN_TESTS = test_faults|test_hardening|test_pairs|test_update|test_radix_sort|test_grid_fill|test_grid_sweep|test_kdtree|test_sap
+# Tests whose parallel regions run on several threads, small enough for CI
+# under TSan (test_update and test_kdtree pass too, in 12-14 min here).
+TSAN_TESTS = test_pairs|test_radix_sort|test_grid_sweep|test_hardening|fuzz_replay_points|fuzz_replay_broad
 CLANG_SANITIZE = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_BUILD_EXAMPLES=OFF
 
 .PHONY: all build run test asan install deps clean bench-peers fuzz ubsan tsan valgrind harden-deps
