@@ -19,11 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     static const char *const suffixes[] = {".txt", ".f64", ".f32"};
     static const int dims[] = {0, 2, 3};
-    int format = data[0] % 3, dim = dims[data[0] / 3 % 3];
+    const int format = data[0] % 3, asked = dims[data[0] / 3 % 3];
+    /* volatile: read after the longjmp of a data error */
+    volatile int dim = format != 0 && asked == 0 ? 3 : asked;
     const uint8_t *file = data + 1;
     size_t len = size - 1;
-    if (format != 0 && dim == 0)
-        dim = 3;
     const char *path = fuzz_write_file(file, len, suffixes[format]);
     point_file pf;
     if (setjmp(fuzz_die_jump) == 0) {

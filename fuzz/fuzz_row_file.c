@@ -46,9 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     static const char *const suffixes[] = {".txt", ".f64", ".f32"};
     static const int columns[] = {0, 4, 6};
-    int format = data[0] % 3, cols = columns[data[0] / 3 % 3];
-    if (format != 0 && cols == 0)
-        cols = 6;
+    const int format = data[0] % 3, asked = columns[data[0] / 3 % 3];
+    /* volatile: read after the longjmp of a data error */
+    volatile int cols = format != 0 && asked == 0 ? 6 : asked;
     const uint8_t *file = data + 1;
     size_t len = size - 1;
     const char *path = fuzz_write_file(file, len, suffixes[format]);
