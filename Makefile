@@ -19,7 +19,7 @@ RUN_DEPS   = gnuplot-nox
 HARDEN_DEPS = clang libclang-rt-dev libomp-dev valgrind
 FUZZ_SECONDS ?= 60
 # Tests whose parallel regions run on several threads, small enough for CI
-# under TSan (test_update and test_kdtree pass too, in 12-14 min here).
+# under TSan (test_update, test_kdtree and test_sap pass too, in 5-14 min here).
 TSAN_TESTS = test_pairs|test_radix_sort|test_grid_sweep|test_hardening|fuzz_replay_points|fuzz_replay_broad
 CLANG_SANITIZE = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_BUILD_EXAMPLES=OFF
 
