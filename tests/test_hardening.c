@@ -4,7 +4,6 @@
  * cell-count arithmetic never overflows into a false "out of memory" or into
  * undefined behaviour, every public entry point refuses NULL arguments
  * instead of crashing, and the streamed pairs are the buffered ones. */
-#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -218,35 +217,6 @@ static void negative_zero_bounds_overlap_positive_zero(void **state)
         }
 }
 
-/* ---- found by fuzz_broad: a kd-tree root refused only at build ---------- */
-
-/* A root cell whose corners a huge coordinate had made equal along an axis
- * passed prox_broad_create and failed every build: create now refuses what
- * it can judge (x and y, and non-finite bounds); z waits for a 3D build. */
-static void kdtree_root_is_checked_at_create(void **state)
-{
-    (void)state;
-    prox_broad_desc d = prox_default_broad_desc();
-    d.algo = PROX_BROAD_KDTREE;
-    prox_broad *b = NULL;
-    d.root_lo[0] = 2.5e252;
-    d.root_hi[0] = 2.5e252 + 64.0; /* the same double */
-    d.root_hi[1] = 1.0;
-    assert_int_equal(prox_broad_create(&d, &b), PROX_ERR_INVALID);
-    assert_null(b);
-    d.root_hi[0] = NAN;
-    assert_int_equal(prox_broad_create(&d, &b), PROX_ERR_INVALID);
-    d.root_lo[0] = 0.0;
-    d.root_hi[0] = 1.0; /* x and y fine, z flat: fine in 2D, refused in 3D */
-    assert_int_equal(prox_broad_create(&d, &b), PROX_OK);
-    double bounds3[12] = {0, 0, 0, 1, 1, 1, 0.5, 0.5, 0.5, 2, 2, 2};
-    double bounds2[8] = {0, 0, 1, 1, 0.5, 0.5, 2, 2};
-    prox_boxes boxes3 = prox_boxes_f64(bounds3, 2, 3), boxes2 = prox_boxes_f64(bounds2, 2, 2);
-    assert_int_equal(prox_broad_build(b, &boxes3), PROX_ERR_INVALID);
-    assert_int_equal(prox_broad_build(b, &boxes2), PROX_OK);
-    prox_broad_destroy(b);
-}
-
 /* ---- defect 7: NULL arguments ------------------------------------------------ */
 
 static int never(prox_index i, prox_index j, void *user)
@@ -447,7 +417,6 @@ int main(void)
         cmocka_unit_test(cell_counts_never_become_memory_errors),
         cmocka_unit_test(cell_products_do_not_overflow),
         cmocka_unit_test(negative_zero_bounds_overlap_positive_zero),
-        cmocka_unit_test(kdtree_root_is_checked_at_create),
         cmocka_unit_test(null_arguments_are_invalid_not_crashes),
         cmocka_unit_test(streamed_pairs_are_the_buffered_ones),
     };

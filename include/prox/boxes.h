@@ -133,9 +133,7 @@ typedef struct prox_broad_desc {
      * the cube (square in 2D) at the built boxes' lower corner with their
      * largest extent as side (cells of equal edges: measured better than
      * the bounding box on elongated data, docs/design.md). Boxes outside a
-     * given root are found all the same (clamped into its border cells).
-     * Finite; a given root needs root_lo < root_hi with a finite extent
-     * along x and y (create refuses it) and along z (a 3D build does). */
+     * given root are found all the same (clamped into its border cells). */
     double root_lo[3], root_hi[3];
 } prox_broad_desc;
 

@@ -143,30 +143,6 @@ prox_broad_desc prox_default_broad_desc(void)
 /* Classes 2^c stay well inside the double range. */
 #define CLASS_LIMIT 1000
 
-/* The kd-tree's root cell, as far as it can be judged before the boxes'
- * dimension is known: finite bounds, and when a root is given (its corners
- * differ on some axis), a finite positive extent along x and y; z is
- * judged at a 3D build (linear_kdtree.c). */
-static prox_status check_root(const prox_broad_desc *desc)
-{
-    bool given = false;
-    for (int k = 0; k < 3; k++) {
-        if (!isfinite(desc->root_lo[k]) || !isfinite(desc->root_hi[k]))
-            return prox_fail(PROX_ERR_INVALID, "kdtree root cell along %c is %g .. %g: not finite",
-                             axis_name[k], desc->root_lo[k], desc->root_hi[k]);
-        given = given || desc->root_lo[k] != desc->root_hi[k];
-    }
-    for (int k = 0; given && k < 2; k++)
-        if (!(desc->root_lo[k] < desc->root_hi[k] &&
-              isfinite(desc->root_hi[k] - desc->root_lo[k])))
-            return prox_fail(PROX_ERR_INVALID,
-                             "kdtree root cell along %c is %g .. %g: it needs root_lo < root_hi "
-                             "with a finite extent (or root_lo == root_hi on every axis for the "
-                             "boxes' bounding box)",
-                             axis_name[k], desc->root_lo[k], desc->root_hi[k]);
-    return PROX_OK;
-}
-
 prox_status prox_broad_desc_check(const prox_broad_desc *desc)
 {
     if (!desc)
@@ -194,9 +170,6 @@ prox_status prox_broad_desc_check(const prox_broad_desc *desc)
     if (desc->kdtree_variant != 1 && desc->kdtree_variant != 2)
         return prox_fail(PROX_ERR_INVALID, "kdtree_variant is %d; use 1 or 2",
                          desc->kdtree_variant);
-    prox_status st = check_root(desc);
-    if (st)
-        return st;
     if (!(isfinite(desc->kdtree_split_cost) && desc->kdtree_split_cost >= 0))
         return prox_fail(PROX_ERR_INVALID,
                          "kdtree_split_cost is %g; use a finite number >= 0 (0 = every split "
