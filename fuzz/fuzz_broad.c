@@ -89,6 +89,9 @@ static bool statuses_agree(prox_status brute, prox_status got, const run *r, con
 {
     char where[400];
     snprintf(where, sizeof where, "%s: %s", step, r->context);
+    if (got == PROX_ERR_INVALID && r->desc.algo == PROX_BROAD_KDTREE &&
+        strstr(prox_last_error(), "root cell along"))
+        return false; /* a given root is judged at build, against the boxes' dim (test_kdtree) */
     if (brute != PROX_OK) {
         if (got != brute)
             fuzz_fail("refused differently from brute force", where);
