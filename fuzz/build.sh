@@ -1,9 +1,9 @@
 #!/bin/sh
 # Build the fuzz targets (fuzz/README.md) into OUT (default build-fuzz/):
 #   fuzz/build.sh [OUT]
-# With libFuzzer (Debian's clang), ASan and UBSan by default; with AFL++:
+# With libFuzzer (Debian's clang), ASan and UBSan by default. AFL++ runs
+# libFuzzer entry points through its own driver (not yet tried here):
 #   CC=afl-clang-fast fuzz/build.sh build-afl
-# (AFL++ runs libFuzzer-style targets through its own driver).
 set -eu
 cd "$(dirname "$0")/.."
 OUT=${1:-build-fuzz}
