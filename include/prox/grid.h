@@ -92,8 +92,21 @@ typedef enum prox_rows {
     PROX_ROWS_IN_PLACE = 2,
 } prox_rows;
 
+/* The radii every structure accepts. The test squares the radius and the
+ * distances: within this range radius^2 is a normal double (no overflow to
+ * infinity, no underflow to subnormals or zero), so every structure, brute
+ * force included, decides each pair by the same exact comparison. A radius
+ * outside it is refused with PROX_ERR_RANGE; scale the coordinates instead.
+ * Coordinates need no bound of their own: a squared distance that overflows
+ * is +inf, above every radius^2 in range, which is the right answer; a point
+ * set spanning more than 2^31 cells along an axis is refused by the grid
+ * (PROX_ERR_RANGE, see prox_grid_build). */
+#define PROX_RADIUS_MIN 1e-150
+#define PROX_RADIUS_MAX 1e150
+
 typedef struct prox_grid_desc {
-    double radius;        /* required, > 0 and finite */
+    double radius;        /* required, > 0 and finite, within
+                             [PROX_RADIUS_MIN, PROX_RADIUS_MAX] */
     prox_keys keys;       /* default PROX_KEYS_LINEAR */
     int cell_divisions;   /* cells per radius (1 = cell size r, 27-cell stencil;
                              2 = cells of r/2 with a 5x5x5 stencil); default 1 */

@@ -88,16 +88,18 @@ static inline float bits_float(uint32_t u)
 
 /* t >= 0 rounded to the float at or below it, and at or above it: the
  * nearest float, moved one step (its bits, as t >= 0) where it went the
- * wrong way. Arithmetic, not a branch: the direction is a coin toss. */
+ * wrong way. Arithmetic, not a branch: the direction is a coin toss.
+ * t + 0.0 turns -0 (a bound of -0 less an origin of +0) into +0: the keys
+ * are sorted by their bits, where -0 would follow every positive float. */
 static inline float round_down(double t)
 {
-    float f = (float)t;
+    float f = (float)(t + 0.0);
     return bits_float(float_bits(f) - (uint32_t)((double)f > t));
 }
 
 static inline float round_up(double t)
 {
-    float f = (float)t;
+    float f = (float)(t + 0.0);
     return bits_float(float_bits(f) + (uint32_t)((double)f < t));
 }
 

@@ -109,6 +109,8 @@ const char *prox_broad_algo_name(prox_broad_algo algo)
 
 prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out)
 {
+    if (!out)
+        return prox_fail(PROX_ERR_INVALID, "prox_broad_algo_parse: out is NULL");
     for (int a = 0; name && a < ALGO_COUNT; a++)
         if (strcmp(name, algo_names[a]) == 0) {
             *out = (prox_broad_algo)a;

@@ -14,12 +14,16 @@
 
 void prox_pair_buffer_init(prox_pair_buffer *b, const prox_allocator *allocator)
 {
+    if (!b)
+        return;
     *b = (prox_pair_buffer){0};
     b->allocator = prox_allocator_resolve(allocator);
 }
 
 void prox_pair_buffer_free(prox_pair_buffer *b)
 {
+    if (!b)
+        return;
     prox_free(&b->allocator, b->pairs);
     prox_allocator a = b->allocator;
     *b = (prox_pair_buffer){0};
@@ -28,6 +32,11 @@ void prox_pair_buffer_free(prox_pair_buffer *b)
 
 prox_status prox_pair_buffer_reserve(prox_pair_buffer *b, int64_t capacity)
 {
+    if (!b)
+        return prox_fail(PROX_ERR_INVALID, "prox_pair_buffer_reserve: buffer is NULL");
+    if (capacity < 0)
+        return prox_fail(PROX_ERR_INVALID, "prox_pair_buffer_reserve: capacity is %lld",
+                         (long long)capacity);
     void *p = b->pairs;
     if (!prox_grow(&b->allocator, &p, &b->capacity, capacity, b->count, sizeof(prox_pair)))
         return prox_fail(PROX_ERR_NO_MEMORY, "pair buffer: cannot hold %lld pairs",
@@ -38,12 +47,16 @@ prox_status prox_pair_buffer_reserve(prox_pair_buffer *b, int64_t capacity)
 
 void prox_lists_init(prox_lists *l, const prox_allocator *allocator)
 {
+    if (!l)
+        return;
     *l = (prox_lists){0};
     l->allocator = prox_allocator_resolve(allocator);
 }
 
 void prox_lists_free(prox_lists *l)
 {
+    if (!l)
+        return;
     prox_free(&l->allocator, l->offsets);
     prox_free(&l->allocator, l->indices);
     prox_allocator a = l->allocator;

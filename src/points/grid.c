@@ -98,7 +98,14 @@ static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double m
         pad = 0;
     g->origin[k] = lo - pad * min_cell;
     g->inv_cell[k] = 1.0 / min_cell;
-    g->ncell[k] = (int64_t)floor((hi - g->origin[k]) * g->inv_cell[k]) + 1 + (int64_t)pad;
+    double last = floor((hi - g->origin[k]) * g->inv_cell[k]);
+    /* (the radius's range keeps both finite; a guard, so that no
+     * conversion below can overflow) */
+    if (!isfinite(g->origin[k]) || !(last + pad < (double)(MAX_CELLS_PER_AXIS - 1)))
+        return prox_fail(PROX_ERR_RANGE,
+                         "the points along %c (%g .. %g) do not fit cells of size %g",
+                         axis_name[k], lo, hi, min_cell);
+    g->ncell[k] = (int64_t)last + 1 + (int64_t)pad;
     g->reach[k] = divisions;
     return PROX_OK;
 }
@@ -548,9 +555,18 @@ static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t
     return prox_reserve(&g->allocator, (void **)ptr, cap, count, size);
 }
 
+/* Cells of the box, saturated at INT64_MAX: up to 2^31 along each axis,
+ * their product can exceed 64 bits (then only the comparisons against the
+ * table's limits read it). */
 static int64_t linear_cells(const prox_grid *g)
 {
-    return g->ncell[0] * g->ncell[1] * g->ncell[2];
+    int64_t cells = 1;
+    for (int k = 0; k < 3; k++) {
+        if (g->ncell[k] > INT64_MAX / cells)
+            return INT64_MAX;
+        cells *= g->ncell[k];
+    }
+    return cells;
 }
 
 /* Linear keys sort by counting (the flat-array article), into a table of every cell or
@@ -939,7 +955,7 @@ static prox_status index_morton_runs(prox_grid *g)
 static prox_status index_slot_runs(prox_grid *g)
 {
     int64_t slots = g->keys == PROX_KEYS_HASH ? (int64_t)g->hash_mask + 1
-                                              : g->ncell[0] * g->ncell[1] * g->ncell[2];
+                                              : linear_cells(g);
     if (!reserve(g, &g->table, &g->table_cap, slots + 1, sizeof *g->table))
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld hash slots",
                          (long long)slots);

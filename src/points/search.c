@@ -49,6 +49,11 @@ prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim)
     if (!isfinite(desc->radius) || !(desc->radius > 0))
         return prox_fail(PROX_ERR_INVALID, "radius is %g; it must be positive and finite",
                          desc->radius);
+    if (!(desc->radius >= PROX_RADIUS_MIN && desc->radius <= PROX_RADIUS_MAX))
+        return prox_fail(PROX_ERR_RANGE,
+                         "radius %g is outside [%g, %g]: the exact test squares it, and its "
+                         "square must be a normal double (scale the coordinates)",
+                         desc->radius, PROX_RADIUS_MIN, PROX_RADIUS_MAX);
     if (desc->keys != PROX_KEYS_MORTON && desc->keys != PROX_KEYS_HASH &&
         desc->keys != PROX_KEYS_LINEAR)
         return prox_fail(PROX_ERR_INVALID, "unknown cell-key scheme %d", (int)desc->keys);
@@ -130,6 +135,9 @@ static prox_status grid_query_once(const prox_points *points, const prox_points 
 prox_status prox_pairs(const prox_points *points, const prox_grid_desc *desc, prox_algo algo,
                        prox_sink sink, prox_stats *stats)
 {
+    if (!desc)
+        return prox_fail(PROX_ERR_INVALID, "prox_pairs: options are NULL; start from "
+                                           "prox_default_grid_desc()");
     switch (algo) {
     case PROX_ALGO_GRID: return grid_pairs_once(points, desc, sink, stats);
     case PROX_ALGO_BRUTE: return prox_brute_pairs(points, desc, sink, stats);
@@ -142,6 +150,9 @@ prox_status prox_query(const prox_points *points, const prox_points *queries,
                        const prox_grid_desc *desc, prox_algo algo, prox_sink sink,
                        prox_stats *stats)
 {
+    if (!desc)
+        return prox_fail(PROX_ERR_INVALID, "prox_query: options are NULL; start from "
+                                           "prox_default_grid_desc()");
     switch (algo) {
     case PROX_ALGO_GRID: return grid_query_once(points, queries, desc, sink, stats);
     case PROX_ALGO_BRUTE: return prox_brute_query(points, queries, desc, sink, stats);

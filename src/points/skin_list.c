@@ -47,7 +47,11 @@ prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_
      * caller's points are at hand: fixed point is safe (prox_coords) */
     if (wide.coords == PROX_COORDS_AUTO)
         wide.coords = PROX_COORDS_FIXED;
-    if (prox_grid_desc_check(&wide, 3))
+    st = prox_grid_desc_check(&wide, 3);
+    if (st == PROX_ERR_RANGE)
+        return prox_fail(PROX_ERR_RANGE, "radius + skin (%g + %g) is above %g, the largest radius",
+                         desc->radius, skin, PROX_RADIUS_MAX);
+    if (st)
         return prox_fail(PROX_ERR_INVALID,
                          "radius + skin (%g + %g) must stay below half of every period",
                          desc->radius, skin);
