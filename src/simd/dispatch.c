@@ -21,46 +21,17 @@
 #include <sys/auxv.h>
 #endif
 
-/* Each level this build compiled (CMakeLists.txt, PROX_SIMD_LEVELS), lowest first. */
+/* Each level this build compiled, lowest first: PROX_BUILT_LEVELS is
+ * X(scalar) X(sse2) ... from CMakeLists.txt (PROX_SIMD_LEVELS). */
 #define PROX_LEVEL_TABLE(suffix) PROX_LEVELED_WITH(prox_engine_table, suffix)
-#ifdef PROX_HAVE_LEVEL_native
-extern const prox_engine PROX_LEVEL_TABLE(native);
-#endif
-#ifdef PROX_HAVE_LEVEL_scalar
-extern const prox_engine PROX_LEVEL_TABLE(scalar);
-#endif
-#ifdef PROX_HAVE_LEVEL_sse2
-extern const prox_engine PROX_LEVEL_TABLE(sse2);
-#endif
-#ifdef PROX_HAVE_LEVEL_avx2
-extern const prox_engine PROX_LEVEL_TABLE(avx2);
-#endif
-#ifdef PROX_HAVE_LEVEL_avx512
-extern const prox_engine PROX_LEVEL_TABLE(avx512);
-#endif
-#ifdef PROX_HAVE_LEVEL_neon
-extern const prox_engine PROX_LEVEL_TABLE(neon);
-#endif
+#define X(suffix) extern const prox_engine PROX_LEVEL_TABLE(suffix);
+PROX_BUILT_LEVELS
+#undef X
 
 static const prox_engine *const built[] = {
-#ifdef PROX_HAVE_LEVEL_native
-    &PROX_LEVEL_TABLE(native),
-#endif
-#ifdef PROX_HAVE_LEVEL_scalar
-    &PROX_LEVEL_TABLE(scalar),
-#endif
-#ifdef PROX_HAVE_LEVEL_sse2
-    &PROX_LEVEL_TABLE(sse2),
-#endif
-#ifdef PROX_HAVE_LEVEL_avx2
-    &PROX_LEVEL_TABLE(avx2),
-#endif
-#ifdef PROX_HAVE_LEVEL_avx512
-    &PROX_LEVEL_TABLE(avx512),
-#endif
-#ifdef PROX_HAVE_LEVEL_neon
-    &PROX_LEVEL_TABLE(neon),
-#endif
+#define X(suffix) &PROX_LEVEL_TABLE(suffix),
+    PROX_BUILT_LEVELS
+#undef X
 };
 enum { BUILT = (int)(sizeof built / sizeof built[0]) };
 
