@@ -1,0 +1,1120 @@
+/* dist_points.c: distributed neighbour search (prox_dist, include/prox/mpi.h).
+ *
+ * Each rank keeps its owned points, then its ghosts, in one local numbering.
+ * Pairs come from two single-machine calls on open axes: prox_pairs over
+ * the owned points, and prox_query of the owned points near the ghosts
+ * against the ghosts. Periodic axes become images: a ghost carries its
+ * owner's position shifted by whole periods, plus the wrapped position the
+ * serial grid would use; the search then runs with a radius a few
+ * rounding errors wider and every pair is decided again by the serial
+ * grid's exact test (src/exact.h: wrapped coordinates, minimum image), so
+ * the shifted copies never change which pairs are reported. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist_private.h"
+
+struct prox_dist {
+    dist_comm c;
+    prox_dist_desc desc;
+    double *boxes;            /* the caller's partition, copied */
+    double radius, halo, skin;
+    double period[3];
+    bool periodic;
+    int dim;                  /* 0 until the first partition */
+    dist_part part;
+    bool partitioned;
+    /* the last migrate_count's plan */
+    int *dest;
+    int64_t planned, incoming;
+    /* built state: owned then ghosts */
+    bool built;
+    int64_t owned, ghosts;
+    double *pos;              /* search positions, dim per point */
+    double *wpos;             /* periodic: wrapped positions (the exact test) */
+    double *origin;           /* owned: wrapped positions at the build */
+    int64_t *ids;
+    /* the halo: per destination rank, owned points and their image shifts */
+    int64_t *send_count, *recv_count; /* entries per rank */
+    int64_t *send_idx;
+    signed char *send_shift;  /* 3 per entry: -1, 0, +1 periods */
+    int64_t send_entries;
+};
+
+prox_dist_desc prox_default_dist_desc(void)
+{
+    prox_dist_desc d;
+    memset(&d, 0, sizeof d);
+    d.grid = prox_default_grid_desc();
+    d.broad = prox_default_broad_desc();
+    d.partition = PROX_PARTITION_RCB;
+    return d;
+}
+
+/* ---- setup ----------------------------------------------------------- */
+
+static prox_status check_desc(const prox_dist_desc *desc, double *halo)
+{
+    double r = desc->grid.radius, skin = desc->skin;
+    if (!(r > 0) || !isfinite(r))
+        return dist_fail(PROX_ERR_INVALID, "radius must be > 0 and finite, not %g", r);
+    if (!(skin >= 0) || !isfinite(skin))
+        return dist_fail(PROX_ERR_INVALID, "skin must be >= 0 and finite, not %g", skin);
+    /* r + skin rounds: a halo equal to it within rounding is that halo */
+    *halo = desc->halo == 0 ? r + skin : fmax(desc->halo, r + skin);
+    if (!(desc->halo == 0 || desc->halo >= (r + skin) * (1 - 0x1p-40)) || !isfinite(*halo))
+        return dist_fail(PROX_ERR_INVALID,
+                         "halo %g is narrower than radius + skin = %g: pairs would be missed",
+                         desc->halo, r + skin);
+    for (int k = 0; k < 3; k++) {
+        double L = desc->grid.period[k];
+        if (L < 0 || !isfinite(L))
+            return dist_fail(PROX_ERR_INVALID, "period %c must be >= 0 and finite", "xyz"[k]);
+        if (L > 0 && !(*halo * (1 + 0x1p-40) < 0.5 * L))
+            return dist_fail(PROX_ERR_INVALID,
+                             "halo %g (radius + skin or more) must stay below half the period "
+                             "along %c (%g)",
+                             *halo, "xyz"[k], L);
+    }
+    if (desc->partition != PROX_PARTITION_RCB && desc->partition != PROX_PARTITION_BOXES)
+        return dist_fail(PROX_ERR_INVALID, "unknown partition %d", (int)desc->partition);
+    if (desc->partition == PROX_PARTITION_BOXES && !desc->boxes)
+        return dist_fail(PROX_ERR_INVALID, "PROX_PARTITION_BOXES needs desc.boxes");
+    return PROX_OK;
+}
+
+prox_status prox_dist_create(MPI_Comm comm, const prox_dist_desc *desc, prox_dist **out)
+{
+    *out = NULL;
+    prox_dist *d = calloc(1, sizeof *d);
+    if (!d)
+        return dist_fail(PROX_ERR_NO_MEMORY, "prox_dist_create: out of memory");
+    prox_status st = dist_comm_init(&d->c, comm);
+    if (st != PROX_OK) {
+        free(d);
+        return st;
+    }
+    d->desc = *desc;
+    st = check_desc(desc, &d->halo);
+    d->radius = desc->grid.radius;
+    d->skin = desc->skin;
+    for (int k = 0; k < 3; k++) {
+        d->period[k] = desc->grid.period[k];
+        d->periodic = d->periodic || d->period[k] > 0;
+    }
+    int p = d->c.size;
+    d->send_count = calloc((size_t)p, sizeof *d->send_count);
+    d->recv_count = calloc((size_t)p, sizeof *d->recv_count);
+    if (st == PROX_OK && desc->partition == PROX_PARTITION_BOXES) {
+        d->boxes = malloc(6 * (size_t)p * sizeof *d->boxes);
+        if (d->boxes)
+            memcpy(d->boxes, desc->boxes, 6 * (size_t)p * sizeof *d->boxes);
+        d->desc.boxes = d->boxes;
+    }
+    if (st == PROX_OK && (!d->send_count || !d->recv_count ||
+                          (desc->partition == PROX_PARTITION_BOXES && !d->boxes)))
+        st = dist_fail(PROX_ERR_NO_MEMORY, "prox_dist_create: out of memory");
+    st = dist_agree(&d->c, st);
+    if (st != PROX_OK) {
+        prox_dist_destroy(d);
+        return st;
+    }
+    *out = d;
+    return PROX_OK;
+}
+
+static void free_built(prox_dist *d)
+{
+    free(d->pos);
+    free(d->wpos);
+    free(d->origin);
+    free(d->ids);
+    free(d->send_idx);
+    free(d->send_shift);
+    d->pos = d->wpos = d->origin = NULL;
+    d->ids = d->send_idx = NULL;
+    d->send_shift = NULL;
+    d->owned = d->ghosts = d->send_entries = 0;
+    d->built = false;
+}
+
+void prox_dist_destroy(prox_dist *d)
+{
+    if (!d)
+        return;
+    free_built(d);
+    part_free(&d->part);
+    free(d->dest);
+    free(d->boxes);
+    free(d->send_count);
+    free(d->recv_count);
+    dist_comm_free(&d->c);
+    free(d);
+}
+
+/* ---- points in ----------------------------------------------------------- */
+
+/* Collective: the views agree on dim (2, 3) and scalar over all ranks. */
+static prox_status check_shape(prox_dist *d, const prox_points *pts, const char *what)
+{
+    prox_status st = PROX_OK;
+    if (!pts || (pts->dim != 2 && pts->dim != 3) || pts->count < 0 ||
+        pts->count > PROX_MAX_POINTS)
+        st = dist_fail(PROX_ERR_INVALID, "%s: points need dim 2 or 3 and 0 .. 2^32-1 points",
+                       what);
+    else if (d->dim && pts->dim != d->dim)
+        st = dist_fail(PROX_ERR_INVALID, "%s: %dD points, the object holds %dD ones", what,
+                       pts->dim, d->dim);
+    else if (pts->dim == 2 && d->period[2] > 0)
+        st = dist_fail(PROX_ERR_INVALID, "%s: period z set for 2D points", what);
+    st = dist_agree(&d->c, st);
+    if (st != PROX_OK)
+        return st;
+    int mine[2] = { pts->dim * 2 + (int)pts->scalar, -(pts->dim * 2 + (int)pts->scalar) }, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, d->c.comm);
+    if (all[0] != -all[1])
+        return dist_fail(PROX_ERR_INVALID, "%s: ranks pass points of different dim or scalar",
+                         what);
+    d->dim = pts->dim;
+    return PROX_OK;
+}
+
+/* Wrapped positions of the caller's points (dim doubles each); a NaN or
+ * infinite coordinate is PROX_ERR_DATA naming the point. Not collective. */
+static prox_status wrapped_positions(const prox_dist *d, const prox_points *pts, double **out,
+                                     const char *what)
+{
+    int dim = pts->dim;
+    double *w = malloc(((size_t)pts->count * (size_t)dim + 1) * sizeof *w);
+    *out = w;
+    if (!w)
+        return dist_fail(PROX_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (int64_t i = 0; i < pts->count; i++)
+        for (int k = 0; k < dim; k++) {
+            double x = prox_points_get(pts, i, k);
+            if (!isfinite(x))
+                return dist_fail(PROX_ERR_DATA, "%s: point %lld has a %s coordinate %c", what,
+                                 (long long)i, isnan(x) ? "NaN" : "infinite", "xyz"[k]);
+            w[i * dim + k] = d->period[k] > 0 ? dist_wrap(x, d->period[k]) : x;
+        }
+    return PROX_OK;
+}
+
+prox_status prox_dist_partition(prox_dist *d, const prox_points *local)
+{
+    double t0 = MPI_Wtime();
+    prox_status st = check_shape(d, local, "partition");
+    if (st != PROX_OK)
+        return st;
+    double *w = NULL;
+    st = dist_agree(&d->c, wrapped_positions(d, local, &w, "partition"));
+    if (st == PROX_OK) {
+        part_free(&d->part);
+        d->partitioned = false;
+        double ex = d->c.stats.exchange_s;
+        if (d->desc.partition == PROX_PARTITION_RCB)
+            st = part_rcb(&d->part, &d->c, w, local->count, d->dim, d->period);
+        else
+            st = dist_agree(&d->c, part_boxes(&d->part, d->c.size, d->dim, d->boxes, d->period));
+        d->partitioned = st == PROX_OK;
+        d->c.stats.compute_s += MPI_Wtime() - t0 - (d->c.stats.exchange_s - ex);
+    }
+    free(w);
+    return st;
+}
+
+void prox_dist_region(const prox_dist *d, int rank, double lo[3], double hi[3])
+{
+    for (int k = 0; k < 3; k++) {
+        lo[k] = d->partitioned ? d->part.lo[3 * rank + k] : -INFINITY;
+        hi[k] = d->partitioned ? d->part.hi[3 * rank + k] : INFINITY;
+    }
+}
+
+/* ---- migration ----------------------------------------------------------- */
+
+prox_status prox_dist_migrate_count(prox_dist *d, const prox_points *local, int64_t *incoming)
+{
+    *incoming = 0;
+    if (dist_agree(&d->c, d->partitioned ? PROX_OK
+                                          : dist_fail(PROX_ERR_INVALID,
+                                                      "migrate: no partition yet")) != PROX_OK)
+        return dist_agree(&d->c, PROX_ERR_INVALID);
+    prox_status st = check_shape(d, local, "migrate");
+    if (st != PROX_OK)
+        return st;
+    double t0 = MPI_Wtime();
+    double *w = NULL;
+    free(d->dest);
+    d->dest = malloc(((size_t)local->count + 1) * sizeof *d->dest);
+    int64_t *counts = calloc((size_t)d->c.size, sizeof *counts);
+    int64_t *in = calloc((size_t)d->c.size, sizeof *in);
+    st = wrapped_positions(d, local, &w, "migrate");
+    if (st == PROX_OK && (!d->dest || !counts || !in))
+        st = dist_fail(PROX_ERR_NO_MEMORY, "migrate: out of memory");
+    for (int64_t i = 0; st == PROX_OK && i < local->count; i++) {
+        int r = part_owner(&d->part, w + i * d->dim);
+        if (r < 0)
+            st = dist_fail(PROX_ERR_DATA, "migrate: point %lld lies in no rank's box",
+                           (long long)i);
+        else
+            counts[r]++;
+        d->dest[i] = r;
+    }
+    d->c.stats.compute_s += MPI_Wtime() - t0;
+    st = dist_agree(&d->c, st);
+    if (st == PROX_OK) {
+        t0 = MPI_Wtime();
+        MPI_Alltoall(counts, 1, MPI_INT64_T, in, 1, MPI_INT64_T, d->c.comm);
+        d->c.stats.exchange_s += MPI_Wtime() - t0;
+        for (int r = 0; r < d->c.size; r++)
+            *incoming += in[r];
+        d->planned = local->count;
+        d->incoming = *incoming;
+    } else {
+        d->planned = -1;
+    }
+    free(w);
+    free(counts);
+    free(in);
+    return st;
+}
+
+prox_status prox_dist_migrate(prox_dist *d, const prox_points *local, const int64_t *ids,
+                              const void *payload, size_t payload_size, void *out_coords,
+                              int64_t *out_ids, void *out_payload)
+{
+    prox_status st = PROX_OK;
+    if (!d->dest || d->planned != local->count)
+        st = dist_fail(PROX_ERR_INVALID, "migrate: call prox_dist_migrate_count first with "
+                                         "the same points");
+    else if ((local->count > 0 && !ids) || (payload_size > 0 && local->count > 0 && !payload))
+        st = dist_fail(PROX_ERR_INVALID, "migrate: ids (and payload) are required");
+    st = dist_agree(&d->c, st);
+    if (st != PROX_OK)
+        return st;
+    unsigned long long sizes[2] = { payload_size, ~(unsigned long long)payload_size }, all[2];
+    MPI_Allreduce(sizes, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, d->c.comm);
+    if (all[0] != ~all[1])
+        return dist_fail(PROX_ERR_INVALID, "migrate: ranks pass different payload sizes");
+    double t0 = MPI_Wtime();
+    int p = d->c.size, dim = d->dim;
+    size_t scalar = local->scalar == PROX_F64 ? 8 : 4, coords = (size_t)dim * scalar;
+    size_t rec = 8 + coords + payload_size;
+    int64_t *bytes = calloc((size_t)p, sizeof *bytes), *at = calloc((size_t)p + 1, sizeof *at);
+    char *send = malloc((size_t)local->count * rec + 1);
+    st = dist_agree(&d->c, bytes && at && send ? PROX_OK
+                                               : dist_fail(PROX_ERR_NO_MEMORY,
+                                                           "migrate: out of memory"));
+    dist_recv in = { 0 };
+    if (st == PROX_OK) {
+        for (int64_t i = 0; i < local->count; i++)
+            bytes[d->dest[i]] += (int64_t)rec;
+        for (int r = 0; r < p; r++)
+            at[r + 1] = at[r] + bytes[r];
+        for (int64_t i = 0; i < local->count; i++) {
+            char *o = send + at[d->dest[i]];
+            at[d->dest[i]] += (int64_t)rec;
+            memcpy(o, ids + i, 8);
+            for (int k = 0; k < dim; k++)
+                memcpy(o + 8 + (size_t)k * scalar,
+                       (const char *)local->axis[k] + i * local->stride, scalar);
+            if (payload_size)
+                memcpy(o + 8 + coords, (const char *)payload + (size_t)i * payload_size,
+                       payload_size);
+        }
+        d->c.stats.compute_s += MPI_Wtime() - t0;
+        st = dist_alltoallv(&d->c, bytes, send, &in);
+    }
+    if (st == PROX_OK) {
+        t0 = MPI_Wtime();
+        int64_t n = in.displ[p] / (int64_t)rec;
+        for (int64_t i = 0; i < n; i++) {
+            const char *o = in.data + (size_t)i * rec;
+            memcpy(out_ids + i, o, 8);
+            memcpy((char *)out_coords + (size_t)i * coords, o + 8, coords);
+            if (payload_size)
+                memcpy((char *)out_payload + (size_t)i * payload_size, o + 8 + coords,
+                       payload_size);
+        }
+        d->c.stats.compute_s += MPI_Wtime() - t0;
+        d->c.stats.migrations++;
+    }
+    dist_recv_free(&in);
+    free(bytes);
+    free(at);
+    free(send);
+    free(d->dest);
+    d->dest = NULL;
+    d->planned = -1;
+    return st;
+}
+
+/* ---- the halo ------------------------------------------------------------ */
+
+typedef struct halo_entry {
+    int rank;
+    signed char shift[3];
+    int64_t idx;
+} halo_entry;
+
+typedef struct halo_list {
+    halo_entry *e;
+    int64_t count, capacity;
+} halo_list;
+
+static bool halo_push(halo_list *h, halo_entry e)
+{
+    if (h->count == h->capacity) {
+        int64_t cap = h->capacity ? 2 * h->capacity : 1024;
+        halo_entry *n = realloc(h->e, (size_t)cap * sizeof *n);
+        if (!n)
+            return false;
+        h->e = n;
+        h->capacity = cap;
+    }
+    h->e[h->count++] = e;
+    return true;
+}
+
+/* Squared distance from x to rank r's region (0 inside). */
+static double region_gap2(const dist_part *p, int r, const double *x)
+{
+    double s = 0;
+    for (int k = 0; k < p->dim; k++) {
+        double g = fmax(fmax(p->lo[3 * r + k] - x[k], x[k] - p->hi[3 * r + k]), 0);
+        s += g * g;
+    }
+    return s;
+}
+
+/* The ranks (and images) that get owned point i as a ghost. */
+static bool halo_of_point(prox_dist *d, int64_t i, double h, int *ranks, halo_list *out)
+{
+    const double *w = d->origin + i * d->dim;
+    int dim = d->dim, me = d->c.rank;
+    const double *lo = d->part.lo + 3 * me, *hi = d->part.hi + 3 * me;
+    bool inside = true; /* the ball of radius h stays in this region and period */
+    for (int k = 0; k < dim; k++)
+        inside = inside && w[k] - h >= lo[k] && w[k] + h < hi[k] &&
+                 (d->period[k] == 0 || (w[k] - h >= 0 && w[k] + h < d->period[k]));
+    if (inside)
+        return true;
+    int lo_s[3] = { 0, 0, 0 }, hi_s[3] = { 0, 0, 0 };
+    for (int k = 0; k < dim; k++)
+        if (d->period[k] > 0) {
+            lo_s[k] = w[k] >= d->period[k] - h ? -1 : 0;
+            hi_s[k] = w[k] < h ? 1 : 0;
+        }
+    double q[3], qlo[3], qhi[3];
+    for (int sx = lo_s[0]; sx <= hi_s[0]; sx++)
+        for (int sy = lo_s[1]; sy <= hi_s[1]; sy++)
+            for (int sz = lo_s[2]; sz <= hi_s[2]; sz++) {
+                int s[3] = { sx, sy, sz };
+                for (int k = 0; k < dim; k++) {
+                    q[k] = w[k] + s[k] * d->period[k];
+                    qlo[k] = q[k] - h;
+                    qhi[k] = q[k] + h;
+                }
+                int n = part_overlapping(&d->part, qlo, qhi, ranks);
+                bool image = sx || sy || sz;
+                for (int j = 0; j < n; j++) {
+                    if ((ranks[j] == me && !image) || region_gap2(&d->part, ranks[j], q) > h * h)
+                        continue;
+                    halo_entry e = { ranks[j], { (signed char)sx, (signed char)sy,
+                                                 (signed char)sz }, i };
+                    if (!halo_push(out, e))
+                        return false;
+                }
+            }
+    return true;
+}
+
+/* Bytes of one ghost: id, search position, wrapped position (periodic). */
+static size_t ghost_bytes(const prox_dist *d, bool with_id)
+{
+    return (with_id ? 8 : 0) + (size_t)d->dim * 8 * (d->periodic ? 2 : 1);
+}
+
+/* Pack the send list's points (current positions) in rank order. */
+static void pack_ghosts(const prox_dist *d, char *out, bool with_id)
+{
+    size_t rec = ghost_bytes(d, with_id);
+    int dim = d->dim;
+    for (int64_t e = 0; e < d->send_entries; e++) {
+        int64_t i = d->send_idx[e];
+        char *o = out + (size_t)e * rec;
+        if (with_id) {
+            memcpy(o, d->ids + i, 8);
+            o += 8;
+        }
+        double x[3];
+        for (int k = 0; k < dim; k++)
+            x[k] = d->pos[i * dim + k] + d->send_shift[3 * e + k] * d->period[k];
+        memcpy(o, x, (size_t)dim * 8);
+        if (d->periodic)
+            memcpy(o + (size_t)dim * 8, d->wpos + i * dim, (size_t)dim * 8);
+    }
+}
+
+static void unpack_ghosts(prox_dist *d, const char *in, bool with_id)
+{
+    size_t rec = ghost_bytes(d, with_id);
+    int dim = d->dim;
+    for (int64_t g = 0; g < d->ghosts; g++) {
+        const char *o = in + (size_t)g * rec;
+        int64_t i = d->owned + g;
+        if (with_id) {
+            memcpy(d->ids + i, o, 8);
+            o += 8;
+        }
+        memcpy(d->pos + i * dim, o, (size_t)dim * 8);
+        if (d->periodic)
+            memcpy(d->wpos + i * dim, o + (size_t)dim * 8, (size_t)dim * 8);
+    }
+}
+
+/* The send lists from the owned points' positions at the build. */
+static prox_status make_halo(prox_dist *d)
+{
+    double h = d->halo * (1 + 0x1p-30); /* a superset: extra ghosts change nothing */
+    int *ranks = malloc((size_t)d->c.size * sizeof *ranks);
+    halo_list list = { 0 };
+    bool ok = ranks != NULL;
+    for (int64_t i = 0; ok && i < d->owned; i++)
+        ok = halo_of_point(d, i, h, ranks, &list);
+    free(ranks);
+    if (!ok) {
+        free(list.e);
+        return dist_fail(PROX_ERR_NO_MEMORY, "build: out of memory (halo)");
+    }
+    int64_t *order_count = d->send_count;
+    memset(order_count, 0, (size_t)d->c.size * sizeof *order_count);
+    for (int64_t e = 0; e < list.count; e++)
+        order_count[list.e[e].rank]++;
+    d->send_entries = list.count;
+    d->send_idx = malloc(((size_t)list.count + 1) * sizeof *d->send_idx);
+    d->send_shift = malloc(3 * ((size_t)list.count + 1));
+    int64_t *at = calloc((size_t)d->c.size + 1, sizeof *at);
+    if (!d->send_idx || !d->send_shift || !at) {
+        free(list.e);
+        free(at);
+        return dist_fail(PROX_ERR_NO_MEMORY, "build: out of memory (halo)");
+    }
+    for (int r = 0; r < d->c.size; r++)
+        at[r + 1] = at[r] + order_count[r];
+    for (int64_t e = 0; e < list.count; e++) { /* a stable counting sort by rank */
+        int64_t o = at[list.e[e].rank]++;
+        d->send_idx[o] = list.e[e].idx;
+        memcpy(d->send_shift + 3 * o, list.e[e].shift, 3);
+    }
+    free(at);
+    free(list.e);
+    return PROX_OK;
+}
+
+/* Collective: send every rank its ghosts; d->ghosts, ids, positions. */
+static prox_status exchange_ghosts(prox_dist *d, bool with_id)
+{
+    int p = d->c.size;
+    size_t rec = ghost_bytes(d, with_id);
+    int64_t *bytes = malloc((size_t)p * sizeof *bytes);
+    char *send = malloc((size_t)d->send_entries * rec + 1);
+    prox_status st = bytes && send ? PROX_OK : dist_fail(PROX_ERR_NO_MEMORY, "halo: out of memory");
+    if (st == PROX_OK) {
+        for (int r = 0; r < p; r++)
+            bytes[r] = d->send_count[r] * (int64_t)rec;
+        double t0 = MPI_Wtime();
+        pack_ghosts(d, send, with_id);
+        d->c.stats.compute_s += MPI_Wtime() - t0;
+    }
+    dist_recv in = { 0 };
+    st = dist_agree(&d->c, st);
+    if (st == PROX_OK)
+        st = dist_alltoallv(&d->c, bytes, send, &in);
+    free(bytes);
+    free(send);
+    if (st != PROX_OK)
+        return st;
+    int64_t ghosts = in.displ[p] / (int64_t)rec;
+    if (with_id) {
+        int dim = d->dim;
+        size_t n = (size_t)(d->owned + ghosts) + 1;
+        double *pos = realloc(d->pos, n * (size_t)dim * sizeof *pos);
+        if (pos)
+            d->pos = pos;
+        double *wpos = d->periodic ? realloc(d->wpos, n * (size_t)dim * sizeof *wpos) : NULL;
+        if (wpos)
+            d->wpos = wpos;
+        int64_t *ids = realloc(d->ids, n * sizeof *ids);
+        if (ids)
+            d->ids = ids;
+        if (!pos || !ids || (d->periodic && !wpos))
+            st = dist_fail(PROX_ERR_NO_MEMORY, "halo: out of memory");
+        if (d->owned + ghosts > PROX_MAX_POINTS)
+            st = dist_fail(PROX_ERR_RANGE, "halo: over 2^32-1 owned and ghost points");
+        for (int r = 0; r < p; r++)
+            d->recv_count[r] = in.bytes[r] / (int64_t)rec;
+    } else if (ghosts != d->ghosts) {
+        st = dist_fail(PROX_ERR_INVALID, "refresh: %lld ghosts arrived, %lld expected",
+                       (long long)ghosts, (long long)d->ghosts);
+    }
+    st = dist_agree(&d->c, st);
+    if (st == PROX_OK) {
+        d->ghosts = ghosts;
+        unpack_ghosts(d, in.data, with_id);
+    }
+    dist_recv_free(&in);
+    return st;
+}
+
+/* ---- build --------------------------------------------------------------- */
+
+static prox_status copy_owned(prox_dist *d, const prox_points *owned, const int64_t *ids)
+{
+    int dim = d->dim;
+    size_t n = (size_t)owned->count + 1;
+    d->pos = malloc(n * (size_t)dim * sizeof *d->pos);
+    d->origin = malloc(n * (size_t)dim * sizeof *d->origin);
+    d->wpos = d->periodic ? malloc(n * (size_t)dim * sizeof *d->wpos) : NULL;
+    d->ids = malloc(n * sizeof *d->ids);
+    if (!d->pos || !d->origin || !d->ids || (d->periodic && !d->wpos))
+        return dist_fail(PROX_ERR_NO_MEMORY, "build: out of memory");
+    if (owned->count > 0 && !ids)
+        return dist_fail(PROX_ERR_INVALID, "build: ids are required");
+    double *w = NULL;
+    prox_status st = wrapped_positions(d, owned, &w, "build");
+    for (int64_t i = 0; st == PROX_OK && i < owned->count; i++) {
+        int r = part_owner(&d->part, w + i * dim);
+        if (r != d->c.rank)
+            st = dist_fail(PROX_ERR_INVALID,
+                           "build: point %lld (id %lld) lies in rank %d's region, not in "
+                           "this rank's (%d): migrate first",
+                           (long long)i, (long long)ids[i], r, d->c.rank);
+    }
+    if (st == PROX_OK) {
+        d->owned = owned->count;
+        memcpy(d->pos, w, (size_t)owned->count * (size_t)dim * sizeof *w);
+        memcpy(d->origin, w, (size_t)owned->count * (size_t)dim * sizeof *w);
+        if (d->periodic)
+            memcpy(d->wpos, w, (size_t)owned->count * (size_t)dim * sizeof *w);
+        if (owned->count)
+            memcpy(d->ids, ids, (size_t)owned->count * sizeof *ids);
+    }
+    free(w);
+    return st;
+}
+
+prox_status prox_dist_build(prox_dist *d, const prox_points *owned, const int64_t *ids)
+{
+    prox_status st = dist_agree(&d->c, d->partitioned
+                                           ? PROX_OK
+                                           : dist_fail(PROX_ERR_INVALID, "build: no partition"));
+    if (st != PROX_OK)
+        return st;
+    if ((st = check_shape(d, owned, "build")) != PROX_OK)
+        return st;
+    double t0 = MPI_Wtime();
+    free_built(d);
+    st = copy_owned(d, owned, ids);
+    if (st == PROX_OK)
+        st = make_halo(d);
+    d->c.stats.compute_s += MPI_Wtime() - t0;
+    st = dist_agree(&d->c, st);
+    if (st == PROX_OK)
+        st = exchange_ghosts(d, true);
+    if (st != PROX_OK) {
+        free_built(d);
+        return st;
+    }
+    d->built = true;
+    return PROX_OK;
+}
+
+int64_t prox_dist_owned(const prox_dist *d)
+{
+    return d->owned;
+}
+
+int64_t prox_dist_ghosts(const prox_dist *d)
+{
+    return d->ghosts;
+}
+
+const int64_t *prox_dist_ids(const prox_dist *d)
+{
+    return d->ids;
+}
+
+/* ---- moving points ------------------------------------------------------- */
+
+prox_status prox_dist_refresh(prox_dist *d, const prox_points *owned, bool *must_migrate)
+{
+    *must_migrate = false;
+    prox_status st = PROX_OK;
+    if (!d->built)
+        st = dist_fail(PROX_ERR_INVALID, "refresh: nothing built");
+    else if (owned->count != d->owned)
+        st = dist_fail(PROX_ERR_INVALID, "refresh: %lld points, %lld were built (same points, "
+                                         "same order)",
+                       (long long)owned->count, (long long)d->owned);
+    if ((st = dist_agree(&d->c, st)) != PROX_OK)
+        return st;
+    if ((st = check_shape(d, owned, "refresh")) != PROX_OK)
+        return st;
+    double t0 = MPI_Wtime();
+    double *w = NULL;
+    st = wrapped_positions(d, owned, &w, "refresh");
+    int dim = d->dim;
+    double moved2 = 0; /* the largest squared displacement since the build */
+    for (int64_t i = 0; st == PROX_OK && i < d->owned; i++) {
+        double s = 0;
+        for (int k = 0; k < dim; k++) {
+            double dx = w[i * dim + k] - d->origin[i * dim + k];
+            if (d->period[k] > 0)
+                dx = dx > 0.5 * d->period[k] ? dx - d->period[k]
+                     : dx < -0.5 * d->period[k] ? dx + d->period[k] : dx;
+            s += dx * dx;
+        }
+        moved2 = fmax(moved2, s);
+    }
+    d->c.stats.compute_s += MPI_Wtime() - t0;
+    st = dist_agree(&d->c, st);
+    if (st == PROX_OK) {
+        double all;
+        t0 = MPI_Wtime();
+        MPI_Allreduce(&moved2, &all, 1, MPI_DOUBLE, MPI_MAX, d->c.comm);
+        d->c.stats.exchange_s += MPI_Wtime() - t0;
+        double half = 0.5 * d->skin;
+        *must_migrate = all > half * half;
+    }
+    if (st == PROX_OK && !*must_migrate) {
+        /* open axes: the new coordinates; periodic axes: a continuous path
+         * from the build's wrapped position, so that images stay images */
+        for (int64_t i = 0; i < d->owned; i++)
+            for (int k = 0; k < dim; k++) {
+                double x = w[i * dim + k], L = d->period[k];
+                if (L > 0) {
+                    double o = d->origin[i * dim + k], dx = x - o;
+                    dx = dx > 0.5 * L ? dx - L : dx < -0.5 * L ? dx + L : dx;
+                    d->pos[i * dim + k] = o + dx;
+                    d->wpos[i * dim + k] = x;
+                } else {
+                    d->pos[i * dim + k] = x;
+                }
+            }
+        st = exchange_ghosts(d, false);
+        if (st == PROX_OK)
+            d->c.stats.refreshes++;
+    }
+    free(w);
+    return st;
+}
+
+/* ---- pairs --------------------------------------------------------------- */
+
+/* The exact test of the serial grid on wrapped coordinates. */
+static bool exact_pair(const prox_dist *d, int64_t i, int64_t j)
+{
+    const double *a = d->wpos + i * d->dim, *b = d->wpos + j * d->dim;
+    double dd[3] = { 0, 0, 0 };
+    for (int k = 0; k < d->dim; k++) {
+        double x = a[k] - b[k], L = d->period[k];
+        if (L > 0) {
+            double half = 0.5 * L;
+            x = x > half ? x - L : x < -half ? x + L : x;
+        }
+        dd[k] = x;
+    }
+    return dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2] <= d->radius * d->radius;
+}
+
+/* Radius of the local searches: periodic images shift positions by whole
+ * periods, rounded, so the search looks a few rounding errors further and
+ * exact_pair decides. */
+static double search_radius(const prox_dist *d)
+{
+    if (!d->periodic)
+        return d->radius;
+    double span = 0;
+    for (int k = 0; k < 3; k++)
+        span = fmax(span, d->period[k]);
+    return d->radius * (1 + 0x1p-40) + 16 * (span + d->halo) * DBL_EPSILON;
+}
+
+static prox_grid_desc local_desc(const prox_dist *d)
+{
+    prox_grid_desc g = d->desc.grid;
+    g.radius = search_radius(d);
+    g.period[0] = g.period[1] = g.period[2] = 0;
+    g.allocator = (prox_allocator){ 0 };
+    return g;
+}
+
+static void add_stats(prox_stats *to, const prox_stats *s)
+{
+    to->candidates += s->candidates;
+    to->cells += s->cells;
+    to->cells_visited += s->cells_visited;
+    to->rechecked += s->rechecked;
+    to->bytes = to->bytes > s->bytes ? to->bytes : s->bytes;
+    to->keys = s->keys;
+    to->coords = s->coords;
+}
+
+/* Owned points near the ghosts, as packed positions, and their indices. */
+static prox_status boundary_points(const prox_dist *d, double reach, double **xyz, int64_t **idx,
+                                   int64_t *count)
+{
+    int dim = d->dim;
+    double lo[3] = { INFINITY, INFINITY, INFINITY }, hi[3] = { -INFINITY, -INFINITY, -INFINITY };
+    for (int64_t g = d->owned; g < d->owned + d->ghosts; g++)
+        for (int k = 0; k < dim; k++) {
+            lo[k] = fmin(lo[k], d->pos[g * dim + k]);
+            hi[k] = fmax(hi[k], d->pos[g * dim + k]);
+        }
+    *count = 0;
+    *xyz = malloc(((size_t)d->owned + 1) * (size_t)dim * sizeof **xyz);
+    *idx = malloc(((size_t)d->owned + 1) * sizeof **idx);
+    if (!*xyz || !*idx)
+        return dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+    for (int64_t i = 0; i < d->owned; i++) {
+        const double *x = d->pos + i * dim;
+        bool near = true;
+        for (int k = 0; k < dim; k++)
+            near = near && x[k] >= lo[k] - reach && x[k] <= hi[k] + reach;
+        if (near) {
+            memcpy(*xyz + *count * dim, x, (size_t)dim * sizeof *x);
+            (*idx)[(*count)++] = i;
+        }
+    }
+    return PROX_OK;
+}
+
+/* Pairs (owned, ghost) within the radius in local indices, sorted, every
+ * one of them (the owner rule is the caller's). Lists instead when `lists`
+ * is given: one row per owned point, ghost entries only. */
+static prox_status ghost_pairs(prox_dist *d, prox_pair_buffer *out, prox_lists *lists,
+                               prox_stats *stats)
+{
+    int dim = d->dim;
+    prox_grid_desc g = local_desc(d);
+    double *sub = NULL;
+    int64_t *idx = NULL, n = 0;
+    prox_status st = PROX_OK;
+    if (d->ghosts > 0 && d->owned > 0)
+        st = boundary_points(d, g.radius, &sub, &idx, &n);
+    prox_pair_buffer qb;
+    prox_pair_buffer_init(&qb, NULL);
+    if (st == PROX_OK && n > 0) {
+        prox_points ghosts = prox_points_f64(d->pos + d->owned * dim, d->ghosts, dim);
+        prox_points queries = prox_points_f64(sub, n, dim);
+        prox_stats s = { 0 };
+        st = prox_query(&ghosts, &queries, &g, PROX_ALGO_GRID, prox_sink_buffer(&qb), &s);
+        if (st != PROX_OK)
+            st = dist_fail_core(st, "pairs: the query of the ghosts failed");
+        add_stats(stats, &s);
+    }
+    int64_t kept = 0;
+    for (int64_t k = 0; st == PROX_OK && k < qb.count; k++) {
+        int64_t i = idx[qb.pairs[k].i], j = d->owned + qb.pairs[k].j;
+        if (!d->periodic || exact_pair(d, i, j))
+            qb.pairs[kept++] = (prox_pair){ (prox_index)i, (prox_index)j };
+    }
+    qb.count = kept;
+    free(sub);
+    free(idx);
+    if (st == PROX_OK && lists) {
+        lists->rows = d->owned;
+        lists->offsets = calloc((size_t)d->owned + 1, sizeof *lists->offsets);
+        lists->indices = malloc(((size_t)kept + 1) * sizeof *lists->indices);
+        if (!lists->offsets || !lists->indices)
+            st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+        for (int64_t k = 0; st == PROX_OK && k < kept; k++) {
+            lists->offsets[qb.pairs[k].i + 1]++;
+            lists->indices[k] = qb.pairs[k].j;
+        }
+        for (int64_t r = 0; st == PROX_OK && r < d->owned; r++)
+            lists->offsets[r + 1] += lists->offsets[r];
+        prox_pair_buffer_free(&qb);
+        return st;
+    }
+    if (st == PROX_OK)
+        *out = qb;
+    else
+        prox_pair_buffer_free(&qb);
+    return st;
+}
+
+static bool reports(const prox_dist *d, prox_pair p)
+{
+    return p.j < d->owned || d->ids[p.i] < d->ids[p.j];
+}
+
+/* The pairs this rank reports, sorted by (i, j); or only their count. */
+static prox_status reported_pairs(prox_dist *d, prox_pair_buffer *out, int64_t *count,
+                                  prox_stats *stats)
+{
+    prox_grid_desc g = local_desc(d);
+    prox_points own = prox_points_f64(d->pos, d->owned, d->dim);
+    prox_pair_buffer self, ghost;
+    prox_pair_buffer_init(&self, NULL);
+    prox_pair_buffer_init(&ghost, NULL);
+    prox_stats s = { 0 };
+    bool count_only = out == NULL && !d->periodic;
+    prox_status st = prox_pairs(&own, &g, PROX_ALGO_GRID,
+                                count_only ? prox_sink_count() : prox_sink_buffer(&self), &s);
+    if (st != PROX_OK)
+        st = dist_fail_core(st, "pairs: the search of the owned points failed");
+    add_stats(stats, &s);
+    int64_t n_self = count_only ? s.pairs : 0;
+    if (!count_only) {
+        for (int64_t k = 0; k < self.count; k++)
+            if (!d->periodic || exact_pair(d, self.pairs[k].i, self.pairs[k].j))
+                self.pairs[n_self++] = self.pairs[k];
+        self.count = n_self;
+    }
+    if (st == PROX_OK)
+        st = ghost_pairs(d, &ghost, NULL, stats);
+    int64_t n_ghost = 0;
+    for (int64_t k = 0; st == PROX_OK && k < ghost.count; k++)
+        if (reports(d, ghost.pairs[k]))
+            ghost.pairs[n_ghost++] = ghost.pairs[k];
+    ghost.count = n_ghost;
+    *count = n_self + n_ghost;
+    if (st == PROX_OK && out) {
+        /* merge by row: a row's owned neighbours precede its ghosts */
+        st = prox_pair_buffer_reserve(out, *count);
+        if (st != PROX_OK)
+            st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+        int64_t a = 0, b = 0, o = 0;
+        while (st == PROX_OK && (a < self.count || b < ghost.count)) {
+            bool take_self = b == ghost.count ||
+                             (a < self.count && self.pairs[a].i <= ghost.pairs[b].i);
+            out->pairs[o++] = take_self ? self.pairs[a++] : ghost.pairs[b++];
+        }
+        out->count = o;
+    }
+    prox_pair_buffer_free(&self);
+    prox_pair_buffer_free(&ghost);
+    return st;
+}
+
+/* Full lists of the owned points: owned neighbours then ghost ones. */
+static prox_status full_lists(prox_dist *d, prox_lists *out, int64_t *reported,
+                              prox_stats *stats)
+{
+    prox_grid_desc g = local_desc(d);
+    prox_points own = prox_points_f64(d->pos, d->owned, d->dim);
+    prox_lists self, ghost;
+    prox_lists_init(&self, NULL);
+    memset(&ghost, 0, sizeof ghost);
+    prox_stats s = { 0 };
+    prox_status st = prox_pairs(&own, &g, PROX_ALGO_GRID, prox_sink_lists(&self), &s);
+    if (st != PROX_OK)
+        st = dist_fail_core(st, "pairs: the search of the owned points failed");
+    add_stats(stats, &s);
+    if (st == PROX_OK)
+        st = ghost_pairs(d, NULL, &ghost, stats);
+    int64_t rows = d->owned;
+    int64_t entries = st == PROX_OK && rows ? self.offsets[rows] + ghost.offsets[rows] : 0;
+    int64_t *offsets = NULL;
+    prox_index *indices = NULL;
+    if (st == PROX_OK) {
+        offsets = malloc(((size_t)rows + 1) * sizeof *offsets);
+        indices = malloc(((size_t)entries + 1) * sizeof *indices);
+        if (!offsets || !indices)
+            st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+    }
+    *reported = 0;
+    if (st == PROX_OK) {
+        int64_t o = 0, half = 0;
+        offsets[0] = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            for (int64_t k = self.offsets[r]; k < self.offsets[r + 1]; k++)
+                if (!d->periodic || exact_pair(d, r, self.indices[k])) {
+                    indices[o++] = self.indices[k];
+                    half++;
+                }
+            for (int64_t k = ghost.offsets[r]; k < ghost.offsets[r + 1]; k++) {
+                indices[o++] = ghost.indices[k];
+                *reported += reports(d, (prox_pair){ (prox_index)r, ghost.indices[k] });
+            }
+            offsets[r + 1] = o;
+        }
+        *reported += half / 2;
+        prox_allocator alloc = out->allocator;
+        prox_lists_free(out);
+        prox_lists_init(out, &alloc);
+        /* the caller frees with its allocator: copy into memory from it */
+        out->offsets = alloc.alloc ? alloc.alloc(((size_t)rows + 1) * sizeof *offsets, alloc.user)
+                                   : offsets;
+        out->indices = alloc.alloc ? alloc.alloc(((size_t)entries + 1) * sizeof *indices,
+                                                 alloc.user)
+                                   : indices;
+        if (!out->offsets || !out->indices) {
+            st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+        } else {
+            if (alloc.alloc) {
+                memcpy(out->offsets, offsets, ((size_t)rows + 1) * sizeof *offsets);
+                memcpy(out->indices, indices, (size_t)entries * sizeof *indices);
+                free(offsets);
+                free(indices);
+            }
+            offsets = NULL;
+            indices = NULL;
+            out->rows = rows;
+            out->offsets_capacity = rows + 1;
+            out->indices_capacity = entries + 1;
+        }
+    }
+    free(offsets);
+    free(indices);
+    prox_lists_free(&self);
+    free(ghost.offsets);
+    free(ghost.indices);
+    return st;
+}
+
+static prox_status check_built(prox_dist *d, const char *what)
+{
+    return dist_agree(&d->c, d->built ? PROX_OK
+                                      : dist_fail(PROX_ERR_INVALID, "%s: nothing built", what));
+}
+
+prox_status prox_dist_pairs(prox_dist *d, prox_sink sink, prox_stats *stats)
+{
+    prox_stats s = { 0 };
+    prox_status st = check_built(d, "pairs");
+    if (st != PROX_OK)
+        return st;
+    double t0 = MPI_Wtime();
+    int64_t count = 0;
+    prox_pair_buffer buf;
+    prox_pair_buffer_init(&buf, NULL);
+    switch (sink.kind) {
+    case PROX_SINK_COUNT:
+        st = reported_pairs(d, NULL, &count, &s);
+        break;
+    case PROX_SINK_LISTS:
+        st = full_lists(d, sink.lists, &count, &s);
+        break;
+    case PROX_SINK_BUFFER:
+        st = reported_pairs(d, sink.buffer, &count, &s);
+        break;
+    case PROX_SINK_CALLBACK:
+        st = reported_pairs(d, &buf, &count, &s);
+        for (int64_t k = 0; st == PROX_OK && k < buf.count; k++)
+            if (sink.fn(buf.pairs[k].i, buf.pairs[k].j, sink.user)) {
+                count = k + 1;
+                st = PROX_STOPPED;
+            }
+        break;
+    default:
+        st = dist_fail(PROX_ERR_INVALID, "pairs: unknown sink kind %d", (int)sink.kind);
+    }
+    prox_pair_buffer_free(&buf);
+    d->c.stats.compute_s += MPI_Wtime() - t0;
+    s.pairs = count;
+    d->c.stats.pairs = count;
+    if (stats)
+        *stats = s;
+    return dist_agree(&d->c, st);
+}
+
+static int compare_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+prox_status prox_dist_pairs_ids(prox_dist *d, prox_id_sink sink, prox_stats *stats)
+{
+    prox_status st = check_built(d, "pairs");
+    if (st != PROX_OK)
+        return st;
+    if (sink.kind == PROX_SINK_COUNT)
+        return prox_dist_pairs(d, prox_sink_count(), stats);
+    double t0 = MPI_Wtime();
+    prox_stats s = { 0 };
+    int64_t count = 0;
+    if (sink.kind == PROX_SINK_LISTS) {
+        prox_lists lists;
+        prox_lists_init(&lists, NULL);
+        st = full_lists(d, &lists, &count, &s);
+        prox_id_lists *out = sink.lists;
+        prox_id_lists_free(out);
+        int64_t rows = lists.rows, entries = rows ? lists.offsets[rows] : 0;
+        if (st == PROX_OK) {
+            out->offsets = malloc(((size_t)rows + 1) * sizeof *out->offsets);
+            out->ids = malloc(((size_t)entries + 1) * sizeof *out->ids);
+            out->row_ids = malloc(((size_t)rows + 1) * sizeof *out->row_ids);
+            if (!out->offsets || !out->ids || !out->row_ids)
+                st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+        }
+        if (st == PROX_OK) {
+            out->rows = rows;
+            out->offsets[0] = 0;
+            for (int64_t r = 0; r < rows; r++) {
+                out->row_ids[r] = d->ids[r];
+                out->offsets[r + 1] = lists.offsets[r + 1];
+                for (int64_t k = lists.offsets[r]; k < lists.offsets[r + 1]; k++)
+                    out->ids[k] = d->ids[lists.indices[k]];
+                qsort(out->ids + lists.offsets[r], (size_t)(lists.offsets[r + 1] -
+                                                            lists.offsets[r]),
+                      sizeof *out->ids, compare_i64);
+            }
+        } else {
+            prox_id_lists_free(out);
+        }
+        prox_lists_free(&lists);
+    } else if (sink.kind == PROX_SINK_BUFFER || sink.kind == PROX_SINK_CALLBACK) {
+        prox_pair_buffer buf;
+        prox_pair_buffer_init(&buf, NULL);
+        st = reported_pairs(d, &buf, &count, &s);
+        prox_id_pair *ip = st == PROX_OK ? malloc(((size_t)buf.count + 1) * sizeof *ip) : NULL;
+        if (st == PROX_OK && !ip)
+            st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+        for (int64_t k = 0; st == PROX_OK && k < buf.count; k++) {
+            int64_t a = d->ids[buf.pairs[k].i], b = d->ids[buf.pairs[k].j];
+            ip[k] = a < b ? (prox_id_pair){ a, b } : (prox_id_pair){ b, a };
+        }
+        if (st == PROX_OK)
+            dist_sort_id_pairs(ip, buf.count);
+        if (st == PROX_OK && sink.kind == PROX_SINK_BUFFER) {
+            prox_id_pairs_free(sink.buffer);
+            sink.buffer->pairs = ip;
+            sink.buffer->count = sink.buffer->capacity = buf.count;
+            ip = NULL;
+        }
+        for (int64_t k = 0; st == PROX_OK && ip && k < buf.count; k++)
+            if (sink.fn(ip[k].a, ip[k].b, sink.user)) {
+                count = k + 1;
+                st = PROX_STOPPED;
+            }
+        free(ip);
+        prox_pair_buffer_free(&buf);
+    } else {
+        st = dist_fail(PROX_ERR_INVALID, "pairs: unknown sink kind %d", (int)sink.kind);
+    }
+    d->c.stats.compute_s += MPI_Wtime() - t0;
+    s.pairs = count;
+    d->c.stats.pairs = count;
+    if (stats)
+        *stats = s;
+    return dist_agree(&d->c, st);
+}
+
+void prox_dist_get_stats(const prox_dist *d, prox_dist_stats *stats)
+{
+    *stats = d->c.stats;
+    stats->owned = d->owned;
+    stats->ghosts = d->ghosts;
+}
+
+void prox_dist_reset_stats(prox_dist *d)
+{
+    memset(&d->c.stats, 0, sizeof d->c.stats);
+}
