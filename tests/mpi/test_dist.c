@@ -17,6 +17,8 @@
 
 static int rank, size, failures;
 static bool skip_lists; /* moving points: lists every tenth step */
+static bool serial_grid; /* moving points: the serial grid (tested against brute force by
+                            test_grid) instead of brute force, for time */
 
 #define CHECK(cond, ...)                                                              \
     do {                                                                              \
@@ -104,7 +106,7 @@ static prox_id_pairs serial_pairs(const prox_points *all, const prox_grid_desc *
         return (prox_id_pairs){ 0 };
     prox_pair_buffer b;
     prox_pair_buffer_init(&b, NULL);
-    prox_status st = prox_pairs(all, desc, all->count <= 3000 ? PROX_ALGO_BRUTE : PROX_ALGO_GRID,
+    prox_status st = prox_pairs(all, desc, all->count <= 3000 && !serial_grid ? PROX_ALGO_BRUTE : PROX_ALGO_GRID,
                                 prox_sink_buffer(&b), NULL);
     CHECK(st == PROX_OK, "serial pairs: %s", prox_last_error());
     prox_id_pairs out = { malloc(((size_t)b.count + 1) * sizeof(prox_id_pair)), b.count,
@@ -320,6 +322,34 @@ static void test_skewed(void)
     free(xyz);
 }
 
+/* Pairs at the radius within a few ulps, many across the periodic faces
+ * and the cuts: a search that misses a rounding error, or an image
+ * decided by its shifted copy instead of the serial minimum image, fails. */
+static void test_near_radius(void)
+{
+    int64_t base = 1500, n = 2 * base;
+    double r = 0.0625 * (1 + 0x1p-20), *xyz = malloc((size_t)n * 3 * 8);
+    prox_wl_rng rng = prox_wl_rng_seed(21);
+    for (int64_t i = 0; i < base; i++) {
+        int axis = (int)(i % 3);
+        for (int k = 0; k < 3; k++) {
+            double u = prox_wl_unit(&rng);
+            xyz[3 * i + k] = k == axis && i % 2 ? u * r : u;   /* half of them by a face */
+        }
+        memcpy(xyz + 3 * (base + i), xyz + 3 * i, 3 * 8);
+        double off = r + (double)((int)(i % 9) - 4) * 0x1p-52;  /* r and a few ulps around */
+        double x = xyz[3 * i + axis] - off;                     /* the partner below: wraps */
+        xyz[3 * (base + i) + axis] = x < 0 ? x + 1 : x;
+    }
+    prox_dist_desc desc = points_desc(r);
+    run_points("near the radius, open", xyz, n, 3, desc, SPREAD_STRIDE);
+    desc.grid.period[0] = desc.grid.period[1] = desc.grid.period[2] = 1;
+    run_points("near the radius, periodic", xyz, n, 3, desc, SPREAD_BLOCKS);
+    desc.skin = 0.5 * r;
+    run_points("near the radius, periodic, skin", xyz, n, 3, desc, SPREAD_ROOT);
+    free(xyz);
+}
+
 /* Slabs along x given by the caller; with `crowd`, every box but the
  * last rank's is far away, so that the other ranks own nothing. */
 static double *slab_boxes(bool crowd)
@@ -392,7 +422,7 @@ static void run_moving(const char *what, double skin, bool periodic)
     double r = prox_wl_sph3d_radius(n);
     prox_wl_rng rng = prox_wl_rng_seed(5);
     for (int64_t i = 0; i < n * 3; i++)
-        v[i] = prox_wl_uniform(&rng, -0.02, 0.02) * r;
+        v[i] = prox_wl_uniform(&rng, -0.04, 0.04) * r;
     prox_dist_desc desc = points_desc(r);
     desc.skin = skin;
     if (periodic)
@@ -406,15 +436,37 @@ static void run_moving(const char *what, double skin, bool periodic)
     distribute(d, &s, true);
     prox_points own = prox_points_f64(s.xyz, s.n, 3);
     CHECK_OK(prox_dist_build(d, &own, s.ids), what);
-    int builds = 1;
+    int builds = 1, built_at = 0;
     for (int t = 1; t <= steps && failures == 0; t++) {
+        /* the rule, from every point's path: some point moved more than
+         * skin / 2 since the last build */
+        double far = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double s2 = 0;
+            for (int k = 0; k < 3; k++) {
+                double a = x0[3 * i + k] + t * v[3 * i + k];
+                double b = x0[3 * i + k] + built_at * v[3 * i + k];
+                if (periodic)
+                    a -= floor(a), b -= floor(b);
+                double dx = a - b;
+                if (periodic)
+                    dx = dx > 0.5 ? dx - 1 : dx < -0.5 ? dx + 1 : dx;
+                s2 += dx * dx;
+            }
+            far = fmax(far, s2);
+        }
+        bool expect = far > 0.25 * skin * skin;
         for (int64_t i = 0; i < s.n; i++) /* the caller's integrator: its velocities moved along */
             for (int k = 0; k < 3; k++)
                 s.xyz[3 * i + k] = x0[3 * s.ids[i] + k] + t * s.payload[3 * i + k];
         own = prox_points_f64(s.xyz, s.n, 3);
         bool again = false;
         CHECK_OK(prox_dist_refresh(d, &own, &again), what);
+        if (fabs(sqrt(far) - 0.5 * skin) > 1e-9 * skin)
+            CHECK(again == expect, "%s, step %d: must_migrate %d, the rule says %d", what, t,
+                  again, expect);
         if (again) {
+            built_at = t;
             distribute(d, &s, t % 10 == 0); /* a new partition now and then */
             own = prox_points_f64(s.xyz, s.n, 3);
             CHECK_OK(prox_dist_build(d, &own, s.ids), what);
@@ -449,9 +501,11 @@ static void run_moving(const char *what, double skin, bool periodic)
 
 static void test_moving(void)
 {
+    serial_grid = true;
     run_moving("moving, skin, periodic", 0.5 * prox_wl_sph3d_radius(2500), true);
     run_moving("moving, no skin, periodic", 0, true);
     run_moving("moving, skin, open", 0.5 * prox_wl_sph3d_radius(2500), false);
+    serial_grid = false;
 }
 
 /* ---- boxes --------------------------------------------------------------- */
@@ -527,6 +581,36 @@ static void run_broad(const char *what, const double *boxes, int64_t n, const do
     prox_id_pairs_free(&want);
 }
 
+/* Unit boxes on an integer lattice (every neighbour touches) and slabs
+ * cut at integers: touching pairs straddle every cut. */
+static void test_touching_boxes(void)
+{
+    int side = 9;
+    int64_t n = (int64_t)side * side * side;
+    double *b = malloc((size_t)n * 6 * 8);
+    for (int64_t i = 0; i < n; i++) {
+        double c[3] = { (double)(i % side), (double)(i / side % side), (double)(i / side / side) };
+        for (int k = 0; k < 3; k++) {
+            b[6 * i + k] = c[k];
+            b[6 * i + 3 + k] = c[k] + 1;
+        }
+    }
+    prox_dist_desc desc = prox_default_dist_desc();
+    desc.broad.threads = 1;
+    run_broad("touching lattice, RCB", b, n, b, n, desc, SPREAD_STRIDE);
+    double *slabs = malloc((size_t)size * 6 * 8);
+    for (int r = 0; r < size; r++) {
+        double box[6] = { r == 0 ? -1e9 : 1 + 2 * r, -1e9, -1e9,
+                          r == size - 1 ? 1e9 : 3 + 2 * r, 1e9, 1e9 };
+        memcpy(slabs + 6 * r, box, sizeof box);
+    }
+    desc.partition = PROX_PARTITION_BOXES;
+    desc.boxes = slabs;
+    run_broad("touching lattice, integer slabs", b, n, b, n, desc, SPREAD_BLOCKS);
+    free(slabs);
+    free(b);
+}
+
 static void test_w3(void)
 {
     int64_t n = 4000, nq = 1500;
@@ -599,7 +683,8 @@ int main(int argc, char **argv)
     struct { const char *name; void (*fn)(void); } tests[] = {
         { "w1", test_w1 },         { "w2", test_w2 },       { "skewed", test_skewed },
         { "given", test_given_partition }, { "w3", test_w3 }, { "moving", test_moving },
-        { "errors", test_errors },
+        { "errors", test_errors }, { "near", test_near_radius },
+        { "touching", test_touching_boxes },
     };
     const char *only = argc > 1 ? argv[1] : NULL;
     for (size_t t = 0; t < sizeof tests / sizeof tests[0]; t++) {
