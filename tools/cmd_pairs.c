@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
 #include "commands.h"
 #include "input.h"
 #include "output.h"
@@ -48,6 +49,9 @@ static const char usage[] =
     "                          traversal order instead of sorted: faster, and the\n"
     "                          same for every thread count\n"
     "      --stats             print key=value timings and figures to stderr\n"
+    "      --mpi               run over MPI ranks (mpirun -np P prox pairs --mpi ...):\n"
+    "                          rank 0 reads FILE and writes the same output; grid\n"
+    "                          only; --stats prints each rank's figures\n"
     "  -o, --output OUT        write to OUT (default stdout); OUT appears only when\n"
     "                          complete\n"
     "  -h, --help              this help\n"
@@ -84,12 +88,13 @@ typedef struct pairs_options {
     pairs_task task;
     bool unsorted;
     bool stats;
+    bool mpi;
 } pairs_options;
 
 enum {
     OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_COORDS, OPT_ROWS, OPT_THREADS, OPT_PERIODIC,
     OPT_DIVISIONS,
-    OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP,
+    OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP, OPT_MPI,
 };
 
 static const opt_spec pairs_specs[] = {
@@ -109,6 +114,7 @@ static const opt_spec pairs_specs[] = {
     { "stats", 0, false, OPT_STATS },
     { "output", 'o', true, OPT_OUTPUT },
     { "help", 'h', false, OPT_HELP },
+    { "mpi", 0, false, OPT_MPI },
 };
 
 /* ---- options ----------------------------------------------------------- */
@@ -179,6 +185,7 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
     case OPT_UNSORTED: o->unsorted = true; break;
     case OPT_STATS: o->stats = true; break;
     case OPT_OUTPUT: o->output = v; break;
+    case OPT_MPI: o->mpi = true; break;
     case OPT_HELP: return false;
     }
     return true;
@@ -418,6 +425,39 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             (double)s->kept_bytes / (1024.0 * 1024.0), peak_rss_mb());
 }
 
+/* --mpi: rank 0 reads and writes; every rank searches (cli_mpi.h). */
+static int pairs_over_mpi(const pairs_options *o)
+{
+    if (o->algo != PROX_ALGO_GRID)
+        die_usage("pairs", "--mpi searches with the grid only");
+    int rank = cli_mpi_start("pairs");
+    output out;
+    point_file pf;
+    memset(&pf, 0, sizeof pf);
+    prox_grid_desc desc = prox_default_grid_desc();
+    prox_points points = { .dim = 3 };
+    if (rank == 0) {
+        output_open(&out, o->output);
+        point_file_read(&pf, o->input, o->dim);
+        desc = make_desc(o, resolve_radius(o, &pf), pf.dim);
+        points = point_file_view(&pf);
+    }
+    pairs_result r;
+    memset(&r, 0, sizeof r);
+    prox_pair_buffer_init(&r.buffer, NULL);
+    prox_lists_init(&r.lists, NULL);
+    cli_mpi_pairs(&points, &desc, make_sink(o->task, &r), &r.stats, o->stats);
+    if (rank == 0) {
+        write_result(&out, o->task, &r);
+        output_commit(&out);
+        point_file_free(&pf);
+    }
+    prox_pair_buffer_free(&r.buffer);
+    prox_lists_free(&r.lists);
+    cli_mpi_finish();
+    return EXIT_OK;
+}
+
 int cmd_pairs(int argc, char **argv)
 {
     pairs_options o;
@@ -426,6 +466,8 @@ int cmd_pairs(int argc, char **argv)
         return EXIT_OK;
     }
     set_thread_limit(o.threads);
+    if (o.mpi)
+        return pairs_over_mpi(&o);
     output out;
     output_open(&out, o.output); /* first, so that a bad -o fails fast */
 
