@@ -10,6 +10,8 @@ PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
 BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev
 RUN_DEPS   = gnuplot-nox
+# Optional: libprox_mpi, `prox --mpi` and tests/mpi are built when MPI is found.
+MPI_DEPS   = openmpi-bin libopenmpi-dev
 
 .PHONY: all build run test asan install deps clean bench-peers
 
@@ -17,6 +19,7 @@ all: build
 
 deps:
 	@tools/deps.sh $(BUILD_DEPS)
+	@tools/deps.sh $(MPI_DEPS) || echo "deps: building without MPI (libprox_mpi, prox --mpi and tests/mpi left out)" >&2
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPROX_NATIVE=ON $(CMAKE_FLAGS)
