@@ -36,6 +36,7 @@ struct prox_dist {
     double *wpos;             /* periodic: wrapped positions (the exact test) */
     double *origin;           /* owned: wrapped positions at the build */
     int64_t *ids;
+    int64_t capacity;         /* points pos, wpos and ids have room for */
     /* the halo: per destination rank, owned points and their image shifts */
     int64_t *send_count, *recv_count; /* entries per rank */
     int64_t *send_idx;
@@ -136,7 +137,7 @@ static void free_built(prox_dist *d)
     d->pos = d->wpos = d->origin = NULL;
     d->ids = d->send_idx = NULL;
     d->send_shift = NULL;
-    d->owned = d->ghosts = d->send_entries = 0;
+    d->owned = d->ghosts = d->send_entries = d->capacity = 0;
     d->built = false;
 }
 
@@ -181,25 +182,59 @@ static prox_status check_shape(prox_dist *d, const prox_points *pts, const char 
     return PROX_OK;
 }
 
-/* Wrapped positions of the caller's points (dim doubles each); a NaN or
- * infinite coordinate is PROX_ERR_DATA naming the point. Not collective. */
-static prox_status wrapped_positions(const prox_dist *d, const prox_points *pts, double **out,
-                                     const char *what)
+/* A NaN or infinite coordinate: PROX_ERR_DATA naming the point. */
+static prox_status bad_coordinate(const prox_points *pts, const char *what)
 {
-    int dim = pts->dim;
-    double *w = malloc(((size_t)pts->count * (size_t)dim + 1) * sizeof *w);
-    *out = w;
-    if (!w)
-        return dist_fail(PROX_ERR_NO_MEMORY, "%s: out of memory", what);
     for (int64_t i = 0; i < pts->count; i++)
-        for (int k = 0; k < dim; k++) {
+        for (int k = 0; k < pts->dim; k++) {
             double x = prox_points_get(pts, i, k);
             if (!isfinite(x))
                 return dist_fail(PROX_ERR_DATA, "%s: point %lld has a %s coordinate %c", what,
                                  (long long)i, isnan(x) ? "NaN" : "infinite", "xyz"[k]);
-            w[i * dim + k] = d->period[k] > 0 ? dist_wrap(x, d->period[k]) : x;
         }
     return PROX_OK;
+}
+
+/* Wrapped positions of the caller's points (dim doubles each); a NaN or
+ * infinite coordinate is PROX_ERR_DATA naming the point. Not collective. */
+static prox_status wrapped_positions_room(const prox_dist *d, const prox_points *pts,
+                                          int64_t room, double **out, const char *what)
+{
+    int dim = pts->dim;
+    double *w = malloc(((size_t)room * (size_t)dim + 1) * sizeof *w);
+    *out = w;
+    if (!w)
+        return dist_fail(PROX_ERR_NO_MEMORY, "%s: out of memory", what);
+    /* x * 0 is 0 for finite x, NaN otherwise: one sum checks them all */
+    double sum = 0;
+    if (pts->scalar == PROX_F64) {
+        for (int64_t i = 0; i < pts->count; i++)
+            for (int k = 0; k < dim; k++) {
+                double x = *(const double *)(const void *)((const char *)pts->axis[k] +
+                                                           i * pts->stride);
+                w[i * dim + k] = x;
+                sum += x * 0;
+            }
+    } else {
+        for (int64_t i = 0; i < pts->count; i++)
+            for (int k = 0; k < dim; k++) {
+                double x = *(const float *)(const void *)((const char *)pts->axis[k] +
+                                                          i * pts->stride);
+                w[i * dim + k] = x;
+                sum += x * 0;
+            }
+    }
+    bool finite = sum == 0;
+    for (int k = 0; finite && d->periodic && k < dim; k++)
+        for (int64_t i = 0; d->period[k] > 0 && i < pts->count; i++)
+            w[i * dim + k] = dist_wrap(w[i * dim + k], d->period[k]);
+    return finite ? PROX_OK : bad_coordinate(pts, what);
+}
+
+static prox_status wrapped_positions(const prox_dist *d, const prox_points *pts, double **out,
+                                     const char *what)
+{
+    return wrapped_positions_room(d, pts, pts->count, out, what);
 }
 
 prox_status prox_dist_partition(prox_dist *d, const prox_points *local)
@@ -393,7 +428,7 @@ static double region_gap2(const dist_part *p, int r, const double *x)
 /* The ranks (and images) that get owned point i as a ghost. */
 static bool halo_of_point(prox_dist *d, int64_t i, double h, int *ranks, halo_list *out)
 {
-    const double *w = d->origin + i * d->dim;
+    const double *w = d->pos + i * d->dim; /* at the build: the wrapped positions */
     int dim = d->dim, me = d->c.rank;
     const double *lo = d->part.lo + 3 * me, *hi = d->part.hi + 3 * me;
     bool inside = true; /* the ball of radius h stays in this region and period */
@@ -539,7 +574,7 @@ static prox_status exchange_ghosts(prox_dist *d, bool with_id)
     if (st != PROX_OK)
         return st;
     int64_t ghosts = in.displ[p] / (int64_t)rec;
-    if (with_id) {
+    if (with_id && d->owned + ghosts > d->capacity) {
         int dim = d->dim;
         size_t n = (size_t)(d->owned + ghosts) + 1;
         double *pos = realloc(d->pos, n * (size_t)dim * sizeof *pos);
@@ -553,6 +588,10 @@ static prox_status exchange_ghosts(prox_dist *d, bool with_id)
             d->ids = ids;
         if (!pos || !ids || (d->periodic && !wpos))
             st = dist_fail(PROX_ERR_NO_MEMORY, "halo: out of memory");
+        else
+            d->capacity = (int64_t)n;
+    }
+    if (with_id) {
         if (d->owned + ghosts > PROX_MAX_POINTS)
             st = dist_fail(PROX_ERR_RANGE, "halo: over 2^32-1 owned and ghost points");
         for (int r = 0; r < p; r++)
@@ -572,22 +611,25 @@ static prox_status exchange_ghosts(prox_dist *d, bool with_id)
 
 /* ---- build --------------------------------------------------------------- */
 
+/* The owned points' wrapped positions become the search positions; the
+ * positions at the build (for refresh's displacements) are copied from
+ * them at the first refresh. */
 static prox_status copy_owned(prox_dist *d, const prox_points *owned, const int64_t *ids)
 {
     int dim = d->dim;
-    size_t n = (size_t)owned->count + 1;
-    d->pos = malloc(n * (size_t)dim * sizeof *d->pos);
-    d->origin = malloc(n * (size_t)dim * sizeof *d->origin);
-    d->wpos = d->periodic ? malloc(n * (size_t)dim * sizeof *d->wpos) : NULL;
-    d->ids = malloc(n * sizeof *d->ids);
-    if (!d->pos || !d->origin || !d->ids || (d->periodic && !d->wpos))
-        return dist_fail(PROX_ERR_NO_MEMORY, "build: out of memory");
+    /* room for the ghosts to come (about a surface's worth); unused room
+     * is never touched, so it costs address space, not memory */
+    d->capacity = owned->count + owned->count / 4 + 1024;
+    size_t n = (size_t)d->capacity;
     if (owned->count > 0 && !ids)
         return dist_fail(PROX_ERR_INVALID, "build: ids are required");
-    double *w = NULL;
-    prox_status st = wrapped_positions(d, owned, &w, "build");
+    prox_status st = wrapped_positions_room(d, owned, d->capacity, &d->pos, "build");
+    d->wpos = d->periodic ? malloc(n * (size_t)dim * sizeof *d->wpos) : NULL;
+    d->ids = malloc(n * sizeof *d->ids);
+    if (st == PROX_OK && (!d->ids || (d->periodic && !d->wpos)))
+        st = dist_fail(PROX_ERR_NO_MEMORY, "build: out of memory");
     for (int64_t i = 0; st == PROX_OK && i < owned->count; i++) {
-        int r = part_owner(&d->part, w + i * dim);
+        int r = part_owner(&d->part, d->pos + i * dim);
         if (r != d->c.rank)
             st = dist_fail(PROX_ERR_INVALID,
                            "build: point %lld (id %lld) lies in rank %d's region, not in "
@@ -596,14 +638,11 @@ static prox_status copy_owned(prox_dist *d, const prox_points *owned, const int6
     }
     if (st == PROX_OK) {
         d->owned = owned->count;
-        memcpy(d->pos, w, (size_t)owned->count * (size_t)dim * sizeof *w);
-        memcpy(d->origin, w, (size_t)owned->count * (size_t)dim * sizeof *w);
         if (d->periodic)
-            memcpy(d->wpos, w, (size_t)owned->count * (size_t)dim * sizeof *w);
+            memcpy(d->wpos, d->pos, (size_t)owned->count * (size_t)dim * sizeof *d->pos);
         if (owned->count)
             memcpy(d->ids, ids, (size_t)owned->count * sizeof *ids);
     }
-    free(w);
     return st;
 }
 
@@ -666,8 +705,14 @@ prox_status prox_dist_refresh(prox_dist *d, const prox_points *owned, bool *must
         return st;
     double t0 = MPI_Wtime();
     double *w = NULL;
-    st = wrapped_positions(d, owned, &w, "refresh");
     int dim = d->dim;
+    if (!d->origin) { /* the first refresh since the build: pos holds the build's positions */
+        d->origin = malloc(((size_t)d->owned + 1) * (size_t)dim * sizeof *d->origin);
+        if (d->origin)
+            memcpy(d->origin, d->pos, (size_t)d->owned * (size_t)dim * sizeof *d->pos);
+    }
+    st = d->origin ? wrapped_positions(d, owned, &w, "refresh")
+                   : dist_fail(PROX_ERR_NO_MEMORY, "refresh: out of memory");
     double moved2 = 0; /* the largest squared displacement since the build */
     for (int64_t i = 0; st == PROX_OK && i < d->owned; i++) {
         double s = 0;
