@@ -5,12 +5,13 @@
  *   bench_mpi_scaling --serial WORKLOAD N REPS THREADS [SINK]
  *
  * WORKLOAD: sph3d (W1), sph3d-periodic, spheres3d (W3, d = 0.1, boxes of
- * the spheres). Each rank generates its own block of the workload's items
+ * the spheres, the grid broad phase). Each rank generates its own block of the workload's items
  * (WORKLOADS.md's stream, entered at the block's first draw), so the items
  * start spread at random over space. Per repetition: partition, migration,
  * halo build, pairs (SINK count or buffer: sorted local pairs); for boxes
  * build (partition, distribution, local build) and pairs. Rank 0 prints
- * the medians over REPS of each phase's slowest rank, then each rank's
+ * the medians over REPS of each phase's slowest rank (step: halo build and
+ * pairs; refresh_step: a refresh, which sends the ghosts again, and pairs), then each rank's
  * figures of the last repetition's halo and pairs (its exchange and compute
  * seconds, owned items, ghosts, messages and bytes sent). --serial times
  * the single-machine library on one process over all N items instead. */
@@ -24,9 +25,11 @@
 
 static int rank, size;
 
-enum { PHASES = 5 };
-static const char *const phase_names[PHASES] = { "partition", "migrate", "build", "pairs",
-                                                 "step" };
+/* step: halo build + pairs; refresh_step: refresh (same positions: the
+ * ghosts sent again) + pairs, a step of moving points between rebuilds */
+enum { PHASES = 7 };
+static const char *const phase_names[PHASES] = { "partition", "migrate",  "build",       "pairs",
+                                                 "step",      "refresh", "refresh_step" };
 
 static int compare_double(const void *a, const void *b)
 {
@@ -112,6 +115,13 @@ static int64_t points_rep(const char *workload, const double *mine, int64_t coun
     die_on(prox_dist_pairs(d, buffer ? prox_sink_buffer(&b) : prox_sink_count(), &s), "pairs");
     double t4 = MPI_Wtime();
     prox_dist_get_stats(d, ds);
+    bool again;
+    die_on(prox_dist_refresh(d, &own, &again), "refresh");
+    double t5 = MPI_Wtime();
+    die_on(prox_dist_pairs(d, buffer ? prox_sink_buffer(&b) : prox_sink_count(), &s), "pairs");
+    double t6 = MPI_Wtime();
+    t[5] = slowest(t5 - t4);
+    t[6] = slowest(t6 - t4);
     t[0] = slowest(t1 - t0);
     t[1] = slowest(t2 - t1);
     t[2] = slowest(t3 - t2);
@@ -131,6 +141,7 @@ static int64_t boxes_rep(const double *mine, int64_t count, int64_t first, int t
                          double *t, prox_dist_stats *ds)
 {
     prox_dist_desc desc = prox_default_dist_desc();
+    desc.broad.algo = PROX_BROAD_GRID; /* W3's fastest here, serial and local alike */
     desc.broad.threads = threads;
     prox_dist_broad *b = NULL;
     die_on(prox_dist_broad_create(MPI_COMM_WORLD, &desc, &b), "create");
@@ -166,6 +177,7 @@ static int64_t serial_rep(const char *workload, const double *all, int64_t n, in
     double t0 = MPI_Wtime();
     if (strcmp(workload, "spheres3d") == 0) {
         prox_broad_desc desc = prox_default_broad_desc();
+        desc.algo = PROX_BROAD_GRID;
         desc.threads = threads;
         prox_broad *b = NULL;
         prox_boxes boxes = prox_boxes_f64(all, n, 3);

@@ -98,8 +98,9 @@ prox_dist_desc prox_default_dist_desc(void);
 
 /* Per-rank figures since create (or the last prox_dist_reset_stats). */
 typedef struct prox_dist_stats {
-    int64_t owned;      /* items this rank owns now (boxes: built here) */
-    int64_t ghosts;     /* ghosts held now (boxes: copies received from others) */
+    int64_t owned;      /* items this rank owns now (boxes: passed to the last build) */
+    int64_t ghosts;     /* ghosts held now (boxes: held after the distribution, the
+                           ones this rank's region overlaps, its own among them) */
     int64_t pairs;      /* pairs reported by this rank's last pairs call */
     int64_t messages;   /* point-to-point messages sent (nonzero sends) */
     int64_t bytes_sent; /* payload bytes sent to other ranks */

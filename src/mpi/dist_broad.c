@@ -34,6 +34,7 @@ prox_status prox_dist_broad_create(MPI_Comm comm, const prox_dist_desc *desc,
         return dist_fail(PROX_ERR_NO_MEMORY, "prox_dist_broad_create: out of memory");
     prox_status st = dist_comm_init(&b->c, comm);
     if (st != PROX_OK) {
+        dist_comm_free(&b->c);
         free(b);
         return st;
     }
@@ -96,12 +97,11 @@ static prox_status check_boxes(prox_dist_broad *b, const prox_boxes *boxes, cons
                 break;
             }
         }
-    st = dist_agree(&b->c, st);
+    double shape[2] = { boxes ? boxes->dim : 0, boxes ? -boxes->dim : 0 };
+    st = dist_agree_max(&b->c, st, shape, 2);
     if (st != PROX_OK)
         return st;
-    int mine[2] = { boxes->dim, -boxes->dim }, all[2];
-    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, b->c.comm);
-    if (all[0] != -all[1])
+    if (shape[0] != -shape[1])
         return dist_fail(PROX_ERR_INVALID, "%s: ranks pass boxes of different dim", what);
     b->dim = boxes->dim;
     return PROX_OK;

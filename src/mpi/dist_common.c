@@ -38,11 +38,18 @@ prox_status dist_comm_init(dist_comm *c, MPI_Comm comm)
         return dist_fail(PROX_ERR_INVALID, "MPI_Comm_dup failed");
     MPI_Comm_rank(c->comm, &c->rank);
     MPI_Comm_size(c->comm, &c->size);
-    return PROX_OK;
+    c->ints = malloc(4 * (size_t)c->size * sizeof *c->ints);
+    c->minus = malloc(2 * (size_t)c->size * sizeof *c->minus);
+    for (int r = 0; c->minus && r < c->size; r++)
+        c->minus[r] = -1;
+    return dist_agree(c, c->ints && c->minus ? PROX_OK
+                                             : dist_fail(PROX_ERR_NO_MEMORY, "out of memory"));
 }
 
 void dist_comm_free(dist_comm *c)
 {
+    free(c->ints);
+    free(c->minus);
     if (c->comm != MPI_COMM_NULL)
         MPI_Comm_free(&c->comm);
 }
@@ -61,6 +68,28 @@ prox_status dist_agree(dist_comm *c, prox_status st)
         dist_fail((prox_status)worst.status, "rank %d failed (%s); see its message",
                   -worst.rank, prox_status_string((prox_status)worst.status));
     return failed ? st : (prox_status)worst.status;
+}
+
+prox_status dist_agree_max(dist_comm *c, prox_status st, double *values, int n)
+{
+    bool failed = st != PROX_OK && st != PROX_STOPPED;
+    double buf[8], all[8];
+    /* the worst status, the lowest failing rank among its ties: exact in a double */
+    buf[0] = failed ? (double)st * 0x1p32 + (0x1p32 - 1 - c->rank) : 0;
+    for (int k = 0; k < n; k++)
+        buf[k + 1] = values[k];
+    double t0 = MPI_Wtime();
+    MPI_Allreduce(buf, all, n + 1, MPI_DOUBLE, MPI_MAX, c->comm);
+    c->stats.exchange_s += MPI_Wtime() - t0;
+    for (int k = 0; k < n; k++)
+        values[k] = all[k + 1];
+    if (all[0] == 0)
+        return st;
+    prox_status worst = (prox_status)(int)(all[0] * 0x1p-32);
+    int who = (int)(0x1p32 - 1 - (all[0] - (double)worst * 0x1p32));
+    if (!failed)
+        dist_fail(worst, "rank %d failed (%s); see its message", who, prox_status_string(worst));
+    return failed ? st : worst;
 }
 
 void dist_recv_free(dist_recv *r)
@@ -93,14 +122,21 @@ prox_status dist_alltoallv(dist_comm *c, const int64_t *send_bytes, const char *
     memset(out, 0, sizeof *out);
     out->bytes = calloc((size_t)p, sizeof *out->bytes);
     out->displ = calloc((size_t)p + 1, sizeof *out->displ);
-    int *ints = malloc(4 * (size_t)p * sizeof *ints);
-    prox_status st = out->bytes && out->displ && ints ? PROX_OK
-                                                      : dist_fail(PROX_ERR_NO_MEMORY,
-                                                                  "exchange: out of memory");
+    int *ints = c->ints;
+    prox_status st = out->bytes && out->displ ? PROX_OK
+                                              : dist_fail(PROX_ERR_NO_MEMORY,
+                                                          "exchange: out of memory");
     double t0 = MPI_Wtime();
-    st = dist_agree(c, st);
-    if (st == PROX_OK) {
+    /* a rank that failed sends -1 as every count: the others learn it from
+     * the counts' exchange, one collective fewer */
+    if (st == PROX_OK)
         MPI_Alltoall(send_bytes, 1, MPI_INT64_T, out->bytes, 1, MPI_INT64_T, c->comm);
+    else
+        MPI_Alltoall(c->minus, 1, MPI_INT64_T, c->minus + p, 1, MPI_INT64_T, c->comm);
+    for (int r = 0; st == PROX_OK && r < p; r++)
+        if (out->bytes[r] < 0)
+            st = dist_fail(PROX_ERR_NO_MEMORY, "exchange: rank %d failed", r);
+    if (st == PROX_OK) {
         for (int r = 0; r < p; r++)
             out->displ[r + 1] = out->displ[r] + out->bytes[r];
         st = int_counts(send_bytes, p, ints, ints + p, "send");
@@ -110,18 +146,17 @@ prox_status dist_alltoallv(dist_comm *c, const int64_t *send_bytes, const char *
         if (st == PROX_OK && !out->data)
             st = dist_fail(PROX_ERR_NO_MEMORY, "exchange: out of memory (%lld bytes)",
                            (long long)out->displ[p]);
-        st = dist_agree(c, st);
-        if (st == PROX_OK)
-            MPI_Alltoallv(send, ints, ints + p, MPI_BYTE, out->data, ints + 2 * p, ints + 3 * p,
-                          MPI_BYTE, c->comm);
     }
+    st = dist_agree(c, st);
+    if (st == PROX_OK)
+        MPI_Alltoallv(send, ints, ints + p, MPI_BYTE, out->data, ints + 2 * p, ints + 3 * p,
+                      MPI_BYTE, c->comm);
     c->stats.exchange_s += MPI_Wtime() - t0;
     for (int r = 0; r < p; r++)
         if (r != c->rank && send_bytes[r] > 0) {
             c->stats.messages++;
             c->stats.bytes_sent += send_bytes[r];
         }
-    free(ints);
     if (st != PROX_OK)
         dist_recv_free(out);
     return st;

@@ -3,12 +3,16 @@
  * Each rank keeps its owned points, then its ghosts, in one local numbering.
  * Pairs come from two single-machine calls on open axes: prox_pairs over
  * the owned points, and prox_query of the owned points near the ghosts
- * against the ghosts. Periodic axes become images: a ghost carries its
- * owner's position shifted by whole periods, plus the wrapped position the
- * serial grid would use; the search then runs with a radius a few
- * rounding errors wider and every pair is decided again by the serial
- * grid's exact test (src/exact.h: wrapped coordinates, minimum image), so
- * the shifted copies never change which pairs are reported. */
+ * against the ghosts. Owned points are searched at their wrapped positions,
+ * the very coordinates the serial grid uses, so their own pairs need no
+ * second look. Periodic axes become images: a ghost carries its owner's
+ * position shifted by whole periods, plus the wrapped position; the ghost
+ * query runs with a radius a few rounding errors wider and each of its
+ * pairs is decided again by the serial grid's exact test (src/exact.h:
+ * wrapped coordinates, minimum image), so the shifted copies never change
+ * which pairs are reported. A rank spanning a whole period holds images of
+ * its own points: an image pair counts only when the direct pair, found by
+ * the owned search, does not. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -31,10 +35,14 @@ struct prox_dist {
     int64_t planned, incoming;
     /* built state: owned then ghosts */
     bool built;
-    int64_t owned, ghosts;
+    int64_t owned, ghosts;    /* ghosts: received, then copies of crossed points */
+    int64_t ghosts_recv;      /* ghosts received from the exchange */
     double *pos;              /* search positions, dim per point */
     double *wpos;             /* periodic: wrapped positions (the exact test) */
-    double *origin;           /* owned: wrapped positions at the build */
+    double *origin;           /* owned: positions at the build (refresh's displacements) */
+    double *cpos;             /* periodic, owned: a continuous path from the build's wrapped
+                                 position (the images sent stay images as points cross) */
+    int64_t *self_of;         /* periodic, per ghost: the owned point it images, or -1 */
     int64_t *ids;
     int64_t capacity;         /* points pos, wpos and ids have room for */
     /* the halo: per destination rank, owned points and their image shifts */
@@ -94,6 +102,7 @@ prox_status prox_dist_create(MPI_Comm comm, const prox_dist_desc *desc, prox_dis
         return dist_fail(PROX_ERR_NO_MEMORY, "prox_dist_create: out of memory");
     prox_status st = dist_comm_init(&d->c, comm);
     if (st != PROX_OK) {
+        dist_comm_free(&d->c);
         free(d);
         return st;
     }
@@ -131,13 +140,17 @@ static void free_built(prox_dist *d)
     free(d->pos);
     free(d->wpos);
     free(d->origin);
+    free(d->cpos);
+    free(d->self_of);
+    d->cpos = NULL;
+    d->self_of = NULL;
     free(d->ids);
     free(d->send_idx);
     free(d->send_shift);
     d->pos = d->wpos = d->origin = NULL;
     d->ids = d->send_idx = NULL;
     d->send_shift = NULL;
-    d->owned = d->ghosts = d->send_entries = d->capacity = 0;
+    d->owned = d->ghosts = d->ghosts_recv = d->send_entries = d->capacity = 0;
     d->built = false;
 }
 
@@ -170,12 +183,12 @@ static prox_status check_shape(prox_dist *d, const prox_points *pts, const char 
                        pts->dim, d->dim);
     else if (pts->dim == 2 && d->period[2] > 0)
         st = dist_fail(PROX_ERR_INVALID, "%s: period z set for 2D points", what);
-    st = dist_agree(&d->c, st);
+    double shape[2] = { pts ? pts->dim * 2 + (int)pts->scalar : 0,
+                        pts ? -(pts->dim * 2 + (int)pts->scalar) : 0 };
+    st = dist_agree_max(&d->c, st, shape, 2);
     if (st != PROX_OK)
         return st;
-    int mine[2] = { pts->dim * 2 + (int)pts->scalar, -(pts->dim * 2 + (int)pts->scalar) }, all[2];
-    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, d->c.comm);
-    if (all[0] != -all[1])
+    if (shape[0] != -shape[1])
         return dist_fail(PROX_ERR_INVALID, "%s: ranks pass points of different dim or scalar",
                          what);
     d->dim = pts->dim;
@@ -485,9 +498,10 @@ static void pack_ghosts(const prox_dist *d, char *out, bool with_id)
             memcpy(o, d->ids + i, 8);
             o += 8;
         }
+        const double *from = d->periodic ? d->cpos : d->pos;
         double x[3];
         for (int k = 0; k < dim; k++)
-            x[k] = d->pos[i * dim + k] + d->send_shift[3 * e + k] * d->period[k];
+            x[k] = from[i * dim + k] + d->send_shift[3 * e + k] * d->period[k];
         memcpy(o, x, (size_t)dim * 8);
         if (d->periodic)
             memcpy(o + (size_t)dim * 8, d->wpos + i * dim, (size_t)dim * 8);
@@ -498,7 +512,7 @@ static void unpack_ghosts(prox_dist *d, const char *in, bool with_id)
 {
     size_t rec = ghost_bytes(d, with_id);
     int dim = d->dim;
-    for (int64_t g = 0; g < d->ghosts; g++) {
+    for (int64_t g = 0; g < d->ghosts_recv; g++) {
         const char *o = in + (size_t)g * rec;
         int64_t i = d->owned + g;
         if (with_id) {
@@ -550,6 +564,77 @@ static prox_status make_halo(prox_dist *d)
     return PROX_OK;
 }
 
+/* Ghosts this rank sent itself (images of its own points, in its send
+ * list's order): which owned point each one images. */
+static prox_status find_self_images(prox_dist *d, int64_t ghosts)
+{
+    free(d->self_of);
+    d->self_of = malloc(((size_t)ghosts + 1) * sizeof *d->self_of);
+    if (!d->self_of)
+        return dist_fail(PROX_ERR_NO_MEMORY, "halo: out of memory");
+    int64_t first_in = 0, first_out = 0;
+    for (int r = 0; r < d->c.rank; r++) {
+        first_in += d->recv_count[r];
+        first_out += d->send_count[r];
+    }
+    for (int64_t g = 0; g < ghosts; g++)
+        d->self_of[g] = -1;
+    for (int64_t k = 0; k < d->recv_count[d->c.rank]; k++)
+        d->self_of[first_in + k] = d->send_idx[first_out + k];
+    return PROX_OK;
+}
+
+/* Owned points that crossed a periodic face since the build are searched
+ * at their wrapped position, far from the neighbours they left behind:
+ * each gets a copy at its continuous position among the ghosts, an image
+ * of its own (self_of), like the images a rank spanning a period holds. */
+static prox_status add_crossed_copies(prox_dist *d)
+{
+    int dim = d->dim;
+    int64_t crossed = 0;
+    for (int64_t i = 0; i < d->owned; i++)
+        for (int k = 0; k < dim; k++)
+            if (d->cpos[i * dim + k] != d->pos[i * dim + k]) {
+                crossed++;
+                break;
+            }
+    int64_t n = d->owned + d->ghosts_recv + crossed;
+    if (n > d->capacity) {
+        size_t room = (size_t)n + (size_t)n / 8 + 1;
+        double *pos = realloc(d->pos, room * (size_t)dim * sizeof *pos);
+        if (pos)
+            d->pos = pos;
+        double *wpos = realloc(d->wpos, room * (size_t)dim * sizeof *wpos);
+        if (wpos)
+            d->wpos = wpos;
+        int64_t *ids = realloc(d->ids, room * sizeof *ids);
+        if (ids)
+            d->ids = ids;
+        if (!pos || !wpos || !ids)
+            return dist_fail(PROX_ERR_NO_MEMORY, "refresh: out of memory");
+        d->capacity = (int64_t)room;
+    }
+    int64_t *self_of = realloc(d->self_of, ((size_t)(n - d->owned) + 1) * sizeof *self_of);
+    if (!self_of)
+        return dist_fail(PROX_ERR_NO_MEMORY, "refresh: out of memory");
+    d->self_of = self_of;
+    int64_t g = d->owned + d->ghosts_recv;
+    for (int64_t i = 0; i < d->owned; i++) {
+        bool moved_off = false;
+        for (int k = 0; k < dim; k++)
+            moved_off = moved_off || d->cpos[i * dim + k] != d->pos[i * dim + k];
+        if (!moved_off)
+            continue;
+        memcpy(d->pos + g * dim, d->cpos + i * dim, (size_t)dim * sizeof *d->pos);
+        memcpy(d->wpos + g * dim, d->pos + i * dim, (size_t)dim * sizeof *d->pos);
+        d->ids[g] = d->ids[i];
+        d->self_of[g - d->owned] = i;
+        g++;
+    }
+    d->ghosts = d->ghosts_recv + crossed;
+    return PROX_OK;
+}
+
 /* Collective: send every rank its ghosts; d->ghosts, ids, positions. */
 static prox_status exchange_ghosts(prox_dist *d, bool with_id)
 {
@@ -596,17 +681,21 @@ static prox_status exchange_ghosts(prox_dist *d, bool with_id)
             st = dist_fail(PROX_ERR_RANGE, "halo: over 2^32-1 owned and ghost points");
         for (int r = 0; r < p; r++)
             d->recv_count[r] = in.bytes[r] / (int64_t)rec;
-    } else if (ghosts != d->ghosts) {
+    } else if (ghosts != d->ghosts_recv) {
         st = dist_fail(PROX_ERR_INVALID, "refresh: %lld ghosts arrived, %lld expected",
-                       (long long)ghosts, (long long)d->ghosts);
+                       (long long)ghosts, (long long)d->ghosts_recv);
     }
+    if (st == PROX_OK && with_id && d->periodic)
+        st = find_self_images(d, ghosts);
     st = dist_agree(&d->c, st);
     if (st == PROX_OK) {
-        d->ghosts = ghosts;
+        d->ghosts = d->ghosts_recv = ghosts;
         unpack_ghosts(d, in.data, with_id);
+        if (d->periodic)
+            st = add_crossed_copies(d);
     }
     dist_recv_free(&in);
-    return st;
+    return dist_agree(&d->c, st);
 }
 
 /* ---- build --------------------------------------------------------------- */
@@ -636,10 +725,15 @@ static prox_status copy_owned(prox_dist *d, const prox_points *owned, const int6
                            "this rank's (%d): migrate first",
                            (long long)i, (long long)ids[i], r, d->c.rank);
     }
+    d->cpos = d->periodic ? malloc(n * (size_t)dim * sizeof *d->cpos) : NULL;
+    if (st == PROX_OK && d->periodic && !d->cpos)
+        st = dist_fail(PROX_ERR_NO_MEMORY, "build: out of memory");
     if (st == PROX_OK) {
         d->owned = owned->count;
-        if (d->periodic)
+        if (d->periodic) {
             memcpy(d->wpos, d->pos, (size_t)owned->count * (size_t)dim * sizeof *d->pos);
+            memcpy(d->cpos, d->pos, (size_t)owned->count * (size_t)dim * sizeof *d->pos);
+        }
         if (owned->count)
             memcpy(d->ids, ids, (size_t)owned->count * sizeof *ids);
     }
@@ -711,6 +805,8 @@ prox_status prox_dist_refresh(prox_dist *d, const prox_points *owned, bool *must
         if (d->origin)
             memcpy(d->origin, d->pos, (size_t)d->owned * (size_t)dim * sizeof *d->pos);
     }
+    /* (with periodic axes, pos is wrapped at every refresh and the
+     * build's positions stay in origin) */
     st = d->origin ? wrapped_positions(d, owned, &w, "refresh")
                    : dist_fail(PROX_ERR_NO_MEMORY, "refresh: out of memory");
     double moved2 = 0; /* the largest squared displacement since the build */
@@ -726,28 +822,26 @@ prox_status prox_dist_refresh(prox_dist *d, const prox_points *owned, bool *must
         moved2 = fmax(moved2, s);
     }
     d->c.stats.compute_s += MPI_Wtime() - t0;
-    st = dist_agree(&d->c, st);
+    st = dist_agree_max(&d->c, st, &moved2, 1);
     if (st == PROX_OK) {
-        double all;
-        t0 = MPI_Wtime();
-        MPI_Allreduce(&moved2, &all, 1, MPI_DOUBLE, MPI_MAX, d->c.comm);
-        d->c.stats.exchange_s += MPI_Wtime() - t0;
         double half = 0.5 * d->skin;
-        *must_migrate = all > half * half;
+        *must_migrate = moved2 > half * half;
     }
     if (st == PROX_OK && !*must_migrate) {
-        /* open axes: the new coordinates; periodic axes: a continuous path
-         * from the build's wrapped position, so that images stay images */
+        /* searched at the wrapped coordinates; images sent from a
+         * continuous path from the build's position, so they stay images */
         for (int64_t i = 0; i < d->owned; i++)
             for (int k = 0; k < dim; k++) {
                 double x = w[i * dim + k], L = d->period[k];
+                d->pos[i * dim + k] = x;
+                if (d->periodic)
+                    d->wpos[i * dim + k] = x;
                 if (L > 0) {
                     double o = d->origin[i * dim + k], dx = x - o;
                     dx = dx > 0.5 * L ? dx - L : dx < -0.5 * L ? dx + L : dx;
-                    d->pos[i * dim + k] = o + dx;
-                    d->wpos[i * dim + k] = x;
-                } else {
-                    d->pos[i * dim + k] = x;
+                    d->cpos[i * dim + k] = o + dx;
+                } else if (d->periodic) {
+                    d->cpos[i * dim + k] = x;
                 }
             }
         st = exchange_ghosts(d, false);
@@ -776,6 +870,23 @@ static bool exact_pair(const prox_dist *d, int64_t i, int64_t j)
     return dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2] <= d->radius * d->radius;
 }
 
+/* An owned point i and a ghost j on a periodic domain: the serial test,
+ * and for an image of an owned point, only when the owned search does not
+ * find the direct pair. */
+static bool image_pair(const prox_dist *d, int64_t i, int64_t j)
+{
+    if (!exact_pair(d, i, j))
+        return false;
+    int64_t b = d->self_of[j - d->owned];
+    if (b < 0)
+        return true;
+    const double *x = d->pos + i * d->dim, *y = d->pos + b * d->dim;
+    double dd[3] = { 0, 0, 0 };
+    for (int k = 0; k < d->dim; k++)
+        dd[k] = x[k] - y[k];
+    return !(dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2] <= d->radius * d->radius);
+}
+
 /* Radius of the local searches: periodic images shift positions by whole
  * periods, rounded, so the search looks a few rounding errors further and
  * exact_pair decides. */
@@ -789,10 +900,12 @@ static double search_radius(const prox_dist *d)
     return d->radius * (1 + 0x1p-40) + 16 * (span + d->halo) * DBL_EPSILON;
 }
 
-static prox_grid_desc local_desc(const prox_dist *d)
+/* The local searches' desc: open axes; the ghost query's radius widened
+ * on periodic domains, the owned search's exact. */
+static prox_grid_desc local_desc(const prox_dist *d, bool ghosts)
 {
     prox_grid_desc g = d->desc.grid;
-    g.radius = search_radius(d);
+    g.radius = ghosts ? search_radius(d) : d->radius;
     g.period[0] = g.period[1] = g.period[2] = 0;
     g.allocator = (prox_allocator){ 0 };
     return g;
@@ -821,12 +934,17 @@ static prox_status boundary_points(const prox_dist *d, double reach, double **xy
             hi[k] = fmax(hi[k], d->pos[g * dim + k]);
         }
     *count = 0;
-    *xyz = malloc(((size_t)d->owned + 1) * (size_t)dim * sizeof **xyz);
-    *idx = malloc(((size_t)d->owned + 1) * sizeof **idx);
+    int64_t crossed = d->ghosts - d->ghosts_recv, room = d->owned + crossed + 1;
+    *xyz = malloc((size_t)room * (size_t)dim * sizeof **xyz);
+    *idx = malloc((size_t)room * sizeof **idx);
     if (!*xyz || !*idx)
         return dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
-    for (int64_t i = 0; i < d->owned; i++) {
-        const double *x = d->pos + i * dim;
+    /* the owned points, then those that crossed a periodic face again at
+     * their continuous positions (their copies among the ghosts) */
+    for (int64_t q = 0; q < d->owned + crossed; q++) {
+        int64_t i = q < d->owned ? q : d->self_of[d->ghosts_recv + q - d->owned];
+        int64_t at = q < d->owned ? q : d->owned + d->ghosts_recv + q - d->owned;
+        const double *x = d->pos + at * dim;
         bool near = true;
         for (int k = 0; k < dim; k++)
             near = near && x[k] >= lo[k] - reach && x[k] <= hi[k] + reach;
@@ -838,59 +956,144 @@ static prox_status boundary_points(const prox_dist *d, double reach, double **xy
     return PROX_OK;
 }
 
-/* Pairs (owned, ghost) within the radius in local indices, sorted, every
- * one of them (the owner rule is the caller's). Lists instead when `lists`
- * is given: one row per owned point, ghost entries only. */
-static prox_status ghost_pairs(prox_dist *d, prox_pair_buffer *out, prox_lists *lists,
+static int compare_index(const void *x, const void *y)
+{
+    prox_index a = *(const prox_index *)x, b = *(const prox_index *)y;
+    return (a > b) - (a < b);
+}
+
+/* The caller's lists replaced by offsets and indices (malloc'd, taken). */
+static prox_status hand_over_lists(prox_lists *out, int64_t *offsets, prox_index *indices,
+                                   int64_t rows, int64_t entries)
+{
+    prox_allocator alloc = out->allocator;
+    prox_lists_free(out);
+    prox_lists_init(out, &alloc);
+    if (alloc.alloc) { /* the caller frees with its allocator: copy into its memory */
+        out->offsets = alloc.alloc(((size_t)rows + 1) * sizeof *offsets, alloc.user);
+        out->indices = alloc.alloc(((size_t)entries + 1) * sizeof *indices, alloc.user);
+        if (out->offsets)
+            memcpy(out->offsets, offsets, ((size_t)rows + 1) * sizeof *offsets);
+        if (out->indices)
+            memcpy(out->indices, indices, (size_t)entries * sizeof *indices);
+        free(offsets);
+        free(indices);
+    } else {
+        out->offsets = offsets;
+        out->indices = indices;
+    }
+    if (!out->offsets || !out->indices) {
+        prox_lists_free(out);
+        prox_lists_init(out, &alloc);
+        return dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+    }
+    out->rows = rows;
+    out->offsets_capacity = rows + 1;
+    out->indices_capacity = entries + 1;
+    return PROX_OK;
+}
+
+static int compare_pairs(const void *x, const void *y)
+{
+    const prox_pair *a = x, *b = y;
+    if (a->i != b->i)
+        return a->i < b->i ? -1 : 1;
+    return (a->j > b->j) - (a->j < b->j);
+}
+
+static prox_status unique_ghost_pairs(const prox_dist *d, prox_pair_buffer *ghost);
+
+/* The pairs of the owned points with the ghosts, sorted by (i, j), every
+ * one of them (the owner rule is the caller's): `ghost` holds those with
+ * ghosts of other points; `own` (periodic only) those with images of this
+ * rank's own points, as pairs (a, b) of owned points, a < b, each once. */
+static prox_status ghost_pairs(prox_dist *d, prox_pair_buffer *ghost, prox_pair_buffer *own,
                                prox_stats *stats)
 {
     int dim = d->dim;
-    prox_grid_desc g = local_desc(d);
+    prox_grid_desc g = local_desc(d, true);
     double *sub = NULL;
     int64_t *idx = NULL, n = 0;
     prox_status st = PROX_OK;
     if (d->ghosts > 0 && d->owned > 0)
         st = boundary_points(d, g.radius, &sub, &idx, &n);
-    prox_pair_buffer qb;
-    prox_pair_buffer_init(&qb, NULL);
     if (st == PROX_OK && n > 0) {
         prox_points ghosts = prox_points_f64(d->pos + d->owned * dim, d->ghosts, dim);
         prox_points queries = prox_points_f64(sub, n, dim);
         prox_stats s = { 0 };
-        st = prox_query(&ghosts, &queries, &g, PROX_ALGO_GRID, prox_sink_buffer(&qb), &s);
+        st = prox_query(&ghosts, &queries, &g, PROX_ALGO_GRID, prox_sink_buffer(ghost), &s);
         if (st != PROX_OK)
             st = dist_fail_core(st, "pairs: the query of the ghosts failed");
         add_stats(stats, &s);
     }
     int64_t kept = 0;
-    for (int64_t k = 0; st == PROX_OK && k < qb.count; k++) {
-        int64_t i = idx[qb.pairs[k].i], j = d->owned + qb.pairs[k].j;
-        if (!d->periodic || exact_pair(d, i, j))
-            qb.pairs[kept++] = (prox_pair){ (prox_index)i, (prox_index)j };
+    for (int64_t k = 0; st == PROX_OK && k < ghost->count; k++) {
+        int64_t i = idx[ghost->pairs[k].i], j = d->owned + ghost->pairs[k].j;
+        int64_t b = d->periodic ? d->self_of[j - d->owned] : -1;
+        if (d->periodic && !image_pair(d, i, j))
+            continue;
+        if (b < 0) {
+            ghost->pairs[kept++] = (prox_pair){ (prox_index)i, (prox_index)j };
+        } else if (i != b) {
+            prox_pair p = i < b ? (prox_pair){ (prox_index)i, (prox_index)b }
+                                : (prox_pair){ (prox_index)b, (prox_index)i };
+            if (prox_pair_buffer_reserve(own, own->count + 1) != PROX_OK)
+                st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+            else
+                own->pairs[own->count++] = p;
+        }
     }
-    qb.count = kept;
+    ghost->count = kept;
+    if (st == PROX_OK && d->ghosts > d->ghosts_recv)
+        st = unique_ghost_pairs(d, ghost);
+    if (st == PROX_OK && own->count > 1) { /* both directions may have been found */
+        qsort(own->pairs, (size_t)own->count, sizeof *own->pairs, compare_pairs);
+        int64_t u = 1;
+        for (int64_t k = 1; k < own->count; k++)
+            if (compare_pairs(&own->pairs[k], &own->pairs[u - 1]) != 0)
+                own->pairs[u++] = own->pairs[k];
+        own->count = u;
+    }
     free(sub);
     free(idx);
-    if (st == PROX_OK && lists) {
-        lists->rows = d->owned;
-        lists->offsets = calloc((size_t)d->owned + 1, sizeof *lists->offsets);
-        lists->indices = malloc(((size_t)kept + 1) * sizeof *lists->indices);
-        if (!lists->offsets || !lists->indices)
-            st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
-        for (int64_t k = 0; st == PROX_OK && k < kept; k++) {
-            lists->offsets[qb.pairs[k].i + 1]++;
-            lists->indices[k] = qb.pairs[k].j;
-        }
-        for (int64_t r = 0; st == PROX_OK && r < d->owned; r++)
-            lists->offsets[r + 1] += lists->offsets[r];
-        prox_pair_buffer_free(&qb);
-        return st;
-    }
-    if (st == PROX_OK)
-        *out = qb;
-    else
-        prox_pair_buffer_free(&qb);
     return st;
+}
+
+typedef struct id_pair {
+    prox_pair p;
+    int64_t id;
+} id_pair;
+
+static int compare_id_pair(const void *x, const void *y)
+{
+    const id_pair *a = x, *b = y;
+    if (a->p.i != b->p.i)
+        return a->p.i < b->p.i ? -1 : 1;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return (a->p.j > b->p.j) - (a->p.j < b->p.j);
+}
+
+/* A point that crossed a periodic face is queried from both its positions,
+ * a period apart: where the ghost's owner sent two images a period apart
+ * too, the same pair comes twice. Keep each (point, ghost id) once, with
+ * its lowest ghost index, sorted by (i, j). */
+static prox_status unique_ghost_pairs(const prox_dist *d, prox_pair_buffer *ghost)
+{
+    id_pair *t = malloc(((size_t)ghost->count + 1) * sizeof *t);
+    if (!t)
+        return dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+    for (int64_t k = 0; k < ghost->count; k++)
+        t[k] = (id_pair){ ghost->pairs[k], d->ids[ghost->pairs[k].j] };
+    qsort(t, (size_t)ghost->count, sizeof *t, compare_id_pair);
+    int64_t n = 0;
+    for (int64_t k = 0; k < ghost->count; k++)
+        if (k == 0 || t[k].p.i != t[k - 1].p.i || t[k].id != t[k - 1].id)
+            ghost->pairs[n++] = t[k].p;
+    ghost->count = n;
+    free(t);
+    qsort(ghost->pairs, (size_t)n, sizeof *ghost->pairs, compare_pairs);
+    return PROX_OK;
 }
 
 static bool reports(const prox_dist *d, prox_pair p)
@@ -898,73 +1101,123 @@ static bool reports(const prox_dist *d, prox_pair p)
     return p.j < d->owned || d->ids[p.i] < d->ids[p.j];
 }
 
+/* out = a and b merged, both sorted by (i, j). */
+static prox_status merge_pairs(const prox_pair_buffer *a, const prox_pair_buffer *b,
+                               prox_pair_buffer *out)
+{
+    if (prox_pair_buffer_reserve(out, a->count + b->count) != PROX_OK)
+        return dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+    int64_t x = 0, y = 0, o = 0;
+    while (x < a->count || y < b->count) {
+        bool take_a = y == b->count ||
+                      (x < a->count && compare_pairs(&a->pairs[x], &b->pairs[y]) <= 0);
+        out->pairs[o++] = take_a ? a->pairs[x++] : b->pairs[y++];
+    }
+    out->count = o;
+    return PROX_OK;
+}
+
 /* The pairs this rank reports, sorted by (i, j); or only their count. */
 static prox_status reported_pairs(prox_dist *d, prox_pair_buffer *out, int64_t *count,
                                   prox_stats *stats)
 {
-    prox_grid_desc g = local_desc(d);
+    prox_grid_desc g = local_desc(d, false);
     prox_points own = prox_points_f64(d->pos, d->owned, d->dim);
-    prox_pair_buffer self, ghost;
+    prox_pair_buffer self, ghost, images, both;
     prox_pair_buffer_init(&self, NULL);
     prox_pair_buffer_init(&ghost, NULL);
+    prox_pair_buffer_init(&images, NULL);
+    prox_pair_buffer_init(&both, NULL);
     prox_stats s = { 0 };
-    bool count_only = out == NULL && !d->periodic;
+    bool count_only = out == NULL;
     prox_status st = prox_pairs(&own, &g, PROX_ALGO_GRID,
                                 count_only ? prox_sink_count() : prox_sink_buffer(&self), &s);
     if (st != PROX_OK)
         st = dist_fail_core(st, "pairs: the search of the owned points failed");
     add_stats(stats, &s);
-    int64_t n_self = count_only ? s.pairs : 0;
-    if (!count_only) {
-        for (int64_t k = 0; k < self.count; k++)
-            if (!d->periodic || exact_pair(d, self.pairs[k].i, self.pairs[k].j))
-                self.pairs[n_self++] = self.pairs[k];
-        self.count = n_self;
-    }
+    int64_t n_self = count_only ? s.pairs : self.count;
     if (st == PROX_OK)
-        st = ghost_pairs(d, &ghost, NULL, stats);
+        st = ghost_pairs(d, &ghost, &images, stats);
     int64_t n_ghost = 0;
     for (int64_t k = 0; st == PROX_OK && k < ghost.count; k++)
         if (reports(d, ghost.pairs[k]))
             ghost.pairs[n_ghost++] = ghost.pairs[k];
     ghost.count = n_ghost;
-    *count = n_self + n_ghost;
-    if (st == PROX_OK && out) {
-        /* merge by row: a row's owned neighbours precede its ghosts */
-        st = prox_pair_buffer_reserve(out, *count);
-        if (st != PROX_OK)
-            st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
-        int64_t a = 0, b = 0, o = 0;
-        while (st == PROX_OK && (a < self.count || b < ghost.count)) {
-            bool take_self = b == ghost.count ||
-                             (a < self.count && self.pairs[a].i <= ghost.pairs[b].i);
-            out->pairs[o++] = take_self ? self.pairs[a++] : ghost.pairs[b++];
-        }
-        out->count = o;
-    }
+    *count = n_self + images.count + n_ghost;
+    if (st == PROX_OK && out) /* a row's owned neighbours precede its ghosts */
+        st = images.count ? merge_pairs(&self, &images, &both) : PROX_OK;
+    if (st == PROX_OK && out)
+        st = merge_pairs(images.count ? &both : &self, &ghost, out);
     prox_pair_buffer_free(&self);
     prox_pair_buffer_free(&ghost);
+    prox_pair_buffer_free(&images);
+    prox_pair_buffer_free(&both);
     return st;
 }
 
-/* Full lists of the owned points: owned neighbours then ghost ones. */
+/* Rows of the owned points from sorted pairs (i, j): j in row i, and i in
+ * row j when `both` (pairs of two owned points); each row sorted. */
+static prox_status rows_of_pairs(const prox_pair_buffer *pairs, int64_t rows, bool both,
+                                 int64_t **offsets, prox_index **entries)
+{
+    int64_t n = pairs->count * (both ? 2 : 1);
+    *offsets = calloc((size_t)rows + 2, sizeof **offsets);
+    *entries = malloc(((size_t)n + 1) * sizeof **entries);
+    if (!*offsets || !*entries)
+        return dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+    int64_t *at = *offsets;
+    for (int64_t k = 0; k < pairs->count; k++) {
+        at[pairs->pairs[k].i + 1]++;
+        if (both)
+            at[pairs->pairs[k].j + 1]++;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        at[r + 1] += at[r];
+    int64_t *fill = malloc(((size_t)rows + 1) * sizeof *fill);
+    if (!fill)
+        return dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
+    memcpy(fill, at, (size_t)rows * sizeof *fill);
+    for (int64_t k = 0; k < pairs->count; k++) { /* sorted pairs: rows come out sorted */
+        prox_pair p = pairs->pairs[k];
+        (*entries)[fill[p.i]++] = p.j;
+    }
+    for (int64_t k = 0; both && k < pairs->count; k++) {
+        prox_pair p = pairs->pairs[k];
+        (*entries)[fill[p.j]++] = p.i;
+    }
+    free(fill);
+    for (int64_t r = 0; both && r < rows; r++) /* the i's went in after the j's */
+        qsort(*entries + at[r], (size_t)(at[r + 1] - at[r]), sizeof **entries, compare_index);
+    return PROX_OK;
+}
+
+/* Full lists of the owned points: owned neighbours (direct or through an
+ * image) ascending, then ghost ones. */
 static prox_status full_lists(prox_dist *d, prox_lists *out, int64_t *reported,
                               prox_stats *stats)
 {
-    prox_grid_desc g = local_desc(d);
+    prox_grid_desc g = local_desc(d, false);
     prox_points own = prox_points_f64(d->pos, d->owned, d->dim);
-    prox_lists self, ghost;
+    prox_lists self;
     prox_lists_init(&self, NULL);
-    memset(&ghost, 0, sizeof ghost);
+    prox_pair_buffer ghost, images;
+    prox_pair_buffer_init(&ghost, NULL);
+    prox_pair_buffer_init(&images, NULL);
+    int64_t *g_at = NULL, *i_at = NULL;
+    prox_index *g_in = NULL, *i_in = NULL;
     prox_stats s = { 0 };
     prox_status st = prox_pairs(&own, &g, PROX_ALGO_GRID, prox_sink_lists(&self), &s);
     if (st != PROX_OK)
         st = dist_fail_core(st, "pairs: the search of the owned points failed");
     add_stats(stats, &s);
-    if (st == PROX_OK)
-        st = ghost_pairs(d, NULL, &ghost, stats);
     int64_t rows = d->owned;
-    int64_t entries = st == PROX_OK && rows ? self.offsets[rows] + ghost.offsets[rows] : 0;
+    if (st == PROX_OK)
+        st = ghost_pairs(d, &ghost, &images, stats);
+    if (st == PROX_OK)
+        st = rows_of_pairs(&ghost, rows, false, &g_at, &g_in);
+    if (st == PROX_OK)
+        st = rows_of_pairs(&images, rows, true, &i_at, &i_in);
+    int64_t entries = st == PROX_OK && rows ? self.offsets[rows] + g_at[rows] + i_at[rows] : 0;
     int64_t *offsets = NULL;
     prox_index *indices = NULL;
     if (st == PROX_OK) {
@@ -975,51 +1228,34 @@ static prox_status full_lists(prox_dist *d, prox_lists *out, int64_t *reported,
     }
     *reported = 0;
     if (st == PROX_OK) {
-        int64_t o = 0, half = 0;
+        int64_t o = 0;
         offsets[0] = 0;
         for (int64_t r = 0; r < rows; r++) {
-            for (int64_t k = self.offsets[r]; k < self.offsets[r + 1]; k++)
-                if (!d->periodic || exact_pair(d, r, self.indices[k])) {
-                    indices[o++] = self.indices[k];
-                    half++;
-                }
-            for (int64_t k = ghost.offsets[r]; k < ghost.offsets[r + 1]; k++) {
-                indices[o++] = ghost.indices[k];
-                *reported += reports(d, (prox_pair){ (prox_index)r, ghost.indices[k] });
+            int64_t a = self.offsets[r], a_end = self.offsets[r + 1];
+            int64_t b = i_at[r], b_end = i_at[r + 1];
+            while (a < a_end || b < b_end) /* owned neighbours: direct and by image */
+                indices[o++] = b == b_end || (a < a_end && self.indices[a] < i_in[b])
+                                   ? self.indices[a++] : i_in[b++];
+            for (int64_t k = g_at[r]; k < g_at[r + 1]; k++) {
+                indices[o++] = g_in[k];
+                *reported += reports(d, (prox_pair){ (prox_index)r, g_in[k] });
             }
             offsets[r + 1] = o;
         }
-        *reported += half / 2;
-        prox_allocator alloc = out->allocator;
-        prox_lists_free(out);
-        prox_lists_init(out, &alloc);
-        /* the caller frees with its allocator: copy into memory from it */
-        out->offsets = alloc.alloc ? alloc.alloc(((size_t)rows + 1) * sizeof *offsets, alloc.user)
-                                   : offsets;
-        out->indices = alloc.alloc ? alloc.alloc(((size_t)entries + 1) * sizeof *indices,
-                                                 alloc.user)
-                                   : indices;
-        if (!out->offsets || !out->indices) {
-            st = dist_fail(PROX_ERR_NO_MEMORY, "pairs: out of memory");
-        } else {
-            if (alloc.alloc) {
-                memcpy(out->offsets, offsets, ((size_t)rows + 1) * sizeof *offsets);
-                memcpy(out->indices, indices, (size_t)entries * sizeof *indices);
-                free(offsets);
-                free(indices);
-            }
-            offsets = NULL;
-            indices = NULL;
-            out->rows = rows;
-            out->offsets_capacity = rows + 1;
-            out->indices_capacity = entries + 1;
-        }
+        *reported += (rows ? self.offsets[rows] : 0) / 2 + images.count;
+        st = hand_over_lists(out, offsets, indices, rows, entries);
+        offsets = NULL;
+        indices = NULL;
     }
     free(offsets);
     free(indices);
+    free(g_at);
+    free(g_in);
+    free(i_at);
+    free(i_in);
     prox_lists_free(&self);
-    free(ghost.offsets);
-    free(ghost.indices);
+    prox_pair_buffer_free(&ghost);
+    prox_pair_buffer_free(&images);
     return st;
 }
 

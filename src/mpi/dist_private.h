@@ -11,6 +11,9 @@ typedef struct dist_comm {
     MPI_Comm comm; /* a duplicate of the caller's */
     int rank, size;
     prox_dist_stats stats;
+    /* the exchange's scratch, kept so that it cannot fail halfway: */
+    int *ints;      /* 4 per rank: counts and displacements sent and received */
+    int64_t *minus; /* -1 per rank (a failed rank's counts), then room for a reply */
 } dist_comm;
 
 prox_status dist_comm_init(dist_comm *c, MPI_Comm comm);
@@ -28,6 +31,9 @@ prox_status dist_fail_core(prox_status st, const char *what);
  * none failed; PROX_STOPPED is not a failure). Ranks that did not fail
  * get a message naming the one that did. */
 prox_status dist_agree(dist_comm *c, prox_status st);
+/* The same in one allreduce with n (<= 7) values replaced by their
+ * maximum over the ranks. */
+prox_status dist_agree_max(dist_comm *c, prox_status st, double *values, int n);
 
 /* Received bytes of an all-to-all: from rank r at recv + displ[r], bytes[r]. */
 typedef struct dist_recv {
