@@ -15,13 +15,16 @@ BENCH=$B/bench_mpi_scaling
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 
 ranks() { # NP WORKLOAD N [SINK]
-    mpirun --oversubscribe -np "$1" "$BENCH" "$2" "$3" "$REPS" 1 "${4:-count}"
+    # ranks yield while they wait: on a machine shared with other work (or
+    # oversubscribed) a spinning rank takes the core its peer needs
+    mpirun --oversubscribe --mca mpi_yield_when_idle 1 -np "$1" "$BENCH" "$2" "$3" "$REPS" 1 \
+        "${4:-count}"
 }
 serial() { # THREADS WORKLOAD N [SINK]
     OMP_NUM_THREADS=$1 "$BENCH" --serial "$2" "$3" "$REPS" "$1" "${4:-count}"
 }
 
-echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(grep -c ^processor /proc/cpuinfo) cores"
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg); reps $REPS; $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "## overhead: W1 1M, 2 ranks x 1 thread against 1 process x 2 threads"
 for sink in count buffer; do
