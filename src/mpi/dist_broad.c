@@ -135,9 +135,11 @@ static size_t box_bytes(int dim)
     return 8 + 16 * (size_t)dim;
 }
 
-/* Pack each box once per rank its box meets; per-rank byte counts. */
+/* Pack each box once per rank its box meets; per-rank byte counts. With
+ * `placed` (built boxes, not queries) a box that meets no region (the
+ * caller's boxes leave a gap) is PROX_ERR_DATA. */
 static prox_status route_boxes(prox_dist_broad *b, const prox_boxes *boxes, const int64_t *tags,
-                               char **send, int64_t *bytes, const char *what)
+                               bool placed, char **send, int64_t *bytes, const char *what)
 {
     int p = b->c.size, dim = b->dim;
     size_t rec = box_bytes(dim);
@@ -161,6 +163,15 @@ static prox_status route_boxes(prox_dist_broad *b, const prox_boxes *boxes, cons
                 hi[k] = prox_boxes_max(boxes, i, k);
             }
             int n = part_overlapping(&b->part, lo, hi, ranks);
+            if (n == 0 && placed) { /* a built box no region holds */
+                free(ranks);
+                free(hits);
+                free(at);
+                free(*send);
+                *send = NULL;
+                return dist_fail(PROX_ERR_DATA, "%s: box %lld lies in no rank's box", what,
+                                 (long long)i);
+            }
             if (pass == 0) {
                 hits[i] = n;
                 total += n;
@@ -208,7 +219,7 @@ prox_status prox_dist_broad_build(prox_dist_broad *b, const prox_boxes *local, c
     int p = b->c.size, dim = b->dim;
     int64_t *bytes = malloc((size_t)p * sizeof *bytes);
     char *send = NULL;
-    st = bytes ? route_boxes(b, local, ids, &send, bytes, "broad build")
+    st = bytes ? route_boxes(b, local, ids, true, &send, bytes, "broad build")
                : dist_fail(PROX_ERR_NO_MEMORY, "broad build: out of memory");
     b->c.stats.compute_s += MPI_Wtime() - t0 - (b->c.stats.exchange_s - ex);
     dist_recv in = { 0 };
@@ -426,7 +437,7 @@ prox_status prox_dist_broad_query(prox_dist_broad *b, const prox_boxes *queries,
     for (int64_t q = 0; st == PROX_OK && q < queries->count; q++)
         tags[q] = q;
     if (st == PROX_OK)
-        st = route_boxes(b, queries, tags, &send, bytes, "broad query");
+        st = route_boxes(b, queries, tags, false, &send, bytes, "broad query");
     free(tags);
     b->c.stats.compute_s += MPI_Wtime() - t0;
     dist_recv in = { 0 }, back = { 0 };

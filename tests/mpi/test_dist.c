@@ -669,6 +669,27 @@ static void test_errors(void)
     st = prox_dist_refresh(d, &two_d, &again);
     CHECK(st == PROX_ERR_INVALID, "refresh with other points: %s", prox_status_string(st));
     prox_dist_destroy(d);
+    /* a box in no rank's region of a caller's partition with a gap */
+    double *regions = malloc((size_t)size * 6 * 8);
+    for (int r = 0; r < size; r++) {
+        double box[6] = { r, -1e9, -1e9, r + 1, 1e9, 1e9 };
+        memcpy(regions + 6 * r, box, sizeof box);
+    }
+    prox_dist_desc bdesc = prox_default_dist_desc();
+    bdesc.partition = PROX_PARTITION_BOXES;
+    bdesc.boxes = regions;
+    prox_dist_broad *db = NULL;
+    CHECK_OK(prox_dist_broad_create(MPI_COMM_WORLD, &bdesc, &db), "broad create");
+    double bounds[6] = { 0.25, 0, 0, 0.5, 1, 1 };
+    if (rank == size - 1)
+        bounds[0] = -5, bounds[3] = -4;
+    prox_boxes one = prox_boxes_f64(bounds, 1, 3);
+    int64_t id = rank;
+    st = prox_dist_broad_build(db, &one, &id);
+    CHECK(st == PROX_ERR_DATA, "a box in no region: %s (%s)", prox_status_string(st),
+          prox_dist_last_error());
+    prox_dist_broad_destroy(db);
+    free(regions);
     desc = points_desc(0.3);
     desc.grid.period[0] = desc.grid.period[1] = desc.grid.period[2] = 0.5;
     st = prox_dist_create(MPI_COMM_WORLD, &desc, &d);
