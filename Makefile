@@ -10,8 +10,6 @@ PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
 BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev
 RUN_DEPS   = gnuplot-nox
-# Optional: libprox_mpi, `prox --mpi` and tests/mpi are built when MPI is found.
-MPI_DEPS   = openmpi-bin libopenmpi-dev
 
 .PHONY: all build run test asan install deps clean bench-peers
 
@@ -19,7 +17,6 @@ all: build
 
 deps:
 	@tools/deps.sh $(BUILD_DEPS)
-	@tools/deps.sh $(MPI_DEPS) || echo "deps: building without MPI (libprox_mpi, prox --mpi and tests/mpi left out)" >&2
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPROX_NATIVE=ON $(CMAKE_FLAGS)
@@ -41,6 +38,15 @@ asan: deps
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# Optional: libprox_mpi, `prox --mpi` and tests/mpi are built when CMake
+# finds MPI; `make deps` installs Open MPI as root, and goes on without it
+# otherwise.
+MPI_DEPS = openmpi-bin libopenmpi-dev
+.PHONY: mpi-deps
+deps: mpi-deps
+mpi-deps:
+	@tools/deps.sh $(MPI_DEPS) || echo "deps: building without MPI (libprox_mpi, prox --mpi and tests/mpi left out)" >&2
 
 # prox and its peer libraries side by side (bench/peers/README.md), e.g.
 #   make bench-peers ARGS="--full --reps 5"
