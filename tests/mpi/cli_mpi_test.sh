@@ -23,7 +23,7 @@ same() {
     cmd=$1
     shift
     "$PROX" "$cmd" "$@" >serial.out 2>serial.err || { fail "$name: serial failed"; return; }
-    "$MPIEXEC" --oversubscribe -np "$np" "$PROX" "$cmd" --mpi "$@" >mpi.out 2>mpi.err
+    "$MPIEXEC" --oversubscribe --mca mpi_yield_when_idle 1 -np "$np" "$PROX" "$cmd" --mpi "$@" >mpi.out 2>mpi.err
     rc=$?
     if [ $rc -ne 0 ]; then
         fail "$name np=$np: exit $rc: $(head -c 300 mpi.err)"
@@ -38,7 +38,7 @@ same() {
 status() {
     name=$1 want=$2 np=$3
     shift 3
-    "$MPIEXEC" --oversubscribe -np "$np" "$PROX" "$@" >out 2>err
+    "$MPIEXEC" --oversubscribe --mca mpi_yield_when_idle 1 -np "$np" "$PROX" "$@" >out 2>err
     rc=$?
     if [ $rc -eq "$want" ]; then passed=$((passed + 1)); else fail "$name: exit $rc, want $want"; fi
 }
@@ -65,7 +65,7 @@ done
 same "W1 two threads a rank" 2 pairs -t 2 w1.txt
 same "W3 collide kdtree" 3 collide --algo kdtree w3.boxes
 "$PROX" pairs --lists -o serial.txt w1.txt
-"$MPIEXEC" --oversubscribe -np 2 "$PROX" pairs --mpi --lists -o mpi.txt w1.txt
+"$MPIEXEC" --oversubscribe --mca mpi_yield_when_idle 1 -np 2 "$PROX" pairs --mpi --lists -o mpi.txt w1.txt
 if cmp -s serial.txt mpi.txt; then passed=$((passed + 1)); else fail "-o FILE differs"; fi
 status "missing file" 4 2 pairs --mpi missing.txt
 status "brute force" 2 2 pairs --mpi --algo brute -r 0.1 w1.txt
