@@ -1,25 +1,45 @@
 # prox: the README's commands. CMake does the real work in build/.
 #   make          build everything; the CLI lands at build/prox
 #   make run      build and run the main job: the W5 fluid scene (prox demo fluid)
-#   make test     build and run every test (CTest)
-#   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/)
+#   make test     build and run every test (CTest; the Python module's pytest suite too)
+#   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/),
+#                 at the default SIMD level, and test_levels at every level
 #   make install  cmake --install build (PREFIX=/usr/local by default)
+# Hardening (docs/robustness.md), each with clang:
+#   make fuzz      build the fuzz targets (libFuzzer) and run each FUZZ_SECONDS (60)
+#   make ubsan     the suite under clang's UndefinedBehaviorSanitizer (build-ubsan/)
+#   make tsan      the threaded tests under ThreadSanitizer, libomp + Archer (build-tsan/)
+#   make valgrind  the CLI's main commands under valgrind memcheck
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
-BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev
+BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev python3-dev python3-numpy groff-base man-db
+TEST_DEPS  = python3-pytest python3-scipy python3-ase
 RUN_DEPS   = gnuplot-nox
+# The Python module is built for Debian's python3 (where python3-numpy is),
+# whatever python3 comes first on PATH.
+PYTHON  ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
-.PHONY: all build run test asan install deps clean bench-peers
+HARDEN_DEPS = clang libclang-rt-dev libomp-dev valgrind
+FUZZ_SECONDS ?= 60
+# Tests whose parallel regions run on several threads, small enough for CI
+# under TSan (test_update, test_kdtree and test_sap pass too, in 5-14 min here).
+TSAN_TESTS = test_pairs|test_radix_sort|test_grid_sweep|test_hardening|fuzz_replay_points|fuzz_replay_broad
+CLANG_SANITIZE = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_BUILD_EXAMPLES=OFF -DPROX_BUILD_PYTHON=OFF
+
+.PHONY: all build run test asan install deps test-deps clean bench-peers bench-report fuzz ubsan tsan valgrind harden-deps
 
 all: build
 
 deps:
 	@tools/deps.sh $(BUILD_DEPS)
 
+test-deps:
+	@tools/deps.sh $(TEST_DEPS)
+
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPROX_NATIVE=ON $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
@@ -28,13 +48,54 @@ run: build
 	@tools/deps.sh $(RUN_DEPS)
 	tools/main-job.sh $(BUILD)/prox $(BUILD)/main-job
 
-test: build
+test: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+	cd build-asan && export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 && \
+	  ctest --output-on-failure -j $(JOBS) -LE simd && \
+	  ctest --output-on-failure -j $(JOBS) -R '^test_levels_'
+
+harden-deps:
+	@tools/deps.sh $(BUILD_DEPS) $(HARDEN_DEPS)
+
+fuzz: harden-deps
+	JOBS=$(JOBS) fuzz/build.sh build-fuzz
+	fuzz/run.sh $(FUZZ_SECONDS)
+
+# clang's UBSan checks what gcc's does not (signed overflow in 64-bit
+# products, among others); every check is fatal. pointer-overflow is left
+# out while src/points/grid_search.c and src/broad/hierarchical_hash.c add
+# 0 to a NULL pointer (an empty hit list, an update with no new entry):
+# docs/robustness.md.
+ubsan: harden-deps
+	CC=clang cmake -S . -B build-ubsan $(CLANG_SANITIZE) \
+	  -DCMAKE_C_FLAGS="-fsanitize=undefined,float-cast-overflow -fno-sanitize=pointer-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=undefined -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=undefined
+	cmake --build build-ubsan -j $(JOBS)
+	cd build-ubsan && export UBSAN_OPTIONS=print_stacktrace=1 && \
+	  ctest --output-on-failure -j $(JOBS) -E install_and_consume -LE simd && \
+	  ctest --output-on-failure -j $(JOBS) -R '^test_levels_'
+
+# Clang's OpenMP runtime (libomp) with Archer, its TSan annotations of the
+# parallel regions: without it TSan cannot see OpenMP's barriers.
+tsan: harden-deps
+	CC=clang cmake -S . -B build-tsan $(CLANG_SANITIZE) \
+	  -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && OMP_TOOL_LIBRARIES=$$($(CURDIR)/tools/archer.sh) OMP_NUM_THREADS=4 \
+	  TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
+	  ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS))$$'
+
+# A portable build: valgrind does not decode AVX-512 (-march=native).
+valgrind: harden-deps
+	cmake -S . -B build-valgrind -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_NATIVE=OFF \
+	  -DPROX_BUILD_EXAMPLES=OFF -DBUILD_TESTING=OFF
+	cmake --build build-valgrind -j $(JOBS) --target prox
+	tests/valgrind_cli.sh build-valgrind/prox build-valgrind/valgrind
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
@@ -54,4 +115,10 @@ bench-peers: build
 	BUILD=$(BUILD) bench/peers/run.sh --prox $(BUILD)/prox $(ARGS)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-ubsan build-tsan build-fuzz build-valgrind
+
+# docs/benchmarks.md regenerated: prox's own benchmarks and the peers on the
+# standard workloads (bench/report/report.sh), e.g.
+#   make bench-report ARGS=--quick     (under 30 minutes on 2 cores)
+bench-report: build
+	BUILD=$(BUILD) bench/report/report.sh --prox $(BUILD)/prox $(ARGS)

@@ -38,7 +38,7 @@ typedef prox_status (*ab_step)(void *ctx);
 
 /* RUNS rounds of build then query; returns the best total seconds, or a
  * negative value after printing the library's message. */
-static double ab_time_runs(const char *program, int runs, ab_step build, ab_step query,
+static inline double ab_time_runs(const char *program, int runs, ab_step build, ab_step query,
                            void *ctx)
 {
     double best = 1e300;

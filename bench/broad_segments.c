@@ -1,4 +1,4 @@
-/* broad_segments.c: W4's segment queries (seed 000 Figure 4) with one
+/* broad_segments.c: W4's segment queries (Pouchol et al. 2009, Figure 4) with one
  * structure: built and queried RUNS times on one object (each run: build,
  * then the exact hits of every segment, counted), printing each run's
  * seconds and the best. The driver behind the W4 A/B figures of

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Seed 003 Figure 11 from prox: W6 (the falling spheres) at several N, ms per
+# Poirrier 2009, Figure 11, from prox: W6 (the falling spheres) at several N, ms per
 # step of every broad-phase structure over steps 0-10 (a) and 50-60 (b),
 # from `prox bench dem3d`, drawn by gnuplot as the paper draws it (time
 # against N, one line per structure).
@@ -46,7 +46,7 @@ gnuplot <<EOF
 set terminal pngcairo size 1100,480 font ',10'
 set output '$out'
 names = '$names'
-set multiplot layout 1,2 title 'W6 falling spheres (seed 003 Figure 11): broad phase ms per step, mean and sd over the steps and runs'
+set multiplot layout 1,2 title 'W6 falling spheres (Poirrier 2009, Figure 11): broad phase ms per step, mean and sd over the steps and runs'
 set xlabel 'N (spheres)'
 set ylabel 'ms per step'
 set logscale y

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Figure 4 of seed 000 on workload W4 (mixed2d): build plus the exact hits
+# Figure 4 of Pouchol et al. 2009 on workload W4 (mixed2d): build plus the exact hits
 # of 1,000,000 segments against N = 1,000, 10,000 and 100,000 boxes, for
 # uniform hashing (grid), multilevel hashing and the hierarchical hash, one
 # thread; time and memory plotted against the fraction of segments that hit

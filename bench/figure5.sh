@@ -1,5 +1,5 @@
 #!/bin/sh
-# Figure 5 of seed 000 on workload W2 (nns2d): neighbour search over
+# Figure 5 of Pouchol et al. 2009 on workload W2 (nns2d): neighbour search over
 # 1,000,000 points in [0, 2^20)^2 for mean neighbour counts k = 1, 5, 20,
 # with the uniform grid and with the hierarchical hash (Listing 3), one
 # thread. Each run is `prox pairs --count` (every pair found, counted);

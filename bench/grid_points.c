@@ -26,7 +26,7 @@
 
 #include "ab_driver.h"
 #ifdef PROX_BENCH_LIMITS
-#include "grid_private.h"
+#include "points/grid_private.h"
 
 static double limit_of(const char *name)
 {

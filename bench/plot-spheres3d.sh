@@ -1,5 +1,5 @@
 #!/bin/sh
-# plot-spheres3d.sh: seed 003 Table 2 as a plot: time per step against N,
+# plot-spheres3d.sh: Poirrier 2009, Table 2 as a plot: time per step against N,
 # log-log, one line per structure, from the output of
 # `prox bench spheres3d` (one or more files, concatenated in order).
 #
@@ -38,7 +38,7 @@ set output '$out'
 set logscale xy
 set xlabel 'N (spheres, W3, d = 0.1)'
 set ylabel 'seconds per step (build + pairs, $column, one thread)'
-set title 'seed 003 Table 2 on W3: broad phase from scratch'
+set title 'Poirrier 2009, Table 2 on W3: broad phase from scratch'
 set key top left
 set grid
 plot $plots

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "radix_sort.h"
+#include "core/radix_sort.h"
 
 static double now(void)
 {

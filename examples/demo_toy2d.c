@@ -1,4 +1,4 @@
-/* demo_toy2d.c: seed 001's 2D particle toy as a program of its own; the same
+/* demo_toy2d.c: the hash-multimap article's 2D particle toy as a program of its own; the same
  * as `prox demo toy2d`. Try: demo_toy2d --threads 1 --cpu-time */
 #include "scene.h"
 

@@ -4,9 +4,10 @@
  * with an independent separating-axis test in long double. */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "box_exact.h"
+#include "broad/box_exact.h"
 #include "check.h"
 #include "rng.h"
 
@@ -208,8 +209,8 @@ static void extents_beyond_the_double_range(void **state)
 static void names_round_trip(void **state)
 {
     (void)state;
-    const char *names[] = {"brute", "grid", "multilevel", "hierarchical", "kdtree", "sap"};
-    for (int a = 0; a < 6; a++) {
+    const char *names[] = {"brute", "grid", "multilevel", "hierarchical", "kdtree", "sap", "auto"};
+    for (int a = 0; a < 7; a++) {
         assert_string_equal(prox_broad_algo_name((prox_broad_algo)a), names[a]);
         prox_broad_algo got;
         assert_int_equal(prox_broad_algo_parse(names[a], &got), PROX_OK);
@@ -222,11 +223,63 @@ static void names_round_trip(void **state)
     expect_message("hierarchical");
 }
 
+/* Self pairs of n 2D boxes through `algo`, with the method that ran. */
+static int64_t pairs_by(prox_broad_algo algo, const double *boxes, int64_t n,
+                        prox_pair_buffer *out, const char **method)
+{
+    prox_broad_desc d = prox_default_broad_desc();
+    d.algo = algo;
+    prox_broad *b = NULL;
+    assert_int_equal(prox_broad_create(&d, &b), PROX_OK);
+    prox_boxes v = prox_boxes_f64(boxes, n, 2);
+    assert_int_equal(prox_broad_build(b, &v), PROX_OK);
+    prox_stats st;
+    assert_int_equal(prox_broad_pairs(b, prox_sink_buffer(out), &st), PROX_OK);
+    *method = st.method;
+    prox_broad_destroy(b);
+    return out->count;
+}
+
+/* PROX_BROAD_AUTO takes the grid for boxes of one size and the
+ * hierarchical hash for a wide spread of sizes, says so in stats.method,
+ * and finds brute force's pairs either way. */
+static void auto_chooses_by_the_spread_of_sizes(void **state)
+{
+    (void)state;
+    enum { N = 400 };
+    double *boxes = malloc(N * 4 * sizeof *boxes);
+    assert_non_null(boxes);
+    for (int spread = 0; spread < 2; spread++) {
+        uint64_t x = 12345;
+        for (int i = 0; i < N; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            double cx = (double)(x >> 40) / (1 << 24) * 50, cy = (double)((x >> 16) & 0xffffff) / (1 << 24) * 50;
+            double half = spread && i % 10 == 0 ? 20.0 : 0.6;
+            double box[4] = {cx - half, cy - half, cx + half, cy + half};
+            memcpy(boxes + 4 * i, box, sizeof box);
+        }
+        prox_pair_buffer got, want;
+        prox_pair_buffer_init(&got, NULL);
+        prox_pair_buffer_init(&want, NULL);
+        const char *method = NULL, *brute = NULL;
+        pairs_by(PROX_BROAD_AUTO, boxes, N, &got, &method);
+        pairs_by(PROX_BROAD_BRUTE, boxes, N, &want, &brute);
+        assert_string_equal(method, spread ? "hierarchical" : "grid");
+        assert_string_equal(brute, "brute");
+        assert_true(want.count > 0);
+        assert_int_equal(got.count, want.count);
+        assert_memory_equal(got.pairs, want.pairs, (size_t)want.count * sizeof *want.pairs);
+        prox_pair_buffer_free(&got);
+        prox_pair_buffer_free(&want);
+    }
+    free(boxes);
+}
+
 static void options_are_checked_by_field(void **state)
 {
     (void)state;
     prox_broad_desc d = prox_default_broad_desc();
-    assert_int_equal(d.algo, PROX_BROAD_HIERARCHICAL);
+    assert_int_equal(d.algo, PROX_BROAD_AUTO);
     prox_broad *b = NULL;
     d.threads = -1;
     assert_int_equal(prox_broad_create(&d, &b), PROX_ERR_INVALID);
@@ -459,6 +512,7 @@ int main(void)
         cmocka_unit_test(extents_beyond_the_double_range),
         cmocka_unit_test(names_round_trip),
         cmocka_unit_test(options_are_checked_by_field),
+        cmocka_unit_test(auto_chooses_by_the_spread_of_sizes),
         cmocka_unit_test(closed_overlap_counts_touching),
         cmocka_unit_test(segment_cases_2d),
         cmocka_unit_test(segment_cases_3d),

@@ -624,7 +624,7 @@ static void updates_match_brute_force(void **state)
     }
 }
 
-/* W4's mix (seed 000 Figure 4): a tenth of the boxes about 32 times the
+/* W4's mix (Pouchol et al. 2009, Figure 4): a tenth of the boxes about 32 times the
  * edge of the rest, and short segments. */
 static void split_scene(scene *sc, int64_t n, int64_t m)
 {

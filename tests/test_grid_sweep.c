@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "check.h"
-#include "grid_private.h"
+#include "points/grid_private.h"
 #include "inputs.h"
 
 #define POINTS 12000

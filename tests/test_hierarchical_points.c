@@ -1,4 +1,4 @@
-/* test_hierarchical_points.c: PROX_ALGO_HIERARCHICAL (seed 000 Listing 3:
+/* test_hierarchical_points.c: PROX_ALGO_HIERARCHICAL (Pouchol et al. 2009, Listing 3:
  * neighbour search with the hierarchical hash) against the oracle on every
  * input class, dimension and scalar with open axes, through every sink of
  * prox_pairs and prox_query; a tiny initial table (growth, colliding keys);

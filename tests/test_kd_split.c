@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "kd_split.h"
+#include "broad/kd_split.h"
 #include "rng.h"
 
 #define BOXES 4099

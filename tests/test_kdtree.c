@@ -1,4 +1,4 @@
-/* test_kdtree.c: the linear kd-tree (seed 003) against brute force.
+/* test_kdtree.c: the linear kd-tree (Poirrier 2009) against brute force.
  *
  * The scenes of test_broad.c (mixed sizes with points, zero-extent,
  * touching, copied and scene-spanning boxes; 1e9 offsets; N = 0, 1; all
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "broad_scenes.h"
-#include "linear_kdtree.h"
+#include "broad/linear_kdtree.h"
 
 /* ---- configurations ------------------------------------------------------ */
 
@@ -278,7 +278,7 @@ static void diagnostics_are_consistent(void **state)
     }
 }
 
-/* n equal boxes of edge 2 spread uniformly (W3 in miniature, seed 003
+/* n equal boxes of edge 2 spread uniformly (W3 in miniature, Poirrier 2009
  * Table 1), bounds packed as doubles; the caller frees them. */
 static double *small_equal_boxes(rng *r, int dim, int64_t n)
 {

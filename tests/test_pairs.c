@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "check.h"
-#include "pair_sink.h"
+#include "core/pair_sink.h"
 #include "rng.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))

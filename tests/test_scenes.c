@@ -217,7 +217,7 @@ static void dem_deterministic(void **state)
     assert_true(dem_run(p, steps) != reference);
 }
 
-/* ---- toy2d (seed 001) ------------------------------------------------------ */
+/* ---- toy2d (the hash-multimap article) ------------------------------------------------------ */
 
 static toy2d_params toy_small(int64_t n, prox_algo algo, int threads)
 {

@@ -40,6 +40,8 @@ static void parse_text(row_file *rf, const char *text, size_t len, const char *p
         memcpy((double *)rf->values + rf->rows * rf->cols, v, sizeof(double) * (size_t)rf->cols);
         rf->rows++;
     }
+    if (rf->cols == 0)
+        rf->cols = 6; /* no rows: 3D, as for points */
     if (!rf->values)
         rf->values = xmalloc(6 * sizeof(double));
 }
@@ -75,10 +77,9 @@ void row_file_read(row_file *rf, const char *path, int cols)
         parse_binary(rf, data, len, path); /* keeps data */
         return;
     }
-    if (memchr(data, '\0', len))
-        die(EXIT_DATA, "%s: NUL byte in a text file (binary files must be named *.f64 or *.f32)",
-            path);
-    parse_text(rf, data, len, strcmp(path, "-") == 0 ? "<stdin>" : path);
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    reject_nul_bytes(data, len, name);
+    parse_text(rf, data, len, name);
     free(data);
 }
 

@@ -24,7 +24,8 @@ typedef struct row_file {
 } row_file;
 
 /* cols > 0: rows of exactly cols numbers. cols == 0 (text only): as many
- * as the first row has, which must be 4 (2D) or 6 (3D). */
+ * as the first row has, which must be 4 (2D) or 6 (3D); 6 when the file
+ * has no row (empty, or comments only: zero boxes, 3D as for points). */
 void row_file_read(row_file *rf, const char *path, int cols);
 void row_file_free(row_file *rf);
 

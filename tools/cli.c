@@ -39,15 +39,50 @@ static void on_fatal_signal(int sig)
     raise(sig);
 }
 
+/* Every signal whose default action ends the process and that a handler
+ * may catch, but those of a fault in the program itself (SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT), whose default action, a core
+ * dump or a sanitizer's report, is worth more than removing a temporary
+ * file. SIGKILL and SIGSTOP cannot be caught. */
+static const int terminating_signals[] = {
+    SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+#ifdef SIGVTALRM
+    SIGVTALRM,
+#endif
+#ifdef SIGPROF
+    SIGPROF,
+#endif
+#ifdef SIGXCPU
+    SIGXCPU,
+#endif
+#ifdef SIGXFSZ
+    SIGXFSZ,
+#endif
+#ifdef SIGPOLL
+    SIGPOLL,
+#endif
+#ifdef SIGPWR
+    SIGPWR,
+#endif
+#ifdef SIGSTKFLT
+    SIGSTKFLT,
+#endif
+};
+
 void cleanup_install_signal_handlers(void)
 {
-    const int signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+    const int *signals = terminating_signals;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_fatal_signal;
-    sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+    sigfillset(&action.sa_mask); /* one handler at a time */
+    for (size_t i = 0; i < sizeof terminating_signals / sizeof terminating_signals[0]; i++) {
+        struct sigaction old;
+        /* a signal ignored by whoever started prox stays ignored (nohup) */
+        if (sigaction(signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
         sigaction(signals[i], &action, NULL);
+    }
 }
 
 int cleanup_register(const char *path)

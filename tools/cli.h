@@ -38,7 +38,9 @@ _Noreturn void die_status(prox_status status, const char *what);
 _Noreturn void die_usage(const char *command, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* Temporary output files to delete if the program dies (or is killed by
- * SIGINT, SIGTERM, SIGHUP or SIGPIPE) before they are renamed into place. */
+ * any signal that terminates by default and can be caught, but those of a
+ * fault in the program: cli.c lists them) before they are renamed into
+ * place. Only SIGKILL, or a crash, can leave one behind. */
 void cleanup_install_signal_handlers(void);
 int cleanup_register(const char *path); /* returns a slot */
 void cleanup_forget(int slot);

@@ -14,7 +14,7 @@
 
 static const char usage[] =
     "usage: prox bench sph3d|nns2d [OPTIONS]   (mixed2d, dem3d: see prox bench NAME --help)\n"
-    "Generate a standard workload (WORKLOADS.md) in memory and time every\n"
+    "Generate a standard workload (docs/workloads.md) in memory and time every\n"
     "algorithm and task on it: grid with linear keys (coordinates kept in double\n"
     "and in fixed point), with Morton keys (cells of r and of r/2) and with hash\n"
     "keys, the hierarchical hash, and brute force when N <= 20000.\n"
@@ -168,21 +168,6 @@ static void read_cpu_model(char *buf, size_t size)
     fclose(f);
 }
 
-static const char *instruction_sets(void)
-{
-#if defined(__AVX512F__)
-    return "avx512f";
-#elif defined(__AVX2__)
-    return "avx2";
-#elif defined(__SSE4_2__)
-    return "sse4.2";
-#elif defined(__ARM_NEON)
-    return "neon";
-#else
-    return "baseline";
-#endif
-}
-
 /* The command as typed, quoting the words a shell would split. */
 static void print_command(int argc, char **argv)
 {
@@ -205,7 +190,7 @@ static void print_header(int argc, char **argv, const bench_options *o, double r
         snprintf(un.machine, sizeof un.machine, "unknown");
     print_command(argc, argv);
     printf("machine: %s, %ld CPUs online, %s\n", un.machine, sysconf(_SC_NPROCESSORS_ONLN), cpu);
-    printf("build: prox %s, %s, cc %s\n", PROX_VERSION_STRING, instruction_sets(), __VERSION__);
+    printf("build: prox %s, simd=%s, cc %s\n", PROX_VERSION_STRING, prox_simd_level(), __VERSION__);
     printf("workload: %s n=%lld seed=%llu radius=%.17g", o->workload, (long long)o->n,
            (unsigned long long)o->seed, radius);
     if (o->nns2d)
@@ -352,9 +337,9 @@ int cmd_bench(int argc, char **argv)
         if (strcmp(argv[i], "mixed2d") == 0)
             return cmd_bench_boxes(argc, argv); /* the box family: cmd_bench_boxes.c */
         else if (strcmp(argv[i], "spheres3d") == 0)
-            return cmd_bench_spheres(argc, argv); /* W3, seed 003 Tables 1-3 */
+            return cmd_bench_spheres(argc, argv); /* W3, Poirrier 2009, Tables 1-3 */
         else if (strcmp(argv[i], "dem3d") == 0)
-            return cmd_bench_dem(argc, argv); /* W6, seed 003 Figure 11: cmd_bench_dem.c */
+            return cmd_bench_dem(argc, argv); /* W6, Poirrier 2009, Figure 11: cmd_bench_dem.c */
     bench_options o;
     if (!parse_options(argc, argv, &o)) {
         fputs(usage, stdout);

@@ -1,5 +1,5 @@
-/* cmd_bench_boxes.c: `prox bench mixed2d`: workload W4 of WORKLOADS.md (seed
- * 000, Figure 4): boxes of very different sizes, then segment queries (the
+/* cmd_bench_boxes.c: `prox bench mixed2d`: workload W4 of docs/workloads.md (Pouchol
+ * et al. 2009, Figure 4): boxes of very different sizes, then segment queries (the
  * paths of moving particles), for every broad-phase structure. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -14,7 +14,7 @@
 
 static const char usage[] =
     "usage: prox bench mixed2d [OPTIONS]\n"
-    "Workload W4 (WORKLOADS.md): N boxes in [0, 8192)^2 of average edge 8, 64 or\n"
+    "Workload W4 (docs/workloads.md): N boxes in [0, 8192)^2 of average edge 8, 64 or\n"
     "1024, and Q segments of length < 16. For each structure: build, then every\n"
     "segment's hits (the exact segment/box test, after the broad phase).\n"
     "\n"

@@ -1,4 +1,4 @@
-/* cmd_bench_dem.c: `prox bench dem3d`: seed 003 Figure 11 and W6. The
+/* cmd_bench_dem.c: `prox bench dem3d`: Poirrier 2009, Figure 11 and W6. The
  * falling spheres of examples/scenes/dem.h advance once; at every step each
  * broad-phase structure is updated (or rebuilt) over the same AABBs and
  * asked for the pairs, in turn, and must return exactly the pairs of the
@@ -19,7 +19,7 @@
 
 static const char usage[] =
     "usage: prox bench dem3d [OPTIONS]\n"
-    "W6 (seed 003 section 6, Figure 11): N spheres of radius 1 start as W3's spheres\n"
+    "W6 (Poirrier 2009, section 6, Figure 11): N spheres of radius 1 start as W3's spheres\n"
     "(d = 0.1), fall and pile up on the floor; overlapping pairs are resolved one by\n"
     "one after each step (examples/scenes/dem.h). At every step each structure is\n"
     "updated over the same boxes (prox_broad_update; --rebuild: prox_broad_build) and\n"
@@ -41,7 +41,7 @@ static const char usage[] =
     "  -h, --help         this help\n"
     "\n"
     "Columns: ms per step (update + pairs), mean +- standard deviation over steps\n"
-    "0-10 and 50-60 of every run (seed 003 Figure 11 a and b); candidates (exact box\n"
+    "0-10 and 50-60 of every run (Poirrier 2009, Figure 11 a and b); candidates (exact box\n"
     "tests, prox_stats.candidates), box pairs (overlapping AABBs) and true pairs\n"
     "(overlapping spheres, centres <= 2 apart) as means over steps 50-60 of the last\n"
     "run; rebuilt: steps where the update rebuilt. Brute force answers only at the\n"

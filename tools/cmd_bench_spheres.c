@@ -1,5 +1,5 @@
-/* cmd_bench_spheres.c: `prox bench spheres3d`: workload W3 of WORKLOADS.md,
- * the tables of seed 003 (Poirrier): Table 1 (element splitting in the
+/* cmd_bench_spheres.c: `prox bench spheres3d`: workload W3 of docs/workloads.md,
+ * the tables of Poirrier 2009: Table 1 (element splitting in the
  * linear kd-tree, N = 10,000), Tables 2 and 3 (time, candidates and memory
  * per structure up to N = 5,000,000, d = 0.1).
  *
@@ -28,12 +28,12 @@
 
 static const char usage[] =
     "usage: prox bench spheres3d [OPTIONS]\n"
-    "Workload W3 (WORKLOADS.md, seed 003): N unit spheres, centres uniform in a\n"
+    "Workload W3 (docs/workloads.md, Poirrier 2009): N unit spheres, centres uniform in a\n"
     "cube of side cbrt(N 4/3 pi / d); the broad phase over their bounding boxes,\n"
     "built from scratch, pairs into a sorted buffer.\n"
     "\n"
     "Options:\n"
-    "      --table 1|2|3  1: element splitting in the kd-tree (seed 003 Table 1) at\n"
+    "      --table 1|2|3  1: element splitting in the kd-tree (Poirrier 2009, Table 1) at\n"
     "                     d = 0.01 .. 1.0; 2 (and 3, the same rows): time, candidates\n"
     "                     and memory per structure (default 2)\n"
     "  -n, --n N          spheres (default: Table 1 10000; Tables 2, 3: 50000,\n"
@@ -260,7 +260,7 @@ static void table1_row(const bench_options *o, double d, const split_rule *rule)
 
 static int table1(const bench_options *o)
 {
-    printf("workload: spheres3d (W3) n=%lld seed=%llu; seed 003 Table 1\n", (long long)o->n[0],
+    printf("workload: spheres3d (W3) n=%lld seed=%llu; Poirrier 2009, Table 1\n", (long long)o->n[0],
            (unsigned long long)o->seed);
     printf("\n| d | split | sub_per_N | Vn_Ve | selected | aabb_pairs | true |\n");
     printf("|--:|:-----:|----------:|------:|---------:|-----------:|-----:|\n");
@@ -412,7 +412,7 @@ int cmd_bench_spheres(int argc, char **argv)
     set_thread_limit(o.threads);
     if (o.table == 1)
         return table1(&o);
-    printf("workload: spheres3d (W3) seed=%llu; seed 003 Tables 2 and 3\n",
+    printf("workload: spheres3d (W3) seed=%llu; Poirrier 2009, Tables 2 and 3\n",
            (unsigned long long)o.seed);
     printf("threads: %d; times in seconds, median of %d runs; each structure in its own "
            "process%s%s; kd-tree split cost %g\n",

@@ -20,7 +20,9 @@ static const char usage[] =
     "stdin. A name ending in .f64 or .f32 is raw little-endian binary (give --dim).\n"
     "\n"
     "Options:\n"
-    "      --algo A        brute, grid, multilevel, hierarchical (default), kdtree, sap\n"
+    "      --algo A        auto (default: grid for boxes of similar sizes, else\n"
+    "                      hierarchical; --stats says which ran), brute, grid,\n"
+    "                      multilevel, hierarchical, kdtree, sap\n"
     "      --dim 2|3       numbers per box: 4 or 6 (default: the first line's count;\n"
     "                      3 for binary files)\n"
     "  -t, --threads T     threads, 0 = OpenMP default (default 0)\n"
@@ -171,11 +173,13 @@ int cmd_collide(int argc, char **argv)
     if (o.stats)
         fprintf(stderr,
                 "algo=%s\ndim=%d\nn=%lld\nthreads=%d\nbuild_s=%.6f\nquery_s=%.6f\n"
-                "candidates=%lld\npairs=%lld\ncells=%lld\nstruct_mb=%.1f\npeak_rss_mb=%.1f\n",
+                "candidates=%lld\npairs=%lld\ncells=%lld\nstruct_mb=%.1f\npeak_rss_mb=%.1f\n"
+                "simd=%s\nmethod=%s\n",
                 prox_broad_algo_name(o.desc.algo), dim, (long long)rf.rows,
                 effective_threads(o.desc.threads), t1 - t0, t2 - t1, (long long)stats.candidates,
                 (long long)stats.pairs, (long long)stats.cells,
-                (double)stats.bytes / (1024.0 * 1024.0), peak_rss_mb());
+                (double)stats.bytes / (1024.0 * 1024.0), peak_rss_mb(), prox_simd_level(),
+                stats.method ? stats.method : "none");
     prox_pair_buffer_free(&buffer);
     prox_broad_destroy(broad);
     row_file_free(&rf);

@@ -15,10 +15,10 @@ typedef struct demo_scene {
 } demo_scene;
 
 static const demo_scene scenes[] = {
-    {"fluid", prox_demo_fluid, "W5: particles fall through 2,000 spheres (seed 000 Figure 6)"},
-    {"sph", prox_demo_sph, "SPH dam break: poly6 density (seed 002), pressure, viscosity"},
-    {"dem", prox_demo_dem, "W6: spheres fall and pile up on the floor (seed 003 Figure 11)"},
-    {"toy2d", prox_demo_toy2d, "seed 001's 2D toy: particles at 60 frames/s, brute force vs grid"},
+    {"fluid", prox_demo_fluid, "W5: particles fall through 2,000 spheres (Pouchol et al. 2009, Figure 6)"},
+    {"sph", prox_demo_sph, "SPH dam break: poly6 density (flat-array article), pressure, viscosity"},
+    {"dem", prox_demo_dem, "W6: spheres fall and pile up on the floor (Poirrier 2009, Figure 11)"},
+    {"toy2d", prox_demo_toy2d, "2D toy of the hash-multimap article: brute force vs grid at 60 frames/s"},
 };
 
 static void print_usage(FILE *out)

@@ -11,7 +11,7 @@
 
 static const char usage[] =
     "usage: prox gen WORKLOAD [OPTIONS] [-o FILE]\n"
-    "Generate a standard workload exactly as WORKLOADS.md specifies, bit for bit.\n"
+    "Generate a standard workload exactly as docs/workloads.md specifies, bit for bit.\n"
     "\n"
     "Workloads:\n"
     "  sph3d      N points uniform in the unit cube; header gives the radius\n"

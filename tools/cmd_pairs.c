@@ -26,7 +26,7 @@ static const char usage[] =
     "      --dim 2|3           coordinates per point (default: the file's '# dim=D'\n"
     "                          header line, else 3)\n"
     "      --algo grid|brute|hierarchical  uniform grid (default), every pair\n"
-    "                          tested, or the hierarchical hash (seed 000 Listing 3;\n"
+    "                          tested, or the hierarchical hash (Pouchol et al. 2009, Listing 3;\n"
     "                          one thread, open axes)\n"
     "      --keys linear|morton|hash  grid cell keys (default linear: row-major over\n"
     "                          every cell, Morton when over 256 cells per point)\n"
@@ -48,12 +48,22 @@ static const char usage[] =
     "      --unsorted          pairs (or each list's entries) in the search's\n"
     "                          traversal order instead of sorted: faster, and the\n"
     "                          same for every thread count\n"
+    "      --stream            write the pairs in blocks as they are found, holding\n"
+    "                          a fixed buffer instead of the whole output (same\n"
+    "                          order: sorted, or traversal order with --unsorted;\n"
+    "                          sorted streams search each pair four times)\n"
+    "      --max-memory BYTES  refuse (exit 5) before the search a job whose memory\n"
+    "                          (input, structure, output: pairs estimated from a\n"
+    "                          sample of the points) would pass BYTES; suffixes\n"
+    "                          K, M, G, T (powers of 1024)\n"
     "      --stats             print key=value timings and figures to stderr\n"
     "      --mpi               run over MPI ranks (mpirun -np P prox pairs --mpi ...):\n"
     "                          rank 0 reads FILE and writes the same output; grid\n"
     "                          only; --stats prints each rank's figures\n"
     "  -o, --output OUT        write to OUT (default stdout); OUT appears only when\n"
-    "                          complete\n"
+    "                          complete. A symbolic link is followed (its target\n"
+    "                          is written, the link stays); a read-only OUT is\n"
+    "                          refused (exit 4); a replaced OUT keeps its mode\n"
     "  -h, --help              this help\n"
     "\n"
     "Output:\n"
@@ -65,8 +75,10 @@ static const char usage[] =
     "  --count   one line: the number of pairs\n"
     "\n"
     "Exit status: 0 ok, 2 usage error, 3 bad data (malformed file, NaN or\n"
-    "infinite coordinate, radius <= 0, rejected by the library), 4 I/O error,\n"
-    "5 out of memory.\n";
+    "infinite coordinate, radius outside [1e-150, 1e150], rejected by the\n"
+    "library), 4 I/O error, 5 out of memory (or over --max-memory).\n"
+    "On failure or on a signal that can be caught, neither OUT nor its temporary\n"
+    "file remains (SIGKILL can leave the temporary file).\n";
 
 typedef enum pairs_task { TASK_PAIRS, TASK_COUNT, TASK_LISTS } pairs_task;
 
@@ -88,13 +100,16 @@ typedef struct pairs_options {
     pairs_task task;
     bool unsorted;
     bool stats;
+    bool stream;
+    int64_t max_memory; /* 0: no limit */
     bool mpi;
 } pairs_options;
 
 enum {
     OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_COORDS, OPT_ROWS, OPT_THREADS, OPT_PERIODIC,
     OPT_DIVISIONS,
-    OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP, OPT_MPI,
+    OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP, OPT_STREAM,
+    OPT_MAX_MEMORY, OPT_MPI,
 };
 
 static const opt_spec pairs_specs[] = {
@@ -114,6 +129,8 @@ static const opt_spec pairs_specs[] = {
     { "stats", 0, false, OPT_STATS },
     { "output", 'o', true, OPT_OUTPUT },
     { "help", 'h', false, OPT_HELP },
+    { "stream", 0, false, OPT_STREAM },
+    { "max-memory", 0, true, OPT_MAX_MEMORY },
     { "mpi", 0, false, OPT_MPI },
 };
 
@@ -159,6 +176,23 @@ static prox_coords parse_coords(const opt_parser *p, const char *v)
     die_usage(p->command, "--coords must be fixed or double, not '%s'", v);
 }
 
+/* BYTES with an optional K, M, G or T (powers of 1024). */
+static int64_t parse_bytes(const opt_parser *p, const char *v)
+{
+    static const char units[] = "KMGT";
+    size_t n = strlen(v);
+    const char *unit = n > 0 ? strchr(units, v[n - 1]) : NULL;
+    if (unit == NULL || v[n - 1] == '\0')
+        return parse_count(p, v, 1, INT64_MAX);
+    char digits[64];
+    if (n - 1 >= sizeof digits)
+        die_usage(p->command, "--max-memory: '%s' is too long", v);
+    memcpy(digits, v, n - 1);
+    digits[n - 1] = '\0';
+    int shift = 10 * (int)(unit - units + 1);
+    return parse_count(p, digits, 1, INT64_MAX >> shift) << shift;
+}
+
 static void set_task(const opt_parser *p, pairs_options *o, pairs_task task)
 {
     if (o->task != TASK_PAIRS && o->task != task)
@@ -185,6 +219,8 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
     case OPT_UNSORTED: o->unsorted = true; break;
     case OPT_STATS: o->stats = true; break;
     case OPT_OUTPUT: o->output = v; break;
+    case OPT_STREAM: o->stream = true; break;
+    case OPT_MAX_MEMORY: o->max_memory = parse_bytes(p, v); break;
     case OPT_MPI: o->mpi = true; break;
     case OPT_HELP: return false;
     }
@@ -204,6 +240,11 @@ static void check_radius(double r)
 {
     if (!(r > 0) || !isfinite(r))
         die(EXIT_DATA, "radius must be > 0 and finite, not %g", r);
+    if (!(r >= PROX_RADIUS_MIN && r <= PROX_RADIUS_MAX))
+        die(EXIT_DATA,
+            "radius %g is outside [%g, %g]: the exact test squares it, and its square must be "
+            "a normal double (scale the coordinates)",
+            r, PROX_RADIUS_MIN, PROX_RADIUS_MAX);
 }
 
 /* Returns false when --help was asked for. */
@@ -231,6 +272,8 @@ static bool parse_options(int argc, char **argv, pairs_options *o)
     if (o->input == NULL)
         die_usage(p.command, "missing input FILE");
     check_periods(&p, o);
+    if (o->stream && o->task != TASK_PAIRS)
+        die_usage(p.command, "--stream writes pairs: not with --count or --lists");
     if (o->has_radius)
         check_radius(o->radius); /* before reading a big file */
     return true;
@@ -264,6 +307,9 @@ static prox_grid_desc make_desc(const pairs_options *o, double radius, int dim)
 }
 
 /* ---- the search -------------------------------------------------------- */
+
+/* Pairs per block of a stream. */
+#define STREAM_BLOCK_PAIRS ((int64_t)1 << 16)
 
 typedef struct pairs_result {
     prox_pair_buffer buffer;
@@ -313,6 +359,107 @@ static void run_search(const prox_points *points, const prox_grid_desc *desc, pr
     prox_grid_destroy(grid);
     if (st != PROX_OK)
         die_status(st, "grid search failed");
+}
+
+/* ---- streaming (--stream) ---------------------------------------------- */
+
+/* A block of pairs as "i j" lines, as they come. */
+static int write_block(const prox_pair *pairs, int64_t count, void *user)
+{
+    output *out = user;
+    for (int64_t k = 0; k < count; k++) {
+        char *start = output_room(out, 22), *p = start;
+        p = format_u64(p, pairs[k].i);
+        *p++ = ' ';
+        p = format_u64(p, pairs[k].j);
+        *p++ = '\n';
+        out->len += (size_t)(p - start);
+    }
+    return 0;
+}
+
+static void run_stream(const prox_points *points, const prox_grid_desc *desc,
+                       const pairs_options *o, output *out, pairs_result *r)
+{
+    double t0 = now_seconds();
+    prox_status st = prox_pairs_stream(points, desc, o->algo, !o->unsorted, STREAM_BLOCK_PAIRS,
+                                       write_block, out, &r->stats);
+    r->query_s = now_seconds() - t0;
+    if (st != PROX_OK)
+        die_status(st, "streamed search failed");
+}
+
+/* ---- memory estimate (--max-memory) -------------------------------------- */
+
+/* The structure while it is built and searched, per point: ids, fixed-point
+ * or double coordinates, the sort's keys and scratch, cell table (the grid
+ * holds 28 to 44 bytes a point; brute force and the hierarchical hash
+ * less): a bound, not a measure. */
+#define STRUCTURE_BYTES_PER_POINT 64
+/* Fixed costs: the output buffer, formatting blocks, the stream's buffers. */
+#define FIXED_BYTES ((int64_t)16 << 20)
+/* Points whose neighbours are counted to estimate the pairs. */
+#define SAMPLE_POINTS 16384
+
+/* Pairs of the whole set, from the neighbours of evenly spaced points
+ * (exact when every point is in the sample). */
+static double estimate_pairs(const prox_points *points, const prox_grid_desc *desc,
+                             prox_algo algo)
+{
+    int64_t n = points->count, step = n > SAMPLE_POINTS ? n / SAMPLE_POINTS : 1;
+    if (n == 0)
+        return 0.0;
+    prox_points sample = *points;
+    sample.stride *= step;
+    sample.count = n / step;
+    prox_stats stats;
+    prox_status st = prox_query(points, &sample, desc, algo, prox_sink_count(), &stats);
+    if (st != PROX_OK)
+        die_status(st, "cannot estimate the output");
+    double others = (double)(stats.pairs - sample.count); /* each point finds itself */
+    return others * ((double)n / (double)sample.count) / 2.0;
+}
+
+/* Bytes per pair of each output: the buffer's 8 plus the staged rows' 4;
+ * lists hold both directions, 4 bytes an entry, staged alike. */
+static double bytes_per_pair(const pairs_options *o)
+{
+    if (o->task == TASK_COUNT || o->stream)
+        return 0.0;
+    if (o->task == TASK_LISTS)
+        return o->unsorted ? 8.0 : 16.0;
+    return o->unsorted ? 8.0 : 12.0;
+}
+
+static void refuse_over_limit(const pairs_options *o, double need, const char *what)
+{
+    if (need <= (double)o->max_memory)
+        return;
+    die(EXIT_NO_MEMORY, "the job needs about %.0f bytes (%s), over --max-memory %lld%s", need,
+        what, (long long)o->max_memory,
+        o->stream || o->task == TASK_COUNT ? "" : "; --stream or --count need less");
+}
+
+static void check_memory(const pairs_options *o, const point_file *pf, const prox_points *points,
+                         const prox_grid_desc *desc)
+{
+    double n = (double)pf->count;
+    double input = n * pf->dim * (pf->scalar == PROX_F32 ? 4.0 : 8.0);
+    double base = input + n * STRUCTURE_BYTES_PER_POINT + (double)FIXED_BYTES;
+    if (o->stream && !o->unsorted)
+        base += 8.0 * n; /* a row block's query output: one row may hold them all */
+    char what[256];
+    snprintf(what, sizeof what, "%.0f points: input and structure", n);
+    refuse_over_limit(o, base, what);
+    double per_pair = bytes_per_pair(o);
+    if (per_pair == 0.0)
+        return;
+    double pairs = estimate_pairs(points, desc, o->algo);
+    snprintf(what, sizeof what,
+             "%.0f points: input and structure %.0f, about %.3g pairs at %.0f bytes each", n,
+             base, pairs, per_pair);
+    refuse_over_limit(o, base + pairs * per_pair + (o->task == TASK_LISTS ? 20.0 * n : 0.0),
+                      what);
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -412,7 +559,7 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             "algo=%s\nkeys=%s\ncoords=%s\nscalar=%s\ndim=%d\nn=%lld\nradius=%.17g\nthreads=%d\n"
             "read_s=%.6f\nbuild_s=%.6f\nquery_s=%.6f\nwrite_s=%.6f\n"
             "pairs=%lld\ncandidates=%lld\nrechecked=%lld\ncells=%lld\ncells_visited=%lld\n"
-            "struct_mb=%.1f\nrows=%s\nkept_mb=%.3f\npeak_rss_mb=%.1f\n",
+            "struct_mb=%.1f\nrows=%s\nkept_mb=%.3f\npeak_rss_mb=%.1f\nsimd=%s\nmethod=%s\n",
             o->algo == PROX_ALGO_BRUTE ? "brute" : o->algo == PROX_ALGO_GRID ? "grid"
                                                                             : "hierarchical",
             keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
@@ -422,7 +569,8 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             (long long)s->cells,
             (long long)s->cells_visited, (double)s->bytes / (1024.0 * 1024.0),
             desc->rows == PROX_ROWS_IN_PLACE ? "in-place" : "staged",
-            (double)s->kept_bytes / (1024.0 * 1024.0), peak_rss_mb());
+            (double)s->kept_bytes / (1024.0 * 1024.0), peak_rss_mb(), prox_simd_level(),
+            s->method ? s->method : "none");
 }
 
 /* --mpi: rank 0 reads and writes; every rank searches (cli_mpi.h). */
@@ -430,6 +578,8 @@ static int pairs_over_mpi(const pairs_options *o)
 {
     if (o->algo != PROX_ALGO_GRID)
         die_usage("pairs", "--mpi searches with the grid only");
+    if (o->stream || o->max_memory > 0)
+        die_usage("pairs", "--mpi excludes --stream and --max-memory");
     int rank = cli_mpi_start("pairs");
     output out;
     point_file pf;
@@ -482,12 +632,19 @@ int cmd_pairs(int argc, char **argv)
     memset(&r, 0, sizeof r);
     prox_pair_buffer_init(&r.buffer, NULL);
     prox_lists_init(&r.lists, NULL);
-    run_search(&points, &desc, o.algo, &o, &r);
-
-    t0 = now_seconds();
-    write_result(&out, o.task, &r);
-    output_commit(&out);
-    double write_s = now_seconds() - t0;
+    if (o.max_memory > 0)
+        check_memory(&o, &pf, &points, &desc);
+    double write_s = 0.0;
+    if (o.stream) {
+        run_stream(&points, &desc, &o, &out, &r); /* writes as it searches */
+        output_commit(&out);
+    } else {
+        run_search(&points, &desc, o.algo, &o, &r);
+        t0 = now_seconds();
+        write_result(&out, o.task, &r);
+        output_commit(&out);
+        write_s = now_seconds() - t0;
+    }
 
     if (o.stats)
         print_stats(&o, &pf, &desc, &r, read_s, write_s);

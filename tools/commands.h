@@ -13,7 +13,7 @@ int cmd_query(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 /* `prox bench mixed2d` (cmd_bench_boxes.c), dispatched by cmd_bench. */
 int cmd_bench_boxes(int argc, char **argv);
-/* `prox bench spheres3d` (cmd_bench_spheres.c): W3, seed 003 Tables 1-3. */
+/* `prox bench spheres3d` (cmd_bench_spheres.c): W3, Poirrier 2009, Tables 1-3. */
 int cmd_bench_spheres(int argc, char **argv);
 /* `prox bench dem3d` (cmd_bench_dem.c), dispatched by cmd_bench. */
 int cmd_bench_dem(int argc, char **argv);

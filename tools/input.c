@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "prox/grid.h"
 
 /* ---- whole file into memory --------------------------------------------- */
 
@@ -115,6 +116,42 @@ static bool ends_token(char c)
     return is_separator(c) || c == '\n' || c == '#' || c == '\0';
 }
 
+/* At most this many bytes of a bad token are shown. */
+#define TOKEN_SHOWN 60
+
+/* The token at p (up to TOKEN_SHOWN bytes) for a message: printable ASCII
+ * as it is, a backslash doubled, any other byte as \xHH, so that a file
+ * cannot send escape sequences to the terminal. */
+static const char *escape_token(const char *p, char out[TOKEN_SHOWN * 4 + 1])
+{
+    char *o = out;
+    for (int n = 0; n < TOKEN_SHOWN && !ends_token(p[n]); n++) {
+        unsigned char c = (unsigned char)p[n];
+        if (c == '\\') {
+            *o++ = '\\';
+            *o++ = '\\';
+        } else if (c >= 0x20 && c < 0x7f) {
+            *o++ = (char)c;
+        } else {
+            o += sprintf(o, "\\x%02x", c);
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+void reject_nul_bytes(const char *data, size_t len, const char *path)
+{
+    const char *nul = memchr(data, '\0', len);
+    if (nul == NULL)
+        return;
+    int64_t line = 1;
+    for (const char *c = data; c < nul; c++)
+        line += *c == '\n';
+    die_at(EXIT_DATA, path, line,
+           "NUL byte in a text file (binary files must be named *.f64 or *.f32)");
+}
+
 int line_numbers(const char *path, int64_t line, const char **at, double *v, int max,
                  const char *what)
 {
@@ -128,10 +165,8 @@ int line_numbers(const char *path, int64_t line, const char **at, double *v, int
         char *end;
         double x = strtod(p, &end);
         if (end == p || !ends_token(*end)) {
-            int n = 0;
-            while (!ends_token(p[n]) && n < 60)
-                n++;
-            die_at(EXIT_DATA, path, line, "not a number: '%.*s'", n, p);
+            char token[TOKEN_SHOWN * 4 + 1];
+            die_at(EXIT_DATA, path, line, "not a number: '%s'", escape_token(p, token));
         }
         if (!isfinite(x))
             die_at(EXIT_DATA, path, line, "%s is not finite", what);
@@ -159,10 +194,14 @@ static void read_header_comment(text_parser *tp, const char *p)
         char *end = (char *)p;
         if (strncmp(p, "radius=", 7) == 0) {
             double r = strtod(p + 7, &end);
-            if (end != p + 7 && ends_token(*end)) {
-                tp->pf->has_radius = true;
-                tp->pf->radius = r;
+            if (end == p + 7 || !ends_token(*end) || !(r >= PROX_RADIUS_MIN && r <= PROX_RADIUS_MAX)) {
+                char token[TOKEN_SHOWN * 4 + 1];
+                die_at(EXIT_DATA, tp->path, tp->line,
+                       "bad header '%s': the radius must be a number in [%g, %g]",
+                       escape_token(p, token), PROX_RADIUS_MIN, PROX_RADIUS_MAX);
             }
+            tp->pf->has_radius = true;
+            tp->pf->radius = r;
         } else if (strncmp(p, "dim=", 4) == 0) {
             long d = strtol(p + 4, &end, 10);
             if (end != p + 4 && ends_token(*end) && (d == 2 || d == 3))
@@ -194,8 +233,6 @@ static const char *parse_line(text_parser *tp, const char *p)
 {
     double v[3];
     int found = line_numbers(tp->path, tp->line, &p, v, 3, "coordinate");
-    if (*p == '\0' && p != tp->end)
-        die_at(EXIT_DATA, tp->path, tp->line, "NUL byte in a text file (binary files must be named *.f64 or *.f32)");
     if (*p == '#' && found == 0 && tp->pf->count == 0)
         read_header_comment(tp, p);
     if (found > 0) {
@@ -237,7 +274,9 @@ void point_file_read(point_file *pf, const char *path, int dim)
         parse_binary(pf, data, len, path);
         return;
     }
-    parse_text(pf, data, len, strcmp(path, "-") == 0 ? "<stdin>" : path);
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    reject_nul_bytes(data, len, name);
+    parse_text(pf, data, len, name);
     free(data);
 }
 

@@ -39,6 +39,9 @@ char *read_whole_file(const char *path, size_t *len);
 int line_numbers(const char *path, int64_t line, const char **p, double *v, int max,
                  const char *what);
 
+/* A text file must hold no NUL byte: fatal as "PATH:LINE: NUL byte ...". */
+void reject_nul_bytes(const char *data, size_t len, const char *path);
+
 /* The start of the line after the one p is in (or end). */
 const char *next_line(const char *p, const char *end);
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The `make run` main job: the 3D fluid scene of seed 000 Figure 6 (workload
+# The `make run` main job: the 3D fluid scene of Pouchol et al. 2009, Figure 6 (workload
 # W5) through `prox demo fluid`: particles fall through 2,000 static spheres
 # onto the floor, once per broad-phase structure (--algo all), every phase of
 # every frame timed. Writes frames of the first run and the plot of ms per
@@ -27,7 +27,7 @@ echo "== prox demo fluid --particles $particles --frames $frames --dt 0.0075 --a
 echo
 echo "main job done in $(($(date +%s) - start)) s; pictures and data in $dir:"
 echo "  fluid-00000.png ... fluid-$(printf %05d "$frames").png   frames of the first structure's run"
-echo "  fluid-ms-per-frame.png   ms per frame over time, one curve per structure (seed 000 Fig. 6)"
+echo "  fluid-ms-per-frame.png   ms per frame over time, one curve per structure (Pouchol et al. 2009, Fig. 6)"
 echo "  fluid-ms-per-frame.dat   the plot's data"
 echo "  table.md                 the table below"
 cat "$dir/table.md"

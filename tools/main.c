@@ -48,9 +48,13 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (strcmp(command, "--version") == 0 || strcmp(command, "version") == 0) {
-        printf("prox %s\n", PROX_VERSION_STRING);
+        if (prox_simd_check() != PROX_OK)
+            die_usage(NULL, "%s", prox_last_error());
+        printf("prox %s simd=%s\n", PROX_VERSION_STRING, prox_simd_level());
         return EXIT_OK;
     }
+    if (prox_simd_check() != PROX_OK)
+        die_usage(NULL, "%s", prox_last_error());
     if (strcmp(command, "gen") == 0)
         return cmd_gen(argc - 1, argv + 1);
     if (strcmp(command, "pairs") == 0)

@@ -33,19 +33,63 @@ static bool open_in_place(output *out, const char *path)
     return true;
 }
 
-/* Where the file will be: the path, or the target of a symbolic link (so that
- * the rename replaces the target, not the link). */
-static char *final_path_of(const char *path)
+static char *copy_string(const char *text)
+{
+    char *copy = xmalloc(strlen(text) + 1);
+    strcpy(copy, text);
+    return copy;
+}
+
+/* The target of the symbolic link at path, relative to the link's
+ * directory when the link is relative; NULL if path is not a link. */
+static char *link_target(const char *path)
 {
     struct stat st;
-    char *target = NULL;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-        target = realpath(path, NULL);
-    if (target != NULL)
-        return target;
-    target = xmalloc(strlen(path) + 1);
-    strcpy(target, path);
-    return target;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+        return NULL;
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0 || (size_t)n >= sizeof target - 1)
+        die(EXIT_IO, "cannot read the link %s: %s", path, n < 0 ? strerror(errno) : "too long");
+    target[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    if (target[0] == '/' || slash == NULL)
+        return copy_string(target);
+    size_t dir = (size_t)(slash - path) + 1;
+    char *joined = xmalloc(dir + (size_t)n + 1);
+    memcpy(joined, path, dir);
+    memcpy(joined + dir, target, (size_t)n + 1);
+    return joined;
+}
+
+/* Where the file will be: the path, or what a symbolic link points to,
+ * followed to the end (so that the rename replaces the target, not the link;
+ * a dangling link's target is created, as a plain write through it would). */
+static char *final_path_of(const char *path)
+{
+    char *at = copy_string(path);
+    for (int hops = 0; hops < 40; hops++) {
+        char *next = link_target(at);
+        if (next == NULL)
+            return at;
+        free(at);
+        at = next;
+    }
+    die(EXIT_IO, "cannot write %s: too many levels of symbolic links", path);
+}
+
+/* An existing OUT is replaced only if it could be written in place: a
+ * read-only file stays as it is (exit 4, as a shell's '>' would fail). The
+ * new file then gets the old one's permission bits. */
+static void check_replaceable(output *out)
+{
+    struct stat st;
+    if (stat(out->final_path, &st) != 0)
+        return;
+    if (access(out->final_path, W_OK) != 0)
+        die(EXIT_IO, "cannot write %s: %s", out->path, strerror(errno));
+    out->keep_mode = true;
+    out->mode = st.st_mode & 07777;
 }
 
 static void create_temp(output *out)
@@ -63,7 +107,7 @@ static void create_temp(output *out)
     /* mkstemp makes the file 0600; give it the mode a plain create would. */
     mode_t mask = umask(0);
     umask(mask);
-    fchmod(out->fd, 0666 & ~mask);
+    fchmod(out->fd, out->keep_mode ? out->mode : 0666 & ~mask);
 }
 
 void output_open(output *out, const char *path)
@@ -77,10 +121,13 @@ void output_open(output *out, const char *path)
         out->path = "<stdout>";
         return;
     }
+    if (path[0] == '\0')
+        die_usage(NULL, "the output file name is empty (-o '')");
     out->path = path;
     if (open_in_place(out, path))
         return;
     out->final_path = final_path_of(path);
+    check_replaceable(out);
     create_temp(out);
 }
 

@@ -18,10 +18,15 @@ typedef struct output {
     char *final_path; /* where the temporary file is renamed to */
     char *temp_path;  /* NULL when writing stdout or a device in place */
     int cleanup_slot;
+    bool keep_mode;   /* an existing file is replaced: its permission bits */
+    unsigned mode;
 } output;
 
-/* path NULL or "-" means stdout; a path that exists and is not a regular
- * file (/dev/null, a FIFO) is written in place. I/O failures exit with
+/* path NULL or "-" means stdout; "" is a usage error; a path that exists
+ * and is not a regular file (/dev/null, a FIFO) is written in place. A
+ * symbolic link is followed: its target is replaced (or created, if the
+ * link dangles) and the link stays. An existing file that is not writable is
+ * refused; a replaced file keeps its permission bits. I/O failures exit with
  * EXIT_IO. */
 void output_open(output *out, const char *path);
 /* Flush, close and rename into place (stdout: flush only). */

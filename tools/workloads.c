@@ -1,4 +1,4 @@
-/* workloads.c: the standard workloads, exactly as WORKLOADS.md defines them.
+/* workloads.c: the standard workloads, exactly as docs/workloads.md defines them.
  * Any change here changes every published number: don't reorder draws. */
 #include "workloads.h"
 

@@ -1,4 +1,4 @@
-/* workloads.h: the standard workloads of WORKLOADS.md (the project's
+/* workloads.h: the standard workloads of docs/workloads.md (the project's
  * workload spec), generated bit for bit as specified, so that `prox gen`,
  * `prox bench`, the tests and the benchmarks all see the same data.
  *
@@ -55,7 +55,7 @@ void prox_wl_mixed2d(int64_t n_boxes, int64_t n_segments, uint64_t seed,
                      double *boxes, double *segments);
 #define PROX_WL_MIXED2D_SIDE 8192.0
 
-/* W5 fluid3d (seed 000 Figure 6): in the box [0, 4)^3, 2,000 static spheres
+/* W5 fluid3d (Pouchol et al. 2009, Figure 6): in the box [0, 4)^3, 2,000 static spheres
  * as (centre x, y, z, diameter U(2^-4, 2^-2)), spheres holds 4 * 2000
  * doubles; then n_particles fluid particles (diameter 2^-6) at
  * (U(0,4), U(0,4), U(2,4)), particles holds 3 * n_particles doubles. */

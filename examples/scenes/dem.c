@@ -1,7 +1,7 @@
-/* dem.c: `prox demo dem`, the falling spheres of seed 003 section 6 (W6):
+/* dem.c: `prox demo dem`, the falling spheres of Poirrier 2009, section 6 (W6):
  * one series per broad-phase structure, every series from the same initial
  * state; the physics is in dem_world.c (dem.h). Besides the framework's
- * table, the notes give seed 003 Figure 11's figures: the mean broad-phase
+ * table, the notes give the figures of Poirrier 2009, Figure 11: the mean broad-phase
  * time per step over steps 0-10 and 50-60 per structure. */
 #define _POSIX_C_SOURCE 200809L
 #include "dem.h"
@@ -30,13 +30,13 @@ static const scene_extra extras[] = {
 
 static const scene_info info = {
     .name = "dem",
-    .summary = "W6: spheres fall onto the floor, overlaps resolved pairwise (seed 003 section 6)",
+    .summary = "W6: spheres fall onto the floor, overlaps resolved pairwise (Poirrier 2009, section 6)",
     .details = "N spheres of radius 1 start as W3's spheres (d = 0.1) at rest, fall under a\n"
                "constant acceleration in a closed box and pile up on the floor. Each step:\n"
                "integration, broad phase over the spheres' AABBs (--algo), then every\n"
                "overlapping pair in turn is pushed apart along the line of centres (position\n"
                "projection) and loses its approaching normal velocity (restitution e).\n"
-               "The notes give seed 003 Figure 11's figures: broad-phase ms per step, mean over\n"
+               "The notes give the figures of Poirrier 2009, Figure 11: broad-phase ms per step, mean over\n"
                "steps 0-10 and 50-60. `prox bench dem3d` prints them as a table.",
     .default_frames = 61,
     .default_particles = 10000,
@@ -102,7 +102,7 @@ static scene_state state_of(const dem_world *w, const char *label)
     return s;
 }
 
-/* Seed 003 Figure 11: mean broad-phase ms over steps [first, last]. */
+/* Poirrier 2009, Figure 11: mean broad-phase ms over steps [first, last]. */
 static double window_mean(const double *ms, int64_t frames, int64_t first, int64_t last)
 {
     double sum = 0;

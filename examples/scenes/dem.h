@@ -1,4 +1,4 @@
-/* dem.h: the falling spheres of seed 003 section 6 (workload W6 `dem3d`).
+/* dem.h: the falling spheres of Poirrier 2009, section 6 (workload W6 `dem3d`).
  *
  * N spheres of radius 1 start as W3's spheres (volume fraction 0.1, centres
  * uniform in [0, L)^3), at rest, under a constant downward acceleration, in
@@ -40,7 +40,7 @@
 #include <prox/prox.h>
 
 typedef struct dem_params {
-    int64_t spheres;       /* N (default 10,000: seed 003 Figure 10) */
+    int64_t spheres;       /* N (default 10,000: Poirrier 2009, Figure 10) */
     double fraction;       /* volume fraction of the initial cloud (default 0.1, W6) */
     uint64_t seed;         /* W3's seed (default 1) */
     double gravity;        /* downward acceleration; 0 = L / 3600 per step^2: a sphere at

@@ -1,4 +1,4 @@
-/* dem_world.c: the physics of the falling spheres (seed 003 section 6, W6);
+/* dem_world.c: the physics of the falling spheres (Poirrier 2009, section 6, W6);
  * dem.h explains the scheme. Only the public prox API and the W3 generator. */
 #include "dem.h"
 
@@ -154,7 +154,7 @@ static prox_status broad_phase(dem_world *w, dem_step_info *info)
 }
 
 /* Step 3: each pair in turn, with the positions as the earlier pairs left
- * them (seed 003 section 6: pairwise, not globally). */
+ * them (Poirrier 2009, section 6: pairwise, not globally). */
 static int64_t resolve_pairs(dem_world *w)
 {
     const double diameter = 2.0 * w->radius, e = w->params.restitution;

@@ -1,22 +1,22 @@
-/* fluid.c: `prox demo fluid`, workload W5 (WORKLOADS.md): the 3D scene of
- * seed 000 section 4.2 / Figure 6. Fluid particles (diameter 2^-6) fall
+/* fluid.c: `prox demo fluid`, workload W5 (docs/workloads.md): the 3D scene of
+ * Pouchol et al. 2009, section 4.2 / Figure 6. Fluid particles (diameter 2^-6) fall
  * through 2,000 static spheres onto the floor of the box [0, 4)^3.
  *
  * Each frame:
  *   integration  v += g dt; predicted position p' = p + v dt;
- *   broad phase  each particle's path p -> p' (a segment, seed 000 section
+ *   broad phase  each particle's path p -> p' (a segment, Pouchol et al. 2009, section
  *                3.2) against the spheres' boxes, with the structure of
  *                --algo (built once: the spheres are static);
  *   narrow phase exact segment / sphere test on the candidates, first hit:
  *                the particle stops on the surface, its velocity reflected
  *                (restitution, friction): the splash;
- *   hash         the uniform grid relocates the particles at p' (seed 004:
+ *   hash         the uniform grid relocates the particles at p' (the fluid-hash chapter:
  *                prox_grid_update), or a skin list (--skin X);
  *   neighbours   every particle's neighbours within one diameter (CSR lists);
  *   integration  overlapping particles pushed apart (a position-based
  *                pressure: half the overlap each, in a Jacobi sweep that is
  *                the same for any thread count), the walls, p = p'.
- * The whole frame is timed, phase by phase, as seed 000 Figure 6 does.
+ * The whole frame is timed, phase by phase, as Pouchol et al. 2009, Figure 6 does.
  */
 #include <math.h>
 #include <stdio.h>
@@ -71,7 +71,7 @@ static const scene_extra extras[] = {
 static const scene_info info = {
     .name = "fluid",
     .summary = "W5: fluid particles fall through 2,000 static spheres onto the floor "
-               "(seed 000 Figure 6)",
+               "(Pouchol et al. 2009, Figure 6)",
     .details = "Particle-particle neighbours: the uniform grid (radius = particle diameter).\n"
                "Particle-sphere candidates: the broad phase of --algo over the paths of the\n"
                "particles (segments). Prints ms per frame per phase.",

@@ -525,7 +525,7 @@ static double running_median(const series *s, int64_t f)
     return median(v, n);
 }
 
-/* seed 000 Figure 6 (right): ms per frame over time, one curve per structure. */
+/* Pouchol et al. 2009, Figure 6 (right): ms per frame over time, one curve per structure. */
 static int write_plot(const scene_report *r)
 {
     const char *dir = out_dir(r);

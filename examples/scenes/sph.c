@@ -1,13 +1,13 @@
 /* sph.c: `prox demo sph`: a dam break with smoothed particle hydrodynamics
- * (Müller, Charypar & Gross 2003; seed 002 section 5 for the density).
+ * (Müller, Charypar & Gross 2003; the flat-array article, section 5 for the density).
  *
  * A block of water (particles on a lattice of spacing s) stands against the
  * -x wall of a box four times as long as the block; released, it collapses
  * and runs along the floor to the far wall. Each frame:
  *   hash         the uniform grid (radius h = 2 s) relocates the moved
- *                particles (prox_grid_update, seed 004);
+ *                particles (prox_grid_update, the fluid-hash chapter);
  *   neighbours   every particle's neighbours within h (CSR lists);
- *   integration  density with the poly6 kernel (seed 002):
+ *   integration  density with the poly6 kernel (the flat-array article):
  *                  rho_i = sum_j m W_poly6(|x_i - x_j|, h), self included,
  *                  W_poly6(r, h) = 315 / (64 pi h^9) (h^2 - r^2)^3;
  *                pressure p = c^2 (rho - rho0), clamped at 0 (no tension);
@@ -52,7 +52,7 @@ static const scene_extra extras[] = {
 
 static const scene_info info = {
     .name = "sph",
-    .summary = "SPH dam break: poly6 density (seed 002), pressure and viscosity forces",
+    .summary = "SPH dam break: poly6 density (the flat-array article), pressure and viscosity forces",
     .details = "Neighbours within h = 2 x spacing through the uniform grid, updated every\n"
                "frame. The time step follows the CFL rule dt = 0.4 h / c.",
     .default_frames = 1000,

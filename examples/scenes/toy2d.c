@@ -1,4 +1,4 @@
-/* toy2d.c: `prox demo toy2d`, seed 001's 2D particle toy (toy2d.h): how
+/* toy2d.c: `prox demo toy2d`, the hash-multimap article's 2D particle toy (toy2d.h): how
  * many particles run at 60 frames per second with brute force and with the
  * grid. For each structure the search doubles N until the median frame
  * (neighbours + forces + integration) exceeds 1000/60 ms, then bisects to
@@ -28,12 +28,12 @@ static const scene_extra extras[] = {
 
 static const scene_info info = {
     .name = "toy2d",
-    .summary = "seed 001's 2D particle toy: how many particles run at 60 frames/s, brute vs grid",
+    .summary = "2D toy of the hash-multimap article: particles at 60 frames/s, brute vs grid",
     .details = "Particles in a box repel each other within the interaction distance d (force\n"
                "k (1 - r/d)); walls reflect them. The box grows with N so that a particle has\n"
                "5 others within d on average. For each structure the search doubles N until\n"
                "the median frame time (--frames frames) exceeds 1000/fps ms, then bisects;\n"
-               "seed 001 went from ~300 particles (brute force) to 7,000+ (spatial hash).\n"
+               "the hash-multimap article went from ~300 particles (brute force) to 7,000+ (spatial hash).\n"
                "On a shared machine use --threads 1 --cpu-time.",
     .default_frames = 30,
     .default_particles = 1000,
@@ -265,7 +265,7 @@ int prox_demo_toy2d(int argc, char **argv)
             grid = strcmp(o.algos[a], "grid") == 0 ? found[a] : grid;
         }
         if (brute > 0 && grid > 0)
-            printf("  grid / brute = %.1fx (seed 001: ~300 -> 7,000+, about 23x)\n",
+            printf("  grid / brute = %.1fx (the hash-multimap article: ~300 -> 7,000+, about 23x)\n",
                    (double)grid / (double)brute);
     }
     return scene_report_finish(r, code);

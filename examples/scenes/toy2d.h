@@ -1,7 +1,7 @@
-/* toy2d.h: seed 001's 2D particle toy: particles in a box that repel each
+/* toy2d.h: the hash-multimap article's 2D particle toy: particles in a box that repel each
  * other within the interaction distance d, neighbours found each frame by
- * brute force (PROX_ALGO_BRUTE) or the grid (seed 001's spatial hash; here
- * prox's uniform grid). Seed 001 went from ~300 particles to 7,000+ with
+ * brute force (PROX_ALGO_BRUTE) or the grid (the hash-multimap article's spatial hash; here
+ * prox's uniform grid). The hash-multimap article went from ~300 particles to 7,000+ with
  * the hash; `prox demo toy2d` measures how many run at 60 frames per second
  * with each.
  *

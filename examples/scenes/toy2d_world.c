@@ -1,4 +1,4 @@
-/* toy2d_world.c: the physics of seed 001's 2D particle toy (toy2d.h). */
+/* toy2d_world.c: the physics of the hash-multimap article's 2D particle toy (toy2d.h). */
 #include "toy2d.h"
 
 #include <math.h>

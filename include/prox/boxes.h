@@ -5,7 +5,7 @@
  * named by prox_broad_algo; then
  *   - self pairs: every pair of overlapping boxes, each once, i < j;
  *   - queries of a second set: boxes, segments (a moving particle's path,
- *     seed 000 section 3.2) and swept boxes (a box moving over a step);
+ *     Pouchol et al. 2009, section 3.2) and swept boxes (a box moving over a step);
  *   - updates: boxes moved, added or removed (or a rebuild when cheaper).
  * Results go to the same sinks as the points family (pairs.h): sorted
  * buffers, CSR lists (one row per box, or per query), a callback, or
@@ -42,11 +42,11 @@ typedef struct prox_boxes {
 
 /* Packed boxes: min x, min y[, min z], max x, max y[, max z] per box (the
  * `prox collide` file format). */
-prox_boxes prox_boxes_f64(const double *bounds, int64_t count, int dim);
-prox_boxes prox_boxes_f32(const float *bounds, int64_t count, int dim);
+PROX_API prox_boxes prox_boxes_f64(const double *bounds, int64_t count, int dim);
+PROX_API prox_boxes prox_boxes_f32(const float *bounds, int64_t count, int dim);
 /* Boxes inside structs: min_first / max_first = addresses of box 0's min x
  * and max x (the other axes follow contiguously); stride in bytes. */
-prox_boxes prox_boxes_strided(const void *min_first, const void *max_first, int64_t count,
+PROX_API prox_boxes prox_boxes_strided(const void *min_first, const void *max_first, int64_t count,
                               int dim, prox_scalar scalar, ptrdiff_t stride);
 
 static inline double prox_boxes_min(const prox_boxes *b, int64_t i, int axis)
@@ -67,20 +67,23 @@ static inline double prox_boxes_max(const prox_boxes *b, int64_t i, int axis)
  * the CLI, the docs and the benchmark tables. */
 typedef enum prox_broad_algo {
     PROX_BROAD_BRUTE = 0,        /* "brute": every pair tested */
-    PROX_BROAD_GRID = 1,         /* "grid": uniform hashing, one cell size (seed 000 section 2.1) */
-    PROX_BROAD_MULTILEVEL = 2,   /* "multilevel": Eitz & Lixu (seed 000 section 2.2) */
-    PROX_BROAD_HIERARCHICAL = 3, /* "hierarchical": seed 000 section 3 */
-    PROX_BROAD_KDTREE = 4,       /* "kdtree": linear kd-tree (seed 003) */
+    PROX_BROAD_GRID = 1,         /* "grid": uniform hashing, one cell size (Pouchol et al. 2009, 2.1) */
+    PROX_BROAD_MULTILEVEL = 2,   /* "multilevel": Eitz and Lixu 2007 (Pouchol et al. 2009, 2.2) */
+    PROX_BROAD_HIERARCHICAL = 3, /* "hierarchical": Pouchol et al. 2009, section 3 */
+    PROX_BROAD_KDTREE = 4,       /* "kdtree": linear kd-tree (Poirrier 2009) */
     PROX_BROAD_SAP = 5,          /* "sap": sweep and prune */
+    PROX_BROAD_AUTO = 6,         /* "auto" (the default): chosen at each build from the
+                                    boxes: "grid" when they are of similar sizes, else
+                                    "hierarchical"; stats.method names the one that ran */
 } prox_broad_algo;
 
 /* "brute", "grid", ... ; NULL for an unknown value. */
-const char *prox_broad_algo_name(prox_broad_algo algo);
+PROX_API const char *prox_broad_algo_name(prox_broad_algo algo);
 /* The enum value of a name; PROX_ERR_INVALID (listing the names) if unknown. */
-prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out);
+PROX_API prox_status prox_broad_algo_parse(const char *name, prox_broad_algo *out);
 
 typedef struct prox_broad_desc {
-    prox_broad_algo algo;    /* default PROX_BROAD_HIERARCHICAL */
+    prox_broad_algo algo;    /* default PROX_BROAD_AUTO */
     int threads;             /* 0 = OpenMP default, 1 = no threads; output identical for all */
     prox_allocator allocator;
 
@@ -99,7 +102,7 @@ typedef struct prox_broad_desc {
      * ~100 x the number of objects. For the growable table it is the initial
      * length, and a grown table keeps its length across builds. */
     int64_t table_size;
-    /* hierarchical: false = fixed-length open-addressing table (seed 000
+    /* hierarchical: false = fixed-length open-addressing table (Pouchol et al. 2009
      * section 4.3), true = growable table */
     bool growable_table;
     /* multilevel, hierarchical: the size classes 2^c for c in
@@ -107,26 +110,25 @@ typedef struct prox_broad_desc {
      * the single class [0, 0] (edge 1) cannot be forced. A box above
      * max_class is split over the cells of max_class it covers. Fitted
      * classes stop below the largest boxes' class when splitting them
-     * keeps the boxes' cells within twice what Eq. 2 alone gives (W4: the
-     * large boxes' class 11 becomes 8, 2.5 -> 4.8 cells a box, 1M segment
-     * queries 0.24 -> 0.18 s): small queries among large boxes then test
-     * fewer candidates. */
+     * keeps the boxes' cells within twice what Eq. 2 alone gives (on W4
+     * the large boxes' class 11 becomes 8): small queries among large
+     * boxes then test fewer candidates (docs/design.md). */
     int min_class, max_class;
 
-    /* kdtree (seed 003): 2 = kd-tree-2, each candidate pair once (default);
+    /* kdtree (Poirrier 2009): 2 = kd-tree-2, each candidate pair once (default);
      * 1 = kd-tree-1, whose sweep may report a candidate pair more than once
      * (stats.candidates shows it; the exact pairs reported are the same) */
     int kdtree_variant;
     /* kdtree: split elements over the cutting planes of their enclosing
-     * cell (seed 003 section 4); default true */
+     * cell (Poirrier 2009, section 4); default true */
     bool kdtree_split;
     /* kdtree: what a record costs element splitting, in units of the root
      * cell's volume per box. A split is kept when its pieces' cells, plus
      * this cost per piece, come to less than the cell it avoids plus the
      * cost of one record. 0 = Figure 7's rule as the paper has it (every
-     * split that shrinks the cells' volume); default 1, which on W3 1M
-     * (d = 0.1) makes 3.2M records instead of 6.0M and the build and
-     * pairs 0.24 -> 0.18 s, with fewer candidate pairs too (docs/design.md).
+     * split that shrinks the cells' volume); default 1, which on W3
+     * (d = 0.1) makes about half the records of the paper's rule, a
+     * faster build and fewer candidate pairs (docs/design.md).
      * Finite and >= 0. */
     double kdtree_split_cost;
     /* kdtree: the root cell; root_lo == root_hi (the default, all zero) =
@@ -137,37 +139,37 @@ typedef struct prox_broad_desc {
     double root_lo[3], root_hi[3];
 } prox_broad_desc;
 
-prox_broad_desc prox_default_broad_desc(void);
+PROX_API prox_broad_desc prox_default_broad_desc(void);
 
 typedef struct prox_broad prox_broad;
 
 /* On failure *out is set to NULL. destroy(NULL) does nothing. */
-prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out);
-void prox_broad_destroy(prox_broad *broad);
+PROX_API prox_status prox_broad_create(const prox_broad_desc *desc, prox_broad **out);
+PROX_API void prox_broad_destroy(prox_broad *broad);
 
 /* Build from scratch over `boxes` (the structure keeps its own copy, or
  * with desc.borrow_boxes reads packed doubles in place). */
-prox_status prox_broad_build(prox_broad *broad, const prox_boxes *boxes);
+PROX_API prox_status prox_broad_build(prox_broad *broad, const prox_boxes *boxes);
 
 /* Every pair of built boxes that overlap: i < j; buffer sorted by (i, j);
  * lists with both directions. */
-prox_status prox_broad_pairs(prox_broad *broad, prox_sink sink, prox_stats *stats);
+PROX_API prox_status prox_broad_pairs(prox_broad *broad, prox_sink sink, prox_stats *stats);
 
 /* For each query box q, the built boxes j it overlaps: pairs (q, j). */
-prox_status prox_broad_query_boxes(prox_broad *broad, const prox_boxes *queries,
+PROX_API prox_status prox_broad_query_boxes(prox_broad *broad, const prox_boxes *queries,
                                    prox_sink sink, prox_stats *stats);
 
 /* Segments from starts[q] to ends[q] (a particle's path over a step).
  * exact = true: the built boxes the segment really crosses (a closed box,
  * a segment of length 0 crossing a box it lies in); exact = false: the boxes
  * overlapping the segment's bounding box (the broad phase alone). */
-prox_status prox_broad_query_segments(prox_broad *broad, const prox_points *starts,
+PROX_API prox_status prox_broad_query_segments(prox_broad *broad, const prox_points *starts,
                                       const prox_points *ends, bool exact, prox_sink sink,
                                       prox_stats *stats);
 
 /* Boxes moving from `from` to `to` over a step: the built boxes each swept
  * box (the bounding box of its two positions) overlaps. */
-prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
+PROX_API prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
                                    const prox_boxes *to, prox_sink sink, prox_stats *stats);
 
 /* The built boxes changed: `boxes` is the new set. Boxes 0 .. kept-1 keep
@@ -176,15 +178,15 @@ prox_status prox_broad_query_swept(prox_broad *broad, const prox_boxes *from,
  * The structure rebuilds instead when that is cheaper (stats->rebuilt).
  * An update rejected for a bad box (PROX_ERR_DATA, naming it) leaves the
  * structure as it was, still usable. */
-prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxes, prox_stats *stats);
+PROX_API prox_status prox_broad_update(prox_broad *broad, const prox_boxes *boxes, prox_stats *stats);
 
 /* Queries keep the memory they grew (chunks of pairs, sorting scratch:
  * stats.kept_bytes) for the next query; this releases it, the built
  * structure stays. Queries on one object must not run at the same time
  * (each is parallel inside). */
-void prox_broad_trim(prox_broad *broad);
+PROX_API void prox_broad_trim(prox_broad *broad);
 
-/* Diagnostics of a built kdtree (seed 003 Table 1). Codes have 57 levels in
+/* Diagnostics of a built kdtree (Poirrier 2009, Table 1). Codes have 57 levels in
  * 3D (19 bits per axis), 58 in 2D (29 bits per axis); a box too small for
  * any deeper cell stays at the deepest. Volumes are in the units of the
  * boxes (areas in 2D). */
@@ -202,7 +204,7 @@ typedef struct prox_kdtree_info {
 } prox_kdtree_info;
 
 /* PROX_ERR_INVALID unless broad is a built kdtree. O(records). */
-prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *info);
+PROX_API prox_status prox_broad_kdtree_info(const prox_broad *broad, prox_kdtree_info *info);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,19 @@
 extern "C" {
 #endif
 
+/* PROX_API marks the library's public functions: the only symbols the
+ * shared library exports (it is built with -fvisibility=hidden, so every
+ * internal function stays private to it). */
+#ifdef PROX_API
+/* already defined: the library's per-level copies keep theirs hidden */
+#elif defined(_WIN32) && defined(PROX_SHARED_BUILD)
+#define PROX_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define PROX_API __attribute__((visibility("default")))
+#else
+#define PROX_API
+#endif
+
 #define PROX_VERSION_MAJOR 0
 #define PROX_VERSION_MINOR 1
 #define PROX_VERSION_PATCH 0
@@ -47,11 +60,11 @@ typedef enum prox_status {
 } prox_status;
 
 /* "ok", "invalid argument", ... : a short constant name for a status. */
-const char *prox_status_string(prox_status status);
+PROX_API const char *prox_status_string(prox_status status);
 
 /* The message of the last failed call made by this thread ("" if none). It
  * stays valid until the next failing call in the same thread. */
-const char *prox_last_error(void);
+PROX_API const char *prox_last_error(void);
 
 /* Allocator hook. A zeroed struct (or a NULL pointer wherever one is
  * accepted) means malloc/free. alloc must return memory aligned for any
@@ -83,14 +96,14 @@ typedef struct prox_points {
 } prox_points;
 
 /* Packed x,y[,z],x,y[,z],... */
-prox_points prox_points_f64(const double *xyz, int64_t count, int dim);
-prox_points prox_points_f32(const float *xyz, int64_t count, int dim);
+PROX_API prox_points prox_points_f64(const double *xyz, int64_t count, int dim);
+PROX_API prox_points prox_points_f32(const float *xyz, int64_t count, int dim);
 /* Structs or interleaved data: first = address of point 0's x; the other
  * coordinates follow it contiguously; stride in bytes. */
-prox_points prox_points_strided(const void *first, int64_t count, int dim,
+PROX_API prox_points prox_points_strided(const void *first, int64_t count, int dim,
                                 prox_scalar scalar, ptrdiff_t stride);
 /* Separate arrays per axis (z may be NULL when dim == 2). */
-prox_points prox_points_soa(const void *x, const void *y, const void *z,
+PROX_API prox_points prox_points_soa(const void *x, const void *y, const void *z,
                             int64_t count, int dim, prox_scalar scalar);
 
 /* Coordinate `axis` of point i, widened to double. */
@@ -121,7 +134,21 @@ typedef struct prox_stats {
     int coords;            /* grid coordinates actually kept (prox_coords: DOUBLE or FIXED) */
     int64_t rechecked;     /* fixed-point coordinates: candidates near the radius decided
                               again in double from the caller's points */
+    const char *method;    /* how the query ran, e.g. "grid.rows.rel16" (docs/design.md,
+                              "The planner"); a static string, NULL if no query ran */
 } prox_stats;
+
+/* The SIMD level this process runs: "scalar", "sse2", "avx2", "avx512" or
+ * "neon". The library is built once per level of the CPU family and picks,
+ * on first use, the highest level the CPU supports, or the one the
+ * environment variable PROX_SIMD names (for tests and for chasing a bug);
+ * every level gives the same results. */
+PROX_API const char *prox_simd_level(void);
+
+/* PROX_OK, or PROX_ERR_INVALID when PROX_SIMD names a level this build or
+ * this CPU lacks (the message says which levels there are). Every call
+ * that creates an object or searches checks this first. */
+PROX_API prox_status prox_simd_check(void);
 
 #ifdef __cplusplus
 }

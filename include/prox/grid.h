@@ -1,11 +1,12 @@
 /* grid.h: fixed-radius neighbour search over points.
  *
- * The uniform grid (seeds 001, 002, 004; seed 000 section 2.1): cells of the
+ * The uniform grid (the spatial-hashing articles of docs/workloads.md, References;
+ * Pouchol et al. 2009, section 2.1): cells of the
  * search radius, points sorted by cell key into flat arrays, every pair found
  * once through a half stencil. Three cell-key schemes:
  *   PROX_KEYS_LINEAR  exact cell coordinates in row-major order (x fastest)
- *                     over a table of every cell of the points' box (seed
- *                     002's cellStart without hashing): the cells of a stencil
+ *                     over a table of every cell of the points' box (the
+ *                     flat-array article's cellStart without hashing): the cells of a stencil
  *                     row are contiguous, so a search reads 9 (3D) or 3 (2D)
  *                     contiguous ranges per cell instead of 27 or 9 cells.
  *                     Up to 1 cell per point the table holds each cell's
@@ -15,7 +16,7 @@
  *   PROX_KEYS_MORTON  exact integer cell coordinates interleaved into Morton
  *                     order (also reorders points for cache locality);
  *   PROX_KEYS_HASH    Teschner's XOR of big primes into a power-of-two table
- *                     (seed 000 Eq. 1); colliding cells are told apart
+ *                     (Pouchol et al. 2009, Eq. 1); colliding cells are told apart
  *                     exactly, so collisions cost time, never correctness.
  * Brute force (every pair tested) is the same interface with PROX_ALGO_BRUTE
  * and is the oracle of the test suite.
@@ -37,7 +38,7 @@ extern "C" {
 typedef enum prox_algo {
     PROX_ALGO_GRID = 0,
     PROX_ALGO_BRUTE = 1,
-    /* the hierarchical hash of seed 000 (Listing 3: each particle finds its
+    /* the hierarchical hash of Pouchol et al. 2009 (Listing 3: each particle finds its
      * neighbours among those inserted before it); one thread, open axes */
     PROX_ALGO_HIERARCHICAL = 2,
 } prox_algo;
@@ -91,8 +92,21 @@ typedef enum prox_rows {
     PROX_ROWS_IN_PLACE = 2,
 } prox_rows;
 
+/* The radii every structure accepts. The test squares the radius and the
+ * distances: within this range radius^2 is a normal double (no overflow to
+ * infinity, no underflow to subnormals or zero), so every structure, brute
+ * force included, decides each pair by the same exact comparison. A radius
+ * outside it is refused with PROX_ERR_RANGE; scale the coordinates instead.
+ * Coordinates need no bound of their own: a squared distance that overflows
+ * is +inf, above every radius^2 in range, which is the right answer; a point
+ * set spanning more than 2^31 cells along an axis is refused by the grid
+ * (PROX_ERR_RANGE, see prox_grid_build). */
+#define PROX_RADIUS_MIN 1e-150
+#define PROX_RADIUS_MAX 1e150
+
 typedef struct prox_grid_desc {
-    double radius;        /* required, > 0 and finite */
+    double radius;        /* required, > 0 and finite, within
+                             [PROX_RADIUS_MIN, PROX_RADIUS_MAX] */
     prox_keys keys;       /* default PROX_KEYS_LINEAR */
     int cell_divisions;   /* cells per radius (1 = cell size r, 27-cell stencil;
                              2 = cells of r/2 with a 5x5x5 stencil); default 1 */
@@ -107,14 +121,14 @@ typedef struct prox_grid_desc {
     prox_rows rows;       /* default PROX_ROWS_AUTO (staged) */
 } prox_grid_desc;
 
-prox_grid_desc prox_default_grid_desc(void);
+PROX_API prox_grid_desc prox_default_grid_desc(void);
 
 /* One-shot calls: build what `algo` needs, run, release. */
-prox_status prox_pairs(const prox_points *points, const prox_grid_desc *desc,
+PROX_API prox_status prox_pairs(const prox_points *points, const prox_grid_desc *desc,
                        prox_algo algo, prox_sink sink, prox_stats *stats);
 /* For each query point q, the points j of `points` within the radius:
  * pairs (q, j), lists with one row per query. */
-prox_status prox_query(const prox_points *points, const prox_points *queries,
+PROX_API prox_status prox_query(const prox_points *points, const prox_points *queries,
                        const prox_grid_desc *desc, prox_algo algo, prox_sink sink,
                        prox_stats *stats);
 
@@ -125,28 +139,28 @@ prox_status prox_query(const prox_points *points, const prox_points *queries,
 typedef struct prox_grid prox_grid;
 
 /* On failure *out is set to NULL. destroy(NULL) does nothing. */
-prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out);
-void prox_grid_destroy(prox_grid *grid);
+PROX_API prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out);
+PROX_API void prox_grid_destroy(prox_grid *grid);
 
 /* Build from scratch (counting or radix sort of the points by cell key). Fails with
  * PROX_ERR_RANGE when more than 2^31 cells would lie along an axis (a tiny
  * radius over a huge extent; brute force has no such limit). */
-prox_status prox_grid_build(prox_grid *grid, const prox_points *points);
-/* The points have moved: relocate only those whose cell changed (seed 004).
+PROX_API prox_status prox_grid_build(prox_grid *grid, const prox_points *points);
+/* The points have moved: relocate only those whose cell changed (the fluid-hash chapter).
  * Rebuilds instead (stats->rebuilt tells) when that is cheaper (over a
  * quarter moved), when a point left the grid's cell range, or when the count
  * or dimension differs from the last build. */
-prox_status prox_grid_update(prox_grid *grid, const prox_points *points, prox_stats *stats);
+PROX_API prox_status prox_grid_update(prox_grid *grid, const prox_points *points, prox_stats *stats);
 /* Every pair of built points within the radius. */
-prox_status prox_grid_pairs(prox_grid *grid, prox_sink sink, prox_stats *stats);
+PROX_API prox_status prox_grid_pairs(prox_grid *grid, prox_sink sink, prox_stats *stats);
 /* Ball queries of a second point set (same dim) against the built points. */
-prox_status prox_grid_query(prox_grid *grid, const prox_points *queries, prox_sink sink,
+PROX_API prox_status prox_grid_query(prox_grid *grid, const prox_points *queries, prox_sink sink,
                             prox_stats *stats);
 /* A query keeps the memory it grew (its chunks of pairs, sorting scratch:
  * stats.kept_bytes) for the next one, which then writes warm memory instead
  * of fresh pages. This releases it; the built grid stays. Queries on one
  * grid must not run at the same time (each is parallel inside). */
-void prox_grid_trim(prox_grid *grid);
+PROX_API void prox_grid_trim(prox_grid *grid);
 
 /* Skin (Verlet) lists, as LAMMPS does: pairs within radius + skin are kept;
  * each call returns the pairs within radius for the current positions and
@@ -156,9 +170,9 @@ void prox_grid_trim(prox_grid *grid);
  * stay below half the period. */
 typedef struct prox_skin_list prox_skin_list;
 
-prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_skin_list **out);
-void prox_skin_list_destroy(prox_skin_list *list);
-prox_status prox_skin_list_pairs(prox_skin_list *list, const prox_points *points,
+PROX_API prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_skin_list **out);
+PROX_API void prox_skin_list_destroy(prox_skin_list *list);
+PROX_API prox_status prox_skin_list_pairs(prox_skin_list *list, const prox_points *points,
                                  prox_sink sink, prox_stats *stats);
 
 #ifdef __cplusplus

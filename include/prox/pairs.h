@@ -43,10 +43,10 @@ typedef struct prox_pair_buffer {
 } prox_pair_buffer;
 
 /* allocator may be NULL (malloc/free). */
-void prox_pair_buffer_init(prox_pair_buffer *buffer, const prox_allocator *allocator);
-void prox_pair_buffer_free(prox_pair_buffer *buffer);
+PROX_API void prox_pair_buffer_init(prox_pair_buffer *buffer, const prox_allocator *allocator);
+PROX_API void prox_pair_buffer_free(prox_pair_buffer *buffer);
 /* Make room for at least `capacity` pairs (keeps the content). */
-prox_status prox_pair_buffer_reserve(prox_pair_buffer *buffer, int64_t capacity);
+PROX_API prox_status prox_pair_buffer_reserve(prox_pair_buffer *buffer, int64_t capacity);
 
 /* Compressed sparse rows: the neighbours of row r are
  * indices[offsets[r] .. offsets[r + 1]). */
@@ -59,8 +59,8 @@ typedef struct prox_lists {
     prox_allocator allocator;
 } prox_lists;
 
-void prox_lists_init(prox_lists *lists, const prox_allocator *allocator);
-void prox_lists_free(prox_lists *lists);
+PROX_API void prox_lists_init(prox_lists *lists, const prox_allocator *allocator);
+PROX_API void prox_lists_free(prox_lists *lists);
 
 /* Return nonzero to stop the query. */
 typedef int (*prox_pair_fn)(prox_index i, prox_index j, void *user);
@@ -81,12 +81,12 @@ typedef struct prox_sink {
     bool unsorted;            /* BUFFER, LISTS: traversal order (prox_sink_unsorted) */
 } prox_sink;
 
-prox_sink prox_sink_count(void);
-prox_sink prox_sink_buffer(prox_pair_buffer *buffer);
-prox_sink prox_sink_lists(prox_lists *lists);
-prox_sink prox_sink_callback(prox_pair_fn fn, void *user);
+PROX_API prox_sink prox_sink_count(void);
+PROX_API prox_sink prox_sink_buffer(prox_pair_buffer *buffer);
+PROX_API prox_sink prox_sink_lists(prox_lists *lists);
+PROX_API prox_sink prox_sink_callback(prox_pair_fn fn, void *user);
 /* The same sink, delivered in traversal order instead of sorted. */
-prox_sink prox_sink_unsorted(prox_sink sink);
+PROX_API prox_sink prox_sink_unsorted(prox_sink sink);
 
 #ifdef __cplusplus
 }

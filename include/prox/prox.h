@@ -5,4 +5,5 @@
 #include "prox/pairs.h"
 #include "prox/grid.h"
 #include "prox/boxes.h"
+#include "prox/stream.h"
 #endif

@@ -4,7 +4,7 @@
 # Every case prints "ok NAME" or "FAIL NAME: why"; the last line is
 # "N passed, M failed" and the exit status is non-zero if any case failed.
 # POSIX sh and utilities only (no python): the expected values below were
-# computed once with an independent implementation of WORKLOADS.md.
+# computed once with an independent implementation of docs/workloads.md.
 
 PROX=${1:?usage: cli_test.sh PATH/TO/prox SCRATCH_DIR}
 DIR=${2:?usage: cli_test.sh PATH/TO/prox SCRATCH_DIR}
@@ -537,7 +537,7 @@ t_collide_count_stats() {
     expect_exit 0 || return 1
     printf '2\n' >expect_count.txt
     expect_stdout expect_count.txt || return 1
-    for key in algo=hierarchical dim=2 n=4 build_s= query_s= candidates= pairs=2 peak_rss_mb=; do
+    for key in algo=auto dim=2 n=4 build_s= query_s= candidates= pairs=2 peak_rss_mb= simd= method=; do
         expect_stderr_has "$key" || return 1
     done
 }
@@ -749,6 +749,178 @@ check err_query_usage t_err_query_usage
 check bench_mixed2d_small t_bench_mixed2d_small
 check bench_mixed2d_algos t_bench_mixed2d_algos
 check bench_spheres3d_unsorted t_bench_spheres3d_unsorted
+
+# ---- hardening (robustness: docs/robustness.md) --------------------------
+
+# Radii whose square is not a normal double are refused up front (exit 3),
+# by every algorithm alike; the two points are 2r apart.
+t_radius_range() {
+    printf -- '-1e300 0 0\n1e300 0 0\n' >far.txt
+    for algo in grid brute hierarchical; do
+        run "$PROX" pairs --radius 1e300 --count --algo "$algo" far.txt
+        expect_exit 3 && expect_stderr_has "outside" || return 1
+    done
+    printf '0 0 0\n1e-300 0 0\n' >near.txt
+    run "$PROX" pairs --radius 1e-302 --algo brute --count near.txt
+    expect_exit 3 && expect_stderr_has "outside"
+}
+
+# A huge radius over close points was "out of memory for -9223372036854775781
+# cells" (exit 5); the largest radius in range answers like brute force.
+t_radius_no_false_out_of_memory() {
+    printf '0 0 0\n0.5 0 0\n' >two.txt
+    run "$PROX" pairs --radius 1e308 --count two.txt
+    expect_exit 3 || return 1
+    for algo in grid brute hierarchical; do
+        run "$PROX" pairs --radius 1e150 --count --algo "$algo" two.txt
+        expect_exit 0 && [ "$(cat stdout)" = 1 ] || { why="$algo: $(cat stdout stderr)"; return 1; }
+    done
+}
+
+# A bad '# radius=' header is reported with its file and line.
+t_header_radius_bad() {
+    printf '# generated\n# radius=abc dim=3\n0 0 0\n' >badheader.txt
+    run "$PROX" pairs --count badheader.txt
+    expect_exit 3 && expect_stderr_has "badheader.txt:2:" && expect_stderr_has "radius=abc"
+}
+
+# An empty or comments-only box file holds zero boxes (3D), as for points.
+t_collide_empty_file() {
+    : >empty.txt
+    printf '# only a comment\n\n' >comments.txt
+    for f in empty.txt comments.txt; do
+        run "$PROX" collide --count "$f"
+        expect_exit 0 && [ "$(cat stdout)" = 0 ] || { why="collide $f: $(cat stdout stderr)"; return 1; }
+        run "$PROX" query --count "$f" "$f"
+        expect_exit 0 || return 1
+    done
+}
+
+t_output_empty_name() {
+    run "$PROX" pairs --radius 1 -o '' tiny.txt
+    expect_exit 2 && expect_stderr_has "empty"
+}
+
+# A bad token is shown escaped: no terminal escape sequence reaches stderr.
+t_bad_token_escaped() {
+    printf '0 0 0\n1 1 \033[31mred\n' >escape.txt
+    run "$PROX" pairs --radius 1 escape.txt
+    expect_exit 3 && expect_stderr_has '\x1b[31mred' || return 1
+    if LC_ALL=C grep -q "$(printf '\033')" stderr; then
+        why="a raw ESC byte reached stderr"
+        return 1
+    fi
+}
+
+# One rule for NUL bytes in text files, comments included, points and boxes.
+t_nul_in_comment() {
+    printf '0 0 0 # a\000b\n1 1 1\n' >nul.txt
+    run "$PROX" pairs --radius 1 nul.txt
+    expect_exit 3 && expect_stderr_has "nul.txt:1:" && expect_stderr_has "NUL byte" || return 1
+    printf '0 0 0 1 1 1 # a\000b\n' >nulbox.txt
+    run "$PROX" collide nulbox.txt
+    expect_exit 3 && expect_stderr_has "nulbox.txt:1:" && expect_stderr_has "NUL byte"
+}
+
+# A replaced OUT keeps its mode; a read-only one is refused (as a shell's
+# '>' would; root may write it, and then its mode stays).
+t_output_modes() {
+    printf 'old\n' >mode.txt
+    chmod 640 mode.txt
+    run "$PROX" pairs --radius 1 -o mode.txt tiny.txt
+    expect_exit 0 && same_files mode.txt tiny-pairs.expected || return 1
+    [ "$(ls -l mode.txt | cut -c1-10)" = "-rw-r-----" ] || { why="mode $(ls -l mode.txt)"; return 1; }
+    printf 'precious\n' >ro.txt
+    chmod 444 ro.txt
+    run "$PROX" pairs --radius 1 -o ro.txt tiny.txt
+    if [ "$(id -u)" -ne 0 ]; then
+        expect_exit 4 && [ "$(cat ro.txt)" = precious ] || return 1
+    else
+        expect_exit 0 && [ "$(ls -l ro.txt | cut -c1-10)" = "-r--r--r--" ] || return 1
+    fi
+    expect_no_temp ro.txt
+}
+
+# A symbolic link is followed, dangling or not: the target is written and the
+# link stays.
+t_output_dangling_symlink() {
+    rm -f target.txt link.txt
+    ln -s target.txt link.txt
+    run "$PROX" pairs --radius 1 -o link.txt tiny.txt
+    expect_exit 0 && same_files target.txt tiny-pairs.expected || return 1
+    [ -L link.txt ] || { why="link.txt is no longer a link"; return 1; }
+    expect_no_temp target.txt
+}
+
+# Every signal that terminates by default and can be caught leaves neither
+# OUT nor its temporary file. prox blocks on a FIFO that stays open, so each
+# signal arrives while the temporary file exists; env --default-signal undoes
+# the SIG_IGN a shell gives SIGINT and SIGQUIT in background jobs.
+t_signals_leave_no_temp() {
+    env --default-signal true 2>/dev/null && reset="env --default-signal" || reset=""
+    for sig in INT TERM HUP PIPE QUIT USR1 USR2 ALRM VTALRM PROF XCPU XFSZ; do
+        [ -z "$reset" ] && { [ "$sig" = INT ] || [ "$sig" = QUIT ]; } && continue
+        rm -f fifo sig.txt sig.txt.tmp.*
+        mkfifo fifo || { why="mkfifo failed"; return 1; }
+        sleep 30 >fifo &
+        writer=$!
+        $reset "$PROX" pairs --radius 1 -o sig.txt - <fifo >/dev/null 2>&1 &
+        pid=$!
+        tries=0
+        while ! ls sig.txt.tmp.* >/dev/null 2>&1 && [ $tries -lt 100 ]; do
+            sleep 0.05
+            tries=$((tries + 1))
+        done
+        kill -s "$sig" "$pid"
+        wait "$pid" 2>/dev/null
+        kill "$writer" 2>/dev/null
+        wait "$writer" 2>/dev/null
+        [ $tries -lt 100 ] || { why="SIG$sig: no temporary file appeared"; return 1; }
+        expect_no_output sig.txt || { why="SIG$sig: $why"; return 1; }
+    done
+}
+
+# --stream writes the same bytes as the buffered output, sorted or not.
+t_pairs_stream() {
+    "$PROX" gen sph3d --n 20000 -o stream-in.txt || return 1
+    "$PROX" pairs stream-in.txt -o buffered.txt || return 1
+    run "$PROX" pairs --stream stream-in.txt -o streamed.txt
+    expect_exit 0 && same_files buffered.txt streamed.txt || return 1
+    "$PROX" pairs --unsorted stream-in.txt -o buffered.txt || return 1
+    run "$PROX" pairs --stream --unsorted --threads 2 stream-in.txt -o streamed.txt
+    expect_exit 0 && same_files buffered.txt streamed.txt || return 1
+    run "$PROX" pairs --stream --algo brute stream-in.txt -o streamed.txt
+    "$PROX" pairs --algo brute stream-in.txt -o buffered.txt || return 1
+    expect_exit 0 && same_files buffered.txt streamed.txt || return 1
+    expect_fail 2 "--stream" out.txt "$PROX" pairs --stream --count stream-in.txt -o out.txt
+}
+
+# --max-memory refuses before the search, naming the estimate; --stream fits.
+t_pairs_max_memory() {
+    [ -f stream-in.txt ] || "$PROX" gen sph3d --n 20000 -o stream-in.txt || return 1
+    expect_fail 5 "needs about" out.txt "$PROX" pairs --max-memory 20M stream-in.txt -o out.txt || return 1
+    expect_stderr_has "pairs at 12 bytes" || return 1
+    run "$PROX" pairs --max-memory 1G stream-in.txt -o out.txt
+    expect_exit 0 || return 1
+    run "$PROX" pairs --max-memory 20M --stream stream-in.txt -o out.txt
+    expect_exit 0 || return 1
+    rm -f out.txt
+    expect_fail 5 "input and structure" out.txt "$PROX" pairs --max-memory 1K stream-in.txt -o out.txt
+    expect_fail 2 "max-memory" out.txt "$PROX" pairs --max-memory 12Q stream-in.txt -o out.txt
+}
+
+check radius_range_refused t_radius_range
+check radius_no_false_out_of_memory t_radius_no_false_out_of_memory
+check header_radius_bad t_header_radius_bad
+check collide_query_empty_file t_collide_empty_file
+check output_empty_name t_output_empty_name
+check bad_token_escaped t_bad_token_escaped
+check nul_in_comment t_nul_in_comment
+check output_modes t_output_modes
+check output_dangling_symlink t_output_dangling_symlink
+check signals_leave_no_temp t_signals_leave_no_temp
+check pairs_stream t_pairs_stream
+check pairs_max_memory t_pairs_max_memory
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,4 +1,4 @@
-/* cgal_delaunay.cpp: the broad phase of seed 003's Delaunay comparison: the
+/* cgal_delaunay.cpp: the broad phase of Poirrier 2009's Delaunay comparison: the
  * 3D Delaunay triangulation of the sphere centres (CGAL, exact predicates,
  * inexact constructions, points inserted as a range: CGAL sorts them along a
  * Hilbert curve first), candidate pairs = the triangulation's finite edges,

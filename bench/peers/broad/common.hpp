@@ -25,7 +25,7 @@
 #include <vector>
 
 extern "C" {
-#include "box_exact.h"
+#include "broad/box_exact.h"
 }
 
 namespace peer {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""plot-w4.py: seed 000's Figure 4 from a side-by-side run: W4's total time
+"""plot-w4.py: Pouchol et al. 2009, Figure 4, from a side-by-side run: W4's total time
 (build + 1M segment queries, medians) of every library against the fraction
 of segments that hit at least one box, one point per N, one line per row.
 
@@ -48,7 +48,7 @@ def main():
                        for k, (n, fr) in enumerate(sorted(fraction.items())))
     script = f"""set terminal pngcairo size 900,700 noenhanced
 set output '{sys.argv[2]}'
-set title 'W4 as seed 000 Figure 4: N boxes, 1M segments, build + queries'
+set title 'W4 as Pouchol et al. 2009, Figure 4: N boxes, 1M segments, build + queries'
 set xlabel 'fraction of segments hitting at least one box'
 set ylabel 'seconds (median)'
 set logscale y

@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""report.py: docs/benchmarks.md from a bench-report run (report.sh calls it).
+
+    report.py --csv PEERS.csv --own DIR --intro intro.md --out FILE --img DIR
+              [--skipped S.csv] [--cpu C] [--isa I] [--simd S] [--cores N] ...
+
+Reads the peers' CSV (bench/peers/run.sh, every repetition) and prox's own
+benchmark outputs (DIR/*.txt: first line "WORKLOAD COMMAND", then the
+command's stdout), and writes one Markdown file: the hand-written
+introduction, the machine, a summary, then per workload the side-by-side
+tables (medians, ratio to prox, memory), prox's own tables and the plots.
+"""
+import argparse
+import glob
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+import report as peers  # noqa: E402  (bench/peers/report.py: load, medians, table, plot)
+
+WORKLOADS = [
+    ("W1", "W1 `sph3d`: 3D fixed-radius neighbours, about 30 per point"),
+    ("W2", "W2 `nns2d`: 2D neighbour lists over a wide domain"),
+    ("W3", "W3 `spheres3d`: broad phase over equal spheres, built from scratch"),
+    ("W4", "W4 `mixed2d`: boxes of very different sizes against moving segments"),
+    ("W5", "W5 `fluid3d`: the fluid scene (`make run`)"),
+    ("W6", "W6 `dem3d`: spheres falling into a pile"),
+]
+# Rows that do a different task from the peers (a count instead of the pairs or
+# lists the peers return): shown in the tables, left out of the summary.
+NOT_COMPARABLE = {"prox-count"}
+
+
+def is_prox(lib):
+    return lib == "prox" or lib.startswith("prox-")
+
+
+def fmt_s(x):
+    return f"{x:.3f} s" if x >= 0.01 else f"{x * 1000:.2f} ms"
+
+
+def summary(cases, largest_only=False):
+    out = ["| workload | size | prox, defaults | fastest prox row | fastest peer | peer / prox |",
+           "|---|---|---:|---:|---:|---:|"]
+    largest = {}
+    for (w, n, param) in cases:
+        largest[w] = max(largest.get(w, 0), n)
+    for (w, n, param), rows in cases.items():
+        if largest_only and n != largest[w]:
+            continue
+        med = {key: peers.medians(reps) for key, reps in rows.items()}
+        ref = med.get(("prox", 1))
+        mine = [(m["total_s"], lib) for (lib, thr), m in med.items()
+                if thr == 1 and is_prox(lib) and lib not in NOT_COMPARABLE]
+        theirs = [(m["total_s"], lib) for (lib, thr), m in med.items()
+                  if thr == 1 and not is_prox(lib)]
+        if not ref or not mine or not theirs:
+            continue
+        best_mine, best_theirs = min(mine), min(theirs)
+        size = f"N = {n:,}" + (f", {param.replace('=', ' = ')}" if param else "")
+        ratio = best_theirs[0] / best_mine[0] if best_mine[0] > 0 else float("inf")
+        out.append(f"| {w} | {size} | {fmt_s(ref['total_s'])} | {fmt_s(best_mine[0])} "
+                   f"(`{best_mine[1]}`) | {fmt_s(best_theirs[0])} (`{best_theirs[1]}`) | "
+                   f"{ratio:.1f}x |")
+    return out
+
+
+README_BEGIN = "<!-- bench-report summary: written by make bench-report -->"
+README_END = "<!-- end of the bench-report summary -->"
+
+
+def update_readme(path, cases, a):
+    """The README's comparison: the summary's largest size per workload."""
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        text = f.read()
+    if README_BEGIN not in text or README_END not in text:
+        print(f"report.py: {path} has no summary markers; left alone", file=sys.stderr)
+        return
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    cpu = a.cpu.split(";")[0].replace(" (", ", ").replace(")", "")
+    block = [README_BEGIN, "",
+             f"Measured by `make bench-report ARGS=--{a.mode}` at commit {a.commit} on "
+             f"{cpu} ({a.cores} cores{', shared and loaded' if loaded_note(a) else ''}; "
+             f"full tables in [docs/benchmarks.md](docs/benchmarks.md)):",
+             ""] + summary(cases, largest_only=True) + ["", README_END]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + "\n".join(block) + tail)
+    os.replace(tmp, path)
+
+
+def loaded_note(a):
+    """Says so when other work held the cores: the load average above their count."""
+    try:
+        busy = float(a.load.split()[0]) > float(a.cores)
+    except (ValueError, IndexError):
+        return ""
+    return (": the machine was shared with other work and loaded beyond its cores, so "
+            "every figure is noisy; ratios within one case are more reliable than "
+            "absolute times") if busy else ""
+
+
+def own_section(path):
+    """A prox benchmark's output: its command, text lines in a block, tables as they are."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    command = lines[0].split(" ", 1)[1]
+    out = [f"`{command}`", ""]
+    text = []
+
+    def flush():
+        if text:
+            out.extend(["```text"] + text + ["```", ""])
+            text.clear()
+
+    in_table = False
+    for line in lines[1:]:
+        if line.startswith("machine:") or line.startswith("build:") or line.startswith("command:"):
+            continue  # in the machine header already
+        if line.startswith("|"):
+            flush()
+            out.append(line)
+            in_table = True
+            continue
+        if in_table:
+            out.append("")
+            in_table = False
+        if line.strip():
+            text.append(line)
+    flush()
+    if in_table:
+        out.append("")
+    return out
+
+
+def own_files(directory):
+    by_w = {}
+    for path in sorted(glob.glob(os.path.join(directory, "*.txt"))):
+        with open(path) as f:
+            w = f.readline().split(" ", 1)[0]
+        by_w.setdefault(w, []).append(path)
+    return by_w
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("csv", "own", "intro", "out", "img"):
+        ap.add_argument("--" + k, required=True)
+    for k in ("readme", "skipped", "cpu", "isa", "simd", "cores", "compiler", "version", "commit",
+              "mode", "reps", "elapsed", "load"):
+        ap.add_argument("--" + k, default="")
+    a = ap.parse_args()
+    cases = peers.load(a.csv)
+    own = own_files(a.own)
+    with open(a.intro) as f:
+        intro = f.read().rstrip("\n").splitlines()
+
+    md = ["<!-- Generated by `make bench-report` (bench/report/report.sh). Edit "
+          "bench/report/intro.md, not this file. -->", ""] + intro + [""]
+    md += ["## Machine and run", "",
+           "| | |", "|---|---|",
+           f"| CPU | {a.cpu}; {a.cores} cores online; widest vector ISA the CPU reports: {a.isa} |",
+           f"| SIMD level in use | {a.simd} |",
+           f"| prox | {a.version}, commit {a.commit}, built by `make` (Release, `-march=native`) |",
+           f"| compiler | {a.compiler} |",
+           f"| command | `make bench-report ARGS=--{a.mode}` (peer rows: median of {a.reps} runs; "
+           f"{a.elapsed} s end to end) |",
+           f"| load average | {a.load}{loaded_note(a)} |", "",
+           "Times are medians, in seconds, reading the input and writing the output "
+           "excluded; every row of a case counted the same pairs as the `prox` row (the "
+           "run stops otherwise). `x prox` is a row's total over the one-thread `prox` "
+           "row's; `peak_rss_MB` is the process's peak resident set, input included; "
+           "`B/element` the same per point, sphere or box. One-thread rows are pinned to "
+           "one core, two-thread rows to two.", ""]
+    md += ["## Summary", "",
+           "One thread each. `prox, defaults` is the CLI with no options; the fastest prox "
+           "row and the fastest peer do the same task (pairs, lists, overlapping boxes or "
+           "segment hits; prox's count-only rows are left out).", ""]
+    md += summary(cases) + [""]
+
+    plots = {}
+    for w in ("W1", "W3"):
+        for field, title, ylabel in (("time", "total time (build + query) against N, medians", "seconds"),
+                                     ("memory", "peak memory per element against N (input included)",
+                                      "bytes per element")):
+            path = os.path.join(a.img, f"benchmarks-{w}-{field}.png")
+            if peers.plot(path, f"{w}: {title}", ylabel, peers.series(cases, w, field)):
+                plots.setdefault(w, []).append(path)
+
+    rel = os.path.relpath(a.img, os.path.dirname(os.path.abspath(a.out)))
+    for w, title in WORKLOADS:
+        w_cases = [(k, rows) for k, rows in cases.items() if k[0] == w]
+        if not w_cases and w not in own:
+            continue
+        md += [f"## {title}", ""]
+        if w_cases:
+            md += ["### prox and its peers", ""]
+            for (ww, n, param), rows in w_cases:
+                t = peers.table(ww, n, param, rows)
+                md += ["#### " + t[0].lstrip("# ")] + t[1:] + [""]
+        for path in own.get(w, []):
+            md += ["### prox's own benchmark", ""] + own_section(path)
+        for p in plots.get(w, []):
+            md += [f"![{os.path.basename(p)}]({rel}/{os.path.basename(p)})", ""]
+    md += peers.skipped_rows(a.skipped)
+
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(md).rstrip("\n") + "\n")
+    os.replace(tmp, a.out)
+    if a.readme:
+        update_readme(a.readme, cases, a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+#!/bin/bash
+# report.sh: run prox's own benchmarks and the peers on the standard workloads
+# (docs/workloads.md) and write docs/benchmarks.md from them.
+#   bench/report/report.sh [--quick|--full|--tiny] [--reps R] [--out FILE] [--prox PATH]
+#   make bench-report [ARGS="--quick"]
+# --quick: the quick sizes (under 30 minutes on a 2-core machine); --full: every
+# size of docs/workloads.md; --tiny: sizes of a few seconds, to check the script
+# itself (its figures mean nothing). The introduction is bench/report/intro.md; all
+# else in the output is generated. Plots go to docs/img/benchmarks-*.png
+# (beside FILE's img/ folder), and the summary into the README beside FILE's
+# folder, between its bench-report markers. Work files: build-report/
+# (git-ignored).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mode=quick reps=3 out="$root/docs/benchmarks.md" prox="$root/${BUILD:-build}/prox"
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) mode=quick ;;
+    --full) mode=full ;;
+    --tiny) mode=tiny ;;
+    --reps) reps=${2:?}; shift ;;
+    --out) out=${2:?}; shift ;;
+    --prox) prox=${2:?}; shift ;;
+    -h|--help) usage ;;
+    *) echo "report.sh: unknown argument '$1'" >&2; usage ;;
+    esac
+    shift
+done
+case "$reps" in ''|*[!0-9]*|0) echo "report.sh: --reps must be a positive integer" >&2; exit 2 ;; esac
+[ -x "$prox" ] || { echo "report.sh: no prox CLI at $prox (run make first)" >&2; exit 1; }
+prox=$(cd "$(dirname "$prox")" && pwd)/$(basename "$prox")
+
+work="$root/build-report"
+own="$work/own" peers="$work/peers"
+rm -rf "$own" "$peers"
+mkdir -p "$own" "$peers"
+log() { echo "[report.sh $(date -u +%H:%M:%S)] $*" >&2; }
+started=$(date -u +%s)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- prox's own benchmarks: one file per command, its first line the command
+# (as a user types it), the rest its stdout.
+own_bench() { # NAME WORKLOAD ARGS...
+    local name=$1 w=$2; shift 2
+    log "$w: prox $*"
+    {
+        echo "$w prox $*"
+        (cd "$own" && "$prox" "$@" 2>/dev/null)
+    } > "$own/$name.txt"
+}
+if [ "$mode" = tiny ]; then
+    runs=1
+    own_bench w1 W1 bench sph3d --n 20000 --threads 1 --runs $runs
+    own_bench w2-k1 W2 bench nns2d --n 20000 --k 1 --threads 1 --runs $runs
+    own_bench w3 W3 bench spheres3d --table 2 --n 10000 --threads 1 --runs $runs
+    own_bench w4 W4 bench mixed2d --n 1000 --queries 10000 --threads 1 --runs $runs
+    own_bench w5 W5 demo fluid --particles 2000 --frames 10 --algo all --threads 1 --quiet
+    own_bench w6 W6 bench dem3d --n 1000 --steps 20 --threads 1 --runs 1
+    export PEERS_W1_N="10000 20000" PEERS_W2_N=20000 PEERS_W2_K=5 PEERS_W3_N="5000 10000"
+    export PEERS_W4_N=1000 PEERS_W4_Q=10000
+elif [ "$mode" = quick ]; then
+    runs=3
+    own_bench w1 W1 bench sph3d --n 1000000 --threads 1 --runs $runs
+    own_bench w2-k1 W2 bench nns2d --n 1000000 --k 1 --threads 1 --runs $runs
+    own_bench w2-k20 W2 bench nns2d --n 1000000 --k 20 --threads 1 --runs $runs
+    own_bench w3 W3 bench spheres3d --table 2 --n 1000000 --threads 1 --runs $runs
+    own_bench w4 W4 bench mixed2d --n 10000 --queries 1000000 --threads 1 --runs $runs
+    own_bench w5 W5 demo fluid --particles 50000 --frames 120 --algo all --threads 1 --quiet
+    own_bench w6 W6 bench dem3d --n 10000 --threads 1 --runs 1
+else
+    runs=5
+    own_bench w1 W1 bench sph3d --n 1000000 --threads 1 --runs $runs
+    own_bench w1-4m W1 bench sph3d --n 4000000 --threads 1 --runs $runs
+    for k in 1 5 20; do
+        own_bench w2-k$k W2 bench nns2d --n 1000000 --k $k --threads 1 --runs $runs
+    done
+    own_bench w3 W3 bench spheres3d --table 2 --threads 1 --runs $runs
+    own_bench w4 W4 bench mixed2d --n 10000 --queries 1000000 --threads 1 --runs $runs
+    own_bench w5 W5 demo fluid --algo all --threads 1 --quiet
+    own_bench w6 W6 bench dem3d --n 10000 --threads 1 --runs 3
+fi
+
+# ---- the peers: bench/peers/run.sh, its CSV into build-report/peers/
+log "peers: bench/peers/run.sh --$mode --reps $reps"
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$root" diff --quiet HEAD -- src include tools bench CMakeLists.txt 2>/dev/null || commit="$commit+dirty"
+peers_mode=$mode
+[ "$mode" != tiny ] || peers_mode=quick # with the sizes set above
+PEERS_COMMIT=$commit "$root/bench/peers/run.sh" "--$peers_mode" --reps "$reps" --prox "$prox" \
+    --results "$peers" >/dev/null
+csv=$(ls "$peers"/peers-*.csv | grep -v skipped | head -1)
+skipped=${csv%.csv}.skipped.csv
+
+# ---- the machine header, then the report
+elapsed=$(( $(date -u +%s) - started ))
+cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
+family=$(sed -n 's/^cpu family[^:]*: //p' /proc/cpuinfo | head -1)
+model=$(sed -n 's/^model[^a-z:]*: //p' /proc/cpuinfo | head -1)
+cpu="$cpu (cpu family $family, model $model)"
+flags=$(sed -n 's/^flags[^:]*: //p' /proc/cpuinfo | head -1)
+isa=baseline
+for f in avx2 avx512f; do case " $flags " in *" $f "*) isa=$f ;; esac; done
+version=$("$prox" --version 2>/dev/null | head -1)
+simd=$(printf '%s\n' "$version" | tr ' ' '\n' | sed -n 's/^simd=//p' | head -1)
+simd=${simd:+simd=$simd}
+simd=${simd:-"simd=native build (unknown)"}
+cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$(dirname "$prox")/CMakeCache.txt" 2>/dev/null || true)
+cc=$(${cc:-cc} --version | head -1)
+mkdir -p "$(dirname "$out")/img"
+/usr/bin/python3 "$here/report.py" --csv "$csv" --skipped "$skipped" --own "$own" \
+    --intro "$here/intro.md" --out "$out" --img "$(dirname "$out")/img" \
+    --readme "$(dirname "$out")/../README.md" \
+    --cpu "$cpu" --isa "$isa" --simd "$simd" --cores "$(nproc)" --compiler "$cc" \
+    --version "$version" --commit "$commit" --mode "$mode" --reps "$reps" \
+    --elapsed "$elapsed" \
+    --load "$load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+log "done in ${elapsed}s: $out"

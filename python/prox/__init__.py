@@ -1,0 +1,336 @@
+"""prox: fixed-radius neighbour search and broad-phase collision detection.
+
+numpy arrays in, numpy arrays out. Points are ``(n, 2)`` or ``(n, 3)``
+float32 or float64 arrays of any strides (C or Fortran order, a slice, a
+field of a structured array): prox reads them where they are, without a
+copy. Pair arrays and CSR lists are the library's own buffers handed to
+numpy, also without a copy; their indices are uint32 (prox's 32-bit
+indices), offsets int64.
+
+The boundary rule is prox's: two points are neighbours when their squared
+distance, computed in double as ``dx*dx + dy*dy (+ dz*dz)``, is ``<= r*r``
+(a pair at distance exactly ``r`` counts); along a periodic axis ``dx`` is
+the minimum image and the radius must stay below half the period.
+
+Every search takes ``threads`` (0: OpenMP's default, 1: no threads) and
+releases the GIL while it runs. The output is the same for every thread
+count. Errors raise ``ValueError`` (bad options or data, with the
+library's message naming the point and axis), ``MemoryError``, or
+``TypeError`` (an array of a dtype prox does not read).
+
+>>> import numpy as np, prox
+>>> x = np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [1.5, 0.0, 0.0], [0.0, 0.3, 0.4]])
+>>> prox.pairs(x, 0.5).tolist()
+[[0, 1], [0, 3]]
+>>> prox.count(x, 1.0)
+4
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _prox
+
+__all__ = [
+    "pairs",
+    "lists",
+    "count",
+    "query",
+    "pair_geometry",
+    "neighbor_list",
+    "box_pairs",
+    "Grid",
+    "SkinList",
+    "Broad",
+    "broad_algos",
+    "__version__",
+]
+
+__version__ = _prox.library_version
+
+#: The broad-phase structures, by the names the C library and the CLI use.
+broad_algos = ("brute", "grid", "multilevel", "hierarchical", "kdtree", "sap")
+
+
+def pairs(points, radius, box=None, threads=0, *, sort=True, algo="grid"):
+    """Every pair of points within ``radius``, as ``cKDTree.query_pairs``.
+
+    Parameters
+    ----------
+    points : (n, 2) or (n, 3) float32 or float64 array, any strides
+    radius : float, > 0
+    box : None, a number, or one period per axis (0 or None: open axis),
+        as scipy's ``boxsize``; periodic coordinates are wrapped into
+        ``[0, L)`` (they need not lie there already).
+    threads : int, 0 for OpenMP's default
+    sort : bool, default True; False keeps the search's traversal order
+        (the same pairs, still the same for every thread count, faster)
+    algo : "grid" (default), "brute" or "hierarchical"
+
+    Returns
+    -------
+    (m, 2) uint32 array of ``i < j`` rows, sorted by ``(i, j)``: what
+    ``cKDTree(points).query_pairs(radius, output_type="ndarray")`` holds,
+    in sorted order.
+
+    >>> import numpy as np, prox
+    >>> prox.pairs(np.array([[0.1, 0.5], [0.9, 0.5], [0.5, 0.5]]), 0.25, box=1.0).tolist()
+    [[0, 1]]
+    """
+    return _prox._search(points, radius, box, threads, "pairs", None, sort, algo)
+
+
+def lists(points, radius, box=None, threads=0, *, sort=True, algo="grid"):
+    """Every point's full neighbour list (both directions) as CSR.
+
+    Returns ``(offsets, indices)``: the neighbours of point ``i`` are
+    ``indices[offsets[i]:offsets[i + 1]]``, ascending (``sort=True``);
+    ``offsets`` is int64 of length ``n + 1``, ``indices`` uint32. Other
+    parameters as :func:`pairs`.
+
+    >>> import numpy as np, prox
+    >>> offsets, indices = prox.lists(np.array([[0.0, 0], [1, 0], [3, 0]]), 1.0)
+    >>> offsets.tolist(), indices.tolist()
+    ([0, 1, 2, 2], [1, 0])
+    """
+    return _prox._search(points, radius, box, threads, "lists", None, sort, algo)
+
+
+def count(points, radius, box=None, threads=0, *, algo="grid"):
+    """The number of pairs within ``radius`` (each unordered pair once), nothing stored.
+
+    >>> import numpy as np, prox
+    >>> prox.count(np.zeros((4, 3), np.float32), 1e-3)
+    6
+    """
+    return _prox._search(points, radius, box, threads, "count", None, True, algo)
+
+
+def query(points, queries, radius, box=None, threads=0, *, output="lists", sort=True,
+          algo="grid"):
+    """Ball queries of a second point set, as ``cKDTree.query_ball_point``.
+
+    For each row ``q`` of ``queries`` (same dimension as ``points``), the
+    points within ``radius`` of it.
+
+    output : "lists" (default): ``(offsets, indices)`` with one row per query,
+        each ascending; "pairs": an ``(m, 2)`` uint32 array of ``(q, j)`` rows
+        sorted by ``(q, j)``; "count": the number of ``(q, j)`` pairs.
+
+    >>> import numpy as np, prox
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
+    >>> offsets, indices = prox.query(x, np.array([[0.9, 0.0], [5.0, 5.0]]), 1.1)
+    >>> [indices[offsets[q]:offsets[q + 1]].tolist() for q in range(2)]
+    [[0, 1, 2], []]
+    """
+    if queries is None:
+        raise TypeError("query: queries must be an (n, 2) or (n, 3) array, not None")
+    return _prox._search(points, radius, box, threads, output, queries, sort, algo)
+
+
+def pair_geometry(points, pairs, quantities="d", box=None, *, queries=None, threads=0):
+    """Distances, vectors and cell shifts of given pairs (ASE's d, D, S).
+
+    ``pairs`` is an ``(m, 2)`` integer array (from :func:`pairs`, or
+    :func:`query` with ``queries`` given) or a tuple ``(i, j)`` of integer
+    arrays. For each pair, with ``L`` the period of a periodic axis:
+
+    - ``D`` = ``x[j] - x[i] + S * L``, the vector from i to j's nearest image;
+    - ``S``: the integer shifts (int64) of that image, as ASE's ``S``;
+    - ``d`` = ``|D|`` computed in double.
+
+    On open axes ``D`` is ``x[j] - x[i]``. Returns one array for one letter,
+    else a tuple in the order of ``quantities``.
+
+    >>> import numpy as np, prox
+    >>> x = np.array([[0.1, 0.5, 0.5], [0.9, 0.5, 0.5]])
+    >>> p = prox.pairs(x, 0.3, box=1.0)
+    >>> d, D, S = prox.pair_geometry(x, p, "dDS", box=1.0)
+    >>> np.round(d, 12).tolist(), np.round(D, 12).tolist(), S.tolist()
+    ([0.2], [[-0.2, 0.0, 0.0]], [[-1, 0, 0]])
+    """
+    if isinstance(pairs, tuple):
+        i, j = pairs
+    else:
+        pairs = np.asarray(pairs)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs: expected shape (m, 2), got {pairs.shape}")
+        i, j = pairs[:, 0], pairs[:, 1]
+    out = _prox._geometry(points, i, j, quantities, box, queries, threads)
+    return out[0] if len(out) == 1 else out
+
+
+def _cell_lengths(cell, dim):
+    if cell is None:
+        return np.zeros(dim)
+    if hasattr(cell, "array"):  # ase.cell.Cell
+        cell = cell.array
+    c = np.asarray(cell, dtype=np.float64)
+    if c.shape == (dim,):
+        return c.copy()
+    if c.shape == (dim, dim):
+        if np.any(c - np.diag(np.diag(c)) != 0):
+            raise ValueError(
+                "cell: a triclinic cell (off-diagonal entries) is not supported yet; "
+                "prox handles orthogonal cells: three lengths or a diagonal matrix")
+        return np.diag(c).copy()
+    raise ValueError(f"cell: expected {dim} lengths or a {dim}x{dim} matrix, got shape {c.shape}")
+
+
+def _pbc_flags(pbc, dim):
+    if pbc is None:
+        return np.zeros(dim, dtype=bool)
+    p = np.asarray(pbc)
+    if p.ndim == 0:
+        return np.full(dim, bool(p))
+    if p.shape != (dim,):
+        raise ValueError(f"pbc: expected {dim} booleans, got shape {p.shape}")
+    return p.astype(bool)
+
+
+def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, threads=0):
+    """Neighbour list in ASE's and vesin's convention.
+
+    Parameters
+    ----------
+    quantities : str of "i", "j", "d", "D", "S" in any order (first atom,
+        second atom, distance, vector from i to j, integer cell shift)
+    positions : (n, 3) array (float32/float64, any strides), or an
+        ``ase.Atoms`` (its positions, cell and pbc are used)
+    cutoff : float, one cutoff for every pair (per-atom cutoffs are not
+        supported); on a periodic axis it must stay below half the cell
+    cell : None, three lengths, or a 3x3 matrix that is diagonal (a
+        triclinic cell raises ValueError)
+    pbc : None (open), one bool, or three bools
+    threads : int
+
+    Returns
+    -------
+    A tuple in the order of ``quantities`` (one array for a single letter):
+    both directions of every pair, sorted by i then j; ``i``, ``j`` intp,
+    ``d`` float64 (m,), ``D`` float64 (m, 3), ``S`` int64 (m, 3), with
+    ``D == positions[j] - positions[i] + S * cell_lengths``.
+
+    The rule is prox's closed ball (``d <= cutoff``); ASE keeps
+    ``d < cutoff``, which differs only for pairs at exactly the cutoff.
+
+    >>> import numpy as np, prox
+    >>> x = np.array([[0.5, 0.5, 0.5], [9.5, 0.5, 0.5], [5.0, 5.0, 5.0]])
+    >>> i, j, S = prox.neighbor_list("ijS", x, 2.0, cell=[10, 10, 10], pbc=True)
+    >>> i.tolist(), j.tolist(), S.tolist()
+    ([0, 1], [1, 0], [[-1, 0, 0], [1, 0, 0]])
+    """
+    if not isinstance(quantities, str) or any(q not in "ijdDS" for q in quantities):
+        raise ValueError(f"quantities = {quantities!r}: letters among i, j, d, D, S")
+    if hasattr(positions, "get_positions"):  # an ase.Atoms
+        atoms = positions
+        positions = atoms.positions
+        cell = atoms.cell if cell is None else cell
+        pbc = atoms.pbc if pbc is None else pbc
+    if not isinstance(cutoff, numbers.Real) and not (
+            isinstance(cutoff, np.ndarray) and cutoff.ndim == 0):
+        raise ValueError("cutoff: one number (per-atom cutoffs are not supported)")
+    positions = positions if isinstance(positions, np.ndarray) else np.asarray(positions)
+    dim = positions.shape[1] if positions.ndim == 2 else 3
+    lengths = _cell_lengths(cell, dim)
+    flags = _pbc_flags(pbc, dim)
+    box = []
+    for k in range(dim):
+        if flags[k] and not lengths[k] > 0:
+            raise ValueError(f"pbc along axis {k} needs a cell length > 0, got {lengths[k]}")
+        box.append(float(lengths[k]) if flags[k] else 0.0)
+    offsets, indices = _prox._search(positions, float(cutoff), box, threads, "lists")
+    out = {}
+    if "i" in quantities or "d" in quantities or "D" in quantities or "S" in quantities:
+        i = _prox._rows_of(offsets)
+        out["i"] = i
+    if "j" in quantities:
+        out["j"] = indices.astype(np.intp)
+    geo = "".join(q for q in "dDS" if q in quantities)
+    if geo:
+        values = _prox._geometry(positions, out["i"], indices, geo, box, None, threads)
+        out.update(zip(geo, values))
+    result = tuple(out[q] for q in quantities)
+    return result[0] if len(result) == 1 else result
+
+
+class Grid(_prox.Grid):
+    """A uniform grid kept across calls: build once, query many times, update as points move.
+
+    ``Grid(radius, box=None, threads=0, keys="linear", points=None)``; with
+    ``points`` it builds at once. The grid keeps its own copy of the
+    coordinates, so the caller's array may change freely between calls.
+    ``update(points)`` relocates the points whose cell changed (or rebuilds
+    when that is cheaper) and returns whether it rebuilt. ``pairs()``,
+    ``lists()``, ``count()`` and ``query(queries)`` answer as the functions
+    of the same names. ``keys``: "linear" (default), "morton" or "hash".
+    One call at a time per object: a second thread gets RuntimeError.
+
+    >>> import numpy as np, prox
+    >>> x = np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [3.0, 0.0, 0.0]])
+    >>> g = prox.Grid(1.0, points=x)
+    >>> g.pairs().tolist()
+    [[0, 1]]
+    >>> x[2, 0] = 1.4
+    >>> rebuilt = g.update(x)  # True: a third of the points changed cell
+    >>> g.pairs().tolist(), g.count()
+    ([[0, 1], [1, 2]], 2)
+    """
+
+
+class SkinList(_prox.SkinList):
+    """Skin (Verlet) lists: pairs within ``radius + skin`` kept across steps.
+
+    ``SkinList(radius, skin, box=None, threads=0)``. Each call of
+    ``pairs(points)`` (or ``lists``, ``count``) returns the pairs within
+    ``radius`` for the current positions, rebuilding the kept list only
+    after some point moved more than ``skin / 2`` since the last rebuild (or
+    the count changed); ``rebuilt`` tells which.
+
+    >>> import numpy as np, prox
+    >>> x = np.array([[0.0, 0.0], [1.05, 0.0]])
+    >>> s = prox.SkinList(1.0, 0.2)
+    >>> s.pairs(x).tolist(), s.rebuilt
+    ([], True)
+    >>> x[1, 0] = 0.98
+    >>> s.pairs(x).tolist(), s.rebuilt
+    ([[0, 1]], False)
+    """
+
+
+class Broad(_prox.Broad):
+    """The broad phase over axis-aligned boxes, any structure by name.
+
+    ``Broad(boxes=None, algo="hierarchical", threads=0)``; ``algo`` is one
+    of :data:`broad_algos`. Boxes are ``(n, 4)`` (2D: min x, min y, max x,
+    max y) or ``(n, 6)`` (3D: min corner then max corner) float32/float64
+    arrays, any strides. Boxes are closed: touching boxes overlap.
+
+    - ``pairs(output="pairs")``: overlapping pairs of built boxes, ``i < j``;
+    - ``query_boxes(queries)``: ``(q, j)`` for each query box q and built box j it overlaps;
+    - ``query_segments(starts, ends, exact=True)``: the boxes each segment crosses;
+    - ``query_swept(start, end)``: the boxes each moving box sweeps over;
+    - ``update(boxes)``: boxes moved, added (longer array) or removed (shorter).
+
+    ``output`` is "pairs" (an ``(m, 2)`` uint32 array, sorted), "lists"
+    (CSR) or "count".
+
+    >>> import numpy as np, prox
+    >>> b = prox.Broad(np.array([[0, 0, 2, 2], [1, 1, 3, 3], [5, 5, 6, 6.0]]), algo="sap")
+    >>> b.pairs().tolist()
+    [[0, 1]]
+    >>> b.query_segments(np.array([[4.0, 4.0]]), np.array([[7.0, 7.0]])).tolist()
+    [[0, 2]]
+    """
+
+
+def box_pairs(boxes, algo="hierarchical", threads=0, *, output="pairs"):
+    """Every pair of overlapping boxes, once (a :class:`Broad` built and queried once).
+
+    >>> import numpy as np, prox
+    >>> prox.box_pairs(np.array([[0, 0, 1, 1], [1, 1, 2, 2.0]]), algo="kdtree").tolist()
+    [[0, 1]]
+    """
+    return Broad(boxes, algo, threads).pairs(output)

@@ -1,0 +1,109 @@
+/* madvise and MADV_POPULATE_WRITE (glibc shows them to strict C11 only on request) */
+#define _DEFAULT_SOURCE
+#include "core/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+static void *default_alloc(size_t size, void *user)
+{
+    (void)user;
+    return malloc(size);
+}
+
+static void default_free(void *ptr, void *user)
+{
+    (void)user;
+    free(ptr);
+}
+
+prox_allocator prox_allocator_resolve(const prox_allocator *a)
+{
+    if (a && a->alloc && a->free)
+        return *a;
+    return (prox_allocator){default_alloc, default_free, NULL};
+}
+
+void *prox_alloc_array(const prox_allocator *a, int64_t count, size_t size)
+{
+    if (count < 0 || (size != 0 && (uint64_t)count > SIZE_MAX / size))
+        return NULL;
+    size_t bytes = (size_t)count * size;
+    prox_allocator al = prox_allocator_resolve(a);
+    return al.alloc(bytes ? bytes : 1, al.user);
+}
+
+void prox_free(const prox_allocator *a, void *ptr)
+{
+    if (!ptr)
+        return;
+    prox_allocator al = prox_allocator_resolve(a);
+    al.free(ptr, al.user);
+}
+
+/* Blocks from here up are faulted in by one call when they are made. */
+#define POPULATE_MIN ((size_t)1 << 20)
+
+/* The first `bytes` of a block just allocated by the default allocator,
+ * about to be written: their pages faulted in by one call instead of a
+ * trap per page at the first write (Linux 5.14 on: MADV_POPULATE_WRITE;
+ * elsewhere, or where it fails, nothing happens). A trap costs
+ * microseconds, and W1's first sorted buffer on a fresh grid takes tens of
+ * thousands (docs/design.md, "Fresh pages are faulted in by one call").
+ * A caller's own allocator is
+ * left alone: its memory may be meant to be touched later or elsewhere. */
+static void populate(const prox_allocator *a, void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    if (bytes < POPULATE_MIN || prox_allocator_resolve(a).alloc != default_alloc)
+        return;
+    static long page;
+    if (!page)
+        page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+    uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t hi = ((uintptr_t)p + bytes) & ~((uintptr_t)page - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)a;
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+bool prox_reserve(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                  size_t size)
+{
+    if (*ptr && *capacity >= count)
+        return true;
+    prox_free(a, *ptr);
+    *ptr = prox_alloc_array(a, count, size);
+    *capacity = *ptr ? count : 0;
+    if (*ptr)
+        populate(a, *ptr, (size_t)count * size);
+    return *ptr != NULL;
+}
+
+bool prox_grow(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+               int64_t keep, size_t size)
+{
+    if (*ptr && *capacity >= count)
+        return true;
+    int64_t want = *capacity > 0 ? *capacity : 16;
+    while (want < count)
+        want = want > INT64_MAX / 2 ? count : want * 2;
+    void *grown = prox_alloc_array(a, want, size);
+    if (!grown)
+        return false;
+    populate(a, grown, (size_t)count * size); /* the part about to be used */
+    if (*ptr && keep > 0)
+        memcpy(grown, *ptr, (size_t)keep * size);
+    prox_free(a, *ptr);
+    *ptr = grown;
+    *capacity = want;
+    return true;
+}

@@ -1,0 +1,705 @@
+#include "core/radix_sort.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+#include "simd/simd.h"
+#include "simd/vec.h"
+
+#define NARROW_BITS 8
+#define WIDE_BITS 10
+/* Histograms live on the stack, threads x buckets counters (64 KiB): wide
+ * digits (fewer passes) for up to 8 threads, narrow ones for up to 32.
+ * Digits of 11 and 12 bits measured slower than 10 (on Zen 4). */
+#define COUNTERS 8192
+#define MAX_THREADS (COUNTERS >> NARROW_BITS)
+#define PARALLEL_MIN 65536
+
+/* Keys are 8-byte words read and written through memcpy, so that the same
+ * passes sort uint64_t keys and prox_pair records (pairs.c) alike. */
+static inline uint64_t load_word(const void *words, int64_t i)
+{
+    uint64_t w;
+    memcpy(&w, (const char *)words + 8 * i, sizeof w);
+    return w;
+}
+
+static inline void store_word(void *words, int64_t i, uint64_t w)
+{
+    memcpy((char *)words + 8 * i, &w, sizeof w);
+}
+
+/* A digit: `bits` bits, from bit `shift` up, of the word rotated left by
+ * `rotate` (0, or 32: the halves swapped). */
+typedef struct digit {
+    int shift, bits, rotate;
+} digit;
+
+/* No branch in the passes' inner loops: rotate 0 gives w | w. */
+static inline uint64_t rotated(uint64_t w, int rotate)
+{
+    return w << rotate | w >> ((64 - rotate) & 63);
+}
+
+static inline unsigned digit_of(uint64_t word, digit d)
+{
+    return (unsigned)(rotated(word, d.rotate) >> d.shift) & ((1u << d.bits) - 1);
+}
+
+/* The bits that differ between keys (of the words rotated by `rotate`). */
+static uint64_t varying_bits(const void *keys, int64_t n, int rotate, int threads)
+{
+    uint64_t all_or = 0, all_and = ~0ULL;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) \
+    reduction(| : all_or) reduction(& : all_and)
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t w = rotated(load_word(keys, i), rotate);
+        all_or |= w;
+        all_and &= w;
+    }
+    return all_or ^ all_and;
+}
+
+/* The passes: only bits that differ between keys are sorted on (a bit every
+ * key shares leaves the order as it is), each digit starting at the lowest
+ * varying bit above the previous digit. Returns the number of digits. */
+static int plan_digits(uint64_t varying, int bits, int rotate, digit *out)
+{
+    int count = 0;
+    while (varying) {
+        int shift = __builtin_ctzll(varying);
+        out[count++] = (digit){shift, bits, rotate};
+        varying = shift + bits >= 64 ? 0 : varying >> (shift + bits) << (shift + bits);
+    }
+    return count;
+}
+
+static void histogram(const void *keys, int64_t begin, int64_t end, digit d, int64_t *count)
+{
+    memset(count, 0, ((size_t)1 << d.bits) * sizeof *count);
+    for (int64_t i = begin; i < end; i++)
+        count[digit_of(load_word(keys, i), d)]++;
+}
+
+/* Turn per-thread counts (thread t's at count + t * buckets) into
+ * per-thread write positions: digit-major, then thread order, which keeps
+ * the sort stable. */
+static void offsets_from_counts(int64_t *count, int64_t buckets, int threads)
+{
+    int64_t sum = 0;
+    for (int64_t d = 0; d < buckets; d++)
+        for (int t = 0; t < threads; t++) {
+            int64_t c = count[t * buckets + d];
+            count[t * buckets + d] = sum;
+            sum += c;
+        }
+}
+
+static void scatter(const void *keys, const uint32_t *values, void *out_keys,
+                    uint32_t *out_values, int64_t begin, int64_t end, digit d, int64_t *at)
+{
+    if (!values) { /* keys alone */
+        for (int64_t i = begin; i < end; i++) {
+            uint64_t w = load_word(keys, i);
+            store_word(out_keys, at[digit_of(w, d)]++, w);
+        }
+        return;
+    }
+    for (int64_t i = begin; i < end; i++) {
+        uint64_t w = load_word(keys, i);
+        int64_t to = at[digit_of(w, d)]++;
+        store_word(out_keys, to, w);
+        out_values[to] = values[i];
+    }
+}
+
+/* One pass over n records on `threads`: each thread counts its block's
+ * digits, the counts become write positions (digit-major, then thread
+ * order, which keeps the sort stable), each thread scatters its block.
+ * starts, when given, receives where each digit's records begin (and n). */
+static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
+                       uint32_t *out_values, int64_t n, digit d, int threads, int64_t *starts)
+{
+    int64_t buckets = (int64_t)1 << d.bits;
+    int64_t count[COUNTERS];
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t begin = n * t / nt, end = n * (t + 1) / nt;
+        histogram(keys, begin, end, d, count + t * buckets);
+#pragma omp barrier
+#pragma omp single
+        {
+            offsets_from_counts(count, buckets, nt);
+            if (starts) { /* thread 0's positions are the digits' starts */
+                memcpy(starts, count, (size_t)buckets * sizeof *starts);
+                starts[buckets] = n;
+            }
+        }
+        scatter(keys, values, out_keys, out_values, begin, end, d, count + t * buckets);
+    }
+}
+
+/* ---- most significant digit first, for wide keys ---------------------------
+ *
+ * With many varying bits (the kd-tree's records: 51 bits, six LSD passes
+ * over 6.0M records at W3 1M), the later LSD passes only reorder what the
+ * top two digits have already separated: after them a bucket holds a few
+ * records (up to MSD_MAX_RECORDS). There the sort goes from the top digit
+ * down instead: one parallel pass over everything, then each bucket on its
+ * own (in cache after the first level), digits as wide as the bucket
+ * needs, down to small buckets (msd_small) sorted by rank or by
+ * insertion (sort_small). Each scatter keeps input order within a digit
+ * and both small sorts are stable, so the result is the stable sort's, for
+ * every thread count. On the kd-tree's records of W3 1M this sort beats the
+ * LSD passes (docs/design.md). */
+#define MSD_MIN_DIGITS 5
+#define MSD_SMALL_INSERTION 16
+#if PROX_SIMD_AVX512 /* records (key, value) sorted by rank */
+#define MSD_SMALL_RANK 64
+#else
+#define MSD_SMALL_RANK MSD_SMALL_INSERTION
+#endif
+/* Two levels of 10-bit digits leave small buckets up to here; past it, a
+ * third level of small buckets costs more than the LSD passes save.
+ * By insertion (buckets of 16) the limit is 2^24: past it, on the
+ * kd-tree's 31M records of W3 5M, the LSD passes win. By rank (buckets of
+ * 64) two levels reach 2^26, and there the two sorts are even
+ * (docs/design.md). */
+#define MSD_MAX_RECORDS(small) ((int64_t)(small) << 2 * WIDE_BITS)
+
+/* The largest bucket sorted whole: rank sorts take records, keys alone go
+ * by insertion. */
+static inline int64_t msd_small(const uint32_t *values)
+{
+    return values ? MSD_SMALL_RANK : MSD_SMALL_INSERTION;
+}
+
+static void insertion_by_key(uint64_t *k, uint32_t *v, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++) {
+        uint64_t key = k[i];
+        uint32_t value = v ? v[i] : 0;
+        int64_t j = i;
+        for (; j > 0 && k[j - 1] > key; j--) {
+            k[j] = k[j - 1];
+            if (v)
+                v[j] = v[j - 1];
+        }
+        k[j] = key;
+        if (v)
+            v[j] = value;
+    }
+}
+
+static void copy_records(uint64_t *to_k, uint32_t *to_v, const uint64_t *k, const uint32_t *v,
+                         int64_t n)
+{
+    memcpy(to_k, k, (size_t)n * sizeof *k);
+    if (v)
+        memcpy(to_v, v, (size_t)n * sizeof *v);
+}
+
+#if PROX_SIMD_AVX512
+/* Records [0, n <= 64) of (k, v) into (to_k, to_v) sorted stably, without
+ * a branch on the data: each record goes to its rank, the records before
+ * it with keys <= its own plus those after it with smaller keys, counted
+ * eight keys to a compare. Insertion sort's exits are mispredicted; the
+ * kd-tree's 6.0M records of W3 1M end in buckets of 6 on average, and its
+ * build is a few percent faster this way. */
+static void rank_sort(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint32_t *to_v,
+                      int64_t n)
+{
+    int blocks = (int)((n + 7) / 8);
+    __m512i key[8];
+    __mmask8 live[8];
+    for (int b = 0; b < blocks; b++) {
+        int64_t left = n - 8 * b;
+        live[b] = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
+        key[b] = _mm512_maskz_loadu_epi64(live[b], k + 8 * b);
+    }
+    for (int i = 0; i < n; i++) {
+        __m512i x = _mm512_set1_epi64((long long)k[i]);
+        int rank = 0;
+        for (int b = 0; b < blocks; b++) {
+            int before_lanes = i - 8 * b; /* lanes of block b before record i */
+            unsigned before = before_lanes >= 8   ? 0xff
+                              : before_lanes <= 0 ? 0
+                                                  : (1u << before_lanes) - 1;
+            unsigned less = _mm512_mask_cmplt_epu64_mask(live[b], key[b], x);
+            unsigned less_eq = _mm512_mask_cmple_epu64_mask(live[b], key[b], x);
+            rank += __builtin_popcount((less_eq & before) | (less & ~before));
+        }
+        to_k[rank] = k[i];
+        to_v[rank] = v[i];
+    }
+}
+#endif
+
+/* Records [0, n <= msd_small(v)) of (k, v) sorted (when `varying`: their keys
+ * differ somewhere); the result ends in (k, v) when `here`, else in
+ * (tk, tv). */
+static void sort_small(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
+                       bool varying, bool here)
+{
+#if PROX_SIMD_AVX512
+    if (varying && v && n <= MSD_SMALL_RANK) {
+        rank_sort(k, v, tk, tv, n);
+        if (here)
+            copy_records(k, v, tk, tv, n);
+        return;
+    }
+#endif
+    if (varying)
+        insertion_by_key(k, v, n);
+    if (!here)
+        copy_records(tk, tv, k, v, n);
+}
+
+/* The digit below the top varying bit: as many bits as a bucket of n
+ * needs (up to WIDE_BITS), so that small buckets clear few counters. */
+static digit top_digit(uint64_t varying, int64_t n)
+{
+    int top = 63 - __builtin_clzll(varying), bits = 1;
+    while (bits < WIDE_BITS && ((int64_t)1 << bits) < n)
+        bits++;
+    int shift = top + 1 - bits < 0 ? 0 : top + 1 - bits;
+    return (digit){shift, top + 1 - shift, 0};
+}
+
+/* Records [0, n) of (k, v) sorted on the varying bits; the result ends in
+ * (k, v) when `here`, else in the scratch (tk, tv). */
+static void msd_sort(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
+                     uint64_t varying, bool here)
+{
+    if (n <= msd_small(v) || !varying) {
+        sort_small(k, v, tk, tv, n, varying != 0, here);
+        return;
+    }
+    digit d = top_digit(varying, n);
+    int64_t count[((int64_t)1 << WIDE_BITS) + 1];
+    int64_t buckets = (int64_t)1 << d.bits;
+    histogram(k, 0, n, d, count);
+    int64_t start[((int64_t)1 << WIDE_BITS) + 1];
+    offsets_from_counts(count, buckets, 1);
+    memcpy(start, count, (size_t)buckets * sizeof *start);
+    start[buckets] = n;
+    scatter(k, v, tk, tv, 0, n, d, count);
+    uint64_t rest = varying & (((uint64_t)1 << d.shift) - 1);
+    for (int64_t b = 0; b < buckets; b++) {
+        int64_t s = start[b], m = start[b + 1] - s;
+        if (m > 0)
+            msd_sort(tk + s, tv ? tv + s : NULL, k + s, v ? v + s : NULL, m, rest, !here);
+    }
+}
+
+/* The first digit over all records in parallel (as an LSD pass), then the
+ * buckets in parallel; the result ends in (keys, values), or in the
+ * scratch when `in_scratch`. Ending in the scratch, the leaves of two
+ * levels sort from the keys into it, with no copy back. */
+static void msd_sort_all(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                         uint32_t *tmp_values, int64_t n, uint64_t varying, int threads,
+                         bool in_scratch)
+{
+    digit d = top_digit(varying, n);
+    int64_t buckets = (int64_t)1 << d.bits, start[((int64_t)1 << WIDE_BITS) + 1];
+    digit_pass(keys, values, tmp_keys, tmp_values, n, d, threads, start);
+    uint64_t rest = varying & (((uint64_t)1 << d.shift) - 1);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 1)
+    for (int64_t b = 0; b < buckets; b++) {
+        int64_t s = start[b], m = start[b + 1] - s;
+        if (m > 0)
+            msd_sort(tmp_keys + s, values ? tmp_values + s : NULL, keys + s,
+                     values ? values + s : NULL, m, rest, in_scratch);
+    }
+}
+
+/* The passes of the sorts below; returns true when the result ended in
+ * the scratch arrays (an odd number of LSD passes ran, or the MSD sort
+ * ended there, which it may when `scratch_ok`). */
+static bool sort_passes(void *keys, uint32_t *values, void *tmp_keys, uint32_t *tmp_values,
+                        int64_t n, int threads, int rotate, bool scratch_ok)
+{
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    if (n < PARALLEL_MIN || threads < 1)
+        threads = 1;
+    int bits = (threads << WIDE_BITS) <= COUNTERS ? WIDE_BITS : NARROW_BITS;
+    digit digits[64];
+    uint64_t varying = varying_bits(keys, n, rotate, threads);
+    int passes = plan_digits(varying, bits, rotate, digits);
+    if (rotate == 0 && bits == WIDE_BITS && passes >= MSD_MIN_DIGITS &&
+        n <= MSD_MAX_RECORDS(msd_small(values))) {
+        msd_sort_all(keys, values, tmp_keys, tmp_values, n, varying, threads, scratch_ok);
+        return scratch_ok;
+    }
+    void *src_k = keys, *dst_k = tmp_keys;
+    uint32_t *src_v = values, *dst_v = tmp_values;
+    for (int pass = 0; pass < passes; pass++) {
+        digit_pass(src_k, src_v, dst_k, dst_v, n, digits[pass], threads, NULL);
+        void *sk = src_k; src_k = dst_k; dst_k = sk;
+        uint32_t *sv = src_v; src_v = dst_v; dst_v = sv;
+    }
+    return src_k != keys;
+}
+
+void prox_radix_sort64(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                       uint32_t *tmp_values, int64_t n, int threads)
+{
+    if (n < 2)
+        return;
+    if (sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0, false)) {
+        memcpy(keys, tmp_keys, (size_t)n * sizeof *keys);
+        if (values)
+            memcpy(values, tmp_values, (size_t)n * sizeof *values);
+    }
+}
+
+bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_keys,
+                              uint32_t *tmp_values, int64_t n, int threads)
+{
+    return n >= 2 && sort_passes(keys, values, tmp_keys, tmp_values, n, threads, 0, true);
+}
+
+
+#if PROX_SIMD_AVX512
+/* The networks' steps are unrolled and inlined, so that each step's
+ * shuffle is known at compile time (partner_of). */
+#define PROX_SORT_INLINE static inline __attribute__((always_inline))
+/* Bitonic sorting networks for AVX-512 (generated): each step pairs lane i
+ * with lane i ^ j; the lane takes the max when (i & j) != 0 differs from the
+ * direction of its block of size k ((i & k) != 0: descending). */
+static const uint16_t net16_mask[10] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint8_t net16_xor[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
+static const uint16_t net32_mask_lo[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa, 0x0000, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint16_t net32_mask_hi[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0x00ff, 0x0f0f, 0x3333, 0x5555, 0x0000, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+static const uint8_t net32_xor[15] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1, 16, 8, 4, 2, 1};
+
+
+/* Lane i ^ j of v, for j = 1, 2, 4 or 8 (a constant once the networks are
+ * unrolled): shuffles within 128-bit lanes for 1 and 2, of whole 128-bit
+ * lanes for 4 and 8. In-lane shuffles have a third of a full permute's
+ * latency, and a network is a chain of such steps. */
+PROX_SORT_INLINE __m512i partner_of(__m512i v, int j)
+{
+    switch (j) {
+    case 1:
+        return _mm512_shuffle_epi32(v, _MM_PERM_CDAB);
+    case 2:
+        return _mm512_shuffle_epi32(v, _MM_PERM_BADC);
+    case 4:
+        return _mm512_shuffle_i32x4(v, v, 0xb1); /* 128-bit lanes 1 0 3 2 */
+    default:
+        return _mm512_shuffle_i32x4(v, v, 0x4e); /* 2 3 0 1 */
+    }
+}
+
+/* One compare-exchange step of a network inside a 16-lane register. */
+PROX_SORT_INLINE __m512i exchange16(__m512i v, int j, __mmask16 take_max)
+{
+    __m512i partner = partner_of(v, j);
+    return _mm512_mask_blend_epi32(take_max, _mm512_min_epu32(v, partner),
+                                   _mm512_max_epu32(v, partner));
+}
+
+/* The 16-lane network over one register. */
+PROX_SORT_INLINE __m512i network16(__m512i v)
+{
+#pragma GCC unroll 10
+    for (int s = 0; s < 10; s++)
+        v = exchange16(v, net16_xor[s], net16_mask[s]);
+    return v;
+}
+
+/* The 32-lane network over two registers (lo: lanes 0-15). */
+PROX_SORT_INLINE void network32(__m512i *lo, __m512i *hi)
+{
+#pragma GCC unroll 15
+    for (int s = 0; s < 15; s++) {
+        if (net32_xor[s] == 16) {
+            __m512i mn = _mm512_min_epu32(*lo, *hi);
+            *hi = _mm512_max_epu32(*lo, *hi);
+            *lo = mn;
+        } else {
+            *lo = exchange16(*lo, net32_xor[s], net32_mask_lo[s]);
+            *hi = exchange16(*hi, net32_xor[s], net32_mask_hi[s]);
+        }
+    }
+}
+
+/* The first n (0..16) lanes live. */
+static inline __mmask16 lanes_upto16(int64_t n)
+{
+    return (__mmask16)((1u << n) - 1);
+}
+
+/* a[0 .. n) padded with UINT32_MAX, which no index reaches, so that the
+ * padding sorts last. */
+static inline __m512i load_padded(const uint32_t *a, __mmask16 live)
+{
+    return _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live, a);
+}
+
+/* n <= 16 */
+static void sort_upto16(uint32_t *a, int64_t n)
+{
+    __mmask16 live = lanes_upto16(n);
+    _mm512_mask_storeu_epi32(a, live, network16(load_padded(a, live)));
+}
+
+/* 16 < n <= 32 */
+static void sort_upto32(uint32_t *a, int64_t n)
+{
+    __mmask16 live = lanes_upto16(n - 16);
+    __m512i lo = _mm512_loadu_si512(a), hi = load_padded(a + 16, live);
+    network32(&lo, &hi);
+    _mm512_storeu_si512(a, lo);
+    _mm512_mask_storeu_epi32(a + 16, live, hi);
+}
+
+static const uint8_t net64_k[21] = {2, 4, 4, 8, 8, 8, 16, 16, 16, 16, 32, 32, 32, 32, 32, 64, 64, 64, 64, 64, 64};
+static const uint8_t net64_xor[21] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1, 16, 8, 4, 2, 1, 32, 16, 8, 4, 2, 1};
+static const uint16_t net64_mask[21][4] = {
+    {0x6666, 0x6666, 0x6666, 0x6666},
+    {0x3c3c, 0x3c3c, 0x3c3c, 0x3c3c},
+    {0x5a5a, 0x5a5a, 0x5a5a, 0x5a5a},
+    {0x0ff0, 0x0ff0, 0x0ff0, 0x0ff0},
+    {0x33cc, 0x33cc, 0x33cc, 0x33cc},
+    {0x55aa, 0x55aa, 0x55aa, 0x55aa},
+    {0xff00, 0x00ff, 0xff00, 0x00ff},
+    {0xf0f0, 0x0f0f, 0xf0f0, 0x0f0f},
+    {0xcccc, 0x3333, 0xcccc, 0x3333},
+    {0xaaaa, 0x5555, 0xaaaa, 0x5555},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0xff00, 0xff00, 0x00ff, 0x00ff},
+    {0xf0f0, 0xf0f0, 0x0f0f, 0x0f0f},
+    {0xcccc, 0xcccc, 0x3333, 0x3333},
+    {0xaaaa, 0xaaaa, 0x5555, 0x5555},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0x0000, 0x0000, 0x0000, 0x0000},
+    {0xff00, 0xff00, 0xff00, 0xff00},
+    {0xf0f0, 0xf0f0, 0xf0f0, 0xf0f0},
+    {0xcccc, 0xcccc, 0xcccc, 0xcccc},
+    {0xaaaa, 0xaaaa, 0xaaaa, 0xaaaa}};
+
+
+/* 32 < n <= 64: four registers; distances of 16 and 32 lanes exchange whole
+ * registers, whose block direction depends only on the register. */
+static void sort_upto64(uint32_t *a, int64_t n)
+{
+    __m512i v[4];
+    __mmask16 live[4];
+    for (int r = 0; r < 4; r++) {
+        int64_t left = n - 16 * r;
+        live[r] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        v[r] = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live[r], a + 16 * r);
+    }
+#pragma GCC unroll 21 /* unrolled, v[] stays in registers: a loop kept it on the stack */
+    for (int s = 0; s < 21; s++) {
+        int j = net64_xor[s], k = net64_k[s];
+        if (j < 16) {
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                v[r] = exchange16(v[r], j, net64_mask[s][r]);
+            continue;
+        }
+        int jr = j / 16;
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            if (r & jr)
+                continue;
+            int q = r | jr;
+            bool descending = k < 64 && ((16 * r) & k) != 0;
+            __m512i mn = _mm512_min_epu32(v[r], v[q]), mx = _mm512_max_epu32(v[r], v[q]);
+            v[r] = descending ? mx : mn;
+            v[q] = descending ? mn : mx;
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        _mm512_mask_storeu_epi32(a + 16 * r, live[r], v[r]);
+}
+
+/* Rows sorted several at a time, their networks interleaved: one row's
+ * network is a chain of dependent steps, which leaves the vector units
+ * idle; GROUP rows keep them busy (eight measured best for 16 lanes,
+ * which take one register a row, four for 32). The slots past count load
+ * and store nothing. */
+#define GROUP16 8
+#define GROUP32 4
+
+typedef struct row_group {
+    uint32_t *row[GROUP16];
+    int64_t n[GROUP16];
+    int count;
+} row_group;
+
+static void sort_group16(row_group *g)
+{
+    __m512i v[GROUP16];
+    __mmask16 live[GROUP16];
+    for (int r = 0; r < GROUP16; r++) {
+        live[r] = r < g->count ? lanes_upto16(g->n[r]) : 0;
+        v[r] = load_padded(g->row[r < g->count ? r : 0], live[r]);
+    }
+#pragma GCC unroll 10
+    for (int s = 0; s < 10; s++)
+#pragma GCC unroll 8
+        for (int r = 0; r < GROUP16; r++)
+            v[r] = exchange16(v[r], net16_xor[s], net16_mask[s]);
+    for (int r = 0; r < g->count; r++)
+        _mm512_mask_storeu_epi32(g->row[r], live[r], v[r]);
+    g->count = 0;
+}
+
+static void sort_group32(row_group *g)
+{
+    __m512i lo[GROUP32], hi[GROUP32];
+    __mmask16 live[GROUP32];
+    for (int r = 0; r < GROUP32; r++) {
+        bool on = r < g->count;
+        live[r] = on ? lanes_upto16(g->n[r] - 16) : 0;
+        lo[r] = on ? _mm512_loadu_si512(g->row[r]) : _mm512_set1_epi32(-1);
+        hi[r] = load_padded(g->row[on ? r : 0] + 16, live[r]);
+    }
+#pragma GCC unroll 15
+    for (int s = 0; s < 15; s++)
+#pragma GCC unroll 4
+        for (int r = 0; r < GROUP32; r++) {
+            if (net32_xor[s] == 16) {
+                __m512i mn = _mm512_min_epu32(lo[r], hi[r]);
+                hi[r] = _mm512_max_epu32(lo[r], hi[r]);
+                lo[r] = mn;
+            } else {
+                lo[r] = exchange16(lo[r], net32_xor[s], net32_mask_lo[s]);
+                hi[r] = exchange16(hi[r], net32_xor[s], net32_mask_hi[s]);
+            }
+        }
+    for (int r = 0; r < g->count; r++) {
+        _mm512_storeu_si512(g->row[r], lo[r]);
+        _mm512_mask_storeu_epi32(g->row[r] + 16, live[r], hi[r]);
+    }
+    g->count = 0;
+}
+
+static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
+                             void (*sort)(row_group *))
+{
+    g->row[g->count] = row;
+    g->n[g->count] = n;
+    if (++g->count == size)
+        sort(g);
+}
+#endif
+
+#if !PROX_SIMD_AVX512 && PV_W >= 4
+/* Rows of 5 to RANK_ROW_MAX entries by rank: each entry's place is the
+ * number of entries below it, plus those equal to it and before it
+ * (stable), counted a vector at a time; no branch on the data. The keys
+ * are biased by 2^31 so that a signed compare orders them as unsigned,
+ * and padded with INT32_MAX, which no lane counts (it is below nothing,
+ * and ties only with entries after every real one). */
+#define RANK_ROW_MAX 64
+
+static void rank_sort_row(uint32_t *a, int64_t n)
+{
+    int32_t key[RANK_ROW_MAX + PV_W];
+    uint32_t out[RANK_ROW_MAX];
+    for (int64_t j = 0; j < n; j++)
+        key[j] = (int32_t)(a[j] ^ 0x80000000u);
+    for (int64_t j = n; j < n + PV_W; j++)
+        key[j] = INT32_MAX;
+    for (int64_t i = 0; i < n; i++) {
+        pv_i32 x = pv_set1_i32(key[i]), at = pv_set1_i32((int32_t)i), rank = pv_set1_i32(0);
+        for (int64_t j = 0; j < n; j += PV_W) {
+            pv_i32 v = pv_load_n(key + j, PV_W);
+            pv_i32 tie = pv_and(pv_eqv(v, x), pv_gt_i32(at, pv_iota(j)));
+            rank = pv_sub_i32(rank, pv_or(pv_gt_i32(x, v), tie));
+        }
+        out[pv_hsum(rank)] = a[i];
+    }
+    memcpy(a, out, (size_t)n * sizeof *a);
+}
+#endif
+
+void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
+{
+#if PROX_SIMD_AVX512
+    row_group g16 = {.count = 0}, g32 = {.count = 0};
+    for (int64_t k = 0; k < rows; a += len[k], k++) {
+        int64_t n = len[k];
+        if (n > 4 && n <= 16)
+            group_add(&g16, a, n, GROUP16, sort_group16);
+        else if (n > 16 && n <= 32)
+            group_add(&g32, a, n, GROUP32, sort_group32);
+        else
+            prox_sort_u32(a, n);
+    }
+    if (g16.count)
+        sort_group16(&g16);
+    if (g32.count)
+        sort_group32(&g32);
+#elif PV_W >= 4
+    for (int64_t k = 0; k < rows; a += len[k], k++) {
+        if (len[k] > 4 && len[k] <= RANK_ROW_MAX)
+            rank_sort_row(a, len[k]);
+        else
+            prox_sort_u32(a, len[k]);
+    }
+#else
+    for (int64_t k = 0; k < rows; a += len[k], k++)
+        prox_sort_u32(a, len[k]);
+#endif
+}
+
+
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void prox_sort_u32_long(uint32_t *a, int64_t n)
+{
+#if PROX_SIMD_AVX512
+    /* up to 4: the insertion sort below (a network's loads, masks and
+     * permutes cost more; sparse data's lists are mostly such rows) */
+    if (n > 4 && n <= 16) {
+        sort_upto16(a, n);
+        return;
+    }
+    if (n > 16 && n <= 32) {
+        sort_upto32(a, n);
+        return;
+    }
+    if (n > 32 && n <= 64) {
+        sort_upto64(a, n);
+        return;
+    }
+#endif
+    if (n > 48) {
+        qsort(a, (size_t)n, sizeof *a, compare_u32);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {
+        uint32_t v = a[i];
+        int64_t j = i;
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
+
+prox_pair *prox_radix_sort_pairs(prox_pair *pairs, prox_pair *tmp, int64_t n, int threads)
+{
+    _Static_assert(sizeof(prox_pair) == sizeof(uint64_t), "a pair is one 8-byte word");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    int rotate = 0; /* the word reads i : j already */
+#else
+    int rotate = 32; /* the word reads j : i; swapped, i leads */
+#endif
+    if (n < 2)
+        return pairs;
+    return sort_passes(pairs, NULL, tmp, NULL, n, threads, rotate, true) ? tmp : pairs;
+}

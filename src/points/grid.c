@@ -1,0 +1,1504 @@
+/* grid.c: the uniform grid for fixed-radius neighbour search.
+ *
+ * Build (the flat-array article and the fluid-hash chapter): every point gets
+ * integer cell coordinates and a
+ * sort key (Morton code of the cell, or Teschner's hash slot of the cell,
+ * Pouchol et al. 2009, Eq. 1); points are radix-sorted by key into flat arrays (ids and
+ * coordinates in cell order); consecutive points of one cell form a run.
+ * A lookup finds the runs that may hold a given cell: an open-addressing
+ * table over Morton keys, or the hash slot's range of runs (the flat-array article's
+ * cellStart). Runs carry their exact cell coordinates, so hash collisions
+ * cost a comparison, never a wrong or duplicated pair.
+ *
+ * Pairs (the hash-multimap article): each run meets its own later points, later runs of the
+ * same cell, and the runs of the forward half of the stencil, so every pair
+ * of cells, and so every pair of points, is examined exactly once.
+ *
+ * Exactness: cells are slightly larger than radius / divisions (by 2^-16
+ * relative), and at most 2^31 cells fit along an axis. Two points within
+ * the radius then always land within `divisions` cells of each other along
+ * every axis, even after the rounding of (x - origin) / cell, whose error is
+ * below 2^-21 cells there. The final decision is the shared exact test.
+ *
+ * This file holds geometry, stencil, build and update; grid_search.c the
+ * searches; grid_private.h the data both share. */
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "points/grid_private.h"
+#include "core/radix_sort.h"
+#include "points/points_common.h"
+#include "core/threads.h"
+#include "core/views.h"
+
+#define CELL_MARGIN (1.0 + 1.0 / 65536.0)
+#define MAX_CELLS_PER_AXIS ((int64_t)1 << 31)
+#define MORTON3_CELLS ((int64_t)1 << PROX_MORTON3_BITS)
+/* Relocating moved points beats a full re-sort while fewer than this
+ * fraction moved. */
+#define UPDATE_REBUILD_FRACTION 0.25
+/* Empty cells around the data's box along open axes: a 64th of the span
+ * plus two cells on each side. */
+#define UPDATE_PAD_FRACTION 64.0
+#define UPDATE_PAD_CELLS 2.0
+
+/* ---- geometry ----------------------------------------------------------- */
+
+static int64_t next_pow2(int64_t v)
+{
+    int64_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+static void reset_geometry(prox_grid *g)
+{
+    for (int k = 0; k < 3; k++) {
+        g->origin[k] = 0.0;
+        g->inv_cell[k] = 0.0;
+        g->ncell[k] = 1;
+        g->reach[k] = 0;
+        g->periodic[k] = false;
+    }
+}
+
+/* Cell size and count along a periodic axis: the largest count whose cells
+ * are still at least the minimum size; an axis too short for a stencil of
+ * distinct cells becomes one cell (every point a candidate along it). */
+static void periodic_axis(prox_grid *g, int k, double min_cell, int divisions)
+{
+    double L = g->desc.period[k];
+    double fit = floor(L / min_cell);
+    int64_t nc = fit > (double)(MAX_CELLS_PER_AXIS - 1) ? MAX_CELLS_PER_AXIS - 1 : (int64_t)fit;
+    if (nc < 2 * divisions + 1)
+        nc = 1;
+    g->periodic[k] = true;
+    g->ncell[k] = nc;
+    g->inv_cell[k] = (double)nc / L;
+    g->reach[k] = nc == 1 ? 0 : divisions;
+}
+
+static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double min_cell,
+                             int divisions)
+{
+    static const char axis_name[] = "xyz";
+    double span = (hi - lo) / min_cell;
+    if (!(span < (double)(MAX_CELLS_PER_AXIS - 2)))
+        return prox_fail(PROX_ERR_RANGE,
+                         "the points span %g cells of size %g along %c; at most 2^31 fit "
+                         "(use a larger radius, or split the domain)",
+                         span, min_cell, axis_name[k]);
+    /* Empty cells on both sides give moving points room, so that
+     * prox_grid_update relocates them instead of rebuilding (the fluid-hash chapter). */
+    double pad = floor(span / UPDATE_PAD_FRACTION) + UPDATE_PAD_CELLS;
+    if (!(span + 2 * pad < (double)(MAX_CELLS_PER_AXIS - 4)))
+        pad = 0;
+    g->origin[k] = lo - pad * min_cell;
+    g->inv_cell[k] = 1.0 / min_cell;
+    double last = floor((hi - g->origin[k]) * g->inv_cell[k]);
+    /* (the radius's range keeps both finite; a guard, so that no
+     * conversion below can overflow) */
+    if (!isfinite(g->origin[k]) || !(last + pad < (double)(MAX_CELLS_PER_AXIS - 1)))
+        return prox_fail(PROX_ERR_RANGE,
+                         "the points along %c (%g .. %g) do not fit cells of size %g",
+                         axis_name[k], lo, hi, min_cell);
+    g->ncell[k] = (int64_t)last + 1 + (int64_t)pad;
+    g->reach[k] = divisions;
+    return PROX_OK;
+}
+
+/* Bounding box of the wrapped coordinates (open axes only matter), and
+ * whether every coordinate is finite: one pass over the points, where the
+ * box took one per axis and the finiteness check another (the build reads
+ * the caller's points twice more: keys, then coordinates in cell order).
+ * v - v is +0 for a finite v and NaN for an infinite or NaN one, so the OR
+ * of its bits is 0 exactly when all are finite: no branch, and an integer
+ * chain instead of a floating-point sum's. */
+static bool box_pass(const prox_points *p, const double *period, int threads, int dim,
+                     double lo[3], double hi[3])
+{
+    double mn[3] = {INFINITY, INFINITY, INFINITY}, mx[3] = {-INFINITY, -INFINITY, -INFINITY};
+    uint64_t nonfinite = 0;
+    int64_t n = p->count;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n > 65536) \
+    reduction(min : mn[:3]) reduction(max : mx[:3]) reduction(| : nonfinite) schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        for (int k = 0; k < dim; k++) {
+            double v = prox_coord(p, i, k, period), zero = v - v;
+            uint64_t bits;
+            memcpy(&bits, &zero, sizeof bits);
+            mn[k] = v < mn[k] ? v : mn[k];
+            mx[k] = v > mx[k] ? v : mx[k];
+            nonfinite |= bits;
+        }
+    for (int k = 0; k < 3; k++) {
+        lo[k] = n > 0 && k < dim ? mn[k] : 0.0;
+        hi[k] = n > 0 && k < dim ? mx[k] : 0.0;
+    }
+    return nonfinite == 0;
+}
+
+/* The points as one array of packed doubles (prox_points_f64: x, y[, z],
+ * x, ...) on open axes: blocks of 8 points, each value with an accumulator
+ * of its own place in the block, which the compiler turns into vector
+ * min, max and add (the per-coordinate loop above stays scalar); the
+ * places are folded per axis at the end. The sum of v - v per place is 0
+ * exactly when all its values are finite (NaN sticks). */
+#define BOX_BLOCK 8
+
+static bool packed_box_pass(const double *xyz, int64_t n, int threads, int dim,
+                            double lo[3], double hi[3])
+{
+    enum { PLACES = 3 * BOX_BLOCK };
+    double mn[PLACES], mx[PLACES], zero[PLACES];
+    for (int j = 0; j < PLACES; j++) {
+        mn[j] = INFINITY;
+        mx[j] = -INFINITY;
+        zero[j] = 0.0;
+    }
+    int64_t blocks = n / BOX_BLOCK, width = (int64_t)dim * BOX_BLOCK;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n > 65536) \
+    reduction(min : mn[:PLACES]) reduction(max : mx[:PLACES]) reduction(+ : zero[:PLACES]) \
+    schedule(static)
+    for (int64_t b = 0; b < blocks; b++)
+        for (int j = 0; j < width; j++) {
+            double v = xyz[b * width + j];
+            mn[j] = v < mn[j] ? v : mn[j];
+            mx[j] = v > mx[j] ? v : mx[j];
+            zero[j] += v - v;
+        }
+    for (int64_t at = blocks * width; at < n * dim; at++) { /* the last points */
+        double v = xyz[at];
+        int j = (int)(at - blocks * width);
+        mn[j] = v < mn[j] ? v : mn[j];
+        mx[j] = v > mx[j] ? v : mx[j];
+        zero[j] += v - v;
+    }
+    bool finite = true;
+    for (int k = 0; k < 3; k++) {
+        double a = INFINITY, z = -INFINITY;
+        for (int j = k; j < width && k < dim; j += dim) {
+            a = mn[j] < a ? mn[j] : a;
+            z = mx[j] > z ? mx[j] : z;
+            finite = finite && zero[j] == 0.0;
+        }
+        lo[k] = n > 0 && k < dim ? a : 0.0;
+        hi[k] = n > 0 && k < dim ? z : 0.0;
+    }
+    return finite;
+}
+
+/* The caller's points as packed doubles (prox_points_f64's layout) on open
+ * axes only: the passes over them then read one flat array, without the
+ * view's tests of scalar type and period per coordinate. NULL otherwise. */
+static const double *packed_open_f64(const prox_points *p, const double *period)
+{
+    const double *x = p->axis[0];
+    bool fits = p->scalar == PROX_F64 && p->stride == p->dim * (ptrdiff_t)sizeof(double);
+    for (int k = 0; k < p->dim; k++)
+        fits = fits && !(period[k] > 0) && p->axis[k] == (const void *)(x + k);
+    return fits ? x : NULL;
+}
+
+static bool bounding_box(const prox_points *p, const double *period, int threads, double lo[3],
+                         double hi[3])
+{
+    const double *x = packed_open_f64(p, period);
+    /* (a constant dim would not reach the loops: OpenMP outlines each
+     * parallel loop into one function that reads dim at run time) */
+    if (x)
+        return packed_box_pass(x, p->count, threads, p->dim, lo, hi);
+    return box_pass(p, period, threads, p->dim, lo, hi);
+}
+
+/* Linear keys index every cell of the box: a table entry per cell (4 bytes)
+ * up to LINEAR_CELLS_PER_POINT cells per point; beyond, occupancy bits and
+ * ranks (3/16 of a byte per cell) up to SPARSE_CELLS_PER_POINT, or up to
+ * SPARSE_MIN_CELLS cells (3 MiB) for few points; sparser still, Morton keys.
+ * One cell a point keeps the table within 4 bytes a point: W2 at k = 1
+ * (3.35 cells a point) holds 18.1 bytes a point with the bits against 32.8
+ * with a table, for 10% more time (docs/design.md, "The point sweep"). */
+#define LINEAR_CELLS_PER_POINT 1
+#define LINEAR_MIN_CELLS 65536
+#define SPARSE_CELLS_PER_POINT 256
+#define SPARSE_MIN_CELLS (1 << 24)
+
+/* ---- fixed-point coordinates (PROX_COORDS_FIXED) ---------------------- */
+
+/* Fixed point is used up to this many cells along an axis (with a query's
+ * reach on both sides): the offset in a cell then keeps at least 13 bits
+ * (see fixed_tolerance). */
+#define FIXED_MAX_CELLS ((int64_t)1 << 17)
+/* The units of an axis (cells, plus a query's reach and one beyond on each
+ * side) stay below 2^30, so that differences and periods fit in 32 bits. */
+#define FIXED_UNITS_LOG2 30
+
+/* The bound `tol` (in radii^2) on the difference between the squared
+ * distance the fixed-point kernel computes in float and the one brute force
+ * computes in double (kernel_fixed.h), for candidates whose offsets along
+ * every axis are at most 2r (a candidate farther along some axis has a
+ * float value above 1.5 and a true one above 4: both say no).
+ * - A stored coordinate is within e = q (1 + 2^-20) of its double, q being
+ *   the unit (2^-shift of a cell): truncation to the unit, and the double
+ *   arithmetic that placed it in its cell (relative 2^-52 of the cells
+ *   spanned). Two of them: a difference within a = 2e of the double one,
+ *   which itself is within 2^-52 relative of the true one.
+ * - A squared difference then errs by at most (2 |dx| + a) a <= (4r + a) a.
+ * - Float: the conversion of the integer difference, the scale (rounded
+ *   from double) and the product err 3 * 2^-24 relative on dx, 7.1 * 2^-24
+ *   on its square; two additions 2 * 2^-24 on the sum; all of it at most
+ *   110 * 2^-24 r^2 = 2^-17.2 r^2 for three terms of at most 4 r^2 each.
+ *   2^-15 r^2 covers it with room, and the double's own rounding.
+ * So tol = sum over axes of (4r + a) a, plus 2^-15 r^2. */
+static double fixed_tolerance(const prox_grid *g)
+{
+    double r = g->desc.radius, tol = 0x1p-15;
+    for (int k = 0; k < g->dim; k++) {
+        double cell = 1.0 / g->inv_cell[k];
+        double q = ldexp(cell, -g->fixed_shift[k]);
+        double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
+        double e = q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
+        double a = 2.0 * e / r; /* in radii */
+        tol += (4.0 + a) * a;
+    }
+    return tol;
+}
+
+/* The rel16 coordinates of kernel_fixed.h: a cell spans 2^REL16_CELL_BITS
+ * units, and the stencil's candidates lie within 1.5 cells of the centre
+ * of the run's cell. */
+#define REL16_CELL_BITS 14
+
+/* Whether a grid's full-stencil rows may use rel16 coordinates (open axes
+ * and one scale: fixed-point axes with at least REL16_CELL_BITS bits a
+ * cell), and their bounds:
+ * - a unit u is 2^-14 cells; a coordinate keeps floor((X - centre) / 2^drop)
+ *   of its fixed-point X, so that the difference of two is within one u of
+ *   their fixed-point difference, itself within 2e of the difference of the
+ *   doubles (fixed_tolerance's e): per axis within eps = 1 + 2e/u units;
+ * - the distance of the units' differences is then within eps sqrt(dim) of
+ *   the double one (the triangle inequality), so that a squared value up to
+ *   (R - eps sqrt(dim))^2 is within the radius R = r/u, and one above
+ *   (R + eps sqrt(dim))^2 is not, with a relative 2^-30 of room for the
+ *   doubles' own rounding and the bounds' computation;
+ * - the radius is at most a cell, so R < 2^14 and out2 < 2^29. */
+bool prox_grid_rel16_metric(const prox_grid *g, prox_rel16_metric *m)
+{
+    const prox_fixed_metric *fm = &g->fixed_metric;
+    if (!g->fixed_on || fm->periodic || !fm->unit_scale || g->fixed_shift[0] < REL16_CELL_BITS)
+        return false;
+    for (int k = 0; k < g->dim; k++) /* strips of 3 cells: within 1.5 cells of the centre */
+        if (g->reach[k] != 1)
+            return false;
+    double cell = 1.0 / g->inv_cell[0], u = ldexp(cell, -REL16_CELL_BITS), e = 0.0;
+    for (int k = 0; k < g->dim; k++) {
+        double q = ldexp(cell, -g->fixed_shift[k]);
+        double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
+        double ek = q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
+        e = ek > e ? ek : e;
+    }
+    double eps = (1.0 + 2.0 * e / u) * sqrt((double)g->dim), R = g->desc.radius / u;
+    if (R + eps >= 0x1p15 || R <= eps)
+        return false;
+    double in = (R - eps) * (R - eps) * (1.0 - 0x1p-30), out = (R + eps) * (R + eps) * (1.0 + 0x1p-30);
+    m->drop = g->fixed_shift[0] - REL16_CELL_BITS;
+    m->in2 = (uint32_t)floor(in) - 1;
+    m->out2 = (uint32_t)ceil(out) + 1;
+    return true;
+}
+
+/* The float just below (dir < 0) or above v: the bounds of the kernel's
+ * decision stay on the safe side of their double values. */
+static float float_beyond(double v, int dir)
+{
+    float f = (float)v;
+    if (dir < 0 && (double)f >= v)
+        f = nextafterf(f, -INFINITY);
+    if (dir > 0 && (double)f <= v)
+        f = nextafterf(f, INFINITY);
+    return f;
+}
+
+/* Fixed point when asked for, with linear keys, and when every axis has at
+ * most FIXED_MAX_CELLS cells; otherwise doubles. Axes whose cells have one
+ * size (all open axes) share one shift, so that their units are equal and
+ * the kernel compares squared units without scaling (unit_scale). */
+static void choose_coords(prox_grid *g)
+{
+    g->fixed_on = false;
+    if (g->desc.coords != PROX_COORDS_FIXED || g->keys != PROX_KEYS_LINEAR)
+        return;
+    prox_fixed_metric *m = &g->fixed_metric;
+    *m = (prox_fixed_metric){0};
+    int least = FIXED_UNITS_LOG2;
+    m->unit_scale = true;
+    for (int k = 0; k < 3; k++) {
+        int64_t units = g->ncell[k] + 2 * g->reach[k] + 2;
+        if (units > FIXED_MAX_CELLS)
+            return;
+        int bits = 0;
+        while (((int64_t)1 << bits) < units)
+            bits++;
+        g->fixed_shift[k] = FIXED_UNITS_LOG2 - bits; /* units << shift <= 2^30 */
+        if (k < g->dim) {
+            least = g->fixed_shift[k] < least ? g->fixed_shift[k] : least;
+            m->unit_scale &= g->inv_cell[k] == g->inv_cell[0];
+        }
+    }
+    double r = g->desc.radius, bound2 = 1.0; /* r^2 in the units compared */
+    for (int k = 0; k < g->dim; k++) {
+        if (m->unit_scale)
+            g->fixed_shift[k] = least;
+        double unit = ldexp(1.0 / g->inv_cell[k], -g->fixed_shift[k]); /* length */
+        m->scale[k] = m->unit_scale ? 1.0f : (float)(unit / r);
+        if (m->unit_scale)
+            bound2 = (r / unit) * (r / unit);
+        if (g->periodic[k])
+            m->period[k] = (int32_t)(g->ncell[k] << g->fixed_shift[k]);
+        m->periodic |= g->periodic[k];
+    }
+    double tol = fixed_tolerance(g); /* in radii^2 */
+    m->in2 = float_beyond(bound2 * (1.0 - tol), -1);
+    m->out2 = float_beyond(bound2 * (1.0 + tol), +1);
+    g->fixed_on = true;
+}
+
+static bool cells_fit(const prox_grid *g, int64_t n, double per_point, double minimum)
+{
+    double cells = (double)g->ncell[0] * (double)g->ncell[1] * (double)g->ncell[2];
+    double limit = per_point * (double)n;
+    return cells <= (limit > minimum ? limit : minimum);
+}
+
+static prox_status choose_geometry(prox_grid *g, const prox_points *p)
+{
+    int d = g->desc.cell_divisions;
+    double min_cell = g->desc.radius * CELL_MARGIN / d;
+    double lo[3], hi[3];
+    reset_geometry(g);
+    if (!bounding_box(p, g->desc.period, g->threads, lo, hi))
+        return prox_points_check_finite(p, "points", g->threads); /* names the point */
+    for (int k = 0; k < p->dim; k++) {
+        if (g->desc.period[k] > 0) {
+            periodic_axis(g, k, min_cell, d);
+        } else {
+            prox_status st = open_axis(g, k, lo[k], hi[k], min_cell, d);
+            if (st)
+                return st;
+        }
+    }
+    g->dim = p->dim;
+    g->keys = g->desc.keys;
+    g->sparse = false;
+    double table_cells = g->table_cells_limit > 0 ? g->table_cells_limit : LINEAR_CELLS_PER_POINT;
+    if (g->keys == PROX_KEYS_LINEAR && !cells_fit(g, p->count, table_cells, LINEAR_MIN_CELLS)) {
+        if (cells_fit(g, p->count, SPARSE_CELLS_PER_POINT, SPARSE_MIN_CELLS))
+            g->sparse = true;
+        else
+            g->keys = PROX_KEYS_MORTON; /* documented: too sparse even for occupancy bits */
+    }
+    if (g->keys == PROX_KEYS_MORTON && p->dim == 3)
+        for (int k = 0; k < 3; k++)
+            if (g->ncell[k] > MORTON3_CELLS)
+                g->keys = PROX_KEYS_HASH; /* documented: too many cells for 63-bit codes */
+    choose_coords(g);
+    return PROX_OK;
+}
+
+/* ---- stencil ------------------------------------------------------------ */
+
+/* An offset is in the forward half when its last non-zero component is
+ * positive: exactly one of o and -o is. */
+static bool is_forward(const int o[3])
+{
+    for (int k = 2; k >= 0; k--)
+        if (o[k] != 0)
+            return o[k] > 0;
+    return false;
+}
+
+/* Cells whose closest points are farther apart than the radius along the
+ * offset can hold no neighbour (only with cell_divisions >= 3). */
+static bool offset_can_reach(const prox_grid *g, const int o[3])
+{
+    double gap2 = 0.0;
+    for (int k = 0; k < g->dim; k++) {
+        if (g->periodic[k] || o[k] == 0)
+            continue; /* periodic cells can be wider: stay conservative */
+        double gap = (fabs((double)o[k]) - 1.0) / g->inv_cell[k];
+        gap2 += gap * gap;
+    }
+    return gap2 <= g->desc.radius * g->desc.radius;
+}
+
+static prox_status build_stencil(prox_grid *g)
+{
+    int side[3], total = 1;
+    for (int k = 0; k < 3; k++) {
+        side[k] = 2 * g->reach[k] + 1;
+        total *= side[k];
+    }
+    prox_free(&g->allocator, g->stencil);
+    g->stencil = prox_alloc_array(&g->allocator, total, sizeof *g->stencil);
+    if (!g->stencil)
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for the stencil");
+    /* forward offsets first, then the others (zero included) */
+    int count = 0, forward = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int a = 0; a < total; a++) {
+            int o[3] = {a % side[0] - g->reach[0], a / side[0] % side[1] - g->reach[1],
+                        a / (side[0] * side[1]) - g->reach[2]};
+            if (is_forward(o) == (pass == 0) && offset_can_reach(g, o))
+                g->stencil[count++] = (cell3){{o[0], o[1], o[2]}};
+        }
+        if (pass == 0)
+            forward = count;
+    }
+    g->stencil_forward = forward;
+    g->stencil_full = count;
+    return PROX_OK;
+}
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+void prox_grid_set_density_limits(prox_grid *g, double table_cells_per_point,
+                                  double sweep_points_per_run, double half_pairs_points_per_run)
+{
+    assert(table_cells_per_point >= 0 && sweep_points_per_run >= 0 &&
+           half_pairs_points_per_run >= 0);
+    g->table_cells_limit = table_cells_per_point;
+    g->sweep_limit = sweep_points_per_run;
+    g->half_pairs_limit = half_pairs_points_per_run;
+}
+
+prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out)
+{
+    if (!out)
+        return prox_fail(PROX_ERR_INVALID, "prox_grid_create: out is NULL");
+    *out = NULL;
+    prox_status st = prox_grid_desc_check(desc, 3);
+    if (st)
+        return st;
+    prox_allocator al = prox_allocator_resolve(&desc->allocator);
+    prox_grid *g = prox_alloc_array(&al, 1, sizeof *g);
+    if (!g)
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory");
+    memset(g, 0, sizeof *g);
+    g->desc = *desc;
+    g->allocator = al;
+    g->threads = prox_threads_resolve(desc->threads);
+    prox_workspace_init(&g->work, &al);
+    *out = g;
+    return PROX_OK;
+}
+
+void prox_grid_destroy(prox_grid *g)
+{
+    if (!g)
+        return;
+    prox_allocator al = g->allocator;
+    void *blocks[] = {g->id,    g->pos,      g->run_start, g->run_cell,
+                      g->table, g->occupied, g->rank,      g->stencil};
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+        prox_free(&al, blocks[b]);
+    prox_grid_free_kept(g);
+    prox_free(&al, g);
+}
+
+void prox_grid_free_kept(prox_grid *g)
+{
+    for (int k = 0; k < g->row_chunks; k++)
+        prox_free(&g->allocator, g->row_entries[k]);
+    prox_free(&g->allocator, g->row_entries);
+    prox_free(&g->allocator, g->row_entries_cap);
+    g->row_entries = NULL;
+    g->row_entries_cap = NULL;
+    g->row_chunks = 0;
+    for (int k = 0; k < g->fill_chunks; k++)
+        prox_fill_arrays_free(&g->allocator, &g->fill[k]);
+    prox_free(&g->allocator, g->fill);
+    g->fill = NULL;
+    g->fill_chunks = 0;
+    prox_workspace_free(&g->work);
+}
+
+void prox_grid_trim(prox_grid *g)
+{
+    if (g)
+        prox_grid_free_kept(g);
+}
+
+int64_t prox_grid_kept_bytes(const prox_grid *g)
+{
+    int64_t bytes = prox_workspace_bytes(&g->work) +
+                    g->row_chunks * (int64_t)(sizeof *g->row_entries + sizeof *g->row_entries_cap);
+    for (int k = 0; k < g->row_chunks; k++)
+        bytes += g->row_entries_cap[k] * (int64_t)sizeof(prox_index);
+    bytes += g->fill_chunks * (int64_t)sizeof *g->fill;
+    for (int k = 0; k < g->fill_chunks; k++)
+        bytes += prox_fill_arrays_bytes(&g->fill[k]);
+    return bytes;
+}
+
+int64_t prox_grid_bytes(const prox_grid *g)
+{
+    return g->id_cap * 4 + g->pos_cap * 8 + g->run_start_cap * 4 +
+           g->run_cell_cap * (int64_t)sizeof(cell3) +
+           g->table_cap * 4 + g->occupied_cap * 8 + g->rank_cap * 4 + (int64_t)sizeof *g;
+}
+
+static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t size)
+{
+    return prox_reserve(&g->allocator, (void **)ptr, cap, count, size);
+}
+
+/* Cells of the box, saturated at INT64_MAX: up to 2^31 along each axis,
+ * their product can exceed 64 bits (then only the comparisons against the
+ * table's limits read it). */
+static int64_t linear_cells(const prox_grid *g)
+{
+    int64_t cells = 1;
+    for (int k = 0; k < 3; k++) {
+        if (g->ncell[k] > INT64_MAX / cells)
+            return INT64_MAX;
+        cells *= g->ncell[k];
+    }
+    return cells;
+}
+
+/* Linear keys sort by counting (the flat-array article), into a table of every cell or
+ * over a sparse box into occupancy bits; the other keys by radix. */
+static bool builds_by_counting(const prox_grid *g)
+{
+    return g->keys == PROX_KEYS_LINEAR && linear_cells(g) < UINT32_MAX;
+}
+
+/* Doubles the coordinate array holds: one per axis and point, and at least
+ * 2.5 per point with doubles (an update's scratch: 20 bytes), and the room
+ * the sort's keys and scratch need meanwhile: 20 bytes for the radix sort,
+ * about 12 for the counting sort (build_by_counting). Fixed point takes 4
+ * bytes per axis and point. */
+static int64_t coordinate_slots(const prox_grid *g, int64_t n)
+{
+    int64_t cells = linear_cells(g);
+    int64_t coords = g->fixed_on ? (g->dim * n + 1) / 2 : g->dim == 3 ? 3 * n : (5 * n + 1) / 2;
+    int64_t sort = !builds_by_counting(g) ? (5 * n + 1) / 2
+                   : g->sparse            ? (n + 1) / 2 + prox_sparse_sort_words(n, cells)
+                                          : (n + 1) / 2 + prox_counting_sort_sliced_words(n, cells);
+    return coords > sort ? coords : sort;
+}
+
+static prox_status reserve_points(prox_grid *g, int64_t n)
+{
+    if (reserve(g, &g->id, &g->id_cap, n, sizeof *g->id) &&
+        reserve(g, &g->pos, &g->pos_cap, coordinate_slots(g, n), sizeof *g->pos))
+        return PROX_OK;
+    return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld points", (long long)n);
+}
+
+/* Sorting happens before the coordinates are gathered, so the coordinate
+ * array (24 bytes per point) holds the sort's keys and scratch meanwhile:
+ * bytes [0, 8n) the keys, [8n, 16n) scratch keys, [16n, 20n) scratch ids.
+ * The storage is malloc'd, so reusing it under another type is well
+ * defined. The grid keeps no key per point afterwards: runs carry their
+ * exact cells, and a run's key is computed from its cell when needed. */
+static uint64_t *sort_keys(const prox_grid *g)
+{
+    return (uint64_t *)(void *)g->pos;
+}
+
+static uint64_t *scratch_keys(const prox_grid *g)
+{
+    return (uint64_t *)(void *)(g->pos + g->n);
+}
+
+static prox_index *scratch_ids(const prox_grid *g)
+{
+    return (prox_index *)(void *)(g->pos + 2 * g->n);
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+/* The cell of the caller's point i (wrapped on periodic axes). */
+static inline cell3 cell_of_input(const prox_grid *g, const prox_points *p, int64_t i)
+{
+    const double *period = g->desc.period;
+    double z = p->dim == 3 ? prox_coord(p, i, 2, period) : 0.0;
+    return cell_of_point(g, prox_coord(p, i, 0, period), prox_coord(p, i, 1, period), z);
+}
+
+/* Keys and identity ids in input order. */
+static void compute_keys(prox_grid *g, const prox_points *p)
+{
+    uint64_t *keys = sort_keys(g);
+    int64_t n = p->count;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        keys[i] = key_of_cell(g, cell_of_input(g, p, i));
+        g->id[i] = (prox_index)i;
+    }
+}
+
+/* Coordinates in cell order, from the caller's view. */
+/* Packed doubles on open axes (packed_open_f64): the coordinates read
+ * straight from the flat array, dim a constant in each loop (a few percent
+ * on W1 and W2 over the generic view). */
+static void gather_packed(prox_grid *g, const double *xyz, int dim)
+{
+    int64_t n = g->n;
+    double *x = g->pos, *y = g->pos + n, *z = g->pos + 2 * n;
+    if (dim == 3) {
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+        for (int64_t s = 0; s < n; s++) {
+            if (s + PREFETCH_AHEAD < n) /* reads follow the sort: random in the input */
+                __builtin_prefetch(xyz + 3 * (int64_t)g->id[s + PREFETCH_AHEAD]);
+            const double *q = xyz + 3 * (int64_t)g->id[s];
+            x[s] = q[0];
+            y[s] = q[1];
+            z[s] = q[2];
+        }
+        return;
+    }
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t s = 0; s < n; s++) {
+        if (s + PREFETCH_AHEAD < n)
+            __builtin_prefetch(xyz + 2 * (int64_t)g->id[s + PREFETCH_AHEAD]);
+        const double *q = xyz + 2 * (int64_t)g->id[s];
+        x[s] = q[0];
+        y[s] = q[1];
+    }
+}
+
+/* floor(t) for |t| < 2^51, in operations the compiler vectorises (it
+ * keeps floor() and conversions scalar, since they may trap): t rounded to
+ * the nearest integer by adding and taking away 1.5 * 2^52, then one less
+ * if that went above t. */
+static inline double floor_small(double t)
+{
+    double r = (t + 0x1.8p52) - 0x1.8p52;
+    return r > t ? r - 1.0 : r;
+}
+
+/* What fixed_coord needs of axis k, read once. */
+typedef struct fixed_axis {
+    double origin, inv_cell, last, unit; /* last: the last cell; unit: 2^shift */
+} fixed_axis;
+
+static fixed_axis fixed_axis_of(const prox_grid *g, int k)
+{
+    return (fixed_axis){g->origin[k], g->inv_cell[k], (double)(g->ncell[k] - 1),
+                        ldexp(1.0, g->fixed_shift[k])};
+}
+
+/* Fixed-point coordinate of a wrapped coordinate v: its cell (as cell_of
+ * computes it: the same cell as the point's key) times 2^shift plus its
+ * offset in the cell truncated to 2^-shift cells. `clamp` keeps the cell in
+ * the grid (built points, and periodic axes); a query's may lie up to the
+ * reach outside an open axis. Written in selects, with the result (an
+ * integer of magnitude below 2^30, offset by 2^31 to be positive) read from
+ * the low bits of its sum with 2^52, so that a loop over points vectorises
+ * (fixed_block_of). */
+static inline int32_t fixed_coord(const fixed_axis *a, double v, bool clamp)
+{
+    double t = (v - a->origin) * a->inv_cell, c = floor_small(t); /* cell_of's t */
+    if (clamp) {
+        c = c > 0 ? c : 0;
+        c = c < a->last ? c : a->last;
+    }
+    double f = floor_small((t - c) * a->unit);
+    f = f > 0 ? f : 0;
+    f = f < a->unit - 1 ? f : a->unit - 1;
+    double y = c * a->unit + f + 0x1p31 + 0x1p52;
+    uint64_t bits;
+    memcpy(&bits, &y, sizeof bits);
+    return (int32_t)((uint32_t)bits - 0x80000000u);
+}
+
+void prox_grid_fixed_of(const prox_grid *g, const double q[3], int32_t out[3])
+{
+    assert(g->fixed_on);
+    for (int k = 0; k < 3; k++) {
+        fixed_axis a = fixed_axis_of(g, k);
+        out[k] = k < g->dim ? fixed_coord(&a, q[k], g->periodic[k]) : 0;
+    }
+}
+
+/* fixed_coord of built points over a block of doubles, vectorised. */
+static void fixed_block_of(const prox_grid *g, int k, const double *restrict v,
+                           int32_t *restrict out, int64_t count)
+{
+    const fixed_axis a = fixed_axis_of(g, k);
+    for (int64_t j = 0; j < count; j++)
+        out[j] = fixed_coord(&a, v[j], true);
+}
+
+/* Points gathered a block at a time into doubles, then converted. */
+#define FIXED_BLOCK 256
+
+/* Sorted points [s0, s0 + count) from packed doubles (dim a constant once
+ * inlined: no OpenMP region in here) or from any view. */
+static inline void gather_block(const prox_grid *g, const prox_points *p, const double *xyz,
+                                int dim, int64_t s0, int64_t count, double v[3][FIXED_BLOCK])
+{
+    int64_t n = g->n;
+    for (int64_t j = 0; j < count; j++) {
+        int64_t s = s0 + j, i = g->id[s];
+        if (s + 2 * PREFETCH_AHEAD < n) { /* reads follow the sort: random in the input */
+            const char *ahead = (const char *)p->axis[0] + g->id[s + 2 * PREFETCH_AHEAD] * p->stride;
+            __builtin_prefetch(ahead); /* a point's first line and its last (a quarter */
+            __builtin_prefetch(ahead + (dim - 1) * sizeof(double)); /* of packed 3D straddle) */
+        }
+        for (int k = 0; k < dim; k++)
+            v[k][j] = xyz ? xyz[dim * i + k] : prox_coord(p, i, k, g->desc.period);
+    }
+}
+
+static void fixed_of_block(prox_grid *g, const prox_points *p, const double *xyz, int64_t b)
+{
+    double v[3][FIXED_BLOCK];
+    int64_t n = g->n, s0 = b * FIXED_BLOCK;
+    int64_t count = n - s0 < FIXED_BLOCK ? n - s0 : FIXED_BLOCK;
+    if (xyz && p->dim == 3)
+        gather_block(g, p, xyz, 3, s0, count, v);
+    else if (xyz)
+        gather_block(g, p, xyz, 2, s0, count, v);
+    else
+        gather_block(g, p, NULL, p->dim, s0, count, v);
+    for (int k = 0; k < p->dim; k++)
+        fixed_block_of(g, k, v[k], g->fixed + k * n + s0, count);
+}
+
+static void gather_fixed(prox_grid *g, const prox_points *p)
+{
+    int64_t n = g->n, blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
+    const double *xyz = packed_open_f64(p, g->desc.period);
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t b = 0; b < blocks; b++)
+        fixed_of_block(g, p, xyz, b);
+}
+
+static bool grid_within(prox_recheck *rc, int64_t k)
+{
+    const grid_recheck *c = (const grid_recheck *)(void *)rc;
+    const prox_grid *g = c->g;
+    const double *period = g->desc.period;
+    prox_index j = c->ids ? c->ids[k] : g->id[k];
+    double d[3] = {0.0, 0.0, 0.0};
+    for (int a = 0; a < g->dim; a++)
+        d[a] = prox_coord(c->queries, c->query, a, period) - prox_coord(&g->source, j, a, period);
+    return prox_metric_dist2(&g->metric, d[0], d[1], d[2]) <= g->metric.r2;
+}
+
+void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries)
+{
+    *rc = (grid_recheck){.base = {.within = grid_within}, .g = g, .queries = queries};
+}
+
+static void gather_positions(prox_grid *g, const prox_points *p)
+{
+    int64_t n = g->n;
+    const double *period = g->desc.period;
+    if (g->fixed_on) {
+        gather_fixed(g, p);
+        return;
+    }
+    const double *xyz = packed_open_f64(p, period);
+    if (xyz) {
+        gather_packed(g, xyz, p->dim);
+        return;
+    }
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t s = 0; s < n; s++) {
+        if (s + PREFETCH_AHEAD < n) /* reads follow the sort: random in the input */
+            __builtin_prefetch((const char *)p->axis[0] + g->id[s + PREFETCH_AHEAD] * p->stride);
+        for (int k = 0; k < p->dim; k++)
+            g->pos[k * n + s] = prox_coord(p, g->id[s], k, period);
+    }
+}
+
+static cell3 cell_of_sorted(const prox_grid *g, int64_t s)
+{
+    int64_t n = g->n;
+    return cell_of_point(g, g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0);
+}
+
+/* Sorted point s begins a run. With Morton keys (exact), when its key
+ * differs from its predecessor's, read from the sorted keys before the
+ * coordinates overwrite them; with hash keys (a slot mixes cells), when its
+ * cell differs, read from the gathered coordinates. */
+static inline bool starts_run(const prox_grid *g, const uint64_t *keys, int64_t s)
+{
+    if (s == 0)
+        return true;
+    if (keys)
+        return keys[s] != keys[s - 1];
+    return !same_cell(cell_of_sorted(g, s), cell_of_sorted(g, s - 1));
+}
+
+static inline uint64_t run_key(const prox_grid *g, int64_t r)
+{
+    return key_of_cell(g, run_cell_of(g, r));
+}
+
+#define MAX_BLOCKS 64
+
+/* Blocks a pass over `work` items splits into: one per thread (at most
+ * MAX_BLOCKS), or one when single-threaded or too small to be worth it. */
+static int parallel_blocks(const prox_grid *g, int64_t work)
+{
+    if (g->threads <= 1 || work <= 65536)
+        return 1;
+    return g->threads < MAX_BLOCKS ? g->threads : MAX_BLOCKS;
+}
+
+/* Runs: maximal stretches of sorted points in one cell. Finds where they
+ * start, in parallel over blocks of points: count the runs each block
+ * starts, then write them at the block's prefix-sum position. keys: the
+ * sorted Morton keys, or NULL to compare cells. */
+static prox_status find_run_starts(prox_grid *g, const uint64_t *keys)
+{
+    int64_t n = g->n;
+    int blocks = parallel_blocks(g, n);
+    int64_t first_run[MAX_BLOCKS + 1] = {0};
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t runs = 0;
+        for (int64_t s = n * k / blocks; s < n * (k + 1) / blocks; s++)
+            runs += starts_run(g, keys, s);
+        first_run[k + 1] = runs;
+    }
+    for (int k = 0; k < blocks; k++)
+        first_run[k + 1] += first_run[k];
+    int64_t runs = first_run[blocks];
+    bool cells = g->keys != PROX_KEYS_LINEAR; /* linear: run_cell_of computes them */
+    if (!reserve(g, &g->run_start, &g->run_start_cap, runs + 1, sizeof *g->run_start) ||
+        (cells &&
+         !reserve(g, &g->run_cell, &g->run_cell_cap, runs > 0 ? runs : 1, sizeof *g->run_cell)))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells", (long long)runs);
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t r = first_run[k], s1 = n * (k + 1) / blocks;
+        for (int64_t s = n * k / blocks; s < s1; s++)
+            if (starts_run(g, keys, s))
+                g->run_start[r++] = (uint32_t)s;
+    }
+    g->run_start[runs] = (uint32_t)n;
+    g->nruns = runs;
+    return PROX_OK;
+}
+
+/* Each run's exact cell (from its first point; not kept for linear keys)
+ * and the longest run. */
+static void describe_runs(prox_grid *g)
+{
+    int64_t runs = g->nruns, max_run = 0;
+    bool cells = g->keys != PROX_KEYS_LINEAR;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
+    schedule(static) reduction(max : max_run)
+    for (int64_t r = 0; r < runs; r++) {
+        if (cells)
+            g->run_cell[r] = cell_of_sorted(g, g->run_start[r]);
+        int64_t len = g->run_start[r + 1] - g->run_start[r];
+        max_run = len > max_run ? len : max_run;
+    }
+    g->max_run = max_run;
+}
+
+/* Morton keys: a direct table indexed by key when the codes of the
+ * occupied box are few (at most 8 per point): neighbouring cells then sit
+ * near each other in the table, which matters most for sparse grids (W2,
+ * k = 1: about one point per cell). Otherwise open addressing from a cell's
+ * key to its (single) run. Entries are run + 1. */
+static prox_status index_morton_runs(prox_grid *g)
+{
+    cell3 corner = {{(int32_t)(g->ncell[0] - 1), (int32_t)(g->ncell[1] - 1),
+                     (int32_t)(g->ncell[2] - 1)}};
+    uint64_t codes = key_of_cell(g, corner) + 1; /* Morton codes grow with each coordinate */
+    int64_t dense_limit = 8 * g->n > 4096 ? 8 * g->n : 4096;
+    g->table_dense = codes <= (uint64_t)dense_limit;
+    int64_t len = g->table_dense ? (int64_t)codes : next_pow2(2 * g->nruns > 16 ? 2 * g->nruns : 16);
+    if (!reserve(g, &g->table, &g->table_cap, len, sizeof *g->table))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for the cell table");
+    memset(g->table, 0, (size_t)len * sizeof *g->table);
+    g->table_len = len;
+    if (g->table_dense) {
+        int64_t runs = g->nruns; /* distinct keys: every entry written once */
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
+    schedule(static)
+        for (int64_t r = 0; r < runs; r++)
+            g->table[run_key(g, r)] = (uint32_t)(r + 1);
+        return PROX_OK;
+    }
+    g->table_bits = 0;
+    while (((int64_t)1 << g->table_bits) < len)
+        g->table_bits++;
+    uint64_t mask = (uint64_t)len - 1;
+    for (int64_t r = 0; r < g->nruns; r++) {
+        uint64_t h = prox_hash64(run_key(g, r), g->table_bits);
+        while (g->table[h])
+            h = (h + 1) & mask;
+        g->table[h] = (uint32_t)(r + 1);
+    }
+    return PROX_OK;
+}
+
+/* Hash and linear keys: the flat-array article's cellStart, over runs: the runs of slot
+ * s are [table[s], table[s+1]); a linear key is its cell's own slot. */
+static prox_status index_slot_runs(prox_grid *g)
+{
+    int64_t slots = g->keys == PROX_KEYS_HASH ? (int64_t)g->hash_mask + 1
+                                              : linear_cells(g);
+    if (!reserve(g, &g->table, &g->table_cap, slots + 1, sizeof *g->table))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld hash slots",
+                         (long long)slots);
+    g->table_len = slots + 1;
+    /* table[s] = first run whose slot is >= s: run r owns the slots after
+     * its predecessor's slot, up to its own (each slot written once). With
+     * linear keys the entry is that run's first point instead: a strip of
+     * cells is then two independent loads (grid_strips.c). */
+    int64_t runs = g->nruns;
+    bool points = g->keys == PROX_KEYS_LINEAR;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
+    schedule(static)
+    for (int64_t r = 0; r <= runs; r++) {
+        int64_t from = r == 0 ? 0 : (int64_t)run_key(g, r - 1) + 1;
+        int64_t to = r == runs ? slots : (int64_t)run_key(g, r);
+        uint32_t entry = points ? g->run_start[r] : (uint32_t)r;
+        for (int64_t slot = from; slot <= to; slot++)
+            g->table[slot] = entry;
+    }
+    return PROX_OK;
+}
+
+/* The first run whose key (its first point's sorted key) is >= key. */
+static int64_t first_run_at_or_after(const prox_grid *g, const uint64_t *keys, uint64_t key)
+{
+    int64_t lo = 0, hi = g->nruns;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (keys[g->run_start[mid]] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Linear keys over a sparse box: a bit per cell, set for the occupied
+ * ones, and per 64-bit word the occupied cells before it (runs are in key
+ * order, so that count is the run index of the word's first occupied cell).
+ * Read from the sorted keys, before the coordinates overwrite them; in
+ * parallel over blocks of words, each block setting the bits of the runs
+ * whose keys fall in its words. */
+static prox_status mark_occupied_cells(prox_grid *g, const uint64_t *keys)
+{
+    int64_t cells = linear_cells(g), words = cells / 64 + 1;
+    if (!reserve(g, &g->occupied, &g->occupied_cap, words, sizeof *g->occupied) ||
+        !reserve(g, &g->rank, &g->rank_cap, words, sizeof *g->rank))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells' bits",
+                         (long long)cells);
+    int blocks = parallel_blocks(g, words + g->nruns);
+    uint32_t occupied_before[MAX_BLOCKS + 1] = {0};
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t w0 = words * k / blocks, w1 = words * (k + 1) / blocks;
+        memset(g->occupied + w0, 0, (size_t)(w1 - w0) * sizeof *g->occupied);
+        for (int64_t r = first_run_at_or_after(g, keys, (uint64_t)w0 * 64); r < g->nruns; r++) {
+            uint64_t key = keys[g->run_start[r]];
+            if ((int64_t)(key >> 6) >= w1)
+                break;
+            g->occupied[key >> 6] |= 1ull << (key & 63);
+        }
+        uint32_t count = 0;
+        for (int64_t w = w0; w < w1; w++)
+            count += (uint32_t)__builtin_popcountll(g->occupied[w]);
+        occupied_before[k + 1] = count;
+    }
+    for (int k = 0; k < blocks; k++)
+        occupied_before[k + 1] += occupied_before[k];
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        uint32_t before = occupied_before[k];
+        for (int64_t w = words * k / blocks; w < words * (k + 1) / blocks; w++) {
+            g->rank[w] = before;
+            before += (uint32_t)__builtin_popcountll(g->occupied[w]);
+        }
+    }
+    return PROX_OK;
+}
+
+/* After the sort (keys in sort_keys): runs, coordinates, cell table. */
+static prox_status index_runs(prox_grid *g, const prox_points *p)
+{
+    bool exact_keys = g->keys != PROX_KEYS_HASH;
+    prox_status st = exact_keys ? find_run_starts(g, sort_keys(g)) : PROX_OK;
+    if (!st && g->sparse)
+        st = mark_occupied_cells(g, sort_keys(g));
+    if (st)
+        return st;
+    gather_positions(g, p); /* overwrites the keys */
+    if (!exact_keys && (st = find_run_starts(g, NULL)))
+        return st;
+    describe_runs(g);
+    if (g->keys == PROX_KEYS_MORTON)
+        return index_morton_runs(g);
+    return g->sparse ? PROX_OK : index_slot_runs(g);
+}
+
+/* ---- building with linear keys: the flat-array article's counting sort ----------------- */
+
+/* Each point's linear key (its cell's slot), 32 bits, in the coordinate
+ * array's first 4n bytes. */
+static uint32_t *linear_keys(const prox_grid *g)
+{
+    return (uint32_t *)(void *)g->pos;
+}
+
+/* Linear keys of packed doubles on open axes: the generic view's per
+ * coordinate dispatch was most of the keys' cost (W2 at k = 1: 91
+ * instructions a point, callgrind). */
+static void packed_linear_keys(const prox_grid *g, const double *xyz, int dim, int64_t n,
+                               uint32_t *keys)
+{
+    if (dim == 2) {
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+        for (int64_t i = 0; i < n; i++)
+            keys[i] = (uint32_t)linear_key_of(g, cell_of_point(g, xyz[2 * i], xyz[2 * i + 1], 0.0));
+        return;
+    }
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        keys[i] = (uint32_t)linear_key_of(
+            g, cell_of_point(g, xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]));
+}
+
+static void compute_linear_keys(prox_grid *g, const prox_points *p)
+{
+    uint32_t *keys = linear_keys(g);
+    int64_t n = p->count;
+    const double *xyz = packed_open_f64(p, g->desc.period);
+    if (xyz) {
+        packed_linear_keys(g, xyz, p->dim, n, keys);
+        return;
+    }
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        keys[i] = (uint32_t)key_of_cell(g, cell_of_input(g, p, i));
+}
+
+/* Past this many cells (1 MiB of counters) the counting sort goes a slice
+ * of the table at a time (radix_sort.h), its scratch in the coordinate
+ * array after the keys: 6 bytes a point and a word per slice (a sparse
+ * box's sort, two words a slice; coordinate_slots). */
+#define SLICED_COUNT_MIN_CELLS (1 << 18)
+
+static uint64_t *sliced_count_scratch(const prox_grid *g)
+{
+    return (uint64_t *)(void *)(g->pos + (g->n + 1) / 2);
+}
+
+/* Runs from the cell table (table[c] = first point of cell c): one per
+ * occupied cell, in parallel over blocks of cells like find_run_starts. */
+static prox_status runs_from_table(prox_grid *g, int64_t cells)
+{
+    int blocks = parallel_blocks(g, cells);
+    int64_t first_run[MAX_BLOCKS + 1] = {0};
+    const uint32_t *t = g->table;
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        int64_t runs = 0;
+        for (int64_t c = cells * k / blocks; c < cells * (k + 1) / blocks; c++)
+            runs += t[c + 1] > t[c];
+        first_run[k + 1] = runs;
+    }
+    for (int k = 0; k < blocks; k++)
+        first_run[k + 1] += first_run[k];
+    int64_t runs = first_run[blocks];
+    /* one slot past the end: where a block writes once its runs are done */
+    if (!reserve(g, &g->run_start, &g->run_start_cap, runs + 2, sizeof *g->run_start))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells", (long long)runs);
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static)
+    for (int k = 0; k < blocks; k++) {
+        /* every cell written, the next slot taken when it is occupied: no
+         * branch on occupancy, a coin toss on sparse data (W2 k = 1: 27%) */
+        int64_t r = first_run[k], end = first_run[k + 1];
+        for (int64_t c = cells * k / blocks; c < cells * (k + 1) / blocks; c++) {
+            g->run_start[r < end ? r : runs + 1] = t[c];
+            r += t[c + 1] > t[c];
+        }
+    }
+    g->run_start[runs] = (uint32_t)g->n;
+    g->nruns = runs;
+    return PROX_OK;
+}
+
+/* Linear keys over a sparse box: the counting sort a slice of cells at a
+ * time (radix_sort.h), into the occupancy bits and their ranks, and the
+ * runs' starts; no table of every cell, even while building. */
+static prox_status sparse_by_counting(prox_grid *g, int64_t cells)
+{
+    int64_t words = cells / 64 + 1;
+    if (!reserve(g, &g->occupied, &g->occupied_cap, words, sizeof *g->occupied) ||
+        !reserve(g, &g->rank, &g->rank_cap, words, sizeof *g->rank))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells' bits",
+                         (long long)cells);
+    prox_sparse_sort sort = {linear_keys(g), g->n, cells, sliced_count_scratch(g),
+                             g->occupied, g->rank, g->threads};
+    int64_t runs = prox_sparse_sort_occupancy(&sort);
+    uint32_t *counts =
+        prox_alloc_array(&g->allocator, prox_sparse_sort_counters(g->threads), sizeof *counts);
+    if (!counts || !reserve(g, &g->run_start, &g->run_start_cap, runs + 1, sizeof *g->run_start)) {
+        prox_free(&g->allocator, counts);
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells", (long long)runs);
+    }
+    prox_sparse_sort_place(&sort, g->run_start, g->id, counts);
+    prox_free(&g->allocator, counts);
+    g->nruns = runs;
+    return PROX_OK;
+}
+
+/* Linear keys over a table of every cell: the table is the counting
+ * sort's histogram, so one pass over the points counts, a second places
+ * their ids, and the table comes out as the flat-array article's cellStart (no key sort,
+ * no run search over the points). The other threads' counts need
+ * (threads - 1) * cells scratch: allowed up to one counter per point, else
+ * the sort counts on one thread. */
+static prox_status table_by_counting(prox_grid *g, int64_t cells)
+{
+    int64_t n = g->n;
+    if (!reserve(g, &g->table, &g->table_cap, cells + 1, sizeof *g->table))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells",
+                         (long long)cells);
+    g->table_len = cells + 1;
+    if (cells > SLICED_COUNT_MIN_CELLS) {
+        prox_counting_sort_u32_sliced(linear_keys(g), n, cells, g->table, g->id,
+                                      sliced_count_scratch(g), g->threads);
+    } else {
+        int threads = g->threads > 1 && (g->threads - 1) * cells <= n ? g->threads : 1;
+        uint32_t *hist = NULL;
+        if (threads > 1 &&
+            !(hist = prox_alloc_array(&g->allocator, (threads - 1) * cells, sizeof *hist)))
+            threads = 1; /* one thread needs no scratch */
+        prox_counting_sort_u32(linear_keys(g), n, cells, g->table, g->id, hist, threads);
+        prox_free(&g->allocator, hist);
+    }
+    return runs_from_table(g, cells);
+}
+
+/* Linear keys: sorted by counting into the table or the occupancy bits,
+ * then the coordinates gathered in cell order. */
+static prox_status build_by_counting(prox_grid *g, const prox_points *p)
+{
+    int64_t cells = linear_cells(g);
+    compute_linear_keys(g, p);
+    prox_status st = g->sparse ? sparse_by_counting(g, cells) : table_by_counting(g, cells);
+    if (st)
+        return st;
+    gather_positions(g, p); /* overwrites the keys */
+    describe_runs(g);
+    return PROX_OK;
+}
+
+static void choose_hash_table(prox_grid *g, int64_t n)
+{
+    int64_t slots = g->desc.table_size;
+    if (slots == 0)
+        slots = next_pow2(2 * n > 16 ? 2 * n : 16); /* 2-4x the points (the flat-array article) */
+    g->hash_mask = (uint64_t)slots - 1;
+}
+
+/* The view and the options; finiteness is the box pass's (choose_geometry)
+ * when building, checked here when updating. */
+static prox_status check_build_input(prox_grid *g, const prox_points *p, bool finiteness)
+{
+    prox_status st = prox_points_check(p, "points");
+    if (!st)
+        st = prox_grid_desc_check(&g->desc, p->dim);
+    if (!st && finiteness)
+        st = prox_points_check_finite(p, "points", g->threads);
+    return st;
+}
+
+prox_status prox_grid_build(prox_grid *g, const prox_points *p)
+{
+    if (!g)
+        return prox_fail(PROX_ERR_INVALID, "prox_grid_build: grid is NULL");
+    g->built = false;
+    prox_status st = check_build_input(g, p, false);
+    if (!st)
+        st = choose_geometry(g, p);
+    if (st)
+        return st;
+    g->metric = prox_metric_of(&g->desc, p->dim);
+    g->n = p->count;
+    choose_hash_table(g, g->n);
+    st = reserve_points(g, g->n);
+    if (!st)
+        st = build_stencil(g);
+    if (st)
+        return st;
+    g->fixed = g->fixed_on ? (int32_t *)(void *)g->pos : NULL;
+    g->source = *p;
+    if (builds_by_counting(g)) {
+        st = build_by_counting(g, p);
+    } else {
+        compute_keys(g, p);
+        prox_radix_sort64(sort_keys(g), g->id, scratch_keys(g), scratch_ids(g), g->n, g->threads);
+        st = index_runs(g, p);
+    }
+    g->built = st == PROX_OK;
+    return st;
+}
+
+/* ---- moving points (the fluid-hash chapter: relocate only what changed cell) ----------- */
+
+/* New cell of sorted point s from the caller's view; false when it falls
+ * outside the built cell range of an open axis. (check_build_input has
+ * ruled out NaN and inf before: none reaches the cast.) */
+static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell3 *out)
+{
+    prox_index i = g->id[s];
+    for (int k = 0; k < 3; k++) {
+        if (k >= g->dim) {
+            out->c[k] = 0;
+            continue;
+        }
+        double v = prox_coord(p, i, k, g->desc.period);
+        double u = floor((v - g->origin[k]) * g->inv_cell[k]);
+        if (g->periodic[k]) {
+            u = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : u;
+        } else if (u < 0 || u > (double)(g->ncell[k] - 1)) {
+            return false;
+        }
+        out->c[k] = (int32_t)u;
+    }
+    return true;
+}
+
+/* Update's scratch, in the coordinate array like the build's (they are
+ * regathered afterwards): keys of the points that stayed in [0, 8n), keys
+ * and ids of the moved ones at the build's scratch keys and ids. Sorting the
+ * moved ones borrows [8 * stayed, 8n) for keys (exactly 8 * moved bytes)
+ * and the bytes after the moved keys for ids (8 * stayed >= 4 * moved,
+ * since at most a quarter moved: more rebuilds before sorting). */
+static prox_index *update_sort_ids(const prox_grid *g, int64_t moved)
+{
+    return (prox_index *)(void *)(scratch_keys(g) + moved);
+}
+
+/* The partition runs over blocks of runs, in parallel. Block b first keeps
+ * everything inside its own points' slots, whose coordinates it has
+ * already read: stayed ids and keys at the front of its stretch of id[]
+ * and the sort keys, moved keys at its stretch of the scratch keys (the y
+ * coordinates), moved ids from the z coordinate of its first point on
+ * (2D: from its first point's slot of the scratch ids).
+ * Then close_up_blocks moves the pieces together, in block order, which
+ * gives the serial partition's layout whatever the thread count. */
+typedef struct update_block {
+    int64_t r0, r1; /* runs [r0, r1) */
+    int64_t s0;     /* its first point */
+    int64_t stayed, moved;
+} update_block;
+
+/* Points between two looks at the moved total, to give up early. */
+#define UPDATE_CHECK_EVERY 4096
+
+static prox_index *block_moved_ids(const prox_grid *g, int64_t s0)
+{
+    if (g->dim == 2) /* no z coordinates: the scratch ids are free */
+        return scratch_ids(g) + s0;
+    return (prox_index *)(void *)(g->pos + 2 * g->n + s0);
+}
+
+/* One block's partition. It sets *give_up (rebuild instead) when a point
+ * left the cell range, or when the moved points of all blocks so far passed
+ * the limit (then the full count would too: the decision is the same for
+ * every thread count). */
+static void partition_block(prox_grid *g, const prox_points *p, update_block *b, int64_t limit,
+                            int64_t *moved_total, int *give_up)
+{
+    uint64_t *stay_key = sort_keys(g), *moved_key = scratch_keys(g) + b->s0;
+    prox_index *moved_id = block_moved_ids(g, b->s0);
+    int64_t stay = b->s0, moved = 0, told = 0, end = g->run_start[b->r1];
+    int64_t next_look = b->s0 + UPDATE_CHECK_EVERY;
+    for (int64_t r = b->r0; r < b->r1; r++) {
+        cell3 old = run_cell_of(g, r); /* before this run's points are overwritten */
+        uint64_t old_key = key_of_cell(g, old);
+        int64_t s1 = g->run_start[r + 1];
+        for (int64_t s = g->run_start[r]; s < s1; s++) {
+            if (s + PREFETCH_AHEAD < end) /* sorted order: random in the input */
+                __builtin_prefetch((const char *)p->axis[0] + g->id[s + PREFETCH_AHEAD] * p->stride);
+            cell3 c;
+            if (!moved_cell(g, p, s, &c)) {
+#pragma omp atomic write
+                *give_up = 1;
+                return;
+            }
+            if (same_cell(c, old)) {
+                stay_key[stay] = old_key;
+                g->id[stay++] = g->id[s];
+            } else {
+                moved_key[moved] = key_of_cell(g, c);
+                moved_id[moved++] = g->id[s];
+            }
+        }
+        if (s1 >= next_look || r + 1 == b->r1) {
+            int64_t total;
+#pragma omp atomic capture
+            {
+                *moved_total += moved - told;
+                total = *moved_total;
+            }
+            told = moved;
+            next_look = s1 + UPDATE_CHECK_EVERY;
+            int stop;
+#pragma omp atomic read
+            stop = *give_up;
+            if (stop || total > limit) {
+#pragma omp atomic write
+                *give_up = 1;
+                return;
+            }
+        }
+    }
+    b->stayed = stay - b->s0;
+    b->moved = moved;
+}
+
+/* The blocks' pieces, moved down in block order (each destination starts
+ * at or before its source, and past every earlier block's). */
+static int64_t close_up_blocks(prox_grid *g, const update_block *blocks, int nblocks)
+{
+    uint64_t *stay_key = sort_keys(g), *moved_key = scratch_keys(g);
+    prox_index *moved_id = scratch_ids(g);
+    int64_t stayed = 0, moved = 0;
+    for (int k = 0; k < nblocks; k++) {
+        const update_block *b = &blocks[k];
+        memmove(g->id + stayed, g->id + b->s0, (size_t)b->stayed * sizeof *g->id);
+        memmove(stay_key + stayed, stay_key + b->s0, (size_t)b->stayed * sizeof *stay_key);
+        memmove(moved_key + moved, moved_key + b->s0, (size_t)b->moved * sizeof *moved_key);
+        memmove(moved_id + moved, block_moved_ids(g, b->s0), (size_t)b->moved * sizeof *moved_id);
+        stayed += b->stayed;
+        moved += b->moved;
+    }
+    return moved;
+}
+
+/* Split sorted points into those that stayed (kept in order: ids at the
+ * front of id[], keys in sort_keys) and those that moved (new keys and ids
+ * in the scratch). Returns the number moved, or -1 to rebuild instead: some
+ * point left the cell range, or more than
+ * UPDATE_REBUILD_FRACTION of them moved. */
+static int64_t partition_moved(prox_grid *g, const prox_points *p)
+{
+    update_block blocks[MAX_BLOCKS];
+    int nblocks = parallel_blocks(g, g->n); /* a block without runs is empty */
+    for (int k = 0; k < nblocks; k++) {
+        blocks[k].r0 = g->nruns * k / nblocks;
+        blocks[k].r1 = g->nruns * (k + 1) / nblocks;
+        blocks[k].s0 = g->run_start[blocks[k].r0];
+    }
+    int64_t limit = (int64_t)(UPDATE_REBUILD_FRACTION * (double)g->n), moved_total = 0;
+    int give_up = 0;
+#pragma omp parallel for num_threads(nblocks) if (nblocks > 1) schedule(static)
+    for (int k = 0; k < nblocks; k++)
+        partition_block(g, p, &blocks[k], limit, &moved_total, &give_up);
+    return give_up ? -1 : close_up_blocks(g, blocks, nblocks);
+}
+
+/* Merge the stayed points (n - moved) with the sorted moved ones, by key,
+ * from the back, in place: ids into id[], keys into sort_keys (whose tail
+ * the moved points' sort has finished with). */
+static void merge_moved(prox_grid *g, int64_t moved)
+{
+    uint64_t *key = sort_keys(g);
+    const uint64_t *moved_key = scratch_keys(g);
+    const prox_index *moved_id = scratch_ids(g);
+    int64_t a = g->n - moved - 1, b = moved - 1, out = g->n - 1;
+    while (b >= 0) {
+        if (a >= 0 && key[a] > moved_key[b]) {
+            key[out] = key[a];
+            g->id[out--] = g->id[a--];
+        } else {
+            key[out] = moved_key[b];
+            g->id[out--] = moved_id[b--];
+        }
+    }
+}
+
+static prox_status rebuild(prox_grid *g, const prox_points *p, prox_stats *stats)
+{
+    prox_status st = prox_grid_build(g, p);
+    if (stats) {
+        *stats = (prox_stats){0};
+        stats->rebuilt = true;
+        stats->relocated = p->count;
+        stats->cells = g->nruns;
+        stats->bytes = prox_grid_bytes(g);
+        stats->kept_bytes = prox_grid_kept_bytes(g);
+        stats->keys = g->keys;
+        stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
+    }
+    return st;
+}
+
+prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *stats)
+{
+    if (!g)
+        return prox_fail(PROX_ERR_INVALID, "prox_grid_update: grid is NULL");
+    /* checked before anything moves: a rejected update leaves the grid as
+     * it was */
+    prox_status st = check_build_input(g, p, true);
+    if (st)
+        return st;
+    if (!g->built || p->count != g->n || p->dim != g->dim || g->fixed_on)
+        return rebuild(g, p, stats); /* fixed point: the build reads the new view */
+    int64_t moved = partition_moved(g, p);
+    if (moved < 0)
+        return rebuild(g, p, stats);
+    /* the moved points sort among themselves */
+    int64_t stay = g->n - moved;
+    prox_radix_sort64(scratch_keys(g), scratch_ids(g), sort_keys(g) + stay, update_sort_ids(g, moved), moved,
+                      g->threads);
+    merge_moved(g, moved);
+    g->built = false;
+    st = index_runs(g, p);
+    g->built = st == PROX_OK;
+    if (stats) {
+        *stats = (prox_stats){0};
+        stats->relocated = moved;
+        stats->cells = g->nruns;
+        stats->bytes = prox_grid_bytes(g);
+        stats->kept_bytes = prox_grid_kept_bytes(g);
+        stats->keys = g->keys;
+        stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
+    }
+    return st;
+}
+
+const char *prox_grid_method(const prox_grid *g, grid_traversal t, bool rel16)
+{
+    static const char *const names[GRID_TRAVERSALS][3] = {
+        [GRID_ROWS] = {"grid.rows.double", "grid.rows.fixed", "grid.rows.rel16"},
+        [GRID_FILL] = {"grid.fill.double", "grid.fill.fixed", "grid.fill.rel16"},
+        [GRID_SWEEP] = {"grid.sweep.double", "grid.sweep.fixed", "grid.sweep.rel16"},
+        [GRID_STRIPS] = {"grid.strips.double", "grid.strips.fixed", "grid.strips.rel16"},
+        [GRID_CELLS] = {"grid.cells.double", "grid.cells.fixed", "grid.cells.rel16"},
+        [GRID_QUERY_STRIPS] = {"grid.query.strips.double", "grid.query.strips.fixed",
+                               "grid.query.strips.rel16"},
+        [GRID_QUERY_CELLS] = {"grid.query.cells.double", "grid.query.cells.fixed",
+                              "grid.query.cells.rel16"},
+    };
+    return names[t][rel16 ? 2 : g->fixed_on ? 1 : 0];
+}

@@ -1,0 +1,505 @@
+/* grid_private.h: the uniform grid's data, shared by grid.c (geometry,
+ * build, update) and grid_search.c (pairs, lists, queries). */
+#ifndef PROX_GRID_PRIVATE_H
+#define PROX_GRID_PRIVATE_H
+
+#include <assert.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "core/exact.h"
+#include "core/hash.h"
+#include "simd/kernel_fixed.h"
+#include "core/morton.h"
+#include "core/pair_sink.h"
+#include "prox/grid.h"
+
+/* How many iterations ahead random reads are prefetched. */
+#define PREFETCH_AHEAD 16
+
+typedef struct cell3 {
+    int32_t c[3];
+} cell3;
+
+struct prox_grid {
+    prox_grid_desc desc;
+    prox_allocator allocator;
+    prox_metric metric;
+    int threads;
+    bool built;
+
+    /* geometry, fixed by prox_grid_build and kept by prox_grid_update */
+    int dim;
+    int keys; /* prox_keys in use */
+    double origin[3];
+    double inv_cell[3];
+    int64_t ncell[3];
+    int reach[3];
+    bool periodic[3];
+    uint64_t hash_mask; /* PROX_KEYS_HASH: table slots - 1 */
+
+    /* points in cell order */
+    int64_t n;
+    prox_index *id;
+    double *pos; /* axis-major: x[0..n), y[0..n), z[0..n); before the
+                    coordinates are gathered it holds the sort keys */
+    int64_t id_cap, pos_cap;
+
+    /* fixed-point coordinates (PROX_COORDS_FIXED in use, linear keys):
+     * `fixed` takes pos's place (its storage); along axis k a point is
+     * cell << fixed_shift[k] plus its offset in the cell in units of
+     * 2^-fixed_shift[k] cells. `source` is the caller's view, borrowed:
+     * candidates the fixed-point distance leaves open are decided in
+     * double from it (kernel_fixed.h). */
+    bool fixed_on;
+    int32_t *fixed;
+    int fixed_shift[3];
+    prox_fixed_metric fixed_metric;
+    prox_points source;
+
+    /* runs of points in one cell: points [run_start[r], run_start[r+1]);
+     * run_cell only for Morton and hash keys (run_cell_of) */
+    int64_t nruns, max_run; /* runs, and the most points in one */
+    uint32_t *run_start;
+    cell3 *run_cell;
+    int64_t run_start_cap, run_cell_cap;
+
+    /* lookup: Morton: open addressing, entry = run + 1 (0 = empty);
+     * hash: first run of each slot, table_len = slots + 1; linear: first
+     * point of each cell (a linear key's slot is its cell), cells + 1 */
+    uint32_t *table;
+    int64_t table_len, table_cap;
+    int table_bits;
+    bool table_dense; /* Morton: table[key] directly */
+
+    /* linear keys over a sparse box (more than 1 cell per point): instead
+     * of a table entry per cell, one bit per cell (occupied) and, per
+     * 64-cell word, the occupied cells before it (rank): a cell's first
+     * point is run_start[rank of the cell], 3/16 of a byte per cell */
+    bool sparse;
+    uint64_t *occupied; /* words + 1 (the last one empty) */
+    uint32_t *rank;     /* words + 1 */
+    int64_t occupied_cap, rank_cap;
+
+    /* stencil offsets: the forward half (self pairs) first, then the rest;
+     * the full set serves ball queries */
+    cell3 *stencil;
+    int stencil_forward, stencil_full;
+
+    /* kept from one query to the next (pair_sink.h): the chunks' pair
+     * arrays and scratch, and the row entries of each chunk of grid_rows */
+    prox_workspace work;
+    prox_index **row_entries;
+    int64_t *row_entries_cap;
+    int row_chunks;
+    struct prox_fill_arrays *fill; /* grid_fill.c's, one set per chunk */
+    int fill_chunks;
+    /* grid_fill.c's limits: the most downs a point takes (< 2^16) and the
+     * most entries an output holds (< 2^31); tests lower them */
+    uint32_t fill_max_downs;
+    int64_t fill_max_entries;
+    /* the densities where the grid changes mechanism (0: its default;
+     * prox_grid_set_density_limits) */
+    double table_cells_limit, sweep_limit, half_pairs_limit;
+};
+
+/* For benchmarks and tests: the densities where the grid changes
+ * mechanism, 0 keeping a default. table_cells_per_point: the most cells a
+ * point for a table of every cell (linear keys; grid.c), read by the next
+ * build; sweep_points_per_run: the most points a run for the point sweep
+ * (grid_sweep.c); half_pairs_points_per_run: the most for lists from the
+ * half stencil's pairs (grid_search.c). */
+void prox_grid_set_density_limits(prox_grid *g, double table_cells_per_point,
+                                  double sweep_points_per_run, double half_pairs_points_per_run);
+
+/* A run's candidate strips copied into one block (fixed-point coordinates):
+ * each of the run's points then runs one long vector loop over them instead
+ * of a short one per strip, whose many loop exits cost more than the copy
+ * once a run holds two points or more (W1: 7) and its strips a vector's
+ * worth of candidates (prox_gather_pays). */
+typedef struct prox_fixed_gather {
+    int32_t *x, *y, *z; /* z: 3D only */
+    uint32_t *id;       /* input index of each candidate */
+    uint32_t *pos;      /* sorted position of each, if asked for */
+    int64_t count, cap;
+} prox_fixed_gather;
+
+/* A chunk's working arrays in grid_fill.c, kept by the grid. */
+typedef struct prox_fill_arrays {
+    uint32_t *hits, *ups, *downs; /* a point's hits, split */
+    uint32_t *row;                /* finished rows on their way to the output */
+    uint32_t *placed;             /* those rows: index, start, length each */
+    uint32_t *aside;              /* entries set aside for later rows */
+    uint32_t *late;               /* rows finished after the others */
+    uint32_t *pending;            /* a ring of the rows' entries ahead */
+    uint32_t *cursor;             /* a ring of the points' places in it */
+    int64_t hits_cap, row_cap, placed_cap, aside_cap, late_cap, pending_cap, cursor_cap;
+    prox_fixed_gather gather;     /* a run's candidates */
+} prox_fill_arrays;
+
+/* A set of grid_fill.c's arrays released, and the bytes it holds. */
+void prox_fill_arrays_free(const prox_allocator *a, prox_fill_arrays *f);
+int64_t prox_fill_arrays_bytes(const prox_fill_arrays *f);
+
+/* Releases what the grid keeps between queries. */
+void prox_grid_free_kept(prox_grid *g);
+
+/* Memory the grid holds, in bytes. */
+int64_t prox_grid_bytes(const prox_grid *g);
+/* Memory it keeps for the next query (stats.kept_bytes). */
+int64_t prox_grid_kept_bytes(const prox_grid *g);
+
+/* The ways a grid answers a query (docs/design.md, "The planner"): each
+ * is named in stats.method as "grid.<traversal>.<coordinates>", the
+ * coordinates being those the distance kernel read (double, fixed, or
+ * rel16: grid_strips.c). */
+typedef enum grid_traversal {
+    GRID_ROWS,         /* each point's full row of candidates, rows sorted */
+    GRID_FILL,         /* rows counted, then written in place (grid_fill.c) */
+    GRID_SWEEP,        /* self pairs point by point (grid_sweep.c) */
+    GRID_STRIPS,       /* self pairs run by run over the half stencil's strips */
+    GRID_CELLS,        /* self pairs run by run over stencil cells (Morton, hash keys) */
+    GRID_QUERY_STRIPS, /* ball queries over the stencil's strips */
+    GRID_QUERY_CELLS,  /* ball queries over stencil cells */
+    GRID_TRAVERSALS
+} grid_traversal;
+const char *prox_grid_method(const prox_grid *g, grid_traversal t, bool rel16);
+
+/* A search's stats (NULL: none wanted), `method` from prox_grid_method. */
+void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                          int64_t candidates, int64_t cells_visited, const char *method);
+
+/* ---- strips (grid_strips.c): linear keys only ---- */
+
+/* Rows of the stencil: y and z offsets and how far along x they reach. */
+#define PROX_STRIP_MAX_ROWS ((2 * 8 + 1) * (2 * 8 + 1)) /* cell_divisions <= 8 */
+/* Ranges of one cell's stencil: a row wrapping a periodic x axis splits in
+ * two; one more for the cell's own points. */
+#define PROX_STRIP_MAX_RANGES (2 * PROX_STRIP_MAX_ROWS + 1)
+
+typedef struct prox_strip_rows {
+    int count;
+    int dy[PROX_STRIP_MAX_ROWS], dz[PROX_STRIP_MAX_ROWS], reach[PROX_STRIP_MAX_ROWS];
+    int own_reach; /* forward half: the own row's cells x+1 .. x+own_reach */
+} prox_strip_rows;
+
+typedef struct prox_range {
+    int64_t begin, end; /* sorted points [begin, end) */
+} prox_range;
+
+/* The stencil's rows: all of them, or the forward half's (the own row
+ * apart, in own_reach). */
+void prox_grid_strip_rows(const prox_grid *g, bool forward_half, prox_strip_rows *rows);
+/* The non-empty ranges of sorted points the rows cover around cell a (own
+ * row excluded for the forward half); adds the cells covered to *cells. */
+int prox_grid_strip_ranges(const prox_grid *g, const prox_strip_rows *rows, cell3 a,
+                           prox_range *out, int64_t *cells);
+/* Points in ranges r[0 .. count). */
+static inline int64_t prox_ranges_length(const prox_range *r, int count)
+{
+    int64_t total = 0;
+    for (int k = 0; k < count; k++)
+        total += r[k].end - r[k].begin;
+    return total;
+}
+/* The ranges of the full stencil around `base`, a cell that may lie up to
+ * the reach outside an open axis (ball queries). */
+int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *rows,
+                                  const int64_t base[3], prox_range *out, int64_t *cells);
+/* Self pairs into a count or callback sink, each pair once. */
+prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
+/* The forward half of run r's stencil (the hash-multimap article: each pair once) as
+ * ranges: rg[0] the run's own cell (a point meets its later points only:
+ * from s + 1 on), then its row's forward cells and the forward rows.
+ * Adds the cells looked at to *cells; returns how many ranges. */
+int prox_grid_half_ranges(const prox_grid *g, const prox_strip_rows *rows, int64_t r,
+                          prox_range *rg, int64_t *cells);
+typedef struct grid_recheck grid_recheck;
+/* Whether self pairs go point by point (grid_sweep.c): fixed point, open
+ * axes of one scale, and about one point a cell. */
+bool prox_grid_sweeps(const prox_grid *g);
+/* Self pairs whose first point (in cell order) is sorted point p0 .. p1-1,
+ * from the forward half stencil (rows) of each, into e, in the order
+ * grid_strips.c finds them; adds candidates and cells to *counters. */
+void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int64_t p0,
+                           int64_t p1, grid_recheck *rc, prox_emitter *e, prox_stats *counters);
+/* Whether to gather the candidates of a run of `points` points (fixed
+ * point, and doubles for sorted rows): it pays on W1 (sorted buffer and
+ * count), and would lose on W2 at k = 1 (3 to 5 candidates a run) for the
+ * copies' calls (docs/design.md). */
+static inline bool prox_gather_pays(int64_t points, int64_t candidates)
+{
+    return points >= 2 && candidates >= 16;
+}
+
+/* Copy the candidates of ranges rg[0 .. count) into *b, in order (room for
+ * PROX_KERNEL_SLACK more), their sorted positions too with `positions`;
+ * false when out of memory. */
+bool prox_fixed_gather_ranges(const prox_grid *g, const prox_range *rg, int count, bool positions,
+                              prox_fixed_gather *b);
+void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b);
+static inline prox_fixed_block prox_fixed_gather_block(const prox_grid *g,
+                                                       const prox_fixed_gather *b)
+{
+    return (prox_fixed_block){b->x, b->y, g->dim == 3 ? b->z : NULL};
+}
+
+/* The sorted buffer or full lists of a grid with linear keys, counted, then
+ * filled in place (grid_fill.c). *done false: past its limits (2^31
+ * entries, or a point taking 65,535 downs); nothing was written. */
+prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats, bool *done);
+/* For tests: lower grid_fill.c's limits (0 keeps one) to reach the staged
+ * fallback with small inputs. */
+void prox_grid_set_fill_limits(prox_grid *g, uint32_t max_downs, int64_t max_entries);
+/* The same candidates split for grid_fill.c: the ids of those above s's
+ * own (every one with `both`) to ups[], the positions of the others
+ * (every one with `both`) to downs[]; their counts to *nu and *nd. With a
+ * block, the ranges gathered with their positions are read instead.
+ * hits[] is scratch; each array has room for every candidate plus
+ * PROX_KERNEL_SLACK. */
+void prox_grid_point_split(const prox_grid *g, int64_t s, const prox_range *rg, int count,
+                           const prox_fixed_gather *block, grid_recheck *rc, bool both,
+                           uint32_t *hits, uint32_t *ups, uint32_t *downs, int64_t *nu,
+                           int64_t *nd);
+
+/* Cell coordinate of a wrapped coordinate along axis k, for a built point
+ * (always inside 0 .. ncell-1): clamped in selects, not branches, so that
+ * loops over points vectorise (grid.c, packed_linear_keys). */
+static inline int32_t cell_of(const prox_grid *g, int k, double v)
+{
+    double u = floor((v - g->origin[k]) * g->inv_cell[k]), last = (double)(g->ncell[k] - 1);
+    u = u < 0.0 ? 0.0 : u;
+    u = u > last ? last : u;
+    return (int32_t)u;
+}
+
+static inline cell3 cell_of_point(const prox_grid *g, double x, double y, double z)
+{
+    cell3 c = {{cell_of(g, 0, x), cell_of(g, 1, y), g->dim == 3 ? cell_of(g, 2, z) : 0}};
+    return c;
+}
+
+/* Runs before linear key c (occupied cells below c), for a sparse table. */
+static inline uint64_t sparse_rank(const prox_grid *g, uint64_t c)
+{
+    uint64_t w = c >> 6, below = (1ull << (c & 63)) - 1;
+    return g->rank[w] + (uint64_t)__builtin_popcountll(g->occupied[w] & below);
+}
+
+/* The cell of run r: kept per run for Morton and hash keys; with linear
+ * keys computed from the run's first point instead (12 bytes a run less).
+ * During an update this reads the old coordinates of the run's first
+ * point, which the update's scratch has not reached yet (grid.c). */
+static inline cell3 run_cell_of(const prox_grid *g, int64_t r)
+{
+    if (g->fixed_on) { /* the cell is the high bits */
+        int64_t s = g->run_start[r], n = g->n;
+        const int32_t *f = g->fixed;
+        cell3 c = {{f[s] >> g->fixed_shift[0], f[n + s] >> g->fixed_shift[1],
+                    g->dim == 3 ? f[2 * n + s] >> g->fixed_shift[2] : 0}};
+        return c;
+    }
+    if (g->keys == PROX_KEYS_LINEAR) {
+        int64_t s = g->run_start[r], n = g->n;
+        return cell_of_point(g, g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0);
+    }
+    return g->run_cell[r];
+}
+
+/* Row-major over every cell, x fastest. */
+static inline uint64_t linear_key_of(const prox_grid *g, cell3 c)
+{
+    return ((uint64_t)c.c[2] * (uint64_t)g->ncell[1] + (uint64_t)c.c[1]) * (uint64_t)g->ncell[0] +
+           (uint64_t)c.c[0];
+}
+
+static inline uint64_t key_of_cell(const prox_grid *g, cell3 c)
+{
+    if (g->keys == PROX_KEYS_HASH)
+        return prox_teschner_hash(c.c[0], c.c[1], c.c[2], g->hash_mask);
+    if (g->keys == PROX_KEYS_LINEAR)
+        return linear_key_of(g, c);
+    if (g->dim == 3)
+        return prox_morton3((uint32_t)c.c[0], (uint32_t)c.c[1], (uint32_t)c.c[2]);
+    return prox_morton2((uint32_t)c.c[0], (uint32_t)c.c[1]);
+}
+
+static inline bool same_cell(cell3 a, cell3 b)
+{
+    return a.c[0] == b.c[0] && a.c[1] == b.c[1] && a.c[2] == b.c[2];
+}
+
+/* The cell at `base + offset`, wrapped on periodic axes; false when it lies
+ * outside the occupied range of an open axis. */
+static inline bool neighbour_cell(const prox_grid *g, const int64_t base[3], cell3 off,
+                                  cell3 *out)
+{
+    for (int k = 0; k < 3; k++) {
+        int64_t c = base[k] + off.c[k];
+        if (c < 0 || c >= g->ncell[k]) {
+            if (!g->periodic[k])
+                return false;
+            c = c < 0 ? c + g->ncell[k] : c - g->ncell[k];
+        }
+        out->c[k] = (int32_t)c;
+    }
+    return true;
+}
+
+/* Runs that may hold cell c: [*first, *last); each must still be checked
+ * with same_cell (hash slots mix cells). Not for linear keys, whose table
+ * holds points: their searches go by strips (grid_strips.c). */
+static inline void runs_of_cell(const prox_grid *g, cell3 c, int64_t *first, int64_t *last)
+{
+    assert(g->keys != PROX_KEYS_LINEAR);
+    uint64_t key = key_of_cell(g, c);
+    if (g->keys == PROX_KEYS_HASH) {
+        *first = g->table[key];
+        *last = g->table[key + 1];
+        return;
+    }
+    if (g->table_dense) {
+        uint32_t e = g->table[key];
+        *first = e ? e - 1 : 0;
+        *last = e ? e : 0;
+        return;
+    }
+    uint64_t mask = (uint64_t)g->table_len - 1;
+    for (uint64_t h = prox_hash64(key, g->table_bits);; h = (h + 1) & mask) {
+        uint32_t e = g->table[h];
+        if (e == 0)
+            break;
+        if (same_cell(g->run_cell[e - 1], c)) {
+            *first = e - 1;
+            *last = e;
+            return;
+        }
+    }
+    *first = *last = 0;
+}
+
+/* Start loading the table entry of cell c: stencil lookups are independent,
+ * so issuing them all before using any lets their cache misses overlap. */
+static inline void prefetch_cell(const prox_grid *g, cell3 c)
+{
+    uint64_t key = key_of_cell(g, c);
+    if (g->keys == PROX_KEYS_MORTON && !g->table_dense)
+        key = prox_hash64(key, g->table_bits);
+    __builtin_prefetch(&g->table[key]);
+}
+
+/* Prefetch the table entries of the stencil offsets [o0, o1) around base. */
+static inline void prefetch_stencil(const prox_grid *g, const int64_t base[3], int o0, int o1)
+{
+    for (int o = o0; o < o1; o++) {
+        cell3 c;
+        if (neighbour_cell(g, base, g->stencil[o], &c))
+            prefetch_cell(g, c);
+    }
+}
+
+/* ---- the grid's own points as kernel blocks (kernel.h, kernel_fixed.h) ---- */
+
+static inline prox_block grid_block(const prox_grid *g)
+{
+    int64_t n = g->n;
+    return (prox_block){g->pos, g->pos + n, g->dim == 3 ? g->pos + 2 * n : NULL};
+}
+
+static inline void point_of(const prox_grid *g, int64_t s, double q[3])
+{
+    int64_t n = g->n;
+    q[0] = g->pos[s];
+    q[1] = g->pos[n + s];
+    q[2] = g->dim == 3 ? g->pos[2 * n + s] : 0.0;
+}
+
+static inline prox_fixed_block fixed_block(const prox_grid *g)
+{
+    int64_t n = g->n;
+    return (prox_fixed_block){g->fixed, g->fixed + n, g->dim == 3 ? g->fixed + 2 * n : NULL};
+}
+
+static inline void fixed_point_of(const prox_grid *g, int64_t s, int32_t q[3])
+{
+    int64_t n = g->n;
+    q[0] = g->fixed[s];
+    q[1] = g->fixed[n + s];
+    q[2] = g->dim == 3 ? g->fixed[2 * n + s] : 0;
+}
+
+/* The exact decision for one query point (kernel_fixed.h): the query is
+ * point `query` of `queries` (the grid's own source for self pairs), the
+ * candidate a sorted position of the grid. */
+struct grid_recheck {
+    prox_recheck base;
+    const prox_grid *g;
+    const prox_points *queries;
+    int64_t query;
+    const prox_index *ids; /* candidates' ids by their index (a gathered block's), or
+                              NULL: the index is a sorted position */
+};
+
+void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries);
+
+/* rel16 (kernel_fixed.h): whether the grid's rows may use them, and their
+ * bounds (grid.c). */
+bool prox_grid_rel16_metric(const prox_grid *g, prox_rel16_metric *m);
+
+/* A fixed-point coordinate along axis k as a rel16 one, for a run in cell c
+ * of that axis: floor((X - centre of c) / 2^drop), the floor written out
+ * so that it holds for negative values on any compiler. */
+static inline int32_t prox_rel16_centre(const prox_grid *g, int k, int64_t c)
+{
+    int shift = g->fixed_shift[k];
+    return (int32_t)((c << shift) + ((int64_t)1 << (shift - 1)));
+}
+
+static inline int32_t prox_rel16_coord(const prox_grid *g, int k, int64_t c, int32_t fixed,
+                                       int drop)
+{
+    int32_t d = fixed - prox_rel16_centre(g, k, c);
+    return d >= 0 ? d >> drop : ~(~d >> drop);
+}
+
+/* A run's candidates gathered as rel16 coordinates around its cell a. */
+typedef struct prox_rel16_gather {
+    uint32_t *xy, *z0, *id;
+    int64_t count, cap;
+} prox_rel16_gather;
+
+bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
+                              const prox_range *rg, int count, prox_rel16_gather *b);
+void prox_rel16_gather_free(const prox_allocator *alloc, prox_rel16_gather *b);
+
+/* Sorted point s's rel16 coordinates around cell a, packed as a block's. */
+static inline void prox_rel16_point(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
+                                    int64_t s, uint32_t *xy, uint32_t *z0)
+{
+    int64_t n = g->n;
+    *xy = prox_rel16_pack(prox_rel16_coord(g, 0, a.c[0], g->fixed[s], m->drop),
+                          prox_rel16_coord(g, 1, a.c[1], g->fixed[n + s], m->drop));
+    *z0 = g->dim == 3
+              ? prox_rel16_pack(prox_rel16_coord(g, 2, a.c[2], g->fixed[2 * n + s], m->drop), 0)
+              : 0;
+}
+
+/* Sorted point s as the query over gathered block b: its fixed-point
+ * coordinates to q, the recheck pointed at it and at the block's ids (the
+ * caller sets rc->ids back to NULL after); returns the block's arrays. */
+static inline prox_fixed_block prox_gathered_query(const prox_grid *g, int64_t s,
+                                                   const prox_fixed_gather *b, grid_recheck *rc,
+                                                   int32_t q[3])
+{
+    fixed_point_of(g, s, q);
+    rc->query = g->id[s];
+    rc->ids = b->id;
+    return prox_fixed_gather_block(g, b);
+}
+
+/* Fixed-point coordinates of a query point given in double (wrapped), for
+ * a grid that keeps them (fixed_on) and a query within the reach of its
+ * cells (query_base_cell accepted it). */
+void prox_grid_fixed_of(const prox_grid *g, const double q[3], int32_t out[3]);
+
+#endif

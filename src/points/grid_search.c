@@ -1,0 +1,851 @@
+/* grid_search.c: searching the uniform grid: self pairs through the half
+ * stencil (the hash-multimap article: each pair once) for counts and callbacks, rows through
+ * the full stencil for sorted buffers and full lists, and ball queries of a
+ * second point set. The structure itself is built in grid.c. */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "points/grid_private.h"
+#include "simd/kernel.h"
+#include "core/pair_sink.h"
+#include "core/radix_sort.h"
+#include "points/points_common.h"
+#include "core/views.h"
+
+/* ---- pair kernels ------------------------------------------------------- */
+
+typedef struct query_counters {
+    int64_t candidates;
+    int64_t cells_visited;
+    grid_recheck recheck; /* fixed-point coordinates: the exact decisions */
+} query_counters;
+
+static query_counters counters_for(const prox_grid *g, const prox_points *queries)
+{
+    query_counters qc = {.candidates = 0};
+    prox_grid_recheck_init(&qc.recheck, g, queries);
+    return qc;
+}
+
+/* Per-chunk scratch: the points a run meets, gathered contiguously so the
+ * kernel runs one long vector loop per point instead of one per cell. */
+typedef struct gathered {
+    double *x, *y, *z;
+    prox_index *id;
+    uint32_t *hits;
+    int64_t count, cap;
+    const prox_allocator *allocator;
+    bool failed;
+    prox_fixed_gather fixed; /* linear keys, fixed point: a run's strips */
+    prox_rel16_gather rel16; /* or as rel16 coordinates, with these bounds (else NULL) */
+    const prox_rel16_metric *rel16_metric;
+} gathered;
+
+static void gathered_free(gathered *b)
+{
+    void *blocks[] = {b->x, b->y, b->z, b->id, b->hits};
+    for (int k = 0; k < 5; k++)
+        prox_free(b->allocator, blocks[k]);
+    prox_fixed_gather_free(b->allocator, &b->fixed);
+    prox_rel16_gather_free(b->allocator, &b->rel16);
+}
+
+static bool gathered_grow(gathered *b, int64_t need);
+
+static inline bool gathered_reserve(gathered *b, int64_t need)
+{
+    return need + PROX_KERNEL_SLACK <= b->cap || gathered_grow(b, need);
+}
+
+static bool gathered_grow(gathered *b, int64_t need)
+{
+    int64_t cap = b->cap, want = need + need / 2 + 64 + PROX_KERNEL_SLACK;
+    bool ok = true;
+    int64_t c;
+#define GROW(field)                                                                         \
+    c = cap;                                                                                \
+    ok = ok && prox_grow(b->allocator, (void **)&b->field, &c, want, b->count, sizeof *b->field);
+    GROW(x) GROW(y) GROW(z) GROW(id) GROW(hits)
+#undef GROW
+    if (!ok) {
+        b->failed = true;
+        return false;
+    }
+    b->cap = want;
+    return true;
+}
+
+/* Copy len coordinates (z is NULL in 2D) and ids; ranges are short (a
+ * cell's points), so masked 8-wide moves where AVX-512 is there, a plain
+ * loop otherwise. */
+static inline void copy_points(double *restrict bx, double *restrict by, double *restrict bz,
+                               prox_index *restrict bid, const double *x, const double *y,
+                               const double *z, const prox_index *id, int64_t len)
+{
+#ifdef PROX_KERNEL_AVX512
+    for (int64_t k = 0; k < len; k += 8) {
+        __mmask8 live = prox_v_live(len - k);
+        _mm512_mask_storeu_pd(bx + k, live, _mm512_maskz_loadu_pd(live, x + k));
+        _mm512_mask_storeu_pd(by + k, live, _mm512_maskz_loadu_pd(live, y + k));
+        if (z)
+            _mm512_mask_storeu_pd(bz + k, live, _mm512_maskz_loadu_pd(live, z + k));
+        _mm256_mask_storeu_epi32(bid + k, live, _mm256_maskz_loadu_epi32(live, id + k));
+    }
+#else
+    for (int64_t k = 0; k < len; k++) {
+        bx[k] = x[k];
+        by[k] = y[k];
+        if (z)
+            bz[k] = z[k];
+        bid[k] = id[k];
+    }
+#endif
+}
+
+/* Append sorted points [s0, s1) of the grid. */
+static inline bool gather_range(gathered *b, const prox_grid *g, int64_t s0, int64_t s1)
+{
+    int64_t len = s1 - s0, n = g->n, at = b->count;
+    if (!gathered_reserve(b, at + len))
+        return false;
+    copy_points(b->x + at, b->y + at, b->z + at, b->id + at, g->pos + s0, g->pos + n + s0,
+                g->dim == 3 ? g->pos + 2 * n + s0 : NULL, g->id + s0, len);
+    b->count = at + len;
+    return true;
+}
+
+/* Up to this many point ranges are resolved before any is copied. */
+#define GATHER_BATCH 128
+
+/* Append every run of the stencil cells [o0, o1) around `base`; when run
+ * `own` is among them, *own_at gets the position of its first point. Two
+ * passes: resolve the cells to point ranges and prefetch their data, then
+ * copy, so that the cache misses of different cells overlap. */
+static bool gather_stencil(gathered *b, const prox_grid *g, const int64_t base[3], int o0,
+                           int o1, int64_t own, int64_t *own_at, query_counters *qc)
+{
+    prefetch_stencil(g, base, o0, o1);
+    int64_t range[GATHER_BATCH][2], n = g->n;
+    int ranges = 0, own_range = -1;
+    for (int o = o0; o < o1; o++) {
+        cell3 c;
+        if (!neighbour_cell(g, base, g->stencil[o], &c))
+            continue;
+        qc->cells_visited++;
+        int64_t first, last;
+        runs_of_cell(g, c, &first, &last);
+        for (int64_t s = first; s < last; s++) {
+            if (!same_cell(g->run_cell[s], c))
+                continue;
+            if (ranges == GATHER_BATCH) { /* flush a full batch */
+                for (int q = 0; q < ranges; q++) {
+                    if (q == own_range)
+                        *own_at = b->count;
+                    if (!gather_range(b, g, range[q][0], range[q][1]))
+                        return false;
+                }
+                ranges = 0;
+                own_range = -1;
+            }
+            int64_t s0 = g->run_start[s];
+            __builtin_prefetch(g->pos + s0);
+            __builtin_prefetch(g->pos + n + s0);
+            if (g->dim == 3)
+                __builtin_prefetch(g->pos + 2 * n + s0);
+            __builtin_prefetch(g->id + s0);
+            if (s == own)
+                own_range = ranges;
+            range[ranges][0] = s0;
+            range[ranges++][1] = g->run_start[s + 1];
+        }
+    }
+    for (int q = 0; q < ranges; q++) {
+        if (q == own_range)
+            *own_at = b->count;
+        if (!gather_range(b, g, range[q][0], range[q][1]))
+            return false;
+    }
+    return true;
+}
+
+/* Run r's own points first, then every later run of its cell (hash slots
+ * can split a cell) and the runs of the forward half of the stencil. */
+static bool gather_forward(gathered *b, const prox_grid *g, int64_t r, query_counters *qc)
+{
+    cell3 a = g->run_cell[r];
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]}, unused = -1;
+    b->count = 0;
+    if (!gather_range(b, g, g->run_start[r], g->run_start[r + 1]))
+        return false;
+    if (g->keys == PROX_KEYS_HASH) {
+        int64_t first, last;
+        runs_of_cell(g, a, &first, &last);
+        for (int64_t s = r + 1; s < last; s++)
+            if (same_cell(g->run_cell[s], a) &&
+                !gather_range(b, g, g->run_start[s], g->run_start[s + 1]))
+                return false;
+    }
+    return gather_stencil(b, g, base, 0, g->stencil_forward, -1, &unused, qc);
+}
+
+/* Pairs (id of i, id of each hit), smaller index first. */
+static void emit_hits(prox_emitter *e, prox_index self, const prox_index *ids,
+                      const uint32_t *hits, int64_t count)
+{
+    if (e->kind == PROX_SINK_CALLBACK) {
+        for (int64_t t = 0; t < count && !e->stop; t++) {
+            prox_index j = ids[hits[t]];
+            prox_emit(e, self < j ? self : j, self < j ? j : self);
+        }
+        return;
+    }
+    if (!prox_emitter_reserve(e, count))
+        return;
+    prox_pair *out = e->pairs + e->count;
+    for (int64_t t = 0; t < count; t++) {
+        prox_index j = ids[hits[t]];
+        out[t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
+    }
+    e->count += count;
+}
+
+/* Every pair with a first point in run r: each pair of the grid is found
+ * exactly once over all runs (the hash-multimap article). */
+static void pairs_of_run(const prox_grid *g, int64_t r, gathered *b, prox_emitter *e,
+                         query_counters *qc)
+{
+    if (!gather_forward(b, g, r, qc)) {
+        e->stop = e->failed = true;
+        return;
+    }
+    prox_block block = {b->x, b->y, g->dim == 3 ? b->z : NULL};
+    const prox_metric *m = &g->metric;
+    int64_t own = g->run_start[r + 1] - g->run_start[r];
+    for (int64_t p = 0; p < own && !e->stop; p++) {
+        double q[3] = {b->x[p], b->y[p], g->dim == 3 ? b->z[p] : 0.0};
+        qc->candidates += b->count - (p + 1);
+        if (e->kind == PROX_SINK_COUNT) {
+            e->count += prox_kernel_count(&block, p + 1, b->count, q, m);
+            continue;
+        }
+        int64_t hits = prox_kernel_hits(&block, p + 1, b->count, q, m, b->hits);
+        emit_hits(e, b->id[p], b->id, b->hits, hits);
+    }
+}
+
+
+/* ---- rows: sorted buffers and full lists without a scatter of pairs ------
+ *
+ * For the buffer and list sinks each point meets its whole stencil and
+ * writes its own row (all neighbours for lists, those with a larger index
+ * for the buffer), sorted. Rows come out in cell order, chunk by chunk;
+ * whole rows are then copied to their place in input order. Every pair is
+ * tested twice, but no pair is ever scattered on its own, which costs less
+ * and is identical for every thread count. */
+
+typedef struct row_chunk {
+    prox_index *entries;
+    int64_t count, cap;
+    int64_t points_done, points_left;
+    bool sized; /* reserved from the first run's neighbours per point */
+    bool failed;
+    int64_t sort_s, sort_at; /* first point whose row awaits sorting, its first entry */
+} row_chunk;
+
+/* Rows are sorted a batch of points at a time: enough rows to keep the
+ * sorting networks of prox_sort_u32_rows interleaved, few enough to still
+ * be in cache. */
+#define SORT_BATCH 64
+
+/* Sort the rows of points [rc->sort_s, s_end), whose entries end the
+ * chunk's entries. */
+static void sort_pending_rows(row_chunk *rc, const uint32_t *row_len, int64_t s_end)
+{
+    prox_sort_u32_rows(rc->entries + rc->sort_at, row_len + rc->sort_s, s_end - rc->sort_s);
+    rc->sort_s = s_end;
+    rc->sort_at = rc->count;
+}
+
+/* After the chunk's first run, reserve what its rate of neighbours per
+ * point predicts for the rest (plus a quarter): one allocation instead of a
+ * chain of doublings and copies. */
+static void size_row_chunk(const prox_grid *g, row_chunk *rc)
+{
+    rc->sized = true;
+    double per_point = (double)rc->count / (double)rc->points_done;
+    int64_t want = rc->count + (int64_t)(1.25 * per_point * (double)rc->points_left) + 64;
+    if (want > rc->cap)
+        prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, want, rc->count,
+                  sizeof *rc->entries); /* on failure, growth on demand still works */
+}
+
+/* Every run of every stencil cell (the run's own cell included). */
+static bool gather_full(gathered *b, const prox_grid *g, int64_t r, query_counters *qc)
+{
+    cell3 a = g->run_cell[r];
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]}, unused = -1;
+    b->count = 0;
+    return gather_stencil(b, g, base, 0, g->stencil_full, -1, &unused, qc);
+}
+
+/* Where run r's candidates are: with linear keys, strips of the grid's own
+ * arrays; otherwise the stencil's runs gathered into the scratch. */
+typedef struct run_candidates {
+    prox_block block;
+    const prox_index *ids;
+    prox_range range[PROX_STRIP_MAX_RANGES];
+    int count;
+    const prox_fixed_gather *fixed; /* the strips gathered, or NULL: read in place */
+    const prox_rel16_gather *rel16; /* or gathered as rel16 coordinates around `cell` */
+    const prox_rel16_metric *rel16_metric;
+    cell3 cell;
+} run_candidates;
+
+static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
+                              gathered *b, run_candidates *c, query_counters *qc)
+{
+    c->fixed = NULL;
+    c->rel16 = NULL;
+    if (strips) {
+        c->block = grid_block(g);
+        c->ids = g->id;
+        c->count = prox_grid_strip_ranges(g, strips, run_cell_of(g, r), c->range, &qc->cells_visited);
+        if (!prox_gather_pays(g->run_start[r + 1] - g->run_start[r],
+                              prox_ranges_length(c->range, c->count)))
+            return true;
+        if (b->rel16_metric) {
+            c->cell = run_cell_of(g, r);
+            c->rel16_metric = b->rel16_metric;
+            c->rel16 = &b->rel16;
+            return prox_rel16_gather_ranges(g, b->rel16_metric, c->cell, c->range, c->count,
+                                            &b->rel16);
+        }
+        if (g->fixed_on) {
+            if (!prox_fixed_gather_ranges(g, c->range, c->count, false, &b->fixed))
+                return false;
+            c->fixed = &b->fixed;
+            return true;
+        }
+        b->count = 0; /* doubles: the strips into the scratch block, as other keys */
+        for (int k = 0; k < c->count; k++)
+            if (!gather_range(b, g, c->range[k].begin, c->range[k].end))
+                return false;
+        c->block = (prox_block){b->x, b->y, g->dim == 3 ? b->z : NULL};
+        c->ids = b->id;
+        c->range[0] = (prox_range){0, b->count};
+        c->count = 1;
+        return true;
+    }
+    if (!gather_full(b, g, r, qc))
+        return false;
+    c->block = (prox_block){b->x, b->y, g->dim == 3 ? b->z : NULL};
+    c->ids = b->id;
+    c->range[0] = (prox_range){0, b->count};
+    c->count = 1;
+    return true;
+}
+
+/* Sorted point s's row among run candidates c: the ids kept by `rule`
+ * within the radius, written to out[]; returns how many. */
+static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_candidates *c,
+                                   prox_id_rule rule, grid_recheck *rc, prox_index *out)
+{
+    int64_t found = 0;
+    if (c->rel16) { /* one block, rel16 coordinates */
+        const prox_rel16_gather *r16 = c->rel16;
+        prox_rel16_block b = {r16->xy, g->dim == 3 ? r16->z0 : NULL};
+        uint32_t qxy, qz0;
+        prox_rel16_point(g, c->rel16_metric, c->cell, s, &qxy, &qz0);
+        rc->query = g->id[s];
+        rc->ids = r16->id;
+        found = prox_rel16_ids(&b, r16->id, 0, r16->count, qxy, qz0, c->rel16_metric, &rc->base,
+                               g->id[s], rule, out);
+        rc->ids = NULL;
+        return found;
+    }
+    if (c->fixed) { /* one block */
+        int32_t q[3];
+        prox_fixed_block b = prox_gathered_query(g, s, c->fixed, rc, q);
+        found = prox_fixed_ids(&b, c->fixed->id, 0, c->fixed->count, q, &g->fixed_metric,
+                               &rc->base, g->id[s], rule, out);
+        rc->ids = NULL;
+        return found;
+    }
+    if (g->fixed_on) { /* linear keys: strips of the grid's own arrays */
+        assert(c->ids == g->id);
+        prox_fixed_block b = fixed_block(g);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        rc->query = g->id[s];
+        for (int k = 0; k < c->count; k++)
+            found += prox_fixed_ids(&b, c->ids, c->range[k].begin, c->range[k].end, q,
+                                    &g->fixed_metric, &rc->base, g->id[s], rule, out + found);
+        return found;
+    }
+    double q[3];
+    point_of(g, s, q);
+    for (int k = 0; k < c->count; k++)
+        found += prox_kernel_ids(&c->block, c->ids, c->range[k].begin, c->range[k].end, q,
+                                 &g->metric, g->id[s], rule, out + found);
+    return found;
+}
+
+/* Rows of the points of run r, appended to the chunk; row lengths go to
+ * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
+ * buffer), OTHER every neighbour but i itself (lists); unless the sink
+ * is unsorted, rows are sorted SORT_BATCH points or more at a time. */
+static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
+                        gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
+                        bool sorted, query_counters *qc)
+{
+    run_candidates c;
+    if (!candidates_of_run(g, r, strips, b, &c, qc)) {
+        rc->failed = true;
+        return;
+    }
+    int64_t total = prox_ranges_length(c.range, c.count);
+    for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
+        if (rc->count + total + PROX_KERNEL_SLACK > rc->cap &&
+            !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap,
+                       rc->count + total + PROX_KERNEL_SLACK, rc->count, sizeof *rc->entries)) {
+            rc->failed = true;
+            return;
+        }
+        prox_index *out = rc->entries + rc->count;
+        int64_t found = row_of_point(g, s, &c, rule, &qc->recheck, out);
+        qc->candidates += total - 1;
+        rc->count += found;
+        row_len[s] = (uint32_t)found;
+    }
+    int64_t own = g->run_start[r + 1] - g->run_start[r];
+    if (sorted && g->run_start[r + 1] - rc->sort_s >= SORT_BATCH)
+        sort_pending_rows(rc, row_len, g->run_start[r + 1]);
+    rc->points_done += own;
+    rc->points_left -= own;
+    if (!rc->sized && rc->points_done >= 32)
+        size_row_chunk(g, rc);
+}
+
+/* offsets[id + 1] = row length of point id (each id written once), then
+ * prefix sums. */
+static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *offsets)
+{
+    int64_t n = g->n;
+    offsets[0] = 0;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t s = 0; s < n; s++)
+        offsets[g->id[s] + 1] = row_len[s];
+    prox_prefix_sums(offsets, n, g->threads);
+}
+
+/* Rows ahead whose places place_rows prefetches: the writes go to random
+ * places in the output, so they are fetched from twice the reads'
+ * distance ahead. */
+#define PLACE_AHEAD (2 * PREFETCH_AHEAD)
+
+/* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */
+static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
+                       const uint32_t *row_len, const int64_t *offsets, prox_sink sink)
+{
+    const prox_index *from = rc->entries;
+    for (int64_t s = s0; s < s1; s++) {
+        if (s + 2 * PLACE_AHEAD < s1)
+            __builtin_prefetch(&offsets[g->id[s + 2 * PLACE_AHEAD]]);
+        if (s + PLACE_AHEAD < s1) { /* the row's first and last lines, for writing */
+            int64_t ahead = offsets[g->id[s + PLACE_AHEAD]], len = row_len[s + PLACE_AHEAD];
+            if (sink.kind == PROX_SINK_LISTS) {
+                __builtin_prefetch(sink.lists->indices + ahead, 1);
+                __builtin_prefetch(sink.lists->indices + ahead + len, 1);
+            } else {
+                __builtin_prefetch(sink.buffer->pairs + ahead, 1);
+                __builtin_prefetch(sink.buffer->pairs + ahead + len, 1);
+            }
+        }
+        prox_index self = g->id[s];
+        int64_t len = row_len[s], at = offsets[self];
+        if (sink.kind == PROX_SINK_LISTS) {
+            prox_index *to = sink.lists->indices + at;
+            for (int64_t t = 0; t < len; t++) /* rows are short: no call */
+                to[t] = from[t];
+        } else {
+            prox_pair *to = sink.buffer->pairs + at;
+            for (int64_t t = 0; t < len; t++)
+                to[t] = (prox_pair){self, from[t]};
+        }
+        from += len;
+    }
+}
+
+static prox_status reserve_rows_output(prox_grid *g, prox_sink sink, int64_t total,
+                                       int64_t **offsets)
+{
+    if (sink.kind == PROX_SINK_LISTS) {
+        prox_status st = prox_lists_reserve(sink.lists, total, g->n);
+        *offsets = sink.lists->offsets;
+        return st;
+    }
+    sink.buffer->count = 0;
+    prox_status st = prox_pair_buffer_reserve(sink.buffer, total);
+    if (st)
+        return st;
+    *offsets = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 1,
+                                      (g->n + 1) * (int64_t)sizeof **offsets);
+    return *offsets ? PROX_OK : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row offsets");
+}
+
+/* rows[0 .. count) with the entry arrays the grid kept from its last
+ * query (none the first time); false when out of memory. */
+static bool take_row_chunks(prox_grid *g, row_chunk *rows, int count)
+{
+    if (count > g->row_chunks) {
+        prox_index **entries = prox_alloc_array(&g->allocator, count, sizeof *entries);
+        int64_t *cap = prox_alloc_array(&g->allocator, count, sizeof *cap);
+        if (!entries || !cap) {
+            prox_free(&g->allocator, entries);
+            prox_free(&g->allocator, cap);
+            return false;
+        }
+        for (int k = 0; k < count; k++) {
+            entries[k] = k < g->row_chunks ? g->row_entries[k] : NULL;
+            cap[k] = k < g->row_chunks ? g->row_entries_cap[k] : 0;
+        }
+        prox_free(&g->allocator, g->row_entries);
+        prox_free(&g->allocator, g->row_entries_cap);
+        g->row_entries = entries;
+        g->row_entries_cap = cap;
+        g->row_chunks = count;
+    }
+    for (int k = 0; k < count; k++)
+        rows[k] = (row_chunk){.entries = g->row_entries[k], .cap = g->row_entries_cap[k]};
+    return true;
+}
+
+/* The chunks' entry arrays (perhaps grown) back to the grid. */
+static void keep_row_chunks(prox_grid *g, const row_chunk *rows, int count)
+{
+    for (int k = 0; k < count; k++) {
+        g->row_entries[k] = rows[k].entries;
+        g->row_entries_cap[k] = rows[k].cap;
+    }
+}
+
+static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    int count = prox_chunk_count(sink, g->threads, g->n);
+    row_chunk *rows = prox_alloc_array(&g->allocator, count, sizeof *rows);
+    if (rows && !take_row_chunks(g, rows, count)) {
+        prox_free(&g->allocator, rows);
+        rows = NULL;
+    }
+    uint32_t *row_len = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER,
+                                               g->n * (int64_t)sizeof(uint32_t));
+    int64_t candidates = 0, cells_visited = 0, rechecked = 0, runs = g->nruns;
+    bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
+    prox_id_rule rule = lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE;
+    prox_strip_rows strip_rows, *strips = NULL;
+    prox_rel16_metric rel16;
+    bool use_rel16 = false;
+    if (g->keys == PROX_KEYS_LINEAR) {
+        prox_grid_strip_rows(g, false, &strip_rows);
+        strips = &strip_rows;
+        use_rel16 = prox_grid_rel16_metric(g, &rel16);
+    }
+    if (!failed) {
+#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited, rechecked)
+        for (int k = 0; k < count; k++) {
+            query_counters qc = counters_for(g, &g->source);
+            gathered scratch = {.allocator = &g->allocator,
+                                .rel16_metric = use_rel16 ? &rel16 : NULL};
+            row_chunk rc = rows[k]; /* a local copy: rows[] neighbours share cache lines */
+            int64_t s0 = g->run_start[runs * k / count], s1 = g->run_start[runs * (k + 1) / count];
+            rc.points_left = s1 - s0;
+            rc.sort_s = s0;
+            for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
+                rows_of_run(g, r, strips, &scratch, &rc, row_len, rule, !sink.unsorted, &qc);
+            if (!sink.unsorted && !rc.failed)
+                sort_pending_rows(&rc, row_len, s1);
+            rows[k] = rc;
+            gathered_free(&scratch);
+            candidates += qc.candidates;
+            cells_visited += qc.cells_visited;
+            rechecked += qc.recheck.base.calls;
+        }
+    }
+    int64_t total = 0;
+    for (int k = 0; rows && k < count; k++) {
+        failed |= rows[k].failed;
+        total += rows[k].count;
+    }
+    int64_t *offsets = NULL;
+    prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
+                            : reserve_rows_output(g, sink, total, &offsets);
+    if (!st) {
+        offsets_by_id(g, row_len, offsets);
+#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(static)
+        for (int k = 0; k < count; k++)
+            place_rows(g, &rows[k], g->run_start[runs * k / count],
+                       g->run_start[runs * (k + 1) / count], row_len, offsets, sink);
+        if (lists)
+            sink.lists->rows = g->n;
+        else
+            sink.buffer->count = total;
+    }
+    if (rows)
+        keep_row_chunks(g, rows, count);
+    prox_free(&g->allocator, rows);
+    prox_grid_fill_stats(g, stats, lists ? total / 2 : total, candidates, cells_visited,
+                         prox_grid_method(g, GRID_ROWS, use_rel16));
+    if (stats)
+        stats->rechecked = rechecked;
+    return st;
+}
+
+void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                          int64_t candidates, int64_t cells_visited, const char *method)
+{
+    if (!stats)
+        return;
+    *stats = (prox_stats){0};
+    stats->pairs = pairs;
+    stats->candidates = candidates;
+    stats->cells_visited = cells_visited;
+    stats->cells = g->nruns;
+    stats->bytes = prox_grid_bytes(g);
+    stats->kept_bytes = prox_grid_kept_bytes(g);
+    stats->keys = g->keys;
+    stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
+    stats->method = method;
+}
+
+static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
+{
+    if (!g)
+        return prox_fail(PROX_ERR_INVALID, "grid is NULL");
+    if (!g->built)
+        return prox_fail(PROX_ERR_INVALID, "the grid is not built: call prox_grid_build first");
+    return prox_sink_check(sink);
+}
+
+/* Full lists come from each point's full row (grid_rows) where cells hold
+ * several points. Where most occupied cells hold one or two, the cost is
+ * the cell lookups, not the distance tests, and few pairs are found: there
+ * the half stencil's pairs (point by point: grid_sweep.c), each then
+ * written into both rows (pairs.c), look up half as many cells. W2 at
+ * k = 1 (1.17 points a run) gains, k = 5 (2.0) breaks even; at k = 10
+ * (3.3) the scatter of 10M entries costs 1.6 times what the rows do
+ * (docs/design.md, "Full lists over a grid ..."). */
+#define HALF_PAIRS_MAX_POINTS_PER_CELL 2.25
+
+static bool lists_from_half_pairs(const prox_grid *g)
+{
+    double most = g->half_pairs_limit > 0 ? g->half_pairs_limit : HALF_PAIRS_MAX_POINTS_PER_CELL;
+    return (double)g->n <= most * (double)g->nruns;
+}
+
+/* Rows written in place (grid_fill.c): asked for, with linear keys, and
+ * for an output whose rows would otherwise be staged (every sorted or
+ * list output but the unsorted buffer). */
+static bool rows_in_place(const prox_grid *g, prox_sink sink)
+{
+    return g->desc.rows == PROX_ROWS_IN_PLACE && g->keys == PROX_KEYS_LINEAR &&
+           (sink.kind == PROX_SINK_LISTS || (sink.kind == PROX_SINK_BUFFER && !sink.unsorted));
+}
+
+prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (st)
+        return st;
+    if (rows_in_place(g, sink)) {
+        bool done;
+        st = prox_grid_fill_rows(g, sink, stats, &done);
+        if (done)
+            return st;
+        return grid_rows(g, sink, stats);
+    }
+    /* sorted output goes by rows; an unsorted buffer takes the pairs as the
+     * half stencil finds them */
+    if ((sink.kind == PROX_SINK_LISTS && !lists_from_half_pairs(g)) ||
+        (sink.kind == PROX_SINK_BUFFER && !sink.unsorted))
+        return grid_rows(g, sink, stats);
+    if (g->keys == PROX_KEYS_LINEAR)
+        return prox_grid_strip_pairs(g, sink, stats);
+    prox_chunks chunks = {0};
+    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink, &g->work);
+    if (st)
+        return st;
+    chunks.threads = g->threads;
+    int64_t candidates = 0, cells_visited = 0;
+    int64_t runs = g->nruns;
+#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited)
+    for (int k = 0; k < chunks.count; k++) {
+        query_counters qc = counters_for(g, &g->source);
+        prox_emitter *e = &chunks.emitter[k];
+        gathered scratch = {.allocator = &g->allocator};
+        int64_t r1 = runs * (k + 1) / chunks.count;
+        for (int64_t r = runs * k / chunks.count; r < r1 && !e->stop; r++)
+            pairs_of_run(g, r, &scratch, e, &qc);
+        gathered_free(&scratch);
+        candidates += qc.candidates;
+        cells_visited += qc.cells_visited;
+    }
+    int64_t pairs = 0;
+    st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
+                         prox_grid_method(g, GRID_CELLS, false));
+    prox_chunks_free(&chunks);
+    return st;
+}
+
+/* ---- ball queries of a second set ---------------------------------------- */
+
+/* Cell coordinates of a query point, which may lie outside the built range
+ * on open axes: false when no stencil cell can be occupied. */
+static bool query_base_cell(const prox_grid *g, const double q[3], int64_t base[3])
+{
+    for (int k = 0; k < 3; k++) {
+        if (k >= g->dim) {
+            base[k] = 0;
+            continue;
+        }
+        double u = floor((q[k] - g->origin[k]) * g->inv_cell[k]);
+        if (g->periodic[k]) {
+            base[k] = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? g->ncell[k] - 1 : (int64_t)u;
+            continue;
+        }
+        if (u < (double)-g->reach[k] || u > (double)(g->ncell[k] - 1 + g->reach[k]))
+            return false;
+        base[k] = (int64_t)u;
+    }
+    return true;
+}
+
+/* A query point: in double (wrapped), and in fixed point when the grid
+ * keeps fixed-point coordinates. */
+typedef struct query_at {
+    double p[3];
+    int32_t fixed[3];
+} query_at;
+
+/* Hits of query q in the sorted points [j0, j1). */
+static void query_range(const prox_grid *g, prox_index q, const query_at *at, int64_t j0,
+                        int64_t j1, uint32_t *hits, prox_emitter *e, query_counters *qc)
+{
+    qc->candidates += j1 - j0;
+    bool count_only = e->kind == PROX_SINK_COUNT;
+    int64_t count;
+    if (g->fixed_on) {
+        prox_fixed_block b = fixed_block(g);
+        prox_recheck *rc = &qc->recheck.base;
+        qc->recheck.query = q;
+        count = count_only ? prox_fixed_count(&b, j0, j1, at->fixed, &g->fixed_metric, rc)
+                           : prox_fixed_hits(&b, j0, j1, at->fixed, &g->fixed_metric, rc, hits);
+    } else {
+        prox_block b = grid_block(g);
+        count = count_only ? prox_kernel_count(&b, j0, j1, at->p, &g->metric)
+                           : prox_kernel_hits(&b, j0, j1, at->p, &g->metric, hits);
+    }
+    if (count_only) {
+        e->count += count;
+        return;
+    }
+    for (int64_t t = 0; t < count && !e->stop; t++)
+        prox_emit(e, q, g->id[hits[t]]);
+}
+
+static void query_point(const prox_grid *g, const prox_strip_rows *strips, prox_index q,
+                        query_at *at, uint32_t *hits, prox_emitter *e, query_counters *qc)
+{
+    int64_t base[3];
+    if (!query_base_cell(g, at->p, base))
+        return;
+    if (g->fixed_on) /* within the reach of the grid's cells: in fixed point's range */
+        prox_grid_fixed_of(g, at->p, at->fixed);
+    if (strips) { /* linear keys: the stencil's rows as ranges */
+        prox_range rg[PROX_STRIP_MAX_RANGES];
+        int count = prox_grid_strip_ranges_around(g, strips, base, rg, &qc->cells_visited);
+        for (int k = 0; k < count && !e->stop; k++)
+            query_range(g, q, at, rg[k].begin, rg[k].end, hits, e, qc);
+        return;
+    }
+    for (int o = 0; o < g->stencil_full && !e->stop; o++) {
+        cell3 b;
+        if (!neighbour_cell(g, base, g->stencil[o], &b))
+            continue;
+        qc->cells_visited++;
+        int64_t first, last;
+        runs_of_cell(g, b, &first, &last);
+        for (int64_t s = first; s < last && !e->stop; s++) {
+            if (!same_cell(g->run_cell[s], b))
+                continue;
+            query_range(g, q, at, g->run_start[s], g->run_start[s + 1], hits, e, qc);
+        }
+    }
+}
+
+static prox_status check_queries(const prox_grid *g, const prox_points *queries)
+{
+    prox_status st = prox_points_check(queries, "queries");
+    if (!st && queries->dim != g->dim)
+        st = prox_fail(PROX_ERR_INVALID, "queries are %dD but the grid holds %dD points",
+                       queries->dim, g->dim);
+    if (!st)
+        st = prox_points_check_finite(queries, "queries", g->threads);
+    return st;
+}
+
+prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink sink,
+                            prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (!st)
+        st = check_queries(g, queries);
+    if (st)
+        return st;
+    prox_chunks chunks = {0};
+    int64_t nq = queries->count;
+    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, nq), sink, &g->work);
+    if (st)
+        return st;
+    chunks.threads = g->threads;
+    prox_strip_rows strip_rows, *strips = NULL;
+    if (g->keys == PROX_KEYS_LINEAR) {
+        prox_grid_strip_rows(g, false, &strip_rows);
+        strips = &strip_rows;
+    }
+    /* the most points one kernel call meets: a run, or a strip of runs */
+    int64_t most = strips ? (2 * (int64_t)g->reach[0] + 1) * g->max_run : g->max_run;
+    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
+#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited, rechecked)
+    for (int k = 0; k < chunks.count; k++) {
+        query_counters qc = counters_for(g, queries);
+        prox_emitter *e = &chunks.emitter[k];
+        uint32_t *hits = prox_alloc_array(&g->allocator, most + PROX_KERNEL_SLACK, sizeof *hits);
+        if (!hits)
+            e->stop = e->failed = true;
+        int64_t q1 = nq * (k + 1) / chunks.count;
+        for (int64_t q = nq * k / chunks.count; q < q1 && !e->stop; q++) {
+            query_at at = {{0, 0, 0}, {0, 0, 0}};
+            for (int a = 0; a < g->dim; a++)
+                at.p[a] = prox_coord(queries, q, a, g->desc.period);
+            query_point(g, strips, (prox_index)q, &at, hits, e, &qc);
+        }
+        prox_free(&g->allocator, hits);
+        candidates += qc.candidates;
+        cells_visited += qc.cells_visited;
+        rechecked += qc.recheck.base.calls;
+    }
+    int64_t pairs = 0;
+    st = prox_chunks_deliver(&chunks, sink, nq, false, &pairs);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
+                         prox_grid_method(g, strips ? GRID_QUERY_STRIPS : GRID_QUERY_CELLS, false));
+    if (stats)
+        stats->rechecked = rechecked;
+    prox_chunks_free(&chunks);
+    return st;
+}

@@ -1,0 +1,601 @@
+/* grid_strips.c: the stencil of a cell as strips, over linear (row-major)
+ * cell keys.
+ *
+ * With keys in row-major order, x fastest, the cells x-m .. x+m of one
+ * stencil row (fixed y and z offsets) hold consecutive sorted points. A cell
+ * then meets its whole stencil as 9 contiguous ranges of the grid's own
+ * arrays in 3D (3 in 2D), found with two lookups each in the flat-array article's
+ * cellStart, and the distance kernel reads them in place: nothing is
+ * gathered. Self pairs for counts and callbacks run here over the forward
+ * half of the stencil (the hash-multimap article: each pair once): the cell's own later
+ * points and the cells x+1 .. x+m of its row (one range), then the 4
+ * forward rows in 3D (1 in 2D). The sorted buffer and full lists take the
+ * full stencil's ranges (prox_grid_strip_ranges) in grid_search.c. */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "points/grid_private.h"
+#include "simd/kernel.h"
+#include "core/pair_sink.h"
+#include "core/radix_sort.h"
+#include "core/views.h"
+
+typedef prox_strip_rows strip_rows;
+typedef prox_range range;
+#define MAX_ROWS PROX_STRIP_MAX_ROWS
+#define MAX_RANGES PROX_STRIP_MAX_RANGES
+
+/* The rows of the stencil: every row for the full stencil; for the forward
+ * half (an offset is forward when its last non-zero component is positive)
+ * the rows with dz > 0 or dz == 0 < dy, and the own row apart. A row's
+ * reachable offsets are exactly |dx| <= reach (the stencil drops offsets by
+ * distance, which grows with |dx|). */
+void prox_grid_strip_rows(const prox_grid *g, bool forward_half, strip_rows *rows)
+{
+    rows->count = 0;
+    rows->own_reach = 0;
+    for (int o = 0; o < g->stencil_full; o++) {
+        cell3 c = g->stencil[o];
+        int dx = c.c[0] < 0 ? -c.c[0] : c.c[0], dy = c.c[1], dz = c.c[2];
+        if (forward_half && dy == 0 && dz == 0) {
+            rows->own_reach = dx > rows->own_reach ? dx : rows->own_reach;
+            continue;
+        }
+        if (forward_half && !(dz > 0 || (dz == 0 && dy > 0)))
+            continue;
+        int r = 0;
+        while (r < rows->count && (rows->dy[r] != dy || rows->dz[r] != dz))
+            r++;
+        if (r == rows->count) {
+            rows->dy[r] = dy;
+            rows->dz[r] = dz;
+            rows->reach[r] = 0;
+            rows->count++;
+        }
+        rows->reach[r] = dx > rows->reach[r] ? dx : rows->reach[r];
+    }
+}
+
+/* The coordinate c + d along axis k: wrapped on a periodic axis; false
+ * outside an open axis. */
+static inline bool shift_axis(const prox_grid *g, int k, int64_t c, int d, int64_t *out)
+{
+    int64_t v = c + d, n = g->ncell[k];
+    if (v < 0 || v >= n) {
+        if (!g->periodic[k])
+            return false;
+        v = v < 0 ? v + n : v - n;
+    }
+    *out = v;
+    return true;
+}
+
+/* Sorted points of cells x0 .. x1 of row (y, z): two cellStart lookups
+ * (the table holds each cell's first point), or for a sparse box two ranks
+ * in the occupancy bits. */
+static inline range cells_range(const prox_grid *g, int64_t x0, int64_t x1, int64_t y, int64_t z)
+{
+    uint64_t row = ((uint64_t)z * (uint64_t)g->ncell[1] + (uint64_t)y) * (uint64_t)g->ncell[0];
+    if (g->sparse) { /* runs of the cells; no run: an empty range, no point read */
+        uint64_t r0 = sparse_rank(g, row + (uint64_t)x0), r1 = sparse_rank(g, row + (uint64_t)x1 + 1);
+        return r0 == r1 ? (range){0, 0} : (range){g->run_start[r0], g->run_start[r1]};
+    }
+    return (range){g->table[row + (uint64_t)x0], g->table[row + (uint64_t)x1 + 1]};
+}
+
+/* Cells x + lo .. x + hi of row (y, z) as sorted ranges: clipped on an open
+ * x axis, split in two where they wrap a periodic one (whose cells are
+ * distinct: at least 2 * reach + 1 of them, or one). Empty ranges are
+ * dropped. Returns how many were appended. */
+static PROX_ALWAYS_INLINE int row_ranges(const prox_grid *g, int64_t x, int lo, int hi, int64_t y,
+                                         int64_t z, range *out)
+{
+    int64_t nx = g->ncell[0], x0 = x + lo, x1 = x + hi;
+    range a, b;
+    if (nx == 1 || !g->periodic[0]) { /* the common case: one range, no array */
+        x0 = x0 < 0 ? 0 : x0;
+        x1 = x1 > nx - 1 ? nx - 1 : x1;
+        if (x0 > x1)
+            return 0;
+        a = cells_range(g, x0, x1, y, z);
+        out[0] = a; /* no branch: on sparse data emptiness is a coin toss */
+        return a.begin < a.end;
+    }
+    if (x0 < 0) {
+        a = cells_range(g, x0 + nx, nx - 1, y, z);
+        b = cells_range(g, 0, x1, y, z);
+    } else if (x1 > nx - 1) {
+        a = cells_range(g, x0, nx - 1, y, z);
+        b = cells_range(g, 0, x1 - nx, y, z);
+    } else {
+        a = cells_range(g, x0, x1, y, z);
+        b = (range){0, 0};
+    }
+    int kept = 0;
+    out[kept] = a;
+    kept += a.begin < a.end;
+    out[kept] = b;
+    kept += b.begin < b.end;
+    return kept;
+}
+
+static inline int strip_ranges_around(const prox_grid *g, const strip_rows *rows,
+                                      const int64_t base[3], range *out, int64_t *cells)
+{
+    int count = 0;
+    for (int r = 0; r < rows->count; r++) {
+        int64_t y, z;
+        if (!shift_axis(g, 1, base[1], rows->dy[r], &y) || !shift_axis(g, 2, base[2], rows->dz[r], &z))
+            continue;
+        count += row_ranges(g, base[0], -rows->reach[r], rows->reach[r], y, z, out + count);
+        *cells += 2 * rows->reach[r] + 1;
+    }
+    return count;
+}
+
+int prox_grid_strip_ranges_around(const prox_grid *g, const strip_rows *rows,
+                                  const int64_t base[3], range *out, int64_t *cells)
+{
+    return strip_ranges_around(g, rows, base, out, cells);
+}
+
+int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, range *out,
+                           int64_t *cells)
+{
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
+    return strip_ranges_around(g, rows, base, out, cells);
+}
+
+/* Strips are short (W1: about 21 points): a call to memcpy for each of
+ * their four arrays cost more than the copy. Whole vectors are stored
+ * (to[] has PROX_KERNEL_SLACK words of room past the block); the reads
+ * stop at the strip's end. */
+static inline void copy_words(uint32_t *to, const uint32_t *from, int64_t len)
+{
+#ifdef PROX_KERNEL_AVX512
+    for (int64_t t = 0; t < len; t += 16)
+        _mm512_storeu_si512(to + t, _mm512_maskz_loadu_epi32(prox_vx_live(len - t), from + t));
+#else
+    for (int64_t t = 0; t < len; t++)
+        to[t] = from[t];
+#endif
+}
+
+/* Room in *block for `arrays` arrays of `need` words each, laid one after
+ * the other `*cap` words apart: reallocated at twice the need when short
+ * (contents not kept). False when out of memory (*block NULL, *cap 0). */
+static bool block_room(const prox_grid *g, void **block, int64_t *cap, int64_t need, int arrays)
+{
+    if (need <= *cap)
+        return true;
+    prox_free(&g->allocator, *block);
+    *cap = 2 * need;
+    *block = prox_alloc_array(&g->allocator, *cap, (size_t)arrays * sizeof(uint32_t));
+    *cap = *block ? *cap : 0;
+    return *block != NULL;
+}
+
+bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bool positions,
+                              prox_fixed_gather *b)
+{
+    int64_t total = prox_ranges_length(rg, count), cap = b->cap;
+    void *block = b->x;
+    if (!block_room(g, &block, &cap, total + PROX_KERNEL_SLACK, 5)) {
+        *b = (prox_fixed_gather){0};
+        return false;
+    }
+    int32_t *w = block;
+    *b = (prox_fixed_gather){w, w + cap, w + 2 * cap, (uint32_t *)(w + 3 * cap),
+                             (uint32_t *)(w + 4 * cap), 0, cap};
+    const int32_t *from[3] = {g->fixed, g->fixed + g->n, g->fixed + 2 * g->n};
+    int32_t *to[3] = {b->x, b->y, b->z};
+    int64_t at = 0;
+    for (int k = 0; k < count; k++) {
+        int64_t begin = rg[k].begin, len = rg[k].end - begin;
+        for (int a = 0; a < g->dim; a++)
+            copy_words((uint32_t *)to[a] + at, (const uint32_t *)from[a] + begin, len);
+        copy_words(b->id + at, g->id + begin, len);
+        for (int64_t t = 0; positions && t < len; t++)
+            b->pos[at + t] = (uint32_t)(begin + t);
+        at += len;
+    }
+    b->count = total;
+    return true;
+}
+
+/* len rel16 coordinates of one axis pair from fixed-point arrays fx, fy
+ * (fy NULL: z alone, with 0 above) around centres cx, cy, packed into
+ * to[] (whole vectors stored: to[] has PROX_KERNEL_SLACK words of room). */
+static inline void rel16_words(const int32_t *fx, const int32_t *fy, int32_t cx, int32_t cy,
+                               int drop, uint32_t *to, int64_t len)
+{
+#ifdef PROX_KERNEL_AVX512
+    const __m128i count = _mm_cvtsi32_si128(drop);
+    const __m512i vx = _mm512_set1_epi32(cx), vy = _mm512_set1_epi32(cy),
+                  low = _mm512_set1_epi32(0xffff);
+    for (int64_t t = 0; t < len; t += 16) { /* arithmetic shifts: floors */
+        __mmask16 live = prox_vx_live(len - t);
+        __m512i x = _mm512_sra_epi32(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fx + t), vx),
+                                     count);
+        __m512i w = _mm512_and_si512(x, low);
+        if (fy) {
+            __m512i y = _mm512_sra_epi32(
+                _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fy + t), vy), count);
+            w = _mm512_or_si512(w, _mm512_slli_epi32(y, 16));
+        }
+        _mm512_storeu_si512(to + t, w);
+    }
+#else
+    for (int64_t t = 0; t < len; t++) {
+        int32_t dx = fx[t] - cx, dy = fy ? fy[t] - cy : 0;
+        to[t] = prox_rel16_pack(dx >= 0 ? dx >> drop : ~(~dx >> drop),
+                                dy >= 0 ? dy >> drop : ~(~dy >> drop));
+    }
+#endif
+}
+
+bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
+                              const range *rg, int count, prox_rel16_gather *b)
+{
+    int64_t total = prox_ranges_length(rg, count), cap = b->cap;
+    void *block = b->xy;
+    if (!block_room(g, &block, &cap, total + PROX_KERNEL_SLACK, 3)) {
+        *b = (prox_rel16_gather){0};
+        return false;
+    }
+    uint32_t *w = block;
+    *b = (prox_rel16_gather){w, w + cap, w + 2 * cap, 0, cap};
+    int64_t n = g->n, at = 0;
+    int32_t centre[3];
+    for (int k = 0; k < 3; k++)
+        centre[k] = k < g->dim ? prox_rel16_centre(g, k, a.c[k]) : 0;
+    for (int k = 0; k < count; k++) {
+        int64_t begin = rg[k].begin, len = rg[k].end - begin;
+        rel16_words(g->fixed + begin, g->fixed + n + begin, centre[0], centre[1], m->drop,
+                    b->xy + at, len);
+        if (g->dim == 3)
+            rel16_words(g->fixed + 2 * n + begin, NULL, centre[2], 0, m->drop, b->z0 + at, len);
+        copy_words(b->id + at, g->id + begin, len);
+        at += len;
+    }
+    b->count = total;
+    return true;
+}
+
+void prox_rel16_gather_free(const prox_allocator *alloc, prox_rel16_gather *b)
+{
+    prox_free(alloc, b->xy);
+    *b = (prox_rel16_gather){0};
+}
+
+void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b)
+{
+    prox_free(a, b->x);
+    *b = (prox_fixed_gather){0};
+}
+
+/* ---- counts and callbacks: the forward half ------------------------------ */
+
+typedef struct half_scratch {
+    uint32_t *hits;
+    int64_t cap;
+    prox_fixed_gather fixed; /* a run's ranges, gathered */
+} half_scratch;
+
+/* Emit (id of s, id of each hit) with the smaller id first; ids[] maps a
+ * hit to its id. */
+static inline void emit_hits(const prox_grid *g, prox_emitter *e, int64_t s, const prox_index *ids,
+                      const uint32_t *hits, int64_t count)
+{
+    prox_index self = g->id[s];
+    if (e->kind == PROX_SINK_CALLBACK) {
+        for (int64_t t = 0; t < count && !e->stop; t++) {
+            prox_index j = ids[hits[t]];
+            prox_emit(e, self < j ? self : j, self < j ? j : self);
+        }
+        return;
+    }
+    if (!prox_emitter_reserve(e, count))
+        return;
+    for (int64_t t = 0; t < count; t++) {
+        prox_index j = ids[hits[t]];
+        e->pairs[e->count + t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
+    }
+    e->count += count;
+}
+
+static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg, int count,
+                                 grid_recheck *rc, uint32_t *hits)
+{
+    int64_t found = 0;
+    if (g->fixed_on) {
+        prox_fixed_block b = fixed_block(g);
+        const prox_fixed_metric *m = &g->fixed_metric;
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        rc->query = g->id[s];
+        for (int k = 0; k < count; k++) {
+            int64_t begin = k == 0 ? s + 1 : rg[k].begin;
+            found += hits ? prox_fixed_hits(&b, begin, rg[k].end, q, m, &rc->base, hits + found)
+                          : prox_fixed_count(&b, begin, rg[k].end, q, m, &rc->base);
+        }
+        return found;
+    }
+    prox_block b = grid_block(g);
+    double q[3];
+    point_of(g, s, q);
+    for (int k = 0; k < count; k++) {
+        int64_t begin = k == 0 ? s + 1 : rg[k].begin;
+        found += hits ? prox_kernel_hits(&b, begin, rg[k].end, q, &g->metric, hits + found)
+                      : prox_kernel_count(&b, begin, rg[k].end, q, &g->metric);
+    }
+    return found;
+}
+
+/* Sorted point s's candidates within the radius among a block gathered
+ * from prox_grid_half_ranges (own_begin: the first point of s's run; s
+ * meets the run's later points only): block indices to hits[], or with
+ * hits NULL only counted. */
+static int64_t gathered_hits(const prox_grid *g, int64_t s, int64_t own_begin,
+                             const prox_fixed_gather *b, grid_recheck *rc, uint32_t *hits)
+{
+    const prox_fixed_metric *m = &g->fixed_metric;
+    int32_t q[3];
+    prox_fixed_block fb = prox_gathered_query(g, s, b, rc, q);
+    int64_t begin = s + 1 - own_begin;
+    int64_t found = hits ? prox_fixed_hits(&fb, begin, b->count, q, m, &rc->base, hits)
+                         : prox_fixed_count(&fb, begin, b->count, q, m, &rc->base);
+    rc->ids = NULL;
+    return found;
+}
+
+int prox_grid_half_ranges(const prox_grid *g, const strip_rows *rows, int64_t r, range *rg,
+                          int64_t *cells)
+{
+    cell3 a = run_cell_of(g, r);
+    int64_t own_end = g->run_start[r + 1];
+    /* the own cell's later points, then its row's forward cells (one range
+     * unless a periodic x axis wraps: then two) */
+    range ahead[2];
+    int count = row_ranges(g, a.c[0], 1, rows->own_reach, a.c[1], a.c[2], ahead);
+    rg[0] = (range){g->run_start[r], own_end};
+    int k = 0;
+    if (count > 0 && ahead[0].begin == own_end) /* contiguous: one range */
+        rg[0].end = ahead[k++].end;
+    int at = 1;
+    for (; k < count; k++)
+        rg[at++] = ahead[k];
+    *cells += 1 + rows->own_reach;
+    int64_t base[3] = {a.c[0], a.c[1], a.c[2]};
+    return at + strip_ranges_around(g, rows, base, rg + at, cells);
+}
+
+void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int count,
+                           const prox_fixed_gather *block, grid_recheck *rc, bool both,
+                           uint32_t *hits, uint32_t *ups, uint32_t *downs, int64_t *nu,
+                           int64_t *nd)
+{
+    prox_index self = g->id[s];
+    *nu = *nd = 0;
+    if (block) { /* rg[0], the own cell's range, leads the block */
+        int32_t q[3];
+        prox_fixed_block b = prox_gathered_query(g, s, block, rc, q);
+        prox_fixed_split(&b, block->id, block->pos, s + 1 - rg[0].begin, block->count, q,
+                         &g->fixed_metric, &rc->base, self, both, ups, downs, nu, nd);
+        rc->ids = NULL;
+        return;
+    }
+    if (g->fixed_on) {
+        prox_fixed_block b = fixed_block(g);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        rc->query = self;
+        for (int k = 0; k < count; k++)
+            prox_fixed_split(&b, g->id, NULL, k == 0 ? s + 1 : rg[k].begin, rg[k].end, q,
+                             &g->fixed_metric, &rc->base, self, both, ups, downs, nu, nd);
+        return;
+    }
+    int64_t found = point_hits(g, s, rg, count, rc, hits), u = 0, d = 0;
+    for (int64_t t = 0; t < found; t++) { /* no branch: the side is a coin toss */
+        uint32_t b = hits[t];
+        prox_index other = g->id[b];
+        bool up = both || other > self;
+        if (ups)
+            ups[u] = other;
+        downs[d] = b;
+        u += up;
+        d += both || !up;
+    }
+    *nu = u;
+    *nd = d;
+}
+
+/* Pairs whose first point (in cell order) lies in run r. */
+static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_t r,
+                              half_scratch *hs, grid_recheck *rc, prox_emitter *e,
+                              prox_stats *counters)
+{
+    range rg[MAX_RANGES];
+    int64_t own_begin = g->run_start[r], own_end = g->run_start[r + 1];
+    int count = prox_grid_half_ranges(g, rows, r, rg, &counters->cells_visited);
+    int64_t others = prox_ranges_length(rg + 1, count - 1);
+    if (e->kind != PROX_SINK_COUNT && hs->cap < rg[0].end - rg[0].begin + others + PROX_KERNEL_SLACK) {
+        int64_t want = 2 * (rg[0].end - rg[0].begin + others) + PROX_KERNEL_SLACK;
+        if (!prox_reserve(&g->allocator, (void **)&hs->hits, &hs->cap, want, sizeof *hs->hits)) {
+            e->stop = e->failed = true;
+            return;
+        }
+    }
+    const prox_fixed_gather *block = NULL;
+    if (g->fixed_on && prox_gather_pays(own_end - own_begin, rg[0].end - rg[0].begin + others)) {
+        if (!prox_fixed_gather_ranges(g, rg, count, false, &hs->fixed)) {
+            e->stop = e->failed = true;
+            return;
+        }
+        block = &hs->fixed;
+    }
+    for (int64_t s = own_begin; s < own_end && !e->stop; s++) {
+        counters->candidates += rg[0].end - (s + 1) + others;
+        if (e->kind == PROX_SINK_COUNT) {
+            e->count += block ? gathered_hits(g, s, own_begin, block, rc, NULL)
+                              : point_hits(g, s, rg, count, rc, NULL);
+        } else {
+            int64_t found = block ? gathered_hits(g, s, own_begin, block, rc, hs->hits)
+                                  : point_hits(g, s, rg, count, rc, hs->hits);
+            emit_hits(g, e, s, block ? block->id : g->id, hs->hits, found);
+        }
+    }
+}
+
+/* After a chunk's first runs, room for what their pairs per point predict
+ * for the whole chunk (plus a quarter): one allocation instead of a chain
+ * of doublings, each copying and touching fresh pages. */
+static void reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, int64_t done,
+                              int64_t r1)
+{
+    int64_t points_done = g->run_start[done] - g->run_start[r0];
+    int64_t points = g->run_start[r1] - g->run_start[r0];
+    if (points_done <= 0)
+        return;
+    double want = 1.25 * (double)e->count / (double)points_done * (double)points + 64;
+    void *p = e->pairs;
+    if (want > (double)e->capacity && /* a failure keeps the old block: growth on demand */
+        prox_grow(e->allocator, &p, &e->capacity, (int64_t)want, e->count, sizeof(prox_pair)))
+        e->pairs = p;
+}
+
+/* Pairs of the runs of chunk k of `count` into emitter e; with `predict`,
+ * e's storage is sized after the chunk's first 64 runs (reserve_predicted). */
+static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int k, int count,
+                                bool predict, prox_emitter *e, prox_stats *counters)
+{
+    half_scratch hs = {0};
+    grid_recheck rc;
+    prox_grid_recheck_init(&rc, g, &g->source);
+    int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
+    /* the first 64 runs, the emitter sized from their pairs, then the rest */
+    int64_t first = predict && r1 - r0 > 64 ? r0 + 64 : r0;
+    if (prox_grid_sweeps(g)) { /* about one point a cell */
+        prox_grid_sweep_pairs(g, rows, g->run_start[r0], g->run_start[first], &rc, e, counters);
+        if (first > r0)
+            reserve_predicted(g, e, r0, first, r1);
+        prox_grid_sweep_pairs(g, rows, g->run_start[first], g->run_start[r1], &rc, e, counters);
+    } else {
+        for (int64_t r = r0; r < r1 && !e->stop; r++) {
+            half_pairs_of_run(g, rows, r, &hs, &rc, e, counters);
+            if (r + 1 == first)
+                reserve_predicted(g, e, r0, first, r1);
+        }
+    }
+    counters->rechecked += rc.base.calls;
+    prox_free(&g->allocator, hs.hits);
+    prox_fixed_gather_free(&g->allocator, &hs.fixed);
+}
+
+static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    prox_chunks chunks = {0};
+    prox_status st =
+        prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink, &g->work);
+    if (st)
+        return st;
+    chunks.threads = g->threads;
+    strip_rows rows;
+    prox_grid_strip_rows(g, true, &rows);
+    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
+#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited, rechecked)
+    for (int k = 0; k < chunks.count; k++) {
+        prox_stats counters = {0};
+        prox_emitter *e = &chunks.emitter[k];
+        half_pairs_of_chunk(g, &rows, k, chunks.count, e->kind == PROX_SINK_BUFFER, e, &counters);
+        candidates += counters.candidates;
+        cells_visited += counters.cells_visited;
+        rechecked += counters.rechecked;
+    }
+    int64_t pairs = 0;
+    st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
+    prox_chunks_free(&chunks);
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
+                         prox_grid_method(g, prox_grid_sweeps(g) ? GRID_SWEEP : GRID_STRIPS, false));
+    if (stats)
+        stats->rechecked = rechecked;
+    return st;
+}
+
+static void *refuse_alloc(size_t size, void *user)
+{
+    (void)size;
+    (void)user;
+    return NULL;
+}
+
+static void ignore_free(void *ptr, void *user)
+{
+    (void)ptr;
+    (void)user;
+}
+
+/* An unsorted buffer filled by several chunks: each chunk counts its pairs
+ * first, then writes them straight into its own window of the caller's
+ * buffer, windows in chunk order, which is the one-chunk traversal order:
+ * no staging arrays, no concatenation. A window is exactly its chunk's
+ * count, so it never grows (its emitter's allocator refuses, should it). */
+static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int count,
+                                           prox_stats *stats)
+{
+    strip_rows rows;
+    prox_grid_strip_rows(g, true, &rows);
+    int64_t *at = prox_alloc_array(&g->allocator, count + 1, sizeof *at);
+    if (!at)
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %d chunks", count);
+    at[0] = 0;
+#pragma omp parallel for num_threads(g->threads) schedule(dynamic, 1)
+    for (int k = 0; k < count; k++) {
+        prox_stats ignored = {0};
+        prox_emitter e = {.kind = PROX_SINK_COUNT};
+        half_pairs_of_chunk(g, &rows, k, count, false, &e, &ignored);
+        at[k + 1] = e.count;
+    }
+    for (int k = 0; k < count; k++)
+        at[k + 1] += at[k];
+    prox_pair_buffer *b = sink.buffer;
+    b->count = 0;
+    prox_status st = prox_pair_buffer_reserve(b, at[count]);
+    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
+    bool failed = false;
+    const prox_allocator no_growth = {refuse_alloc, ignore_free, NULL};
+    if (!st) {
+#pragma omp parallel for num_threads(g->threads) schedule(dynamic, 1) \
+    reduction(+ : candidates, cells_visited, rechecked) reduction(|| : failed)
+        for (int k = 0; k < count; k++) {
+            prox_stats counters = {0};
+            prox_emitter e = {.kind = PROX_SINK_BUFFER, .pairs = b->pairs + at[k],
+                              .capacity = at[k + 1] - at[k], .allocator = &no_growth};
+            half_pairs_of_chunk(g, &rows, k, count, false, &e, &counters);
+            failed = failed || e.failed || e.count != at[k + 1] - at[k];
+            candidates += counters.candidates;
+            cells_visited += counters.cells_visited;
+            rechecked += counters.rechecked;
+        }
+        if (failed)
+            st = prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for pair scratch");
+        else
+            b->count = at[count];
+    }
+    prox_grid_fill_stats(g, stats, b->count, candidates, cells_visited,
+                         prox_grid_method(g, prox_grid_sweeps(g) ? GRID_SWEEP : GRID_STRIPS, false));
+    if (stats)
+        stats->rechecked = rechecked;
+    prox_free(&g->allocator, at);
+    return st;
+}
+
+prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    int count = prox_chunk_count(sink, g->threads, g->n);
+    if (sink.kind == PROX_SINK_BUFFER && sink.unsorted && count > 1)
+        return half_pairs_into_windows(g, sink, count, stats);
+    return half_pairs(g, sink, stats);
+}

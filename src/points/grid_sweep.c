@@ -1,0 +1,269 @@
+/* grid_sweep.c: self pairs of a grid whose occupied cells hold about one
+ * point each, point by point.
+ *
+ * There (W2 at k = 1: 1.17 points a run; a fluid at rest: 1.0) the search
+ * run by run (grid_strips.c) spends its time on each run's bookkeeping and
+ * on a kernel call per range for the one or two candidates each range
+ * holds, whose loop exits are a coin toss. Here each sorted point looks up
+ * the forward half of its stencil (the hash-multimap article: each pair once) as ranges of
+ * sorted points, as grid_strips.c does, and packs every candidate of every
+ * range into one vector, range after range: one distance test for all of
+ * them, no branch on how many there are. Ranges holding more than a
+ * vector's worth fill several vectors in turn.
+ *
+ * Fixed-point coordinates, open axes of one scale; cell starts from seed
+ * 002's cellStart, or over a sparse box from the occupancy bits' ranks.
+ * The pairs come in the order grid_strips.c finds them: by sorted point,
+ * then range, then position. */
+#include "points/grid_private.h"
+#include "simd/kernel.h"
+#include "core/pair_sink.h"
+
+typedef prox_range range;
+
+/* Points per occupied cell up to which the sweep beats the search run by
+ * run, whose gathered candidates serve every point of a run: measured with
+ * `build/bench_grid_limits` (SWEEP_RUN), figures in docs/design.md, "The
+ * point sweep". */
+#define SWEEP_MAX_POINTS_PER_RUN_2D 3.5
+#define SWEEP_MAX_POINTS_PER_RUN_3D 1.75
+
+bool prox_grid_sweeps(const prox_grid *g)
+{
+    const prox_fixed_metric *m = &g->fixed_metric;
+    double most = g->sweep_limit > 0 ? g->sweep_limit
+                  : g->dim == 2     ? SWEEP_MAX_POINTS_PER_RUN_2D
+                                    : SWEEP_MAX_POINTS_PER_RUN_3D;
+    return g->keys == PROX_KEYS_LINEAR && g->fixed_on && !m->periodic &&
+           m->unit_scale && (double)g->n <= most * (double)g->nruns;
+}
+
+static inline int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static inline int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* The first sorted point of linear key c, or of the next occupied cell
+ * after it: the flat-array article's cell start, or over a sparse box the start of the
+ * run the occupancy bits' rank gives. */
+static PROX_ALWAYS_INLINE int64_t cell_start(const prox_grid *g, int64_t c, bool sparse)
+{
+    return sparse ? g->run_start[sparse_rank(g, (uint64_t)c)] : g->table[c];
+}
+
+/* The forward half of sorted point s's stencil as ranges of sorted points:
+ * rg[0] its own later points and those of cells x+1 .. x+own_reach of its
+ * row, then each forward row's cells x-reach .. x+reach (an empty range for
+ * a row outside the grid). Two cellStart lookups a range; selects, not
+ * branches, for the grid's edges. Returns how many ranges. */
+static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_strip_rows *rows,
+                                             int nrows, int64_t s, bool three, bool sparse,
+                                             range *rg, int64_t *cells)
+{
+    const int32_t *f = g->fixed;
+    int64_t n = g->n, nx = g->ncell[0], ny = g->ncell[1], nz = g->ncell[2];
+    int64_t cx = f[s] >> g->fixed_shift[0], cy = f[n + s] >> g->fixed_shift[1];
+    int64_t cz = three ? f[2 * n + s] >> g->fixed_shift[2] : 0;
+    int64_t own_end = min64(cx + rows->own_reach, nx - 1) + 1;
+    rg[0] = (range){s + 1, cell_start(g, (cz * ny + cy) * nx + own_end, sparse)};
+    int64_t looked = 1 + rows->own_reach;
+    for (int r = 0; r < nrows; r++) {
+        int64_t y = cy + rows->dy[r], z = cz + rows->dz[r], reach = rows->reach[r];
+        bool inside = (uint64_t)y < (uint64_t)ny && (uint64_t)z < (uint64_t)nz;
+        int64_t row = inside ? (z * ny + y) * nx : 0;
+        int64_t x0 = inside ? max64(cx - reach, 0) : 0;
+        int64_t x1 = inside ? min64(cx + reach, nx - 1) + 1 : 0;
+        rg[1 + r] = (range){cell_start(g, row + x0, sparse), cell_start(g, row + x1, sparse)};
+        looked += inside ? 2 * reach + 1 : 0;
+    }
+    *cells += looked;
+    return 1 + nrows;
+}
+
+#ifdef PROX_KERNEL_AVX512
+
+/* Candidates packed into the lanes of one vector, range after range. */
+typedef struct lanes {
+    __m512i x, y, z, id;
+    int filled;
+} lanes;
+
+typedef struct sweep {
+    const prox_grid *g;
+    prox_fixed_block block;
+    grid_recheck *rc;
+    prox_emitter *e;
+    int64_t candidates;
+    uint32_t ids[16]; /* the vector's candidates' ids, for the rare recheck */
+} sweep;
+
+/* a + b, less `skip` elements: lane `skip` of a vector loaded there is
+ * a[b]. The address may precede the array; the lanes before `skip` are
+ * masked off, and masked lanes are never read (nor fault). Computed as an
+ * integer, since C has no pointer before an array. */
+static inline const void *lanes_before(const void *a, int64_t b, int skip)
+{
+    return (const void *)((uintptr_t)((const uint32_t *)a + b) - (uintptr_t)skip * 4u);
+}
+
+/* Candidates [b, b + take) into lanes filled .. filled + take - 1. */
+static PROX_ALWAYS_INLINE void put(const sweep *w, lanes *l, int64_t b, int take, bool three)
+{
+    __mmask16 at = (__mmask16)(((1u << take) - 1) << l->filled);
+    l->x = _mm512_mask_loadu_epi32(l->x, at, lanes_before(w->block.x, b, l->filled));
+    l->y = _mm512_mask_loadu_epi32(l->y, at, lanes_before(w->block.y, b, l->filled));
+    if (three)
+        l->z = _mm512_mask_loadu_epi32(l->z, at, lanes_before(w->block.z, b, l->filled));
+    l->id = _mm512_mask_loadu_epi32(l->id, at, lanes_before(w->g->id, b, l->filled));
+    l->filled += take;
+}
+
+/* Pairs (self, id of each hit), smaller id first, into the emitter's
+ * array. Masked stores: the array may be a window of the caller's buffer,
+ * exactly as long as its pairs, with another chunk's window after it. */
+static PROX_ALWAYS_INLINE void store_pairs(prox_emitter *e, uint32_t self, __m512i id,
+                                           __mmask16 hit)
+{
+    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i second =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    int found = __builtin_popcount(hit);
+    if (!prox_emitter_reserve(e, found))
+        return;
+    __m512i j = _mm512_maskz_compress_epi32(hit, id), s = _mm512_set1_epi32((int)self);
+    __m512i lo = _mm512_min_epu32(s, j), hi = _mm512_max_epu32(s, j);
+    prox_pair *out = e->pairs + e->count;
+    __mmask16 words = (__mmask16)((1u << 2 * (found < 8 ? found : 8)) - 1);
+    _mm512_mask_storeu_epi32((void *)out, words, _mm512_permutex2var_epi32(lo, first, hi));
+    if (found > 8) {
+        words = (__mmask16)((1u << 2 * (found - 8)) - 1);
+        _mm512_mask_storeu_epi32((void *)(out + 8), words,
+                                 _mm512_permutex2var_epi32(lo, second, hi));
+    }
+    e->count += found;
+}
+
+/* The filled lanes tested against sorted point s (fixed-point q), their
+ * pairs emitted; the lanes emptied. */
+static PROX_ALWAYS_INLINE void flush(sweep *w, int64_t s, const int32_t q[3], lanes *l,
+                                     bool three)
+{
+    const prox_fixed_metric *m = &w->g->fixed_metric;
+    __mmask16 live = (__mmask16)((1u << l->filled) - 1);
+    __m512 d2 = _mm512_add_ps(prox_vx_axis_of(l->x, q[0], 1.0f, 0, false),
+                              prox_vx_axis_of(l->y, q[1], 1.0f, 0, false));
+    if (three)
+        d2 = _mm512_add_ps(d2, prox_vx_axis_of(l->z, q[2], 1.0f, 0, false));
+    _mm512_storeu_si512((void *)w->ids, l->id); /* the recheck reads them */
+    __mmask16 hit = prox_vx_decide(d2, 0, live, m, &w->rc->base);
+    l->filled = 0;
+    prox_emitter *e = w->e;
+    uint32_t self = w->g->id[s];
+    if (e->kind == PROX_SINK_COUNT) {
+        e->count += __builtin_popcount(hit);
+    } else if (e->kind == PROX_SINK_CALLBACK) {
+        for (; hit && !e->stop; hit &= hit - 1) {
+            uint32_t j = w->ids[__builtin_ctz(hit)];
+            prox_emit(e, self < j ? self : j, self < j ? j : self);
+        }
+    } else {
+        store_pairs(e, self, l->id, hit);
+    }
+}
+
+/* Candidates of ranges rg[0 .. count) against sorted point s. */
+static PROX_ALWAYS_INLINE void sweep_point(sweep *w, int64_t s, const range *rg, int count,
+                                           bool three)
+{
+    int32_t q[3];
+    fixed_point_of(w->g, s, q);
+    w->rc->query = w->g->id[s];
+    lanes l = {.filled = 0};
+    int64_t total = 0;
+    for (int k = 0; k < count; k++)
+        total += rg[k].end - rg[k].begin;
+    if (total <= 16) { /* about one point a cell: always */
+        for (int k = 0; k < count; k++)
+            put(w, &l, rg[k].begin, (int)(rg[k].end - rg[k].begin), three);
+    } else {
+        for (int k = 0; k < count; k++) {
+            int64_t b = rg[k].begin, end = rg[k].end;
+            for (;;) {
+                int take = (int)min64(end - b, 16 - l.filled);
+                put(w, &l, b, take, three);
+                b += take;
+                if (b == end)
+                    break;
+                flush(w, s, q, &l, three);
+            }
+        }
+    }
+    flush(w, s, q, &l, three); /* no branch on emptiness: a coin toss here */
+    w->candidates += total;
+}
+
+/* nrows: the forward rows, a constant in the common stencils (cells of r:
+ * one in 2D, four in 3D) so that their loop unrolls. */
+static PROX_ALWAYS_INLINE void sweep_points(sweep *w, const prox_strip_rows *rows, int nrows,
+                                            int64_t p0, int64_t p1, int64_t *cells, bool three,
+                                            bool sparse)
+{
+    range rg[1 + PROX_STRIP_MAX_ROWS];
+    for (int64_t s = p0; s < p1 && !w->e->stop; s++) {
+        int count = forward_ranges(w->g, rows, nrows, s, three, sparse, rg, cells);
+        sweep_point(w, s, rg, count, three);
+    }
+}
+
+void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int64_t p0,
+                           int64_t p1, grid_recheck *rc, prox_emitter *e, prox_stats *counters)
+{
+    sweep w = {.g = g, .block = fixed_block(g), .rc = rc, .e = e};
+    rc->ids = w.ids;
+    int64_t *cells = &counters->cells_visited;
+    bool sparse = g->sparse;
+    if (g->dim == 2 && rows->count == 1 && !sparse)
+        sweep_points(&w, rows, 1, p0, p1, cells, false, false);
+    else if (g->dim == 2 && rows->count == 1)
+        sweep_points(&w, rows, 1, p0, p1, cells, false, true);
+    else if (g->dim == 3 && rows->count == 4 && !sparse)
+        sweep_points(&w, rows, 4, p0, p1, cells, true, false);
+    else if (g->dim == 3 && rows->count == 4)
+        sweep_points(&w, rows, 4, p0, p1, cells, true, true);
+    else
+        sweep_points(&w, rows, rows->count, p0, p1, cells, g->dim == 3, sparse);
+    rc->ids = NULL;
+    counters->candidates += w.candidates;
+}
+
+#else /* portable: the same ranges, a candidate at a time */
+
+void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int64_t p0,
+                           int64_t p1, grid_recheck *rc, prox_emitter *e, prox_stats *counters)
+{
+    prox_fixed_block b = fixed_block(g);
+    range rg[1 + PROX_STRIP_MAX_ROWS];
+    for (int64_t s = p0; s < p1 && !e->stop; s++) {
+        int count = forward_ranges(g, rows, rows->count, s, g->dim == 3, g->sparse, rg,
+                                   &counters->cells_visited);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        prox_index self = g->id[s];
+        rc->query = self;
+        for (int k = 0; k < count; k++) {
+            counters->candidates += rg[k].end - rg[k].begin;
+            for (int64_t t = rg[k].begin; t < rg[k].end && !e->stop; t++) {
+                prox_index j = g->id[t];
+                if (prox_fixed_within(&b, t, q, &g->fixed_metric, &rc->base))
+                    prox_emit(e, self < j ? self : j, self < j ? j : self);
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,284 @@
+/* vec.h: the vector operations the distance kernels are written in
+ * (kernel_fixed.h), one implementation per SIMD level: AVX2 (8 lanes),
+ * SSE2 and NEON (4 lanes), and scalar (1 lane, plain C). A kernel written
+ * over these runs unchanged on each; AVX-512 keeps its own kernels, which
+ * mask every operation natively.
+ *
+ * Lanes are 32 bits: int32 coordinates, their float squares, uint32 ids,
+ * and pairs of int16 (rel16 coordinates). A mask (pv_mask) holds lane k in
+ * bit k. Loads of n < PV_W lanes never read past the n-th element; dead
+ * lanes read as 0. pv_compress stores PV_W lanes whatever the mask, so its
+ * output needs PV_W entries of room past the last kept one
+ * (PROX_KERNEL_SLACK).
+ *
+ * Exactness: every float operation is the scalar one lane by lane (IEEE
+ * single, round to nearest, no contraction), so each level decides as the
+ * scalar code does. */
+#ifndef PROX_VEC_H
+#define PROX_VEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "simd/simd.h"
+
+typedef uint32_t pv_mask;
+
+#if PROX_SIMD_AVX2 /* ---------------------------------------------------- */
+
+#define PV_W 8
+typedef __m256i pv_i32;
+typedef __m256 pv_f32;
+
+static inline pv_i32 pv_set1_i32(int32_t v) { return _mm256_set1_epi32(v); }
+static inline pv_f32 pv_set1_f32(float v) { return _mm256_set1_ps(v); }
+static inline pv_i32 pv_iota(int64_t first)
+{
+    return _mm256_add_epi32(_mm256_set1_epi32((int32_t)first),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+/* Elements p[0 .. n) (n >= PV_W: all lanes). */
+static inline pv_i32 pv_load_n(const void *p, int64_t n)
+{
+    if (n >= PV_W)
+        return _mm256_loadu_si256((const __m256i *)p);
+    __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_maskload_epi32((const int *)p, live);
+}
+static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm256_add_epi32(a, b); }
+static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm256_sub_epi32(a, b); }
+static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm256_sub_epi16(a, b); }
+/* Lane k: lo16(a) * lo16(b) + hi16(a) * hi16(b), in int32 (pmaddwd). */
+static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b) { return _mm256_madd_epi16(a, b); }
+static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return _mm256_and_si256(a, b); }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return _mm256_or_si256(a, b); }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return _mm256_cmpeq_epi32(a, b); }
+static inline int32_t pv_hsum(pv_i32 a)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
+}
+static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return _mm256_cmpgt_epi32(a, b); }
+static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm256_cvtepi32_ps(a); }
+static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm256_add_ps(a, b); }
+static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return _mm256_mul_ps(a, b); }
+static inline pv_mask pv_bits(pv_i32 lanes) /* the top bit of each lane */
+{
+    return (pv_mask)_mm256_movemask_ps(_mm256_castsi256_ps(lanes));
+}
+static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b)
+{
+    return (pv_mask)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LE_OQ));
+}
+static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b)
+{
+    return pv_bits(_mm256_cmpeq_epi32(_mm256_max_epu32(a, b), b));
+}
+static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return pv_bits(_mm256_cmpeq_epi32(a, b)); }
+/* The lanes of v that m keeps, stored in order at out (PV_W written):
+ * m's bits spread to bytes (pdep), the kept lanes' indices gathered
+ * (pext), then one permute. */
+static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
+{
+    uint64_t bytes = _pdep_u64(m, 0x0101010101010101ull) * 0xff;
+    uint64_t order = _pext_u64(0x0706050403020100ull, bytes);
+    __m256i index = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)order));
+    _mm256_storeu_si256((__m256i *)(void *)out, _mm256_permutevar8x32_epi32(v, index));
+}
+
+#elif PROX_SIMD_SSE2 /* ---------------------------------------------------- */
+
+#define PV_W 4
+typedef __m128i pv_i32;
+typedef __m128 pv_f32;
+
+static inline pv_i32 pv_set1_i32(int32_t v) { return _mm_set1_epi32(v); }
+static inline pv_f32 pv_set1_f32(float v) { return _mm_set1_ps(v); }
+static inline pv_i32 pv_iota(int64_t first)
+{
+    return _mm_add_epi32(_mm_set1_epi32((int32_t)first), _mm_setr_epi32(0, 1, 2, 3));
+}
+static inline pv_i32 pv_load_n(const void *p, int64_t n)
+{
+    if (n >= PV_W)
+        return _mm_loadu_si128((const __m128i *)p);
+    int32_t v[PV_W] = {0, 0, 0, 0};
+    memcpy(v, p, (size_t)n * sizeof v[0]);
+    return _mm_loadu_si128((const __m128i *)(const void *)v);
+}
+static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm_add_epi32(a, b); }
+static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm_sub_epi32(a, b); }
+static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm_sub_epi16(a, b); }
+static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b) { return _mm_madd_epi16(a, b); }
+static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return _mm_and_si128(a, b); }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return _mm_or_si128(a, b); }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return _mm_cmpeq_epi32(a, b); }
+static inline int32_t pv_hsum(pv_i32 a)
+{
+    __m128i s = _mm_add_epi32(a, _mm_shuffle_epi32(a, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
+}
+static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return _mm_cmpgt_epi32(a, b); }
+static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm_cvtepi32_ps(a); }
+static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm_add_ps(a, b); }
+static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return _mm_mul_ps(a, b); }
+static inline pv_mask pv_bits(pv_i32 lanes)
+{
+    return (pv_mask)_mm_movemask_ps(_mm_castsi128_ps(lanes));
+}
+static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b) { return (pv_mask)_mm_movemask_ps(_mm_cmple_ps(a, b)); }
+static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b) /* no unsigned compare: flip the sign bits */
+{
+    const __m128i sign = _mm_set1_epi32(INT32_MIN);
+    return ~pv_bits(_mm_cmpgt_epi32(_mm_xor_si128(a, sign), _mm_xor_si128(b, sign))) & 0xfu;
+}
+static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return pv_bits(_mm_cmpeq_epi32(a, b)); }
+static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
+{
+    uint32_t lane[PV_W];
+    _mm_storeu_si128((__m128i *)(void *)lane, v);
+    for (int k = 0; m; m &= m - 1)
+        out[k++] = lane[__builtin_ctz(m)];
+}
+
+#elif PROX_SIMD_NEON /* ---------------------------------------------------- */
+
+#define PV_W 4
+typedef int32x4_t pv_i32;
+typedef float32x4_t pv_f32;
+
+static inline pv_i32 pv_set1_i32(int32_t v) { return vdupq_n_s32(v); }
+static inline pv_f32 pv_set1_f32(float v) { return vdupq_n_f32(v); }
+static inline pv_i32 pv_iota(int64_t first)
+{
+    const int32_t step[4] = {0, 1, 2, 3};
+    return vaddq_s32(vdupq_n_s32((int32_t)first), vld1q_s32(step));
+}
+static inline pv_i32 pv_load_n(const void *p, int64_t n)
+{
+    if (n >= PV_W)
+        return vld1q_s32((const int32_t *)p);
+    int32_t v[PV_W] = {0, 0, 0, 0};
+    memcpy(v, p, (size_t)n * sizeof v[0]);
+    return vld1q_s32(v);
+}
+static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return vaddq_s32(a, b); }
+static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return vsubq_s32(a, b); }
+static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b)
+{
+    return vreinterpretq_s32_s16(vsubq_s16(vreinterpretq_s16_s32(a), vreinterpretq_s16_s32(b)));
+}
+static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b)
+{
+    int16x8_t x = vreinterpretq_s16_s32(a), y = vreinterpretq_s16_s32(b);
+    int32x4_t lo = vmull_s16(vget_low_s16(x), vget_low_s16(y));
+    int32x4_t hi = vmull_high_s16(x, y);
+    return vpaddq_s32(lo, hi); /* lanes (0+1), (2+3) of lo, then of hi */
+}
+static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return vandq_s32(a, b); }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return vorrq_s32(a, b); }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return vreinterpretq_s32_u32(vceqq_s32(a, b)); }
+static inline int32_t pv_hsum(pv_i32 a) { return vaddvq_s32(a); }
+static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return vreinterpretq_s32_u32(vcgtq_s32(a, b)); }
+static inline pv_f32 pv_to_f32(pv_i32 a) { return vcvtq_f32_s32(a); }
+static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return vaddq_f32(a, b); }
+static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return vmulq_f32(a, b); }
+static inline pv_mask pv_bits_u32(uint32x4_t lanes)
+{
+    const uint32_t weight[4] = {1, 2, 4, 8};
+    return vaddvq_u32(vandq_u32(lanes, vld1q_u32(weight)));
+}
+static inline pv_mask pv_bits(pv_i32 lanes)
+{
+    return pv_bits_u32(vcltq_s32(lanes, vdupq_n_s32(0)));
+}
+static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b) { return pv_bits_u32(vcleq_f32(a, b)); }
+static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b)
+{
+    return pv_bits_u32(vcleq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b)));
+}
+static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return pv_bits_u32(vceqq_s32(a, b)); }
+static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
+{
+    uint32_t lane[PV_W];
+    vst1q_u32(lane, vreinterpretq_u32_s32(v));
+    for (int k = 0; m; m &= m - 1)
+        out[k++] = lane[__builtin_ctz(m)];
+}
+
+#else /* scalar: one lane ---------------------------------------------------- */
+
+#define PV_W 1
+typedef int32_t pv_i32;
+typedef float pv_f32;
+
+static inline pv_i32 pv_set1_i32(int32_t v) { return v; }
+static inline pv_f32 pv_set1_f32(float v) { return v; }
+static inline pv_i32 pv_iota(int64_t first) { return (int32_t)first; }
+static inline pv_i32 pv_load_n(const void *p, int64_t n)
+{
+    (void)n; /* n >= 1 whenever a kernel loads */
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
+static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b)
+{
+    uint32_t x = (uint32_t)a, y = (uint32_t)b;
+    return (int32_t)(((x - y) & 0xffffu) | (((x >> 16) - (y >> 16)) << 16));
+}
+static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b)
+{
+    int32_t lo = (int32_t)(int16_t)((uint32_t)a & 0xffff) * (int16_t)((uint32_t)b & 0xffff);
+    int32_t hi = (int32_t)(int16_t)((uint32_t)a >> 16) * (int16_t)((uint32_t)b >> 16);
+    return (int32_t)((uint32_t)lo + (uint32_t)hi);
+}
+static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return a & b; }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return a | b; }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return a == b ? -1 : 0; }
+static inline int32_t pv_hsum(pv_i32 a) { return a; }
+static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return a > b ? -1 : 0; }
+static inline pv_f32 pv_to_f32(pv_i32 a) { return (float)a; }
+static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return a + b; }
+static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return a * b; }
+static inline pv_mask pv_bits(pv_i32 lanes) { return (uint32_t)lanes >> 31; }
+static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b) { return a <= b; }
+static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a <= (uint32_t)b; }
+static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return a == b; }
+static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
+{
+    (void)m; /* the caller advances by popcount(m): a store it skips is overwritten */
+    out[0] = (uint32_t)v;
+}
+
+#endif /* ------------------------------------------------------------------ */
+
+/* The lanes of the PV_W elements from k on that exist (left = end - k). */
+static inline pv_mask pv_live(int64_t left)
+{
+    return left >= PV_W ? (pv_mask)((1ull << PV_W) - 1) : (pv_mask)((1u << left) - 1);
+}
+
+/* ids above self (unsigned), as a mask. */
+static inline pv_mask pv_above(pv_i32 ids, uint32_t self)
+{
+    return ~pv_le_u32(ids, pv_set1_i32((int32_t)self)) & pv_live(PV_W);
+}
+
+/* The minimum image of each lane's difference along a periodic axis of P
+ * units (P > 0), as the scalar code takes it: d - P above P/2, d + P
+ * below -(P/2). */
+static inline pv_i32 pv_min_image(pv_i32 d, int32_t P)
+{
+    pv_i32 above = pv_gt_i32(d, pv_set1_i32(P / 2));
+    pv_i32 below = pv_gt_i32(pv_set1_i32(-(P / 2)), d);
+    pv_i32 p = pv_set1_i32(P);
+    return pv_add_i32(pv_sub_i32(d, pv_and(above, p)), pv_and(below, p));
+}
+
+#endif
