@@ -100,6 +100,15 @@ valgrind: harden-deps
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
+# Optional: libprox_mpi, `prox --mpi` and tests/mpi are built when CMake
+# finds MPI; `make deps` installs Open MPI as root, and goes on without it
+# otherwise.
+MPI_DEPS = openmpi-bin libopenmpi-dev
+.PHONY: mpi-deps
+deps: mpi-deps
+mpi-deps:
+	@tools/deps.sh $(MPI_DEPS) || echo "deps: building without MPI (libprox_mpi, prox --mpi and tests/mpi left out)" >&2
+
 # prox and its peer libraries side by side (bench/peers/README.md), e.g.
 #   make bench-peers ARGS="--full --reps 5"
 bench-peers: build

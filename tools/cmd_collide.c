@@ -7,6 +7,7 @@
 #include "box_io.h"
 #include "broad_options.h"
 #include "cli.h"
+#include "cli_mpi.h"
 #include "commands.h"
 #include "prox/prox.h"
 
@@ -31,6 +32,8 @@ static const char usage[] =
     BROAD_KDTREE_HELP
     "      --count         print only the number of pairs\n"
     "      --stats         print key=value timings and figures to stderr\n"
+    "      --mpi           run over MPI ranks (mpirun -np P prox collide --mpi ...):\n"
+    "                      rank 0 reads BOXES and writes the same output\n"
     "  -o, --output OUT    write to OUT (default stdout); OUT appears only when complete\n"
     "  -h, --help          this help\n"
     "\n"
@@ -40,20 +43,20 @@ static const char usage[] =
     "Exit status: 0 ok, 2 usage error, 3 bad data (malformed file, NaN or infinite\n"
     "number, a box with min > max), 4 I/O error, 5 out of memory.\n";
 
-enum { OPT_DIM = 1, OPT_COUNT, OPT_STATS, OPT_OUTPUT, OPT_HELP };
+enum { OPT_DIM = 1, OPT_COUNT, OPT_STATS, OPT_OUTPUT, OPT_HELP, OPT_MPI };
 
 static const opt_spec specs[] = {
     BROAD_OPTION_SPECS,
     { "dim", 0, true, OPT_DIM },      { "count", 0, false, OPT_COUNT },
     { "stats", 0, false, OPT_STATS }, { "output", 'o', true, OPT_OUTPUT },
-    { "help", 'h', false, OPT_HELP },
+    { "help", 'h', false, OPT_HELP }, { "mpi", 0, false, OPT_MPI },
 };
 
 typedef struct collide_options {
     const char *input, *output;
     int dim;
     prox_broad_desc desc;
-    bool count, stats;
+    bool count, stats, mpi;
 } collide_options;
 
 static bool apply_option(opt_parser *p, collide_options *o, int id, const char *v)
@@ -64,6 +67,7 @@ static bool apply_option(opt_parser *p, collide_options *o, int id, const char *
     case OPT_DIM: o->dim = (int)parse_count(p, v, 2, 3); break;
     case OPT_COUNT: o->count = true; break;
     case OPT_STATS: o->stats = true; break;
+    case OPT_MPI: o->mpi = true; break;
     case OPT_OUTPUT: o->output = v; break;
     case OPT_HELP: return false;
     }
@@ -93,6 +97,39 @@ static bool parse_options(int argc, char **argv, collide_options *o)
     return true;
 }
 
+/* --mpi: rank 0 reads and writes; every rank searches (cli_mpi.h). */
+static int collide_over_mpi(const collide_options *o)
+{
+    int rank = cli_mpi_start("collide");
+    output out;
+    row_file rf;
+    memset(&rf, 0, sizeof rf);
+    prox_boxes boxes = { .dim = 3 };
+    if (rank == 0) {
+        output_open(&out, o->output);
+        bool binary = has_suffix(o->input, ".f64") || has_suffix(o->input, ".f32");
+        int dim = o->dim ? o->dim : binary ? 3 : 0;
+        row_file_read(&rf, o->input, 2 * dim);
+        boxes = row_file_boxes(&rf, rf.cols / 2);
+    }
+    prox_pair_buffer buffer;
+    prox_pair_buffer_init(&buffer, NULL);
+    prox_stats stats;
+    cli_mpi_collide(&boxes, &o->desc, o->count ? prox_sink_count() : prox_sink_buffer(&buffer),
+                    &stats, o->stats);
+    if (rank == 0) {
+        if (o->count)
+            output_printf(&out, "%lld\n", (long long)stats.pairs);
+        else
+            write_pair_lines(&out, &buffer);
+        output_commit(&out);
+        row_file_free(&rf);
+    }
+    prox_pair_buffer_free(&buffer);
+    cli_mpi_finish();
+    return EXIT_OK;
+}
+
 int cmd_collide(int argc, char **argv)
 {
     collide_options o;
@@ -101,6 +138,8 @@ int cmd_collide(int argc, char **argv)
         return EXIT_OK;
     }
     set_thread_limit(o.desc.threads);
+    if (o.mpi)
+        return collide_over_mpi(&o);
     output out;
     output_open(&out, o.output);
     row_file rf;

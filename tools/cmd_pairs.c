@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
 #include "commands.h"
 #include "input.h"
 #include "output.h"
@@ -56,6 +57,8 @@ static const char usage[] =
     "                          sample of the points) would pass BYTES; suffixes\n"
     "                          K, M, G, T (powers of 1024)\n"
     "      --stats             print key=value timings and figures to stderr\n"
+    "      --mpi               over MPI ranks (mpirun -np P prox pairs --mpi): the same\n"
+    "                          output; grid only\n"
     "  -o, --output OUT        write to OUT (default stdout); OUT appears only when\n"
     "                          complete. A symbolic link is followed (its target\n"
     "                          is written, the link stays); a read-only OUT is\n"
@@ -98,13 +101,14 @@ typedef struct pairs_options {
     bool stats;
     bool stream;
     int64_t max_memory; /* 0: no limit */
+    bool mpi;
 } pairs_options;
 
 enum {
     OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_COORDS, OPT_ROWS, OPT_THREADS, OPT_PERIODIC,
     OPT_DIVISIONS,
     OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP, OPT_STREAM,
-    OPT_MAX_MEMORY,
+    OPT_MAX_MEMORY, OPT_MPI,
 };
 
 static const opt_spec pairs_specs[] = {
@@ -126,6 +130,7 @@ static const opt_spec pairs_specs[] = {
     { "help", 'h', false, OPT_HELP },
     { "stream", 0, false, OPT_STREAM },
     { "max-memory", 0, true, OPT_MAX_MEMORY },
+    { "mpi", 0, false, OPT_MPI },
 };
 
 /* ---- options ----------------------------------------------------------- */
@@ -215,6 +220,7 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
     case OPT_OUTPUT: o->output = v; break;
     case OPT_STREAM: o->stream = true; break;
     case OPT_MAX_MEMORY: o->max_memory = parse_bytes(p, v); break;
+    case OPT_MPI: o->mpi = true; break;
     case OPT_HELP: return false;
     }
     return true;
@@ -566,6 +572,41 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             s->method ? s->method : "none");
 }
 
+/* --mpi: rank 0 reads and writes; every rank searches (cli_mpi.h). */
+static int pairs_over_mpi(const pairs_options *o)
+{
+    if (o->algo != PROX_ALGO_GRID)
+        die_usage("pairs", "--mpi searches with the grid only");
+    if (o->stream || o->max_memory > 0)
+        die_usage("pairs", "--mpi excludes --stream and --max-memory");
+    int rank = cli_mpi_start("pairs");
+    output out;
+    point_file pf;
+    memset(&pf, 0, sizeof pf);
+    prox_grid_desc desc = prox_default_grid_desc();
+    prox_points points = { .dim = 3 };
+    if (rank == 0) {
+        output_open(&out, o->output);
+        point_file_read(&pf, o->input, o->dim);
+        desc = make_desc(o, resolve_radius(o, &pf), pf.dim);
+        points = point_file_view(&pf);
+    }
+    pairs_result r;
+    memset(&r, 0, sizeof r);
+    prox_pair_buffer_init(&r.buffer, NULL);
+    prox_lists_init(&r.lists, NULL);
+    cli_mpi_pairs(&points, &desc, make_sink(o->task, &r), &r.stats, o->stats);
+    if (rank == 0) {
+        write_result(&out, o->task, &r);
+        output_commit(&out);
+        point_file_free(&pf);
+    }
+    prox_pair_buffer_free(&r.buffer);
+    prox_lists_free(&r.lists);
+    cli_mpi_finish();
+    return EXIT_OK;
+}
+
 int cmd_pairs(int argc, char **argv)
 {
     pairs_options o;
@@ -574,6 +615,8 @@ int cmd_pairs(int argc, char **argv)
         return EXIT_OK;
     }
     set_thread_limit(o.threads);
+    if (o.mpi)
+        return pairs_over_mpi(&o);
     output out;
     output_open(&out, o.output); /* first, so that a bad -o fails fast */
 
