@@ -14,16 +14,17 @@ ENGINE=${FUZZ_ENGINE:--fsanitize=fuzzer}
 SAN=${FUZZ_SANITIZE:--fsanitize=address,undefined -fno-sanitize=pointer-overflow -fno-sanitize-recover=all}
 FLAGS="-g -O1 -std=c11 -fno-omit-frame-pointer -ffp-contract=off -fopenmp $SAN ${FUZZ_CFLAGS:-}"
 mkdir -p "$OUT/obj"
-# The library and the parsers, compiled once with coverage for the fuzzer.
-for src in src/core/*.c src/simd/*.c src/points/*.c src/broad/*.c; do
-  [ -f "$src" ] && echo "$src"
-done | xargs -P "${JOBS:-2}" -I{} sh -c \
-  'o="$0/obj/$(echo {} | tr / _).o"; [ "$o" -nt {} ] || exec '"$CC"' '"$FLAGS"' -fsanitize=fuzzer-no-link -Iinclude -Isrc -c {} -o "$o"' "$OUT"
+# The library, built by CMake (its SIMD levels and their dispatch,
+# src/simd/simd.h) with coverage for the fuzzer.
+CC=$CC cmake -S . -B "$OUT/lib" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_FLAGS="$FLAGS -fsanitize=fuzzer-no-link" -DPROX_BUILD_TOOLS=OFF \
+  -DPROX_BUILD_EXAMPLES=OFF -DPROX_BUILD_PYTHON=OFF -DBUILD_TESTING=OFF >/dev/null
+cmake --build "$OUT/lib" -j "${JOBS:-2}" --target prox_static >/dev/null
 for src in tools/input.c tools/box_io.c; do
   $CC $FLAGS -fsanitize=fuzzer-no-link -D_POSIX_C_SOURCE=200809L -Dfree=fuzz_tracked_free \
     -Iinclude -Itools -c "$src" -o "$OUT/obj/fuzz_$(basename "$src" .c).o"
 done
-LIB="$OUT/obj/src_*.o"
+LIB="$OUT/lib/libprox.a"
 for target in point_file row_file points broad; do
   extra=""
   case $target in
