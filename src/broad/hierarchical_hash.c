@@ -559,7 +559,11 @@ static int64_t covered_cells(const hier *h, const box_cells *q, int cls, const h
             lo[k] = lo[k] > 2 * parent->cell[k] ? lo[k] : 2 * parent->cell[k];
             hi[k] = hi[k] < 2 * parent->cell[k] + 1 ? hi[k] : 2 * parent->cell[k] + 1;
         }
-        count *= hi[k] - lo[k] + 1;
+        int64_t span = hi[k] - lo[k] + 1;
+        if (span <= 0)
+            count = 0; /* no cell of this parent */
+        else /* saturated: callers only compare it with small bounds */
+            count = count > INT64_MAX / span ? INT64_MAX : count * span;
     }
     return count;
 }
