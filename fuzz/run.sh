@@ -18,8 +18,10 @@ status=0
 for t in $TARGETS; do
   mkdir -p "$OUT/corpus/$t"
   echo "fuzz_$t: ${SECONDS_EACH} s"
-  # -timeout: an input running 10 s is a hang; -rss_limit_mb: a runaway allocation.
+  # -timeout: an input running 10 s is a hang; -rss_limit_mb: a runaway allocation;
+  # -seed: the same mutations on every run (FUZZ_SEED=0 draws a new seed).
   if ! "$OUT/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+      -seed="${FUZZ_SEED:-1}" \
       -max_len=4096 -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$t-" \
       "$OUT/corpus/$t" "fuzz/corpus/$t" > "$OUT/fuzz_$t.log" 2>&1; then
     echo "fuzz_$t: FINDING (see $OUT/fuzz_$t.log and $OUT/artifacts/)"
