@@ -729,13 +729,27 @@ void prox_grid_fixed_of(const prox_grid *g, const double q[3], int32_t out[3])
     }
 }
 
-/* fixed_coord of built points over a block of doubles, vectorised. */
+/* fixed_coord(v, clamp = true) of built points over a block of doubles,
+ * in the form every level vectorises: each floor is taken of a value first
+ * clamped to [0, an integer], where it commutes with the clamp and equals
+ * truncation (a double-to-int32 conversion, an instruction on every level;
+ * fixed_coord's selects around floor_small vectorise only with AVX-512's
+ * masks). Same bits as fixed_coord, for any t. */
 static void fixed_block_of(const prox_grid *g, int k, const double *restrict v,
                            int32_t *restrict out, int64_t count)
 {
     const fixed_axis a = fixed_axis_of(g, k);
-    for (int64_t j = 0; j < count; j++)
-        out[j] = fixed_coord(&a, v[j], true);
+    const int32_t shift = g->fixed_shift[k];
+    const double top = a.unit - 1.0;
+    for (int64_t j = 0; j < count; j++) {
+        double t = (v[j] - a.origin) * a.inv_cell, c = t > 0.0 ? t : 0.0;
+        c = c < a.last ? c : a.last;
+        int32_t cell = (int32_t)c;
+        double f = (t - (double)cell) * a.unit;
+        f = f > 0.0 ? f : 0.0;
+        f = f < top ? f : top;
+        out[j] = (int32_t)((uint32_t)cell << shift) + (int32_t)f;
+    }
 }
 
 /* Points gathered a block at a time into doubles, then converted. */

@@ -267,10 +267,10 @@ void prox_grid_point_split(const prox_grid *g, int64_t s, const prox_range *rg, 
  * loops over points vectorise (grid.c, packed_linear_keys). */
 static inline int32_t cell_of(const prox_grid *g, int k, double v)
 {
-    double u = floor((v - g->origin[k]) * g->inv_cell[k]), last = (double)(g->ncell[k] - 1);
-    u = u < 0.0 ? 0.0 : u;
-    u = u > last ? last : u;
-    return (int32_t)u;
+    double u = (v - g->origin[k]) * g->inv_cell[k], last = (double)(g->ncell[k] - 1);
+    u = u < 0.0 ? 0.0 : u; /* floor commutes with a clamp to integers, and */
+    u = u > last ? last : u; /* truncation is floor from 0 up: no floor() */
+    return (int32_t)u;       /* call, which SSE2 lacks as an instruction */
 }
 
 static inline cell3 cell_of_point(const prox_grid *g, double x, double y, double z)
