@@ -122,6 +122,7 @@ static void expect_fixed_point_exact(const cloud *c, const double *period, const
         char context[256];
         snprintf(context, sizeof context, "%s: dim=%d algo=%s", what, c->dim, configs[n]->name);
         prox_grid_desc desc = config_desc(configs[n], 1.0, period, 2);
+        desc.coords = PROX_COORDS_FIXED; /* AUTO keeps doubles at the scalar level */
         prox_points view = prox_points_f64(c->xyz, c->count, c->dim);
         prox_pair_buffer buffer;
         prox_pair_buffer_init(&buffer, NULL);

@@ -32,7 +32,8 @@ static const char usage[] =
     "                          every cell, Morton when over 256 cells per point)\n"
     "      --coords fixed|double  coordinates the grid keeps (default fixed: 32-bit\n"
     "                          fixed point, pairs near the radius decided in double\n"
-    "                          from the input; linear keys only, else double)\n"
+    "                          from the input; linear keys only, else double;\n"
+    "                          double by default at PROX_SIMD=scalar)\n"
     "      --rows staged|in-place  how sorted pairs and lists are written (default\n"
     "                          staged: fastest, holds 4 bytes per output entry;\n"
     "                          in-place: 6 bytes per point beyond the output,\n"
@@ -253,7 +254,7 @@ static bool parse_options(int argc, char **argv, pairs_options *o)
     memset(o, 0, sizeof *o);
     o->cell_divisions = defaults.cell_divisions;
     o->keys = defaults.keys;
-    o->coords = PROX_COORDS_FIXED; /* the points outlive the grid */
+    o->coords = PROX_COORDS_AUTO;
     opt_parser p = opt_init("pairs", pairs_specs, sizeof pairs_specs / sizeof pairs_specs[0],
                             argc, argv);
     p.next = 1;
@@ -295,7 +296,8 @@ static prox_grid_desc make_desc(const pairs_options *o, double radius, int dim)
     prox_grid_desc desc = prox_default_grid_desc();
     desc.radius = radius;
     desc.keys = o->keys;
-    desc.coords = o->coords;
+    /* the points outlive the grid: AUTO as the one-shot calls take it */
+    desc.coords = o->coords == PROX_COORDS_AUTO ? prox_grid_coords_for_held_points() : o->coords;
     desc.rows = o->rows;
     desc.cell_divisions = o->cell_divisions;
     desc.table_size = o->table_size;

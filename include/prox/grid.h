@@ -51,9 +51,11 @@ typedef enum prox_keys {
 
 /* How a grid keeps the coordinates of its points (in cell order). */
 typedef enum prox_coords {
-    /* PROX_COORDS_DOUBLE for prox_grid objects; PROX_COORDS_FIXED for the
-     * one-shot prox_pairs and prox_query and for skin lists, whose grids
-     * are queried only while the caller's points are at hand */
+    /* PROX_COORDS_DOUBLE for prox_grid objects. For the one-shot
+     * prox_pairs and prox_query and for skin lists, whose grids are
+     * queried only while the caller's points are at hand,
+     * PROX_COORDS_FIXED at every SIMD level but scalar, where doubles are
+     * faster */
     PROX_COORDS_AUTO = 0,
     /* a copy in double: 8 bytes per axis and point; nothing of the
      * caller's is kept */
@@ -137,6 +139,13 @@ PROX_API prox_status prox_query(const prox_points *points, const prox_points *qu
  * cache locality), never a pointer to the caller's points, unless asked for
  * fixed-point coordinates (desc.coords = PROX_COORDS_FIXED). */
 typedef struct prox_grid prox_grid;
+
+/* The coordinates that PROX_COORDS_AUTO gives the one-shot calls and skin
+ * lists at the SIMD level in use (PROX_COORDS_FIXED, or DOUBLE at the
+ * scalar level): for a grid whose caller keeps the points alive and
+ * unchanged between build and queries, desc.coords =
+ * prox_grid_coords_for_held_points() makes the same choice. */
+PROX_API prox_coords prox_grid_coords_for_held_points(void);
 
 /* On failure *out is set to NULL. destroy(NULL) does nothing. */
 PROX_API prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out);

@@ -322,6 +322,16 @@ static float float_beyond(double v, int dir)
     return f;
 }
 
+/* Fixed point wherever the level has vectors: half the bytes and twice the
+ * lanes of doubles, and rel16 strips and rows. The scalar level keeps
+ * doubles: with one lane, the conversions and rechecks of fixed point cost
+ * more than they save (bench/plain_grid.c run with PROX_SIMD=scalar and
+ * --coords as its last argument compares the two). */
+prox_coords prox_grid_coords_for_held_points(void)
+{
+    return PROX_SIMD_SCALAR ? PROX_COORDS_DOUBLE : PROX_COORDS_FIXED;
+}
+
 /* Fixed point when asked for, with linear keys, and when every axis has at
  * most FIXED_MAX_CELLS cells; otherwise doubles. Axes whose cells have one
  * size (all open axes) share one shift, so that their units are equal and

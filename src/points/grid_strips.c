@@ -157,8 +157,8 @@ static inline void copy_words(uint32_t *to, const uint32_t *from, int64_t len)
     for (int64_t t = 0; t < len; t += 16)
         _mm512_storeu_si512(to + t, _mm512_maskz_loadu_epi32(prox_vx_live(len - t), from + t));
 #else
-    for (int64_t t = 0; t < len; t++)
-        to[t] = from[t];
+    for (int64_t t = 0; t < len; t += PV_W)
+        pv_store(to + t, pv_load_n(from + t, len - t));
 #endif
 }
 
@@ -227,10 +227,12 @@ static inline void rel16_words(const int32_t *fx, const int32_t *fy, int32_t cx,
         _mm512_storeu_si512(to + t, w);
     }
 #else
-    for (int64_t t = 0; t < len; t++) {
-        int32_t dx = fx[t] - cx, dy = fy ? fy[t] - cy : 0;
-        to[t] = prox_rel16_pack(dx >= 0 ? dx >> drop : ~(~dx >> drop),
-                                dy >= 0 ? dy >> drop : ~(~dy >> drop));
+    const pv_i32 vx = pv_set1_i32(cx), vy = pv_set1_i32(cy), low = pv_set1_i32(0xffff);
+    for (int64_t t = 0; t < len; t += PV_W) { /* arithmetic shifts: floors */
+        pv_i32 w = pv_and(pv_sra_i32(pv_sub_i32(pv_load_n(fx + t, len - t), vx), drop), low);
+        if (fy)
+            w = pv_or(w, pv_shl16(pv_sra_i32(pv_sub_i32(pv_load_n(fy + t, len - t), vy), drop)));
+        pv_store(to + t, w);
     }
 #endif
 }
@@ -280,7 +282,11 @@ void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b)
 typedef struct half_scratch {
     uint32_t *hits;
     int64_t cap;
-    prox_fixed_gather fixed; /* a run's ranges, gathered */
+    /* a run's ranges, gathered as rel16 coordinates where the grid allows
+     * them (rel16_metric not NULL), else as fixed-point ones */
+    const prox_rel16_metric *rel16_metric;
+    prox_rel16_gather rel16;
+    prox_fixed_gather fixed;
 } half_scratch;
 
 /* Emit (id of s, id of each hit) with the smaller id first; ids[] maps a
@@ -411,6 +417,36 @@ void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int c
     *nd = d;
 }
 
+/* As gathered_hits over a block of rel16 coordinates around cell a. */
+static int64_t gathered_rel16_hits(const prox_grid *g, int64_t s, int64_t own_begin, cell3 a,
+                                   const half_scratch *hs, grid_recheck *rc, uint32_t *hits)
+{
+    const prox_rel16_gather *r16 = &hs->rel16;
+    prox_rel16_block b = {r16->xy, g->dim == 3 ? r16->z0 : NULL};
+    uint32_t qxy, qz0;
+    prox_rel16_point(g, hs->rel16_metric, a, s, &qxy, &qz0);
+    rc->query = g->id[s];
+    rc->ids = r16->id;
+    int64_t found = prox_rel16_hits(&b, s + 1 - own_begin, r16->count, qxy, qz0,
+                                    hs->rel16_metric, &rc->base, hits);
+    rc->ids = NULL;
+    return found;
+}
+
+/* Run r's ranges gathered into the scratch: rel16 coordinates where the
+ * grid allows them, else fixed-point ones. Returns the ids of the block's
+ * candidates, or NULL when out of memory. */
+static const prox_index *gather_half_ranges(const prox_grid *g, int64_t r, const range *rg,
+                                            int count, half_scratch *hs)
+{
+    if (hs->rel16_metric)
+        return prox_rel16_gather_ranges(g, hs->rel16_metric, run_cell_of(g, r), rg, count,
+                                        &hs->rel16)
+                   ? hs->rel16.id
+                   : NULL;
+    return prox_fixed_gather_ranges(g, rg, count, false, &hs->fixed) ? hs->fixed.id : NULL;
+}
+
 /* Pairs whose first point (in cell order) lies in run r. */
 static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_t r,
                               half_scratch *hs, grid_recheck *rc, prox_emitter *e,
@@ -427,24 +463,25 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
             return;
         }
     }
-    const prox_fixed_gather *block = NULL;
-    if (g->fixed_on && prox_gather_pays(own_end - own_begin, rg[0].end - rg[0].begin + others)) {
-        if (!prox_fixed_gather_ranges(g, rg, count, false, &hs->fixed)) {
-            e->stop = e->failed = true;
-            return;
-        }
-        block = &hs->fixed;
+    /* gathered: the block's ids; else the candidates are read in place */
+    const prox_index *ids = g->id;
+    bool gathered = g->fixed_on &&
+                    prox_gather_pays(own_end - own_begin, rg[0].end - rg[0].begin + others);
+    if (gathered && !(ids = gather_half_ranges(g, r, rg, count, hs))) {
+        e->stop = e->failed = true;
+        return;
     }
+    cell3 a = run_cell_of(g, r);
+    uint32_t *hits = e->kind == PROX_SINK_COUNT ? NULL : hs->hits;
     for (int64_t s = own_begin; s < own_end && !e->stop; s++) {
         counters->candidates += rg[0].end - (s + 1) + others;
-        if (e->kind == PROX_SINK_COUNT) {
-            e->count += block ? gathered_hits(g, s, own_begin, block, rc, NULL)
-                              : point_hits(g, s, rg, count, rc, NULL);
-        } else {
-            int64_t found = block ? gathered_hits(g, s, own_begin, block, rc, hs->hits)
-                                  : point_hits(g, s, rg, count, rc, hs->hits);
-            emit_hits(g, e, s, block ? block->id : g->id, hs->hits, found);
-        }
+        int64_t found = !gathered          ? point_hits(g, s, rg, count, rc, hits)
+                        : hs->rel16_metric ? gathered_rel16_hits(g, s, own_begin, a, hs, rc, hits)
+                                           : gathered_hits(g, s, own_begin, &hs->fixed, rc, hits);
+        if (hits)
+            emit_hits(g, e, s, ids, hits, found);
+        else
+            e->count += found;
     }
 }
 
@@ -470,7 +507,8 @@ static void reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, i
 static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int k, int count,
                                 bool predict, prox_emitter *e, prox_stats *counters)
 {
-    half_scratch hs = {0};
+    prox_rel16_metric rel16;
+    half_scratch hs = {.rel16_metric = prox_grid_rel16_metric(g, &rel16) ? &rel16 : NULL};
     grid_recheck rc;
     prox_grid_recheck_init(&rc, g, &g->source);
     int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
@@ -491,6 +529,17 @@ static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int 
     counters->rechecked += rc.base.calls;
     prox_free(&g->allocator, hs.hits);
     prox_fixed_gather_free(&g->allocator, &hs.fixed);
+    prox_rel16_gather_free(&g->allocator, &hs.rel16);
+}
+
+/* What ran, for prox_stats.method: the sweep, or strips gathered as rel16
+ * coordinates where the grid allows them (half_pairs_of_chunk). */
+static const char *strips_method(const prox_grid *g)
+{
+    prox_rel16_metric unused;
+    if (prox_grid_sweeps(g))
+        return prox_grid_method(g, GRID_SWEEP, false);
+    return prox_grid_method(g, GRID_STRIPS, prox_grid_rel16_metric(g, &unused));
 }
 
 static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
@@ -518,7 +567,7 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
     prox_chunks_free(&chunks);
     prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
-                         prox_grid_method(g, prox_grid_sweeps(g) ? GRID_SWEEP : GRID_STRIPS, false));
+                         strips_method(g));
     if (stats)
         stats->rechecked = rechecked;
     return st;
@@ -585,7 +634,7 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
             b->count = at[count];
     }
     prox_grid_fill_stats(g, stats, b->count, candidates, cells_visited,
-                         prox_grid_method(g, prox_grid_sweeps(g) ? GRID_SWEEP : GRID_STRIPS, false));
+                         strips_method(g));
     if (stats)
         stats->rechecked = rechecked;
     prox_free(&g->allocator, at);

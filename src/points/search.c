@@ -95,12 +95,12 @@ prox_metric prox_metric_of(const prox_grid_desc *desc, int dim)
 }
 
 /* The one-shot calls hold the caller's points for their whole run, so
- * AUTO means fixed-point coordinates there (prox_coords). */
+ * AUTO may mean fixed-point coordinates there (prox_coords). */
 static prox_grid_desc once_desc(const prox_grid_desc *desc)
 {
     prox_grid_desc d = *desc;
     if (d.coords == PROX_COORDS_AUTO)
-        d.coords = PROX_COORDS_FIXED;
+        d.coords = prox_grid_coords_for_held_points();
     return d;
 }
 

@@ -46,7 +46,7 @@ prox_status prox_skin_list_create(const prox_grid_desc *desc, double skin, prox_
     /* the grid is queried only within the call that builds it, while the
      * caller's points are at hand: fixed point is safe (prox_coords) */
     if (wide.coords == PROX_COORDS_AUTO)
-        wide.coords = PROX_COORDS_FIXED;
+        wide.coords = prox_grid_coords_for_held_points();
     st = prox_grid_desc_check(&wide, 3);
     if (st == PROX_ERR_RANGE)
         return prox_fail(PROX_ERR_RANGE, "radius + skin (%g + %g) is above %g, the largest radius",

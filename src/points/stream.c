@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/views.h"
+#include "points/points_common.h"
 
 #define DEFAULT_BLOCK_PAIRS ((int64_t)1 << 16)
 /* A sorted stream's row blocks hold up to this many blocks of query output:
@@ -156,7 +157,7 @@ prox_status prox_pairs_stream(const prox_points *points, const prox_grid_desc *d
         if (algo == PROX_ALGO_GRID) {
             prox_grid_desc d = *desc;
             if (d.coords == PROX_COORDS_AUTO) /* the points outlive the grid */
-                d.coords = PROX_COORDS_FIXED;
+                d.coords = prox_grid_coords_for_held_points();
             st = prox_grid_create(&d, &s.grid);
             if (!st)
                 st = prox_grid_build(s.grid, points);

@@ -14,6 +14,7 @@
 #include "broad/linear_kdtree.h"
 #include "core/radix_sort.h"
 #include "points/grid_private.h"
+#include "points/points_common.h"
 #include "prox/boxes.h"
 #include "prox/grid.h"
 
@@ -40,6 +41,7 @@
     X(, void, grid_set_fill_limits, prox_grid_set_fill_limits,                                    \
       (prox_grid * g, uint32_t max_downs, int64_t max_entries), (g, max_downs, max_entries))    \
     X(return, bool, grid_sweeps, prox_grid_sweeps, (const prox_grid *g), (g))                           \
+    X(return, prox_coords, grid_coords_for_held_points, prox_grid_coords_for_held_points, (void), ()) \
     X(, void, radix_sort64, prox_radix_sort64,                                                    \
       (uint64_t * k, uint32_t * v, uint64_t * tk, uint32_t * tv, int64_t n, int threads),       \
       (k, v, tk, tv, n, threads))                                                               \

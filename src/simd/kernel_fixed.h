@@ -345,6 +345,43 @@ static PROX_ALWAYS_INLINE int64_t prox_r16_ids_loop(const prox_rel16_block *b,
 #undef PROX_R16_WITHIN
 }
 
+/* Candidates [begin, end) of a rel16 block within the radius of (qxy,
+ * qz0): their positions to hits[] (room for end - begin +
+ * PROX_KERNEL_SLACK), or with hits NULL only counted; returns how many. */
+static PROX_ALWAYS_INLINE int64_t prox_r16_hits_loop(const prox_rel16_block *b, int64_t begin,
+                                                     int64_t end, uint32_t qxy, uint32_t qz0,
+                                                     const prox_rel16_metric *m,
+                                                     prox_recheck *rc, uint32_t *hits,
+                                                     bool three)
+{
+    const __m512i vxy = _mm512_set1_epi32((int)qxy), vz = _mm512_set1_epi32((int)qz0),
+                  in2 = _mm512_set1_epi32((int)m->in2), out2 = _mm512_set1_epi32((int)m->out2);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += 16) {
+        __mmask16 hit = prox_r16_within(b, k, prox_vx_live(end - k), vxy, vz, in2, out2, rc, three);
+        if (hits)
+            _mm512_storeu_si512((void *)(hits + count),
+                                _mm512_maskz_compress_epi32(
+                                    hit, _mm512_add_epi32(_mm512_set1_epi32((int)k), lane)));
+        count += __builtin_popcount(hit);
+    }
+    return count;
+}
+
+static inline int64_t prox_rel16_hits(const prox_rel16_block *b, int64_t begin, int64_t end,
+                                      uint32_t qxy, uint32_t qz0, const prox_rel16_metric *m,
+                                      prox_recheck *rc, uint32_t *hits)
+{
+    const prox_rel16_block local_b = *b;
+    const prox_rel16_metric local_m = *m;
+    if (!hits)
+        return b->z0 ? prox_r16_hits_loop(&local_b, begin, end, qxy, qz0, &local_m, rc, NULL, true)
+                     : prox_r16_hits_loop(&local_b, begin, end, qxy, qz0, &local_m, rc, NULL, false);
+    return b->z0 ? prox_r16_hits_loop(&local_b, begin, end, qxy, qz0, &local_m, rc, hits, true)
+                 : prox_r16_hits_loop(&local_b, begin, end, qxy, qz0, &local_m, rc, hits, false);
+}
+
 /* As prox_fixed_ids over a rel16 block, the query's coordinates packed as
  * the block's (qxy, qz0). */
 static inline int64_t prox_rel16_ids(const prox_rel16_block *b, const uint32_t *ids,
@@ -525,6 +562,32 @@ static inline bool prox_fixed_within(const prox_fixed_block *b, int64_t k, const
     return prox_fixed_count(b, k, k + 1, q, m, rc) != 0;
 }
 
+/* Squared distances in rel16 units of candidates k .. k + PV_W - 1 (left
+ * of them live) to the query (vxy, vz), as unsigned lanes (below 2^32). */
+static PROX_ALWAYS_INLINE pv_i32 pv_rel16_d2(const prox_rel16_block *b, int64_t k, int64_t left,
+                                             pv_i32 vxy, pv_i32 vz, bool three)
+{
+    pv_i32 dxy = pv_sub_i16(vxy, pv_load_n(b->xy + k, left));
+    pv_i32 d2 = pv_madd_i16(dxy, dxy); /* dx^2 + dy^2 < 2^31 */
+    if (three) {
+        pv_i32 dz = pv_sub_i16(vz, pv_load_n(b->z0 + k, left));
+        d2 = pv_add_i32(d2, pv_madd_i16(dz, dz)); /* < 2^32: compared unsigned */
+    }
+    return d2;
+}
+
+/* The decision on d2 for the candidates in `lanes`: within by in2, beyond
+ * out2, the band between rechecked. */
+static PROX_ALWAYS_INLINE pv_mask pv_rel16_decide(pv_i32 d2, int64_t k, pv_mask lanes, pv_i32 in2,
+                                                  pv_i32 out2, prox_recheck *rc)
+{
+    pv_mask hit = pv_le_u32(d2, in2) & lanes;
+    pv_mask open = pv_le_u32(d2, out2) & lanes & ~hit;
+    if (__builtin_expect(open != 0, 0))
+        hit |= prox_recheck_lanes(rc, k, open);
+    return hit;
+}
+
 static PROX_ALWAYS_INLINE int64_t pv_rel16_ids(const prox_rel16_block *b, const uint32_t *ids,
                                                int64_t begin, int64_t end, uint32_t qxy,
                                                uint32_t qz0, const prox_rel16_metric *m,
@@ -538,20 +601,72 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_ids(const prox_rel16_block *b, const 
         int64_t left = end - k;
         pv_i32 id = pv_load_n(ids + k, left);
         pv_mask keep = pv_keep(id, self, rule, pv_live(left));
-        pv_i32 dxy = pv_sub_i16(vxy, pv_load_n(b->xy + k, left));
-        pv_i32 d2 = pv_madd_i16(dxy, dxy); /* dx^2 + dy^2 < 2^31 */
-        if (three) {
-            pv_i32 dz = pv_sub_i16(vz, pv_load_n(b->z0 + k, left));
-            d2 = pv_add_i32(d2, pv_madd_i16(dz, dz)); /* < 2^32: compared unsigned */
-        }
-        pv_mask hit = pv_le_u32(d2, in2) & keep;
-        pv_mask open = pv_le_u32(d2, out2) & keep & ~hit;
-        if (__builtin_expect(open != 0, 0))
-            hit |= prox_recheck_lanes(rc, k, open);
+        pv_mask hit = pv_rel16_decide(pv_rel16_d2(b, k, left, vxy, vz, three), k, keep, in2, out2, rc);
         pv_compress(out + count, id, hit);
         count += __builtin_popcount(hit);
     }
     return count;
+}
+
+static PROX_ALWAYS_INLINE int64_t pv_rel16_hits(const prox_rel16_block *b, int64_t begin,
+                                                int64_t end, uint32_t qxy, uint32_t qz0,
+                                                const prox_rel16_metric *m, prox_recheck *rc,
+                                                uint32_t *hits, bool three)
+{
+    const pv_i32 vxy = pv_set1_i32((int32_t)qxy), vz = pv_set1_i32((int32_t)qz0);
+    const pv_i32 in2 = pv_set1_i32((int32_t)m->in2), out2 = pv_set1_i32((int32_t)m->out2);
+    int64_t count = 0;
+    for (int64_t k = begin; k < end; k += PV_W) {
+        int64_t left = end - k;
+        pv_mask hit = pv_rel16_decide(pv_rel16_d2(b, k, left, vxy, vz, three), k, pv_live(left),
+                                      in2, out2, rc);
+        if (hits)
+            pv_compress(hits + count, pv_iota(k), hit);
+        count += __builtin_popcount(hit);
+    }
+    return count;
+}
+
+/* The count alone, kept in vectors: each full vector adds its lanes beyond
+ * in2 and beyond out2 to two sums, with no mask leaving the registers; the
+ * sums differ only when some candidate fell in the band between, and then
+ * the range is decided again lane by lane (pv_rel16_hits, rechecking). */
+static PROX_ALWAYS_INLINE int64_t pv_rel16_count(const prox_rel16_block *b, int64_t begin,
+                                                 int64_t end, uint32_t qxy, uint32_t qz0,
+                                                 const prox_rel16_metric *m, prox_recheck *rc,
+                                                 bool three)
+{
+    const pv_i32 vxy = pv_set1_i32((int32_t)qxy), vz = pv_set1_i32((int32_t)qz0);
+    const pv_i32 in2 = pv_set1_i32((int32_t)m->in2), out2 = pv_set1_i32((int32_t)m->out2);
+    pv_i32 beyond_in = pv_set1_i32(0), beyond_out = pv_set1_i32(0);
+    int64_t k = begin;
+    for (; k + PV_W <= end; k += PV_W) {
+        pv_i32 d2 = pv_rel16_d2(b, k, PV_W, vxy, vz, three);
+        beyond_in = pv_sub_i32(beyond_in, pv_gtv_u32(d2, in2));
+        beyond_out = pv_sub_i32(beyond_out, pv_gtv_u32(d2, out2));
+    }
+    int32_t far = pv_hsum(beyond_in);
+    if (__builtin_expect(far != pv_hsum(beyond_out), 0))
+        return pv_rel16_hits(b, begin, end, qxy, qz0, m, rc, NULL, three);
+    int64_t count = (k - begin) - far;
+    if (k < end)
+        count += __builtin_popcount(pv_rel16_decide(pv_rel16_d2(b, k, end - k, vxy, vz, three), k,
+                                                    pv_live(end - k), in2, out2, rc));
+    return count;
+}
+
+/* Candidates [begin, end) of a rel16 block within the radius of (qxy,
+ * qz0): their positions to hits[] (room for end - begin +
+ * PROX_KERNEL_SLACK), or with hits NULL only counted; returns how many. */
+static inline int64_t prox_rel16_hits(const prox_rel16_block *b, int64_t begin, int64_t end,
+                                      uint32_t qxy, uint32_t qz0, const prox_rel16_metric *m,
+                                      prox_recheck *rc, uint32_t *hits)
+{
+    if (!hits)
+        return b->z0 ? pv_rel16_count(b, begin, end, qxy, qz0, m, rc, true)
+                     : pv_rel16_count(b, begin, end, qxy, qz0, m, rc, false);
+    return b->z0 ? pv_rel16_hits(b, begin, end, qxy, qz0, m, rc, hits, true)
+                 : pv_rel16_hits(b, begin, end, qxy, qz0, m, rc, hits, false);
 }
 
 /* As prox_fixed_ids over a rel16 block, the query's coordinates packed as

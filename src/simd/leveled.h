@@ -53,6 +53,7 @@
 /* points/grid_sweep.c */
 #define prox_grid_sweep_pairs PROX_LEVELED(prox_grid_sweep_pairs)
 #define prox_grid_sweeps PROX_LEVELED(prox_grid_sweeps)
+#define prox_grid_coords_for_held_points PROX_LEVELED(prox_grid_coords_for_held_points)
 
 /* core/radix_sort.c */
 #define prox_radix_sort64 PROX_LEVELED(prox_radix_sort64)

@@ -6,7 +6,8 @@
  *
  * Lanes are 32 bits: int32 coordinates, their float squares, uint32 ids,
  * and pairs of int16 (rel16 coordinates). A mask (pv_mask) holds lane k in
- * bit k. Loads of n < PV_W lanes never read past the n-th element; dead
+ * bit k; the comparisons named ...v (pv_eqv, pv_gtv_u32) give lanes of all
+ * ones or zeros instead, for sums kept in vectors. Loads of n < PV_W lanes never read past the n-th element; dead
  * lanes read as 0. pv_compress stores PV_W lanes whatever the mask, so its
  * output needs PV_W entries of room past the last kept one
  * (PROX_KERNEL_SLACK).
@@ -62,6 +63,14 @@ static inline int32_t pv_hsum(pv_i32 a)
     return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
 }
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return _mm256_cmpgt_epi32(a, b); }
+static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b) /* flipped signs, compared signed */
+{
+    const __m256i sign = _mm256_set1_epi32(INT32_MIN);
+    return _mm256_cmpgt_epi32(_mm256_xor_si256(a, sign), _mm256_xor_si256(b, sign));
+}
+static inline void pv_store(void *p, pv_i32 v) { _mm256_storeu_si256((__m256i *)p, v); }
+static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return _mm256_sra_epi32(a, _mm_cvtsi32_si128(n)); }
+static inline pv_i32 pv_shl16(pv_i32 a) { return _mm256_slli_epi32(a, 16); }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm256_cvtepi32_ps(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm256_add_ps(a, b); }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return _mm256_mul_ps(a, b); }
@@ -122,6 +131,14 @@ static inline int32_t pv_hsum(pv_i32 a)
     return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
 }
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return _mm_cmpgt_epi32(a, b); }
+static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b)
+{
+    const __m128i sign = _mm_set1_epi32(INT32_MIN);
+    return _mm_cmpgt_epi32(_mm_xor_si128(a, sign), _mm_xor_si128(b, sign));
+}
+static inline void pv_store(void *p, pv_i32 v) { _mm_storeu_si128((__m128i *)p, v); }
+static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return _mm_sra_epi32(a, _mm_cvtsi32_si128(n)); }
+static inline pv_i32 pv_shl16(pv_i32 a) { return _mm_slli_epi32(a, 16); }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm_cvtepi32_ps(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm_add_ps(a, b); }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return _mm_mul_ps(a, b); }
@@ -183,6 +200,13 @@ static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return vorrq_s32(a, b); }
 static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return vreinterpretq_s32_u32(vceqq_s32(a, b)); }
 static inline int32_t pv_hsum(pv_i32 a) { return vaddvq_s32(a); }
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return vreinterpretq_s32_u32(vcgtq_s32(a, b)); }
+static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b)
+{
+    return vreinterpretq_s32_u32(vcgtq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b)));
+}
+static inline void pv_store(void *p, pv_i32 v) { vst1q_s32((int32_t *)p, v); }
+static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return vshlq_s32(a, vdupq_n_s32(-n)); }
+static inline pv_i32 pv_shl16(pv_i32 a) { return vshlq_n_s32(a, 16); }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return vcvtq_f32_s32(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return vaddq_f32(a, b); }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return vmulq_f32(a, b); }
@@ -243,6 +267,10 @@ static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return a | b; }
 static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return a == b ? -1 : 0; }
 static inline int32_t pv_hsum(pv_i32 a) { return a; }
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return a > b ? -1 : 0; }
+static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a > (uint32_t)b ? -1 : 0; }
+static inline void pv_store(void *p, pv_i32 v) { memcpy(p, &v, sizeof v); }
+static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return a >= 0 ? a >> n : ~(~a >> n); } /* a floor */
+static inline pv_i32 pv_shl16(pv_i32 a) { return (int32_t)((uint32_t)a << 16); }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return (float)a; }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return a + b; }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return a * b; }
