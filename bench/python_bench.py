@@ -364,7 +364,7 @@ def main():
         module = str(Path(prox.__file__).resolve().parent)
         lines = [f"Python {platform.python_version()}, numpy {np.__version__}, scipy "
                  f"{version_of('scipy')}, ASE {version_of('ase')}; the module "
-                 f"`{module.replace(here, '')}`, built by the same `make` as the CLI above, "
+                 f"`{module.replace(here, '')}`, built by `make` beside the CLI, "
                  "over the same library. Command: `" + command.replace(here, "") + "`.", ""]
     else:
         h = "##"
