@@ -117,8 +117,10 @@ bench-peers: build
 clean:
 	rm -rf $(BUILD) build-asan build-ubsan build-tsan build-fuzz build-valgrind
 
-# docs/benchmarks.md regenerated: prox's own benchmarks and the peers on the
-# standard workloads (bench/report/report.sh), e.g.
+# docs/benchmarks.md regenerated: prox's own benchmarks, the peers on the
+# standard workloads and the Python module against C, scipy and ASE
+# (bench/report/report.sh; `build` builds the module), e.g.
 #   make bench-report ARGS=--quick     (under 30 minutes on 2 cores)
+#   make bench-report ARGS="--quick --python-only"   (the Python section alone)
 bench-report: build
 	BUILD=$(BUILD) bench/report/report.sh --prox $(BUILD)/prox $(ARGS)

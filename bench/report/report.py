@@ -2,13 +2,19 @@
 """report.py: docs/benchmarks.md from a bench-report run (report.sh calls it).
 
     report.py --csv PEERS.csv --own DIR --intro intro.md --out FILE --img DIR
-              [--skipped S.csv] [--cpu C] [--isa I] [--simd S] [--cores N] ...
+              [--python SECTION.md] [--skipped S.csv] [--cpu C] [--isa I] [--simd S] ...
+    report.py --python-only --python SECTION.md --out FILE ...
 
-Reads the peers' CSV (bench/peers/run.sh, every repetition) and prox's own
+Reads the peers' CSV (bench/peers/run.sh, every repetition), prox's own
 benchmark outputs (DIR/*.txt: first line "WORKLOAD COMMAND", then the
-command's stdout), and writes one Markdown file: the hand-written
-introduction, the machine, a summary, then per workload the side-by-side
-tables (medians, ratio to prox, memory), prox's own tables and the plots.
+command's stdout) and the Python section (bench/python_bench.py --section),
+and writes one Markdown file: the hand-written introduction, the machine, a
+summary, then per workload the side-by-side tables (medians, ratio to prox,
+memory), prox's own tables and the plots, then the Python section. With
+--python-only it rewrites only the Python section of FILE (between its
+markers, or before the rows not run where FILE has none), naming the
+machine, SIMD level, commit and load of that run, since the header above
+it describes another.
 """
 import argparse
 import glob
@@ -63,6 +69,42 @@ def summary(cases, largest_only=False):
                    f"(`{best_mine[1]}`) | {fmt_s(best_theirs[0])} (`{best_theirs[1]}`) | "
                    f"{ratio:.1f}x |")
     return out
+
+
+PY_BEGIN = "<!-- python section: written by make bench-report (bench/python_bench.py) -->"
+PY_END = "<!-- end of the python section -->"
+PY_TITLE = "## Python: the module against the same call in C, scipy and ASE"
+SKIPPED_TITLE = "## Rows not run at some sizes"
+
+
+def python_section(a, separate):
+    """The Python section, between its markers; `separate`: measured apart from the header."""
+    with open(a.python) as f:
+        body = f.read().rstrip("\n").splitlines()
+    if separate:
+        cpu = a.cpu.split(";")[0]
+        where = (f"Measured by `make bench-report ARGS=\"--{a.mode} --python-only\"`, apart "
+                 f"from the tables above: commit {a.commit}, {cpu}, {a.cores} cores, "
+                 f"{a.simd}; load average {a.load}{loaded_note(a)}.")
+    else:
+        where = ("Measured in the run the header above describes (its machine, SIMD level "
+                 "and load).")
+    return [PY_BEGIN, "", PY_TITLE, "", where, ""] + body + ["", PY_END]
+
+
+def splice_python(path, section):
+    """FILE with its Python section replaced, or inserted before the rows not run."""
+    with open(path) as f:
+        text = f.read()
+    block = "\n".join(section)
+    if PY_BEGIN in text and PY_END in text:
+        head, rest = text.split(PY_BEGIN, 1)
+        _, tail = rest.split(PY_END, 1)
+        return head + block + tail
+    if "\n" + SKIPPED_TITLE in text:
+        head, tail = text.split("\n" + SKIPPED_TITLE, 1)
+        return head.rstrip("\n") + "\n\n" + block + "\n\n" + SKIPPED_TITLE + tail
+    return text.rstrip("\n") + "\n\n" + block + "\n"
 
 
 README_BEGIN = "<!-- bench-report summary: written by make bench-report -->"
@@ -147,12 +189,24 @@ def own_files(directory):
 
 def main():
     ap = argparse.ArgumentParser()
-    for k in ("csv", "own", "intro", "out", "img"):
+    for k in ("intro", "out", "img"):
         ap.add_argument("--" + k, required=True)
-    for k in ("readme", "skipped", "cpu", "isa", "simd", "cores", "compiler", "version", "commit",
-              "mode", "reps", "elapsed", "load"):
+    for k in ("csv", "own", "python", "readme", "skipped", "cpu", "isa", "simd", "cores",
+              "compiler", "version", "commit", "mode", "reps", "elapsed", "load"):
         ap.add_argument("--" + k, default="")
+    ap.add_argument("--python-only", action="store_true")
     a = ap.parse_args()
+    if a.python_only:
+        if not a.python:
+            ap.error("--python-only needs --python")
+        text = splice_python(a.out, python_section(a, separate=True))
+        tmp = a.out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text.rstrip("\n") + "\n")
+        os.replace(tmp, a.out)
+        return
+    if not a.csv or not a.own:
+        ap.error("--csv and --own are needed (or --python-only)")
     cases = peers.load(a.csv)
     own = own_files(a.own)
     with open(a.intro) as f:
@@ -205,6 +259,8 @@ def main():
             md += ["### prox's own benchmark", ""] + own_section(path)
         for p in plots.get(w, []):
             md += [f"![{os.path.basename(p)}]({rel}/{os.path.basename(p)})", ""]
+    if a.python:
+        md += python_section(a, separate=False) + [""]
     md += peers.skipped_rows(a.skipped)
 
     tmp = a.out + ".tmp"

@@ -1,21 +1,25 @@
 #!/bin/bash
-# report.sh: run prox's own benchmarks and the peers on the standard workloads
-# (docs/workloads.md) and write docs/benchmarks.md from them.
+# report.sh: run prox's own benchmarks, the peers on the standard workloads
+# (docs/workloads.md) and the Python module's benchmark, and write
+# docs/benchmarks.md from them.
 #   bench/report/report.sh [--quick|--full|--tiny] [--reps R] [--out FILE] [--prox PATH]
+#                          [--python-only]
 #   make bench-report [ARGS="--quick"]
 # --quick: the quick sizes (under 30 minutes on a 2-core machine); --full: every
 # size of docs/workloads.md; --tiny: sizes of a few seconds, to check the script
-# itself (its figures mean nothing). The introduction is bench/report/intro.md; all
-# else in the output is generated. Plots go to docs/img/benchmarks-*.png
-# (beside FILE's img/ folder), and the summary into the README beside FILE's
-# folder, between its bench-report markers. Work files: build-report/
-# (git-ignored).
+# itself (its figures mean nothing). --python-only: only the Python section
+# (bench/python_bench.py, with the module built beside the CLI in PATH's
+# folder), written into FILE in place of its Python section; the rest of FILE is
+# kept. The introduction is bench/report/intro.md; all else in the output is
+# generated. Plots go to docs/img/benchmarks-*.png (beside FILE's img/ folder),
+# and the summary into the README beside FILE's folder, between its bench-report
+# markers. Work files: build-report/ (git-ignored).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-mode=quick reps=3 out="$root/docs/benchmarks.md" prox="$root/${BUILD:-build}/prox"
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+mode=quick reps=3 out="$root/docs/benchmarks.md" prox="$root/${BUILD:-build}/prox" python_only=0
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) mode=quick ;;
@@ -24,6 +28,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=${2:?}; shift ;;
     --out) out=${2:?}; shift ;;
     --prox) prox=${2:?}; shift ;;
+    --python-only) python_only=1 ;;
     -h|--help) usage ;;
     *) echo "report.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -32,14 +37,31 @@ done
 case "$reps" in ''|*[!0-9]*|0) echo "report.sh: --reps must be a positive integer" >&2; exit 2 ;; esac
 [ -x "$prox" ] || { echo "report.sh: no prox CLI at $prox (run make first)" >&2; exit 1; }
 prox=$(cd "$(dirname "$prox")" && pwd)/$(basename "$prox")
+# The Python section needs the module and the C driver that `make` builds
+# beside the CLI (python/CMakeLists.txt, PROX_BUILD_PYTHON; the bench drivers
+# with the examples), and scipy and ASE, the peers it runs.
+builddir=$(dirname "$prox")
+if [ ! -f "$builddir/python/prox/__init__.py" ] || ! ls "$builddir"/python/prox/_prox*.so >/dev/null 2>&1; then
+    echo "report.sh: no Python module in $builddir/python (make builds it when python3-dev and python3-numpy are found, PROX_BUILD_PYTHON=ON)" >&2
+    exit 1
+fi
+[ -x "$builddir/bench_oneshot_points" ] ||
+    { echo "report.sh: no $builddir/bench_oneshot_points (make builds it, PROX_BUILD_EXAMPLES=ON)" >&2; exit 1; }
+"$root/tools/deps.sh" python3-numpy python3-scipy python3-ase
+if [ "$python_only" = 1 ] && [ ! -f "$out" ]; then
+    echo "report.sh: --python-only rewrites the Python section of a report; there is no $out" >&2
+    exit 1
+fi
 
 work="$root/build-report"
-own="$work/own" peers="$work/peers"
-rm -rf "$own" "$peers"
-mkdir -p "$own" "$peers"
+own="$work/own" peers="$work/peers" py="$work/python"
+rm -rf "$own" "$peers" "$py"
+mkdir -p "$own" "$peers" "$py"
 log() { echo "[report.sh $(date -u +%H:%M:%S)] $*" >&2; }
 started=$(date -u +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$root" diff --quiet HEAD -- src include tools bench python CMakeLists.txt 2>/dev/null || commit="$commit+dirty"
 
 # ---- prox's own benchmarks: one file per command, its first line the command
 # (as a user types it), the rest its stdout.
@@ -51,7 +73,9 @@ own_bench() { # NAME WORKLOAD ARGS...
         (cd "$own" && "$prox" "$@" 2>/dev/null)
     } > "$own/$name.txt"
 }
-if [ "$mode" = tiny ]; then
+if [ "$python_only" = 1 ]; then
+    : # the Python section alone
+elif [ "$mode" = tiny ]; then
     runs=1
     own_bench w1 W1 bench sph3d --n 20000 --threads 1 --runs $runs
     own_bench w2-k1 W2 bench nns2d --n 20000 --k 1 --threads 1 --runs $runs
@@ -83,16 +107,33 @@ else
     own_bench w6 W6 bench dem3d --n 10000 --threads 1 --runs 3
 fi
 
+# ---- the Python module (bench/python_bench.py): W1 1M through Python against
+# the same call in C, on one thread and on every core; prox against scipy's
+# cKDTree and ASE's neighbor_list at 10^4, 10^5 and 10^6 points (ASE under a
+# memory cap and a time limit, each size in a process of its own).
+case "$mode" in
+tiny) py_args=(--n-c 20000 --sizes "1e3,1e4" --runs 1) ;;
+quick) py_args=(--n-c 1e6 --sizes "1e4,1e5,1e6" --runs 5) ;;
+*) py_args=(--n-c 1e6 --sizes "1e4,1e5,1e6" --runs 9) ;;
+esac
+log "python: bench/python_bench.py ${py_args[*]}"
+/usr/bin/python3 "$root/bench/python_bench.py" --section --build "$builddir" --c-threads 1,0 \
+    "${py_args[@]}" --tmp "$py" -o "$py/section.md"
+rm -f "$py"/w1-*.f64
+
 # ---- the peers: bench/peers/run.sh, its CSV into build-report/peers/
-log "peers: bench/peers/run.sh --$mode --reps $reps"
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git -C "$root" diff --quiet HEAD -- src include tools bench CMakeLists.txt 2>/dev/null || commit="$commit+dirty"
-peers_mode=$mode
-[ "$mode" != tiny ] || peers_mode=quick # with the sizes set above
-PEERS_COMMIT=$commit "$root/bench/peers/run.sh" "--$peers_mode" --reps "$reps" --prox "$prox" \
-    --results "$peers" >/dev/null
-csv=$(ls "$peers"/peers-*.csv | grep -v skipped | head -1)
-skipped=${csv%.csv}.skipped.csv
+if [ "$python_only" = 0 ]; then
+    log "peers: bench/peers/run.sh --$mode --reps $reps"
+    peers_mode=$mode
+    [ "$mode" != tiny ] || peers_mode=quick # with the sizes set above
+    PEERS_COMMIT=$commit "$root/bench/peers/run.sh" "--$peers_mode" --reps "$reps" --prox "$prox" \
+        --results "$peers" >/dev/null
+    csv=$(ls "$peers"/peers-*.csv | grep -v skipped | head -1)
+    skipped=${csv%.csv}.skipped.csv
+    inputs=(--csv "$csv" --skipped "$skipped" --own "$own")
+else
+    inputs=(--python-only)
+fi
 
 # ---- the machine header, then the report
 elapsed=$(( $(date -u +%s) - started ))
@@ -110,7 +151,7 @@ simd=${simd:-"simd=native build (unknown)"}
 cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$(dirname "$prox")/CMakeCache.txt" 2>/dev/null || true)
 cc=$(${cc:-cc} --version | head -1)
 mkdir -p "$(dirname "$out")/img"
-/usr/bin/python3 "$here/report.py" --csv "$csv" --skipped "$skipped" --own "$own" \
+/usr/bin/python3 "$here/report.py" "${inputs[@]}" --python "$py/section.md" \
     --intro "$here/intro.md" --out "$out" --img "$(dirname "$out")/img" \
     --readme "$(dirname "$out")/../README.md" \
     --cpu "$cpu" --isa "$isa" --simd "$simd" --cores "$(nproc)" --compiler "$cc" \
