@@ -2,7 +2,9 @@
  * cache: ROWS rows of random indices whose lengths follow W1's sorted
  * buffer (30 tries at p = 0.49: about 14.7 entries, 15 to 45% of rows past
  * 16), sorted one at a time (prox_sort_u32) and together
- * (prox_sort_u32_rows), 1,000 passes, best of 7; prints ns per row.
+ * (prox_sort_u32_rows), 1,000 passes, best of 7; prints ns per row. Each
+ * pass sorts a fresh copy of the shuffled rows (the copy is timed too, the
+ * same for both: sorted input would flatter the insertion sort).
  *
  *   build/bench_sort_rows [ROWS]      (default 1000) */
 #include <stdint.h>
@@ -28,16 +30,16 @@ static uint64_t next(uint64_t *s) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-/* Best ns per row over 7 rounds of 1,000 passes (the data is re-shuffled
- * from `given` before each round; sorted input costs a network the same). */
+/* Best ns per row over 7 rounds of 1,000 passes, each over a fresh copy of
+ * the shuffled rows `given`. */
 static double time_rows(uint32_t *a, const uint32_t *given, const uint32_t *len, int64_t rows,
                         int64_t total, int together)
 {
     double best = 1e30;
     for (int round = 0; round < 7; round++) {
-        memcpy(a, given, (size_t)total * sizeof *a);
         double t0 = now();
         for (int pass = 0; pass < 1000; pass++) {
+            memcpy(a, given, (size_t)total * sizeof *a);
             if (together) {
                 prox_sort_u32_rows(a, len, rows);
                 continue;

@@ -6,6 +6,7 @@
 
 #include <omp.h>
 #include "simd/simd.h"
+#include "simd/kernel.h"
 #include "simd/vec.h"
 
 #define NARROW_BITS 8
@@ -596,30 +597,105 @@ static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
 #if !PROX_SIMD_AVX512 && PV_W >= 4
 /* Rows of 5 to RANK_ROW_MAX entries by rank: each entry's place is the
  * number of entries below it, plus those equal to it and before it
- * (stable), counted a vector at a time; no branch on the data. The keys
- * are biased by 2^31 so that a signed compare orders them as unsigned,
- * and padded with INT32_MAX, which no lane counts (it is below nothing,
- * and ties only with entries after every real one). */
+ * (stable), counted for PV_W entries at once against each entry of the
+ * row in turn (a broadcast, a compare, an add: no branch on the data, no
+ * horizontal sum). The keys are biased by 2^31 so that a signed compare
+ * orders them as unsigned; the last vector's dead lanes rank garbage that
+ * nothing reads. */
 #define RANK_ROW_MAX 64
 
 static void rank_sort_row(uint32_t *a, int64_t n)
 {
-    int32_t key[RANK_ROW_MAX + PV_W];
+    int32_t key[RANK_ROW_MAX + PV_W], rank[RANK_ROW_MAX + PV_W];
     uint32_t out[RANK_ROW_MAX];
     for (int64_t j = 0; j < n; j++)
         key[j] = (int32_t)(a[j] ^ 0x80000000u);
     for (int64_t j = n; j < n + PV_W; j++)
         key[j] = INT32_MAX;
-    for (int64_t i = 0; i < n; i++) {
-        pv_i32 x = pv_set1_i32(key[i]), at = pv_set1_i32((int32_t)i), rank = pv_set1_i32(0);
-        for (int64_t j = 0; j < n; j += PV_W) {
-            pv_i32 v = pv_load_n(key + j, PV_W);
-            pv_i32 tie = pv_and(pv_eqv(v, x), pv_gt_i32(at, pv_iota(j)));
-            rank = pv_sub_i32(rank, pv_or(pv_gt_i32(x, v), tie));
+    for (int64_t i0 = 0; i0 < n; i0 += PV_W) {
+        int64_t end = i0 + PV_W < n ? i0 + PV_W : n;
+        pv_i32 x = pv_load_n(key + i0, PV_W), lane = pv_iota(i0);
+        pv_i32 r = pv_set1_i32((int32_t)i0); /* the entries before: all, less those above */
+        for (int64_t j = 0; j < i0; j++)
+            r = pv_add_i32(r, pv_gt_i32(pv_set1_i32(key[j]), x));
+        for (int64_t j = i0; j < end; j++) { /* the vector's own: ties by position */
+            pv_i32 b = pv_set1_i32(key[j]), before = pv_gt_i32(lane, pv_set1_i32((int32_t)j));
+            r = pv_sub_i32(r, pv_or(pv_gt_i32(x, b), pv_and(pv_eqv(x, b), before)));
         }
-        out[pv_hsum(rank)] = a[i];
+        for (int64_t j = end; j < n; j++) /* the entries after: those below */
+            r = pv_sub_i32(r, pv_gt_i32(x, pv_set1_i32(key[j])));
+        pv_store(rank + i0, r);
     }
+    for (int64_t i = 0; i < n; i++)
+        out[rank[i]] = a[i];
     memcpy(a, out, (size_t)n * sizeof *a);
+}
+#endif
+
+#if !PROX_SIMD_AVX512 && PV_MINMAX_U32
+/* Rows of 5 to 32 entries, PV_W rows at once, one row a lane: entry j of
+ * each row in column j (a vector), pads of UINT32_MAX past each row's end
+ * (they sort last, and ties with real entries of that value change
+ * nothing), then Batcher's bitonic network on the columns, every
+ * comparator a lane-wise min and max of two columns. The network is fully
+ * unrolled over constant indices, so that the columns stay in registers
+ * as far as there are registers. */
+typedef struct column_rows {
+    uint32_t *row[PV_W];
+    int64_t n[PV_W];
+    int count;
+} column_rows;
+
+static PROX_ALWAYS_INLINE void columns_bitonic(pv_i32 *e, int n)
+{
+#pragma GCC unroll 8
+    for (int k = 2; k <= n; k <<= 1)
+#pragma GCC unroll 8
+        for (int j = k >> 1; j > 0; j >>= 1)
+#pragma GCC unroll 32
+            for (int i = 0; i < n; i++) {
+                int l = i ^ j;
+                if (l <= i)
+                    continue;
+                int lo = (i & k) == 0 ? i : l, hi = lo == i ? l : i; /* descending blocks */
+                pv_i32 a = e[lo], b = e[hi];
+                e[lo] = pv_min_u32(a, b);
+                e[hi] = pv_max_u32(a, b);
+            }
+}
+
+static PROX_ALWAYS_INLINE void columns_sort(column_rows *c, int n)
+{
+    uint32_t col[32][PV_W];
+    pv_i32 e[32];
+    for (int r = 0; r < PV_W; r++) {
+        int64_t len = r < c->count ? c->n[r] : 0;
+        for (int64_t j = 0; j < len; j++)
+            col[j][r] = c->row[r][j];
+        for (int64_t j = len; j < n; j++)
+            col[j][r] = UINT32_MAX;
+    }
+    for (int j = 0; j < n; j++)
+        e[j] = pv_load_n(col[j], PV_W);
+    columns_bitonic(e, n);
+    for (int j = 0; j < n; j++)
+        pv_store(col[j], e[j]);
+    for (int r = 0; r < c->count; r++)
+        for (int64_t j = 0; j < c->n[r]; j++)
+            c->row[r][j] = col[j][r];
+    c->count = 0;
+}
+
+static void columns_sort16(column_rows *c) { columns_sort(c, 16); }
+static void columns_sort32(column_rows *c) { columns_sort(c, 32); }
+
+static inline void columns_add(column_rows *c, uint32_t *row, int64_t n,
+                               void (*sort)(column_rows *))
+{
+    c->row[c->count] = row;
+    c->n[c->count] = n;
+    if (++c->count == PV_W)
+        sort(c);
 }
 #endif
 
@@ -640,6 +716,23 @@ void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
         sort_group16(&g16);
     if (g32.count)
         sort_group32(&g32);
+#elif PV_MINMAX_U32 /* where min and max are one instruction each */
+    column_rows c16 = {.count = 0}, c32 = {.count = 0};
+    for (int64_t k = 0; k < rows; a += len[k], k++) {
+        int64_t n = len[k];
+        if (n > 4 && n <= 16)
+            columns_add(&c16, a, n, columns_sort16);
+        else if (n > 16 && n <= 32)
+            columns_add(&c32, a, n, columns_sort32);
+        else if (n > 32 && n <= RANK_ROW_MAX)
+            rank_sort_row(a, n);
+        else
+            prox_sort_u32(a, n);
+    }
+    if (c16.count)
+        columns_sort16(&c16);
+    if (c32.count)
+        columns_sort32(&c32);
 #elif PV_W >= 4
     for (int64_t k = 0; k < rows; a += len[k], k++) {
         if (len[k] > 4 && len[k] <= RANK_ROW_MAX)

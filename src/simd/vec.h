@@ -29,6 +29,7 @@ typedef uint32_t pv_mask;
 #if PROX_SIMD_AVX2 /* ---------------------------------------------------- */
 
 #define PV_W 8
+#define PV_MINMAX_U32 1 /* pv_min_u32, pv_max_u32: one instruction each */
 typedef __m256i pv_i32;
 typedef __m256 pv_f32;
 
@@ -71,6 +72,8 @@ static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b) /* flipped signs, compared s
 static inline void pv_store(void *p, pv_i32 v) { _mm256_storeu_si256((__m256i *)p, v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return _mm256_sra_epi32(a, _mm_cvtsi32_si128(n)); }
 static inline pv_i32 pv_shl16(pv_i32 a) { return _mm256_slli_epi32(a, 16); }
+static inline pv_i32 pv_min_u32(pv_i32 a, pv_i32 b) { return _mm256_min_epu32(a, b); }
+static inline pv_i32 pv_max_u32(pv_i32 a, pv_i32 b) { return _mm256_max_epu32(a, b); }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm256_cvtepi32_ps(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm256_add_ps(a, b); }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return _mm256_mul_ps(a, b); }
@@ -101,6 +104,7 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 #elif PROX_SIMD_SSE2 /* ---------------------------------------------------- */
 
 #define PV_W 4
+#define PV_MINMAX_U32 0 /* SSE2 has no unsigned min or max */
 typedef __m128i pv_i32;
 typedef __m128 pv_f32;
 
@@ -164,6 +168,7 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 #elif PROX_SIMD_NEON /* ---------------------------------------------------- */
 
 #define PV_W 4
+#define PV_MINMAX_U32 1
 typedef int32x4_t pv_i32;
 typedef float32x4_t pv_f32;
 
@@ -207,6 +212,14 @@ static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b)
 static inline void pv_store(void *p, pv_i32 v) { vst1q_s32((int32_t *)p, v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return vshlq_s32(a, vdupq_n_s32(-n)); }
 static inline pv_i32 pv_shl16(pv_i32 a) { return vshlq_n_s32(a, 16); }
+static inline pv_i32 pv_min_u32(pv_i32 a, pv_i32 b)
+{
+    return vreinterpretq_s32_u32(vminq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b)));
+}
+static inline pv_i32 pv_max_u32(pv_i32 a, pv_i32 b)
+{
+    return vreinterpretq_s32_u32(vmaxq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b)));
+}
 static inline pv_f32 pv_to_f32(pv_i32 a) { return vcvtq_f32_s32(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return vaddq_f32(a, b); }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return vmulq_f32(a, b); }
@@ -236,6 +249,7 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 #else /* scalar: one lane ---------------------------------------------------- */
 
 #define PV_W 1
+#define PV_MINMAX_U32 0
 typedef int32_t pv_i32;
 typedef float pv_f32;
 
