@@ -365,6 +365,26 @@ bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_ke
 }
 
 
+/* Rows of one size class gathered to be sorted together, `size` at a time
+ * (prox_sort_u32_rows: AVX-512's interleaved networks, the column
+ * networks below it). */
+#define ROW_GROUP_MAX 8
+
+typedef struct row_group {
+    uint32_t *row[ROW_GROUP_MAX];
+    int64_t n[ROW_GROUP_MAX];
+    int count;
+} row_group;
+
+static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
+                             void (*sort)(row_group *))
+{
+    g->row[g->count] = row;
+    g->n[g->count] = n;
+    if (++g->count == size)
+        sort(g);
+}
+
 #if PROX_SIMD_AVX512
 /* The networks' steps are unrolled and inlined, so that each step's
  * shuffle is known at compile time (partner_of). */
@@ -530,12 +550,6 @@ static void sort_upto64(uint32_t *a, int64_t n)
 #define GROUP16 8
 #define GROUP32 4
 
-typedef struct row_group {
-    uint32_t *row[GROUP16];
-    int64_t n[GROUP16];
-    int count;
-} row_group;
-
 static void sort_group16(row_group *g)
 {
     __m512i v[GROUP16];
@@ -582,15 +596,6 @@ static void sort_group32(row_group *g)
         _mm512_mask_storeu_epi32(g->row[r] + 16, live[r], hi[r]);
     }
     g->count = 0;
-}
-
-static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
-                             void (*sort)(row_group *))
-{
-    g->row[g->count] = row;
-    g->n[g->count] = n;
-    if (++g->count == size)
-        sort(g);
 }
 #endif
 
@@ -640,11 +645,7 @@ static void rank_sort_row(uint32_t *a, int64_t n)
  * comparator a lane-wise min and max of two columns. The network is fully
  * unrolled over constant indices, so that the columns stay in registers
  * as far as there are registers. */
-typedef struct column_rows {
-    uint32_t *row[PV_W];
-    int64_t n[PV_W];
-    int count;
-} column_rows;
+_Static_assert(PV_W <= ROW_GROUP_MAX, "a row group holds a row per lane");
 
 static PROX_ALWAYS_INLINE void columns_bitonic(pv_i32 *e, int n)
 {
@@ -664,7 +665,7 @@ static PROX_ALWAYS_INLINE void columns_bitonic(pv_i32 *e, int n)
             }
 }
 
-static PROX_ALWAYS_INLINE void columns_sort(column_rows *c, int n)
+static PROX_ALWAYS_INLINE void columns_sort(row_group *c, int n)
 {
     uint32_t col[32][PV_W];
     pv_i32 e[32];
@@ -686,17 +687,8 @@ static PROX_ALWAYS_INLINE void columns_sort(column_rows *c, int n)
     c->count = 0;
 }
 
-static void columns_sort16(column_rows *c) { columns_sort(c, 16); }
-static void columns_sort32(column_rows *c) { columns_sort(c, 32); }
-
-static inline void columns_add(column_rows *c, uint32_t *row, int64_t n,
-                               void (*sort)(column_rows *))
-{
-    c->row[c->count] = row;
-    c->n[c->count] = n;
-    if (++c->count == PV_W)
-        sort(c);
-}
+static void columns_sort16(row_group *c) { columns_sort(c, 16); }
+static void columns_sort32(row_group *c) { columns_sort(c, 32); }
 #endif
 
 void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
@@ -717,13 +709,13 @@ void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
     if (g32.count)
         sort_group32(&g32);
 #elif PV_MINMAX_U32 /* where min and max are one instruction each */
-    column_rows c16 = {.count = 0}, c32 = {.count = 0};
+    row_group c16 = {.count = 0}, c32 = {.count = 0};
     for (int64_t k = 0; k < rows; a += len[k], k++) {
         int64_t n = len[k];
         if (n > 4 && n <= 16)
-            columns_add(&c16, a, n, columns_sort16);
+            group_add(&c16, a, n, PV_W, columns_sort16);
         else if (n > 16 && n <= 32)
-            columns_add(&c32, a, n, columns_sort32);
+            group_add(&c32, a, n, PV_W, columns_sort32);
         else if (n > 32 && n <= RANK_ROW_MAX)
             rank_sort_row(a, n);
         else
