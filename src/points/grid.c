@@ -1511,18 +1511,3 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
     return st;
 }
 
-const char *prox_grid_method(const prox_grid *g, grid_traversal t, bool rel16)
-{
-    static const char *const names[GRID_TRAVERSALS][3] = {
-        [GRID_ROWS] = {"grid.rows.double", "grid.rows.fixed", "grid.rows.rel16"},
-        [GRID_FILL] = {"grid.fill.double", "grid.fill.fixed", "grid.fill.rel16"},
-        [GRID_SWEEP] = {"grid.sweep.double", "grid.sweep.fixed", "grid.sweep.rel16"},
-        [GRID_STRIPS] = {"grid.strips.double", "grid.strips.fixed", "grid.strips.rel16"},
-        [GRID_CELLS] = {"grid.cells.double", "grid.cells.fixed", "grid.cells.rel16"},
-        [GRID_QUERY_STRIPS] = {"grid.query.strips.double", "grid.query.strips.fixed",
-                               "grid.query.strips.rel16"},
-        [GRID_QUERY_CELLS] = {"grid.query.cells.double", "grid.query.cells.fixed",
-                              "grid.query.cells.rel16"},
-    };
-    return names[t][rel16 ? 2 : g->fixed_on ? 1 : 0];
-}

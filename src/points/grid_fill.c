@@ -660,7 +660,7 @@ prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats,
     free_chunks(g, chunks, count);
     if (*done) {
         prox_grid_fill_stats(g, stats, j.lists ? total / 2 : total, candidates, cells,
-                             prox_grid_method(g, GRID_FILL, false));
+                             prox_grid_method(g, (grid_plan){GRID_FILL, false}));
         if (stats)
             stats->rechecked = rechecked;
     }

@@ -12,6 +12,7 @@
 #include "simd/kernel_fixed.h"
 #include "core/morton.h"
 #include "core/pair_sink.h"
+#include "points/grid_plan.h"
 #include "prox/grid.h"
 
 /* How many iterations ahead random reads are prefetched. */
@@ -149,21 +150,6 @@ int64_t prox_grid_bytes(const prox_grid *g);
 /* Memory it keeps for the next query (stats.kept_bytes). */
 int64_t prox_grid_kept_bytes(const prox_grid *g);
 
-/* The ways a grid answers a query (docs/design.md, "The planner"): each
- * is named in stats.method as "grid.<traversal>.<coordinates>", the
- * coordinates being those the distance kernel read (double, fixed, or
- * rel16: grid_strips.c). */
-typedef enum grid_traversal {
-    GRID_ROWS,         /* each point's full row of candidates, rows sorted */
-    GRID_FILL,         /* rows counted, then written in place (grid_fill.c) */
-    GRID_SWEEP,        /* self pairs point by point (grid_sweep.c) */
-    GRID_STRIPS,       /* self pairs run by run over the half stencil's strips */
-    GRID_CELLS,        /* self pairs run by run over stencil cells (Morton, hash keys) */
-    GRID_QUERY_STRIPS, /* ball queries over the stencil's strips */
-    GRID_QUERY_CELLS,  /* ball queries over stencil cells */
-    GRID_TRAVERSALS
-} grid_traversal;
-const char *prox_grid_method(const prox_grid *g, grid_traversal t, bool rel16);
 
 /* A search's stats (NULL: none wanted), `method` from prox_grid_method. */
 void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
@@ -207,7 +193,8 @@ static inline int64_t prox_ranges_length(const prox_range *r, int count)
 int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *rows,
                                   const int64_t base[3], prox_range *out, int64_t *cells);
 /* Self pairs into a count or callback sink, each pair once. */
-prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats);
+prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats,
+                                  grid_plan plan);
 /* The forward half of run r's stencil (the hash-multimap article: each pair once) as
  * ranges: rg[0] the run's own cell (a point meets its later points only:
  * from s + 1 on), then its row's forward cells and the forward rows.
@@ -215,22 +202,11 @@ prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stat
 int prox_grid_half_ranges(const prox_grid *g, const prox_strip_rows *rows, int64_t r,
                           prox_range *rg, int64_t *cells);
 typedef struct grid_recheck grid_recheck;
-/* Whether self pairs go point by point (grid_sweep.c): fixed point, open
- * axes of one scale, and about one point a cell. */
-bool prox_grid_sweeps(const prox_grid *g);
 /* Self pairs whose first point (in cell order) is sorted point p0 .. p1-1,
  * from the forward half stencil (rows) of each, into e, in the order
  * grid_strips.c finds them; adds candidates and cells to *counters. */
 void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int64_t p0,
                            int64_t p1, grid_recheck *rc, prox_emitter *e, prox_stats *counters);
-/* Whether to gather the candidates of a run of `points` points (fixed
- * point, and doubles for sorted rows): it pays on W1 (sorted buffer and
- * count), and would lose on W2 at k = 1 (3 to 5 candidates a run) for the
- * copies' calls (docs/design.md). */
-static inline bool prox_gather_pays(int64_t points, int64_t candidates)
-{
-    return points >= 2 && candidates >= 16;
-}
 
 /* Copy the candidates of ranges rg[0 .. count) into *b, in order (room for
  * PROX_KERNEL_SLACK more), their sorted positions too with `positions`;

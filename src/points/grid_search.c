@@ -531,7 +531,7 @@ static void keep_row_chunks(prox_grid *g, const row_chunk *rows, int count)
     }
 }
 
-static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
+static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats, grid_plan plan)
 {
     int count = prox_chunk_count(sink, g->threads, g->n);
     row_chunk *rows = prox_alloc_array(&g->allocator, count, sizeof *rows);
@@ -546,11 +546,10 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
     prox_id_rule rule = lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE;
     prox_strip_rows strip_rows, *strips = NULL;
     prox_rel16_metric rel16;
-    bool use_rel16 = false;
+    bool use_rel16 = plan.rel16 && prox_grid_rel16_metric(g, &rel16);
     if (g->keys == PROX_KEYS_LINEAR) {
         prox_grid_strip_rows(g, false, &strip_rows);
         strips = &strip_rows;
-        use_rel16 = prox_grid_rel16_metric(g, &rel16);
     }
     if (!failed) {
 #pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1) \
@@ -597,7 +596,7 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats)
         keep_row_chunks(g, rows, count);
     prox_free(&g->allocator, rows);
     prox_grid_fill_stats(g, stats, lists ? total / 2 : total, candidates, cells_visited,
-                         prox_grid_method(g, GRID_ROWS, use_rel16));
+                         prox_grid_method(g, plan));
     if (stats)
         stats->rechecked = rechecked;
     return st;
@@ -629,52 +628,11 @@ static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
     return prox_sink_check(sink);
 }
 
-/* Full lists come from each point's full row (grid_rows) where cells hold
- * several points. Where most occupied cells hold one or two, the cost is
- * the cell lookups, not the distance tests, and few pairs are found: there
- * the half stencil's pairs (point by point: grid_sweep.c), each then
- * written into both rows (pairs.c), look up half as many cells. W2 at
- * k = 1 (1.17 points a run) gains, k = 5 (2.0) breaks even; at k = 10
- * (3.3) the scatter of 10M entries costs 1.6 times what the rows do
- * (docs/design.md, "Full lists over a grid ..."). */
-#define HALF_PAIRS_MAX_POINTS_PER_CELL 2.25
-
-static bool lists_from_half_pairs(const prox_grid *g)
+/* GRID_CELLS: each run against the stencil's cells, gathered. */
+static prox_status cell_pairs(prox_grid *g, prox_sink sink, prox_stats *stats, grid_plan plan)
 {
-    double most = g->half_pairs_limit > 0 ? g->half_pairs_limit : HALF_PAIRS_MAX_POINTS_PER_CELL;
-    return (double)g->n <= most * (double)g->nruns;
-}
-
-/* Rows written in place (grid_fill.c): asked for, with linear keys, and
- * for an output whose rows would otherwise be staged (every sorted or
- * list output but the unsorted buffer). */
-static bool rows_in_place(const prox_grid *g, prox_sink sink)
-{
-    return g->desc.rows == PROX_ROWS_IN_PLACE && g->keys == PROX_KEYS_LINEAR &&
-           (sink.kind == PROX_SINK_LISTS || (sink.kind == PROX_SINK_BUFFER && !sink.unsorted));
-}
-
-prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
-{
-    prox_status st = check_query_ready(g, sink);
-    if (st)
-        return st;
-    if (rows_in_place(g, sink)) {
-        bool done;
-        st = prox_grid_fill_rows(g, sink, stats, &done);
-        if (done)
-            return st;
-        return grid_rows(g, sink, stats);
-    }
-    /* sorted output goes by rows; an unsorted buffer takes the pairs as the
-     * half stencil finds them */
-    if ((sink.kind == PROX_SINK_LISTS && !lists_from_half_pairs(g)) ||
-        (sink.kind == PROX_SINK_BUFFER && !sink.unsorted))
-        return grid_rows(g, sink, stats);
-    if (g->keys == PROX_KEYS_LINEAR)
-        return prox_grid_strip_pairs(g, sink, stats);
     prox_chunks chunks = {0};
-    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink, &g->work);
+    prox_status st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink, &g->work);
     if (st)
         return st;
     chunks.threads = g->threads;
@@ -695,10 +653,32 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     }
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
-    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
-                         prox_grid_method(g, GRID_CELLS, false));
+    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited, prox_grid_method(g, plan));
     prox_chunks_free(&chunks);
     return st;
+}
+
+prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (st)
+        return st;
+    grid_plan plan = prox_grid_plan_pairs(g, sink);
+    switch (plan.traversal) {
+    case GRID_FILL: {
+        bool done;
+        st = prox_grid_fill_rows(g, sink, stats, &done);
+        return done ? st : grid_rows(g, sink, stats, prox_grid_rows_plan(g));
+    }
+    case GRID_ROWS:
+        return grid_rows(g, sink, stats, plan);
+    case GRID_SWEEP:
+    case GRID_STRIPS:
+        return prox_grid_strip_pairs(g, sink, stats, plan);
+    default:
+        assert(plan.traversal == GRID_CELLS);
+        return cell_pairs(g, sink, stats, plan);
+    }
 }
 
 /* ---- ball queries of a second set ---------------------------------------- */
@@ -812,8 +792,9 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     if (st)
         return st;
     chunks.threads = g->threads;
+    grid_plan plan = prox_grid_plan_query(g);
     prox_strip_rows strip_rows, *strips = NULL;
-    if (g->keys == PROX_KEYS_LINEAR) {
+    if (plan.traversal == GRID_QUERY_STRIPS) {
         prox_grid_strip_rows(g, false, &strip_rows);
         strips = &strip_rows;
     }
@@ -843,7 +824,7 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     int64_t pairs = 0;
     st = prox_chunks_deliver(&chunks, sink, nq, false, &pairs);
     prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
-                         prox_grid_method(g, strips ? GRID_QUERY_STRIPS : GRID_QUERY_CELLS, false));
+                         prox_grid_method(g, plan));
     if (stats)
         stats->rechecked = rechecked;
     prox_chunks_free(&chunks);

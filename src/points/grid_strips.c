@@ -504,17 +504,18 @@ static void reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, i
 
 /* Pairs of the runs of chunk k of `count` into emitter e; with `predict`,
  * e's storage is sized after the chunk's first 64 runs (reserve_predicted). */
-static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int k, int count,
-                                bool predict, prox_emitter *e, prox_stats *counters)
+static void half_pairs_of_chunk(const prox_grid *g, grid_plan plan, const strip_rows *rows, int k,
+                                int count, bool predict, prox_emitter *e, prox_stats *counters)
 {
     prox_rel16_metric rel16;
-    half_scratch hs = {.rel16_metric = prox_grid_rel16_metric(g, &rel16) ? &rel16 : NULL};
+    bool use_rel16 = plan.rel16 && prox_grid_rel16_metric(g, &rel16);
+    half_scratch hs = {.rel16_metric = use_rel16 ? &rel16 : NULL};
     grid_recheck rc;
     prox_grid_recheck_init(&rc, g, &g->source);
     int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
     /* the first 64 runs, the emitter sized from their pairs, then the rest */
     int64_t first = predict && r1 - r0 > 64 ? r0 + 64 : r0;
-    if (prox_grid_sweeps(g)) { /* about one point a cell */
+    if (plan.traversal == GRID_SWEEP) {
         prox_grid_sweep_pairs(g, rows, g->run_start[r0], g->run_start[first], &rc, e, counters);
         if (first > r0)
             reserve_predicted(g, e, r0, first, r1);
@@ -532,17 +533,7 @@ static void half_pairs_of_chunk(const prox_grid *g, const strip_rows *rows, int 
     prox_rel16_gather_free(&g->allocator, &hs.rel16);
 }
 
-/* What ran, for prox_stats.method: the sweep, or strips gathered as rel16
- * coordinates where the grid allows them (half_pairs_of_chunk). */
-static const char *strips_method(const prox_grid *g)
-{
-    prox_rel16_metric unused;
-    if (prox_grid_sweeps(g))
-        return prox_grid_method(g, GRID_SWEEP, false);
-    return prox_grid_method(g, GRID_STRIPS, prox_grid_rel16_metric(g, &unused));
-}
-
-static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats, grid_plan plan)
 {
     prox_chunks chunks = {0};
     prox_status st =
@@ -558,7 +549,7 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     for (int k = 0; k < chunks.count; k++) {
         prox_stats counters = {0};
         prox_emitter *e = &chunks.emitter[k];
-        half_pairs_of_chunk(g, &rows, k, chunks.count, e->kind == PROX_SINK_BUFFER, e, &counters);
+        half_pairs_of_chunk(g, plan, &rows, k, chunks.count, e->kind == PROX_SINK_BUFFER, e, &counters);
         candidates += counters.candidates;
         cells_visited += counters.cells_visited;
         rechecked += counters.rechecked;
@@ -567,7 +558,7 @@ static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
     prox_chunks_free(&chunks);
     prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
-                         strips_method(g));
+                         prox_grid_method(g, plan));
     if (stats)
         stats->rechecked = rechecked;
     return st;
@@ -592,7 +583,7 @@ static void ignore_free(void *ptr, void *user)
  * no staging arrays, no concatenation. A window is exactly its chunk's
  * count, so it never grows (its emitter's allocator refuses, should it). */
 static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int count,
-                                           prox_stats *stats)
+                                           prox_stats *stats, grid_plan plan)
 {
     strip_rows rows;
     prox_grid_strip_rows(g, true, &rows);
@@ -604,7 +595,7 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
     for (int k = 0; k < count; k++) {
         prox_stats ignored = {0};
         prox_emitter e = {.kind = PROX_SINK_COUNT};
-        half_pairs_of_chunk(g, &rows, k, count, false, &e, &ignored);
+        half_pairs_of_chunk(g, plan, &rows, k, count, false, &e, &ignored);
         at[k + 1] = e.count;
     }
     for (int k = 0; k < count; k++)
@@ -622,7 +613,7 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
             prox_stats counters = {0};
             prox_emitter e = {.kind = PROX_SINK_BUFFER, .pairs = b->pairs + at[k],
                               .capacity = at[k + 1] - at[k], .allocator = &no_growth};
-            half_pairs_of_chunk(g, &rows, k, count, false, &e, &counters);
+            half_pairs_of_chunk(g, plan, &rows, k, count, false, &e, &counters);
             failed = failed || e.failed || e.count != at[k + 1] - at[k];
             candidates += counters.candidates;
             cells_visited += counters.cells_visited;
@@ -634,17 +625,18 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
             b->count = at[count];
     }
     prox_grid_fill_stats(g, stats, b->count, candidates, cells_visited,
-                         strips_method(g));
+                         prox_grid_method(g, plan));
     if (stats)
         stats->rechecked = rechecked;
     prox_free(&g->allocator, at);
     return st;
 }
 
-prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats,
+                                  grid_plan plan)
 {
     int count = prox_chunk_count(sink, g->threads, g->n);
     if (sink.kind == PROX_SINK_BUFFER && sink.unsorted && count > 1)
-        return half_pairs_into_windows(g, sink, count, stats);
-    return half_pairs(g, sink, stats);
+        return half_pairs_into_windows(g, sink, count, stats, plan);
+    return half_pairs(g, sink, stats, plan);
 }

@@ -21,23 +21,6 @@
 
 typedef prox_range range;
 
-/* Points per occupied cell up to which the sweep beats the search run by
- * run, whose gathered candidates serve every point of a run: measured with
- * `build/bench_grid_limits` (SWEEP_RUN), figures in docs/design.md, "The
- * point sweep". */
-#define SWEEP_MAX_POINTS_PER_RUN_2D 3.5
-#define SWEEP_MAX_POINTS_PER_RUN_3D 1.75
-
-bool prox_grid_sweeps(const prox_grid *g)
-{
-    const prox_fixed_metric *m = &g->fixed_metric;
-    double most = g->sweep_limit > 0 ? g->sweep_limit
-                  : g->dim == 2     ? SWEEP_MAX_POINTS_PER_RUN_2D
-                                    : SWEEP_MAX_POINTS_PER_RUN_3D;
-    return g->keys == PROX_KEYS_LINEAR && g->fixed_on && !m->periodic &&
-           m->unit_scale && (double)g->n <= most * (double)g->nruns;
-}
-
 static inline int64_t min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
