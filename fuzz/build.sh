@@ -9,9 +9,7 @@ cd "$(dirname "$0")/.."
 OUT=${1:-build-fuzz}
 CC=${CC:-clang}
 ENGINE=${FUZZ_ENGINE:--fsanitize=fuzzer}
-# pointer-overflow is left out as in `make ubsan` (Makefile: two sites add 0
-# to a NULL pointer).
-SAN=${FUZZ_SANITIZE:--fsanitize=address,undefined -fno-sanitize=pointer-overflow -fno-sanitize-recover=all}
+SAN=${FUZZ_SANITIZE:--fsanitize=address,undefined -fno-sanitize-recover=all}
 FLAGS="-g -O1 -std=c11 -fno-omit-frame-pointer -ffp-contract=off -fopenmp $SAN ${FUZZ_CFLAGS:-}"
 mkdir -p "$OUT/obj"
 # The library, built by CMake (its SIMD levels and their dispatch,
