@@ -7,6 +7,7 @@
 #   make install  cmake --install build (PREFIX=/usr/local by default)
 # Hardening (docs/robustness.md), each with clang:
 #   make fuzz      build the fuzz targets (libFuzzer) and run each FUZZ_SECONDS (60)
+#   make fuzz-afl  the same targets built and run with AFL++ (build-afl/)
 #   make ubsan     the suite under clang's UndefinedBehaviorSanitizer (build-ubsan/)
 #   make tsan      the threaded tests under ThreadSanitizer, libomp + Archer (build-tsan/)
 #   make valgrind  the CLI's main commands under valgrind memcheck
@@ -22,13 +23,14 @@ RUN_DEPS   = gnuplot-nox
 PYTHON  ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
 HARDEN_DEPS = clang libclang-rt-dev libomp-dev valgrind
+AFL_DEPS = afl++
 FUZZ_SECONDS ?= 60
 # Tests whose parallel regions run on several threads, small enough for CI
 # under TSan (test_update, test_kdtree and test_sap pass too, in 5-14 min here).
 TSAN_TESTS = test_pairs|test_radix_sort|test_grid_sweep|test_hardening|fuzz_replay_points|fuzz_replay_broad
 CLANG_SANITIZE = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_BUILD_EXAMPLES=OFF -DPROX_BUILD_PYTHON=OFF
 
-.PHONY: all build run test asan install deps test-deps clean bench-peers bench-report fuzz ubsan tsan valgrind harden-deps
+.PHONY: all build run test asan install deps test-deps clean bench-peers bench-report fuzz ubsan tsan valgrind harden-deps fuzz-afl
 
 all: build
 
@@ -65,14 +67,17 @@ fuzz: harden-deps
 	JOBS=$(JOBS) fuzz/build.sh build-fuzz
 	fuzz/run.sh $(FUZZ_SECONDS)
 
+# The same targets under AFL++ (afl-clang-fast, its libFuzzer driver, afl-fuzz).
+fuzz-afl: harden-deps
+	@tools/deps.sh $(AFL_DEPS)
+	JOBS=$(JOBS) fuzz/build.sh --afl build-afl
+	fuzz/run.sh --afl $(FUZZ_SECONDS)
+
 # clang's UBSan checks what gcc's does not (signed overflow in 64-bit
-# products, among others); every check is fatal. pointer-overflow is left
-# out while src/points/grid_search.c and src/broad/hierarchical_hash.c add
-# 0 to a NULL pointer (an empty hit list, an update with no new entry):
-# docs/robustness.md.
+# products, arithmetic on a NULL pointer, among others); every check is fatal.
 ubsan: harden-deps
 	CC=clang cmake -S . -B build-ubsan $(CLANG_SANITIZE) \
-	  -DCMAKE_C_FLAGS="-fsanitize=undefined,float-cast-overflow -fno-sanitize=pointer-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  -DCMAKE_C_FLAGS="-fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=undefined -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=undefined
 	cmake --build build-ubsan -j $(JOBS)
 	cd build-ubsan && export UBSAN_OPTIONS=print_stacktrace=1 && \
@@ -115,7 +120,7 @@ bench-peers: build
 	BUILD=$(BUILD) bench/peers/run.sh --prox $(BUILD)/prox $(ARGS)
 
 clean:
-	rm -rf $(BUILD) build-asan build-ubsan build-tsan build-fuzz build-valgrind
+	rm -rf $(BUILD) build-asan build-ubsan build-tsan build-fuzz build-afl build-valgrind
 
 # docs/benchmarks.md regenerated: prox's own benchmarks, the peers on the
 # standard workloads and the Python module against C, scipy and ASE

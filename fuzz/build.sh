@@ -1,17 +1,28 @@
 #!/bin/sh
-# Build the fuzz targets (fuzz/README.md) into OUT (default build-fuzz/):
-#   fuzz/build.sh [OUT]
-# With libFuzzer (Debian's clang), ASan and UBSan by default. AFL++ runs
-# libFuzzer entry points through its own driver (not yet tried here):
-#   CC=afl-clang-fast fuzz/build.sh build-afl
+# Build the fuzz targets (fuzz/README.md) into OUT:
+#   fuzz/build.sh [OUT]          libFuzzer (Debian's clang); OUT: build-fuzz
+#   fuzz/build.sh --afl [OUT]    AFL++ (Debian's afl++, afl-clang-fast and its
+#                                libFuzzer driver); OUT: build-afl
+# Both with AddressSanitizer and UBSan (FUZZ_SANITIZE overrides them).
 set -eu
 cd "$(dirname "$0")/.."
-OUT=${1:-build-fuzz}
-CC=${CC:-clang}
+AFL=0
+if [ "${1:-}" = --afl ]; then
+  AFL=1
+  shift
+fi
+if [ $AFL = 1 ]; then
+  OUT=${1:-build-afl}
+  # afl-clang-fast instruments what it compiles (a libFuzzer coverage flag
+  # is dropped) and links its driver, libAFLDriver, for -fsanitize=fuzzer.
+  CC=${CC:-afl-clang-fast}
+  command -v "$CC" >/dev/null || { echo "fuzz/build.sh: $CC not found (apt-get install afl++)" >&2; exit 1; }
+else
+  OUT=${1:-build-fuzz}
+  CC=${CC:-clang}
+fi
 ENGINE=${FUZZ_ENGINE:--fsanitize=fuzzer}
-# pointer-overflow is left out as in `make ubsan` (Makefile: two sites add 0
-# to a NULL pointer).
-SAN=${FUZZ_SANITIZE:--fsanitize=address,undefined -fno-sanitize=pointer-overflow -fno-sanitize-recover=all}
+SAN=${FUZZ_SANITIZE:--fsanitize=address,undefined -fno-sanitize-recover=all}
 FLAGS="-g -O1 -std=c11 -fno-omit-frame-pointer -ffp-contract=off -fopenmp $SAN ${FUZZ_CFLAGS:-}"
 mkdir -p "$OUT/obj"
 # The library, built by CMake (its SIMD levels and their dispatch,
@@ -34,4 +45,4 @@ for target in point_file row_file points broad; do
   $CC $FLAGS $ENGINE -Iinclude -Itools -Ifuzz -o "$OUT/fuzz_$target" "fuzz/fuzz_$target.c" \
     $extra $LIB -lm
 done
-echo "fuzz targets in $OUT: fuzz_point_file fuzz_row_file fuzz_points fuzz_broad"
+echo "fuzz targets ($([ $AFL = 1 ] && echo AFL++ || echo libFuzzer)) in $OUT: fuzz_point_file fuzz_row_file fuzz_points fuzz_broad"

@@ -3,7 +3,8 @@
  * by every structure alike, the ends of the range agree with brute force,
  * cell-count arithmetic never overflows into a false "out of memory" or into
  * undefined behaviour, every public entry point refuses NULL arguments
- * instead of crashing, and the streamed pairs are the buffered ones. */
+ * instead of crashing, the streamed pairs are the buffered ones, and empty
+ * outputs do no arithmetic on a NULL pointer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -409,6 +410,147 @@ static void streamed_pairs_are_the_buffered_ones(void **state)
     }
 }
 
+/* ---- empty ranges: no arithmetic on a NULL pointer ------------------------ */
+
+/* Pairs of every sink of every structure where some or all of the output
+ * is empty: no points, points without a neighbour, a chunk whose first
+ * points find none. Each empty range must be skipped, not written at
+ * NULL + 0 (undefined; clang's UBSan, `make ubsan`, reports it). */
+enum { SPREAD = 12 };
+
+static int64_t pairs_through(const prox_points *p, const prox_grid_desc *d, prox_algo algo,
+                             int sink, const char *what)
+{
+    prox_pair_buffer b;
+    prox_lists l;
+    prox_pair_buffer_init(&b, NULL);
+    prox_lists_init(&l, NULL);
+    prox_sink s = sink < 2 ? prox_sink_buffer(&b) : prox_sink_lists(&l);
+    if (sink % 2)
+        s = prox_sink_unsorted(s);
+    prox_stats stats = {0};
+    prox_status st = prox_pairs(p, d, algo, s, &stats);
+    if (st != PROX_OK)
+        fail_msg("%s, sink %d: status %d (%s)", what, sink, (int)st, prox_last_error());
+    int64_t got = sink < 2 ? b.count : l.offsets[l.rows] / 2;
+    prox_pair_buffer_free(&b);
+    prox_lists_free(&l);
+    return got;
+}
+
+static void empty_ranges_are_skipped_by_points(void **state)
+{
+    (void)state;
+    /* SPREAD points 10 radii apart, then one beside the last: 1 pair */
+    double xyz[3 * (SPREAD + 1)] = {0};
+    for (int i = 0; i < SPREAD; i++)
+        xyz[3 * i] = 10.0 * i;
+    xyz[3 * SPREAD] = 10.0 * (SPREAD - 1) + 0.5;
+    const struct { int64_t n, pairs; } sets[] = {{0, 0}, {1, 0}, {SPREAD, 0}, {SPREAD + 1, 1}};
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        prox_points p = prox_points_f64(xyz, sets[k].n, 3);
+        for (int v = 0; v < VARIANTS; v++)
+            for (int form = 0; form < 3; form++) { /* as is; 2 cell divisions; rows in place */
+                if (form > 0 && variants[v].algo != PROX_ALGO_GRID)
+                    continue;
+                for (int threads = 1; threads <= 2; threads++)
+                    for (int sink = 0; sink < 4; sink++) {
+                        prox_grid_desc d = desc_of(&variants[v], 1.0);
+                        d.threads = threads;
+                        d.cell_divisions = form == 1 ? 2 : 1;
+                        d.rows = form == 2 ? PROX_ROWS_IN_PLACE : PROX_ROWS_AUTO;
+                        char what[128];
+                        snprintf(what, sizeof what, "%s, form %d, %lld points, %d threads",
+                                 variants[v].name, form, (long long)sets[k].n, threads);
+                        assert_int_equal(pairs_through(&p, &d, variants[v].algo, sink, what),
+                                         sets[k].pairs);
+                    }
+            }
+        /* a grid object: build, pairs, queries of the same points, update */
+        for (int v = 0; v < VARIANTS; v++) {
+            if (variants[v].algo != PROX_ALGO_GRID || variants[v].coords == PROX_COORDS_FIXED)
+                continue;
+            prox_grid_desc d = desc_of(&variants[v], 1.0);
+            d.threads = 2;
+            prox_grid *g = NULL;
+            assert_int_equal(prox_grid_create(&d, &g), PROX_OK);
+            assert_int_equal(prox_grid_build(g, &p), PROX_OK);
+            for (int sink = 0; sink < 4; sink++) {
+                prox_pair_buffer b;
+                prox_lists l;
+                prox_pair_buffer_init(&b, NULL);
+                prox_lists_init(&l, NULL);
+                prox_sink s = sink < 2 ? prox_sink_buffer(&b) : prox_sink_lists(&l);
+                if (sink % 2)
+                    s = prox_sink_unsorted(s);
+                assert_int_equal(prox_grid_pairs(g, s, NULL), PROX_OK);
+                assert_int_equal(sink < 2 ? b.count : l.offsets[l.rows] / 2, sets[k].pairs);
+                assert_int_equal(prox_grid_query(g, &p, s, NULL), PROX_OK);
+                /* each point finds itself, and each pair's points each other */
+                assert_int_equal(sink < 2 ? b.count : l.offsets[l.rows],
+                                 sets[k].n + 2 * sets[k].pairs);
+                prox_pair_buffer_free(&b);
+                prox_lists_free(&l);
+            }
+            prox_stats stats = {0};
+            assert_int_equal(prox_grid_update(g, &p, &stats), PROX_OK);
+            prox_grid_destroy(g);
+        }
+    }
+}
+
+static void empty_ranges_are_skipped_by_boxes(void **state)
+{
+    (void)state;
+    /* SPREAD unit boxes 10 apart, then one overlapping the last: 1 pair */
+    double bounds[6 * (SPREAD + 1)] = {0};
+    for (int i = 0; i <= SPREAD; i++) {
+        double x = i < SPREAD ? 10.0 * i : 10.0 * (SPREAD - 1) + 0.5;
+        double box[6] = {x, 0, 0, x + 1, 1, 1};
+        memcpy(&bounds[6 * i], box, sizeof box);
+    }
+    const struct { int64_t n, pairs; } sets[] = {{0, 0}, {1, 0}, {SPREAD, 0}, {SPREAD + 1, 1}};
+    for (int algo = PROX_BROAD_BRUTE; algo <= PROX_BROAD_AUTO; algo++)
+        for (int threads = 1; threads <= 2; threads++)
+            for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+                prox_boxes boxes = prox_boxes_f64(bounds, sets[k].n, 3);
+                prox_broad_desc d = prox_default_broad_desc();
+                d.algo = (prox_broad_algo)algo;
+                d.threads = threads;
+                prox_broad *b = NULL;
+                assert_int_equal(prox_broad_create(&d, &b), PROX_OK);
+                assert_int_equal(prox_broad_build(b, &boxes), PROX_OK);
+                /* updates: the same boxes (nothing to relocate), then each set */
+                for (size_t u = 0; u <= sizeof sets / sizeof sets[0]; u++) {
+                    size_t now = u == 0 ? k : u - 1;
+                    prox_boxes next = prox_boxes_f64(bounds, sets[now].n, 3);
+                    prox_stats stats = {0};
+                    if (prox_broad_update(b, &next, &stats) != PROX_OK)
+                        fail_msg("%s, %d threads, %lld boxes then %lld: %s",
+                                 prox_broad_algo_name(d.algo), threads, (long long)sets[k].n,
+                                 (long long)sets[now].n, prox_last_error());
+                    for (int sink = 0; sink < 4; sink++) {
+                        prox_pair_buffer pb;
+                        prox_lists l;
+                        prox_pair_buffer_init(&pb, NULL);
+                        prox_lists_init(&l, NULL);
+                        prox_sink s = sink < 2 ? prox_sink_buffer(&pb) : prox_sink_lists(&l);
+                        if (sink % 2)
+                            s = prox_sink_unsorted(s);
+                        assert_int_equal(prox_broad_pairs(b, s, NULL), PROX_OK);
+                        assert_int_equal(sink < 2 ? pb.count : l.offsets[l.rows] / 2,
+                                         sets[now].pairs);
+                        assert_int_equal(prox_broad_query_boxes(b, &next, s, NULL), PROX_OK);
+                        assert_int_equal(sink < 2 ? pb.count : l.offsets[l.rows],
+                                         sets[now].n + 2 * sets[now].pairs);
+                        prox_pair_buffer_free(&pb);
+                        prox_lists_free(&l);
+                    }
+                }
+                prox_broad_destroy(b);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +561,8 @@ int main(void)
         cmocka_unit_test(negative_zero_bounds_overlap_positive_zero),
         cmocka_unit_test(null_arguments_are_invalid_not_crashes),
         cmocka_unit_test(streamed_pairs_are_the_buffered_ones),
+        cmocka_unit_test(empty_ranges_are_skipped_by_points),
+        cmocka_unit_test(empty_ranges_are_skipped_by_boxes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -825,8 +825,9 @@ static bool insert_changed(hier *h, const broad_input *in, int64_t *from, int th
         return false;
     for (int64_t e = start; e < total; e++)
         h->entry_key[e] = (uint64_t)find_slot(h, h->entry_key[e]);
-    prox_radix_sort64(h->entry_key + start, h->entry_id + start, h->tmp_key, h->tmp_id, fresh,
-                      threads);
+    if (fresh > 0) /* none: entry_key may be NULL, and NULL + 0 is undefined */
+        prox_radix_sort64(h->entry_key + start, h->entry_id + start, h->tmp_key, h->tmp_id,
+                          fresh, threads);
     *from = start;
     return true;
 }

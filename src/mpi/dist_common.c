@@ -248,9 +248,9 @@ static prox_status gather_bytes(MPI_Comm comm, int root, const void *data, int64
     }
     int ok = st == PROX_OK;
     MPI_Bcast(&ok, 1, MPI_INT, root, comm);
-    if (ok)
-        MPI_Gatherv(data, (int)bytes, MPI_BYTE, *out, counts, counts + size, MPI_BYTE, root,
-                    comm);
+    if (ok) /* counts is the root's alone: NULL + size elsewhere would be undefined */
+        MPI_Gatherv(data, (int)bytes, MPI_BYTE, *out, counts, counts ? counts + size : NULL,
+                    MPI_BYTE, root, comm);
     else if (rank != root)
         st = dist_fail(PROX_ERR_NO_MEMORY, "gather: the root failed");
     free(all);

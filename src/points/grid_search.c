@@ -200,7 +200,8 @@ static void emit_hits(prox_emitter *e, prox_index self, const prox_index *ids,
         }
         return;
     }
-    if (!prox_emitter_reserve(e, count))
+    /* No hit: nothing to place (e->pairs may still be NULL). */
+    if (count == 0 || !prox_emitter_reserve(e, count))
         return;
     prox_pair *out = e->pairs + e->count;
     for (int64_t t = 0; t < count; t++) {
@@ -262,7 +263,8 @@ typedef struct row_chunk {
  * chunk's entries. */
 static void sort_pending_rows(row_chunk *rc, const uint32_t *row_len, int64_t s_end)
 {
-    prox_sort_u32_rows(rc->entries + rc->sort_at, row_len + rc->sort_s, s_end - rc->sort_s);
+    if (rc->count > rc->sort_at) /* else every row is empty, and entries may be NULL */
+        prox_sort_u32_rows(rc->entries + rc->sort_at, row_len + rc->sort_s, s_end - rc->sort_s);
     rc->sort_s = s_end;
     rc->sort_at = rc->count;
 }

@@ -116,7 +116,8 @@ static PROX_ALWAYS_INLINE void store_pairs(prox_emitter *e, uint32_t self, __m51
     const __m512i second =
         _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     int found = __builtin_popcount(hit);
-    if (!prox_emitter_reserve(e, found))
+    /* No hit: nothing to store (e->pairs may still be NULL). */
+    if (found == 0 || !prox_emitter_reserve(e, found))
         return;
     __m512i j = _mm512_maskz_compress_epi32(hit, id), s = _mm512_set1_epi32((int)self);
     __m512i lo = _mm512_min_epu32(s, j), hi = _mm512_max_epu32(s, j);
