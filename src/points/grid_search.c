@@ -636,7 +636,7 @@ static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
  * written into both rows (pairs.c), look up half as many cells. W2 at
  * k = 1 (1.17 points a run) gains, k = 5 (2.0) breaks even; at k = 10
  * (3.3) the scatter of 10M entries costs 1.6 times what the rows do
- * (docs/design.md, "Full lists over a grid ..."). */
+ * (docs/design.md, "Full lists from the half stencil's pairs"). */
 #define HALF_PAIRS_MAX_POINTS_PER_CELL 2.25
 
 static bool lists_from_half_pairs(const prox_grid *g)
