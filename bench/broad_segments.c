@@ -1,8 +1,8 @@
 /* broad_segments.c: W4's segment queries (Pouchol et al. 2009, Figure 4) with one
  * structure: built and queried RUNS times on one object (each run: build,
  * then the exact hits of every segment, counted), printing each run's
- * seconds and the best. The driver behind the W4 A/B figures of
- * docs/benchmarks.md marked "scratch driver" from session 12 on:
+ * seconds and the best. The driver behind the W4 A/B figures in
+ * docs/design.md (the multilevel and hierarchical hashes):
  *
  *   build/prox gen mixed2d --n 10000 -o /tmp/w4.f64   (and w4.segments.f64)
  *   build/bench_broad_segments /tmp/w4.f64 /tmp/w4.segments.f64 hierarchical 5 1
@@ -11,8 +11,8 @@
  * box) SEGMENTS.f64 (x0 y0 x1 y1 per segment) ALGO (as --algo) RUNS
  * THREADS. With MIN_CLASS and MAX_CLASS both set in the environment, the
  * hash structures get those size classes (prox_broad_desc.min_class,
- * max_class) instead of fitted ones: the source of the class table in
- * docs/benchmarks.md (session 12), e.g.
+ * max_class) instead of fitted ones (docs/design.md, "multilevel": the
+ * classes of Eq. 2 against the fitted ones), e.g.
  *
  *   MIN_CLASS=3 MAX_CLASS=7 build/bench_broad_segments W4.f64 W4.segments.f64 hierarchical 3 1
  *

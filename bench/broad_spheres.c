@@ -3,9 +3,8 @@
  * run's seconds and the best; with PAIRS_ONLY set in the environment the
  * object is built once and only the pairs are timed, and SPLIT_COST=C sets
  * the kd-tree's prox_broad_desc.kdtree_split_cost (default 1; the scan
- * over costs in docs/design.md). The driver behind the
- * kd-tree and sap A/B figures of docs/benchmarks.md marked "scratch driver"
- * from session 9 on:
+ * over costs in docs/design.md). The driver behind the kd-tree's and sweep
+ * and prune's A/B figures in docs/design.md:
  *
  *   build/prox gen spheres3d --n 1000000 -o /tmp/w3.f64
  *   build/bench_broad_spheres /tmp/w3.f64 kdtree 5 1      (built by make)

@@ -1,8 +1,9 @@
 /* grid_points.c: one grid task, built and queried RUNS times on one object
  * (as a simulation's steps), printing each run's build + query seconds and
- * the best: the driver behind the A/B figures of docs/benchmarks.md marked
- * "scratch driver" from session 9 on. Build it against each library to
- * compare and run the two alternately, round by round:
+ * the best: the driver behind the grid's A/B figures in docs/design.md
+ * (make builds it as build/bench_grid_points). To compare two versions of
+ * the library, build it against each and run the two alternately, round
+ * by round:
  *
  *   build/prox gen nns2d --k 1 -o /tmp/k1.f64     (radius: the text form's header)
  *   cc -O2 -fopenmp -Iinclude bench/grid_points.c build/libprox.a -lm -o /tmp/gp
@@ -14,7 +15,7 @@
  * in-place for prox_grid_desc.rows.
  *
  * Built a second time as build/bench_grid_limits (PROX_BENCH_LIMITS, over
- * the private src/grid_private.h), the driver also takes the densities
+ * the private src/points/grid_private.h), the driver also takes the densities
  * where the grid changes mechanism from the environment, 0 or unset for
  * the library's defaults (prox_grid_set_density_limits): TABLE_CELLS (the
  * most cells a point for a table of every cell), SWEEP_RUN (the most points

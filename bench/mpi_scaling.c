@@ -6,7 +6,7 @@
  *
  * WORKLOAD: sph3d (W1), sph3d-periodic, spheres3d (W3, d = 0.1, boxes of
  * the spheres, the grid broad phase). Each rank generates its own block of the workload's items
- * (WORKLOADS.md's stream, entered at the block's first draw), so the items
+ * (docs/workloads.md's stream, entered at the block's first draw), so the items
  * start spread at random over space. Per repetition: partition, migration,
  * halo build, pairs (SINK count or buffer: sorted local pairs); for boxes
  * build (partition, distribution, local build) and pairs. Rank 0 prints

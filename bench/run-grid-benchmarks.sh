@@ -1,7 +1,8 @@
 #!/bin/sh
-# The grid tables of docs/benchmarks.md: W1 (sph3d) at 1M and 4M points and
-# W2 (nns2d) at k = 1, 5, 20, on one and two threads. Writes one Markdown
-# file per run into bench/results/, named by machine and date.
+# prox's own grid tables (prox bench) for W1 (sph3d) at 1M points and W2
+# (nns2d) at k = 1, 5, 20, on one and two threads, and W1 at 4M points on
+# one. Writes one Markdown file per run into bench/results/, named by
+# machine and date.
 # Usage: bench/run-grid-benchmarks.sh [BUILD/prox] [RUNS]
 set -eu
 prox=${1:-build/prox}

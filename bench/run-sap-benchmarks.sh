@@ -1,5 +1,5 @@
 #!/bin/sh
-# The sweep-and-prune table of docs/benchmarks.md (W3, issue 4): the W3
+# Sweep and prune's timings (docs/design.md, "Sweep and prune"): the W3
 # spheres' boxes (centre +- 1) from `prox gen spheres3d`, then
 #  - `prox collide --algo sap --count --stats` from scratch, RUNS times on
 #    1 and 2 threads (medians of build_s, query_s and their sum);

@@ -1,6 +1,6 @@
 /* input.c: point files, text and binary. The text parser reads the whole
  * file into one buffer and walks it once, calling strtod per number: no
- * per-line allocation, about 0.3 s per million 3D points. */
+ * per-line allocation (`prox pairs --stats` prints the time, `read_s`). */
 #define _POSIX_C_SOURCE 200809L
 #include "input.h"
 

@@ -111,6 +111,14 @@ README_BEGIN = "<!-- bench-report summary: written by make bench-report -->"
 README_END = "<!-- end of the bench-report summary -->"
 
 
+def simd_words(a):
+    """The SIMD level the run used, as a phrase: `simd=avx2`, or for a build
+    without run-time dispatch the widest ISA it was built for."""
+    if a.simd.startswith("simd=native"):
+        return f"a `-march=native` build for its {a.isa}"
+    return f"`{a.simd}`"
+
+
 def update_readme(path, cases, a):
     """The README's comparison: the summary's largest size per workload."""
     if not os.path.exists(path):
@@ -125,7 +133,8 @@ def update_readme(path, cases, a):
     cpu = a.cpu.split(";")[0].replace(" (", ", ").replace(")", "")
     block = [README_BEGIN, "",
              f"Measured by `make bench-report ARGS=--{a.mode}` at commit {a.commit} on "
-             f"{cpu} ({a.cores} cores{', shared and loaded' if loaded_note(a) else ''}; "
+             f"{cpu}, {simd_words(a)} ({a.cores} cores"
+             f"{', shared and loaded' if loaded_note(a) else ''}; "
              f"full tables in [docs/benchmarks.md](docs/benchmarks.md)):",
              ""] + summary(cases, largest_only=True) + ["", README_END]
     tmp = path + ".tmp"
@@ -218,7 +227,8 @@ def main():
            "| | |", "|---|---|",
            f"| CPU | {a.cpu}; {a.cores} cores online; widest vector ISA the CPU reports: {a.isa} |",
            f"| SIMD level in use | {a.simd} |",
-           f"| prox | {a.version}, commit {a.commit}, built by `make` (Release, `-march=native`) |",
+           f"| prox | {a.version}, commit {a.commit}, built by `make` (Release"
+           f"{', `-march=native`' if a.simd.startswith('simd=native') else ', every SIMD level, one chosen at run time'}) |",
            f"| compiler | {a.compiler} |",
            f"| command | `make bench-report ARGS=--{a.mode}` (peer rows: median of {a.reps} runs; "
            f"{a.elapsed} s end to end) |",

@@ -2,7 +2,7 @@
  *
  * A hash structure keeps its cells' box ids sorted by cell (slot). Reading
  * the boxes of those ids from the built array is one random access per
- * candidate; on W4 (Pouchol et al. 2009, Figure 4) that was most of the query time.
+ * candidate; on W4 (Pouchol et al. 2009, Figure 4) that would be most of the query time.
  * The store holds a copy of each stored box next to the others of its cell,
  * one array per bound (structure of arrays), so that the broad.c driver
  * reads a cell's candidates sequentially and tests them in blocks.

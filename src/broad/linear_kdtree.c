@@ -375,8 +375,8 @@ static int64_t sweep_raw(const kdtree *t, const prox_aabb *box, int64_t begin, i
 /* The exact tests of kd-tree-2's candidates, a batch at a time: a
  * candidate's two boxes are prefetched when it is found and tested once the
  * batch is full, by when they have arrived. Prefetching every record's box
- * instead fetched four times as many (W3: 6.0M records, 0.76M candidates
- * of two boxes each), and the sweep was slower. A candidate whose
+ * instead would fetch four times as many (W3: 6.0M records, 0.76M
+ * candidates of two boxes each) and slow the sweep. A candidate whose
  * quantized boxes overlap by a whole quantum on every axis needs no test
  * (`sure`, below). Candidate order is kept, and a callback that stops is
  * called no more. */

@@ -219,8 +219,8 @@ static bool bounding_box(const prox_points *p, const double *period, int threads
  * ranks (3/16 of a byte per cell) up to SPARSE_CELLS_PER_POINT, or up to
  * SPARSE_MIN_CELLS cells (3 MiB) for few points; sparser still, Morton keys.
  * One cell a point keeps the table within 4 bytes a point: W2 at k = 1
- * (3.35 cells a point) holds 18.1 bytes a point with the bits against 32.8
- * with a table, for 10% more time (docs/design.md, "The point sweep"). */
+ * (3.35 cells a point) holds 18.1 bytes a point with the bits against 30.8
+ * with a table, for a little more time (docs/design.md, "Keys"). */
 #define LINEAR_CELLS_PER_POINT 1
 #define LINEAR_MIN_CELLS 65536
 #define SPARSE_CELLS_PER_POINT 256
@@ -325,8 +325,8 @@ static float float_beyond(double v, int dir)
 /* Fixed point wherever the level has vectors: half the bytes and twice the
  * lanes of doubles, and rel16 strips and rows. The scalar level keeps
  * doubles: with one lane, the conversions and rechecks of fixed point cost
- * more than they save (bench/plain_grid.c run with PROX_SIMD=scalar and
- * --coords as its last argument compares the two). */
+ * more than they save (PROX_SIMD=scalar prox pairs --count --stats with
+ * --coords fixed, then double, compares the two: query_s). */
 prox_coords prox_grid_coords_for_held_points(void)
 {
     return PROX_SIMD_SCALAR ? PROX_COORDS_DOUBLE : PROX_COORDS_FIXED;
@@ -1086,8 +1086,8 @@ static uint32_t *linear_keys(const prox_grid *g)
     return (uint32_t *)(void *)g->pos;
 }
 
-/* Linear keys of packed doubles on open axes: the generic view's per
- * coordinate dispatch was most of the keys' cost (W2 at k = 1: 91
+/* Linear keys of packed doubles on open axes: through the generic view, its
+ * per-coordinate dispatch is most of the keys' cost (W2 at k = 1: 91
  * instructions a point, callgrind). */
 static void packed_linear_keys(const prox_grid *g, const double *xyz, int dim, int64_t n,
                                uint32_t *keys)

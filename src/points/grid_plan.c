@@ -20,7 +20,7 @@
  * into both rows (pairs.c), look up half as many cells. W2 at k = 1 (1.17
  * points a run) gains, k = 5 (2.0) breaks even, k = 10 (3.3) loses to the
  * scatter of its entries (`build/bench_grid_limits` with HALF_PAIRS_RUN;
- * docs/design.md, "Full lists over a grid"). */
+ * docs/design.md, "Full lists from the half stencil's pairs"). */
 #define HALF_PAIRS_MAX_POINTS_PER_CELL 2.25
 
 bool prox_grid_sweeps(const prox_grid *g)

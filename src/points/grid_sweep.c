@@ -6,13 +6,15 @@
  * on a kernel call per range for the one or two candidates each range
  * holds, whose loop exits are a coin toss. Here each sorted point looks up
  * the forward half of its stencil (the hash-multimap article: each pair once) as ranges of
- * sorted points, as grid_strips.c does, and packs every candidate of every
- * range into one vector, range after range: one distance test for all of
- * them, no branch on how many there are. Ranges holding more than a
- * vector's worth fill several vectors in turn.
+ * sorted points, as grid_strips.c does, and with AVX-512 packs every
+ * candidate of every range into one vector, range after range: one
+ * distance test for all of them, no branch on how many there are. Ranges
+ * holding more than a vector's worth fill several vectors in turn. Other
+ * levels test the same ranges a candidate at a time.
  *
- * Fixed-point coordinates, open axes of one scale; cell starts from seed
- * 002's cellStart, or over a sparse box from the occupancy bits' ranks.
+ * Fixed-point coordinates, open axes of one scale; cell starts from the
+ * flat-array article's cellStart, or over a sparse box from the occupancy
+ * bits' ranks.
  * The pairs come in the order grid_strips.c finds them: by sorted point,
  * then range, then position. */
 #include "points/grid_private.h"
