@@ -438,6 +438,48 @@ static int64_t pairs_through(const prox_points *p, const prox_grid_desc *d, prox
     return got;
 }
 
+/* A built structure's self pairs and its queries of its own items, through
+ * whichever API it has. */
+typedef struct self_search {
+    prox_grid *grid;
+    const prox_points *points;
+    prox_broad *broad;
+    const prox_boxes *boxes;
+} self_search;
+
+static prox_status self_pairs(const self_search *s, prox_sink sink)
+{
+    return s->grid ? prox_grid_pairs(s->grid, sink, NULL) : prox_broad_pairs(s->broad, sink, NULL);
+}
+
+static prox_status self_query(const self_search *s, prox_sink sink)
+{
+    return s->grid ? prox_grid_query(s->grid, s->points, sink, NULL)
+                   : prox_broad_query_boxes(s->broad, s->boxes, sink, NULL);
+}
+
+/* Every sink (buffer and lists, sorted and not) gets `pairs` self pairs,
+ * and n + 2 pairs from the queries: each item finds itself, and each
+ * pair's items each other. */
+static void expect_every_sink(const self_search *s, int64_t n, int64_t pairs)
+{
+    for (int sink = 0; sink < 4; sink++) {
+        prox_pair_buffer b;
+        prox_lists l;
+        prox_pair_buffer_init(&b, NULL);
+        prox_lists_init(&l, NULL);
+        prox_sink k = sink < 2 ? prox_sink_buffer(&b) : prox_sink_lists(&l);
+        if (sink % 2)
+            k = prox_sink_unsorted(k);
+        assert_int_equal(self_pairs(s, k), PROX_OK);
+        assert_int_equal(sink < 2 ? b.count : l.offsets[l.rows] / 2, pairs);
+        assert_int_equal(self_query(s, k), PROX_OK);
+        assert_int_equal(sink < 2 ? b.count : l.offsets[l.rows], n + 2 * pairs);
+        prox_pair_buffer_free(&b);
+        prox_lists_free(&l);
+    }
+}
+
 static void empty_ranges_are_skipped_by_points(void **state)
 {
     (void)state;
@@ -475,23 +517,7 @@ static void empty_ranges_are_skipped_by_points(void **state)
             prox_grid *g = NULL;
             assert_int_equal(prox_grid_create(&d, &g), PROX_OK);
             assert_int_equal(prox_grid_build(g, &p), PROX_OK);
-            for (int sink = 0; sink < 4; sink++) {
-                prox_pair_buffer b;
-                prox_lists l;
-                prox_pair_buffer_init(&b, NULL);
-                prox_lists_init(&l, NULL);
-                prox_sink s = sink < 2 ? prox_sink_buffer(&b) : prox_sink_lists(&l);
-                if (sink % 2)
-                    s = prox_sink_unsorted(s);
-                assert_int_equal(prox_grid_pairs(g, s, NULL), PROX_OK);
-                assert_int_equal(sink < 2 ? b.count : l.offsets[l.rows] / 2, sets[k].pairs);
-                assert_int_equal(prox_grid_query(g, &p, s, NULL), PROX_OK);
-                /* each point finds itself, and each pair's points each other */
-                assert_int_equal(sink < 2 ? b.count : l.offsets[l.rows],
-                                 sets[k].n + 2 * sets[k].pairs);
-                prox_pair_buffer_free(&b);
-                prox_lists_free(&l);
-            }
+            expect_every_sink(&(self_search){.grid = g, .points = &p}, sets[k].n, sets[k].pairs);
             prox_stats stats = {0};
             assert_int_equal(prox_grid_update(g, &p, &stats), PROX_OK);
             prox_grid_destroy(g);
@@ -529,23 +555,8 @@ static void empty_ranges_are_skipped_by_boxes(void **state)
                         fail_msg("%s, %d threads, %lld boxes then %lld: %s",
                                  prox_broad_algo_name(d.algo), threads, (long long)sets[k].n,
                                  (long long)sets[now].n, prox_last_error());
-                    for (int sink = 0; sink < 4; sink++) {
-                        prox_pair_buffer pb;
-                        prox_lists l;
-                        prox_pair_buffer_init(&pb, NULL);
-                        prox_lists_init(&l, NULL);
-                        prox_sink s = sink < 2 ? prox_sink_buffer(&pb) : prox_sink_lists(&l);
-                        if (sink % 2)
-                            s = prox_sink_unsorted(s);
-                        assert_int_equal(prox_broad_pairs(b, s, NULL), PROX_OK);
-                        assert_int_equal(sink < 2 ? pb.count : l.offsets[l.rows] / 2,
-                                         sets[now].pairs);
-                        assert_int_equal(prox_broad_query_boxes(b, &next, s, NULL), PROX_OK);
-                        assert_int_equal(sink < 2 ? pb.count : l.offsets[l.rows],
-                                         sets[now].n + 2 * sets[now].pairs);
-                        prox_pair_buffer_free(&pb);
-                        prox_lists_free(&l);
-                    }
+                    expect_every_sink(&(self_search){.broad = b, .boxes = &next}, sets[now].n,
+                                      sets[now].pairs);
                 }
                 prox_broad_destroy(b);
             }
