@@ -418,16 +418,22 @@ static void streamed_pairs_are_the_buffered_ones(void **state)
  * NULL + 0 (undefined; clang's UBSan, `make ubsan`, reports it). */
 enum { SPREAD = 12 };
 
+/* Sink number `sink` of four (buffer, unsorted buffer, lists, unsorted
+ * lists) over b and l, both initialised here. */
+static prox_sink sink_number(int sink, prox_pair_buffer *b, prox_lists *l)
+{
+    prox_pair_buffer_init(b, NULL);
+    prox_lists_init(l, NULL);
+    prox_sink s = sink < 2 ? prox_sink_buffer(b) : prox_sink_lists(l);
+    return sink % 2 ? prox_sink_unsorted(s) : s;
+}
+
 static int64_t pairs_through(const prox_points *p, const prox_grid_desc *d, prox_algo algo,
                              int sink, const char *what)
 {
     prox_pair_buffer b;
     prox_lists l;
-    prox_pair_buffer_init(&b, NULL);
-    prox_lists_init(&l, NULL);
-    prox_sink s = sink < 2 ? prox_sink_buffer(&b) : prox_sink_lists(&l);
-    if (sink % 2)
-        s = prox_sink_unsorted(s);
+    prox_sink s = sink_number(sink, &b, &l);
     prox_stats stats = {0};
     prox_status st = prox_pairs(p, d, algo, s, &stats);
     if (st != PROX_OK)
@@ -466,11 +472,7 @@ static void expect_every_sink(const self_search *s, int64_t n, int64_t pairs)
     for (int sink = 0; sink < 4; sink++) {
         prox_pair_buffer b;
         prox_lists l;
-        prox_pair_buffer_init(&b, NULL);
-        prox_lists_init(&l, NULL);
-        prox_sink k = sink < 2 ? prox_sink_buffer(&b) : prox_sink_lists(&l);
-        if (sink % 2)
-            k = prox_sink_unsorted(k);
+        prox_sink k = sink_number(sink, &b, &l);
         assert_int_equal(self_pairs(s, k), PROX_OK);
         assert_int_equal(sink < 2 ? b.count : l.offsets[l.rows] / 2, pairs);
         assert_int_equal(self_query(s, k), PROX_OK);
