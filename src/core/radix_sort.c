@@ -691,50 +691,56 @@ static void columns_sort16(row_group *c) { columns_sort(c, 16); }
 static void columns_sort32(row_group *c) { columns_sort(c, 32); }
 #endif
 
+/* Each level's sorts of rows by length: 16- and 32-entry rows in groups
+ * (AVX-512: interleaved in-register networks; AVX2 and NEON: column
+ * networks, a row a lane), other rows one at a time. */
+#if PROX_SIMD_AVX512
+#define ROW_GROUPS 1
+#define SORT_ROWS16 sort_group16
+#define SORT_ROWS32 sort_group32
+#define ROWS16_AT_ONCE GROUP16
+#define ROWS32_AT_ONCE GROUP32
+#elif PV_MINMAX_U32 /* where min and max are one instruction each */
+#define ROW_GROUPS 1
+#define SORT_ROWS16 columns_sort16
+#define SORT_ROWS32 columns_sort32
+#define ROWS16_AT_ONCE PV_W
+#define ROWS32_AT_ONCE PV_W
+#else
+#define ROW_GROUPS 0
+#endif
+
+static inline void sort_one_row(uint32_t *a, int64_t n)
+{
+#if !PROX_SIMD_AVX512 && PV_W >= 4
+    if (n > 4 && n <= RANK_ROW_MAX) {
+        rank_sort_row(a, n);
+        return;
+    }
+#endif
+    prox_sort_u32(a, n);
+}
+
 void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
 {
-#if PROX_SIMD_AVX512
+#if ROW_GROUPS
     row_group g16 = {.count = 0}, g32 = {.count = 0};
     for (int64_t k = 0; k < rows; a += len[k], k++) {
         int64_t n = len[k];
         if (n > 4 && n <= 16)
-            group_add(&g16, a, n, GROUP16, sort_group16);
+            group_add(&g16, a, n, ROWS16_AT_ONCE, SORT_ROWS16);
         else if (n > 16 && n <= 32)
-            group_add(&g32, a, n, GROUP32, sort_group32);
+            group_add(&g32, a, n, ROWS32_AT_ONCE, SORT_ROWS32);
         else
-            prox_sort_u32(a, n);
+            sort_one_row(a, n);
     }
     if (g16.count)
-        sort_group16(&g16);
+        SORT_ROWS16(&g16);
     if (g32.count)
-        sort_group32(&g32);
-#elif PV_MINMAX_U32 /* where min and max are one instruction each */
-    row_group c16 = {.count = 0}, c32 = {.count = 0};
-    for (int64_t k = 0; k < rows; a += len[k], k++) {
-        int64_t n = len[k];
-        if (n > 4 && n <= 16)
-            group_add(&c16, a, n, PV_W, columns_sort16);
-        else if (n > 16 && n <= 32)
-            group_add(&c32, a, n, PV_W, columns_sort32);
-        else if (n > 32 && n <= RANK_ROW_MAX)
-            rank_sort_row(a, n);
-        else
-            prox_sort_u32(a, n);
-    }
-    if (c16.count)
-        columns_sort16(&c16);
-    if (c32.count)
-        columns_sort32(&c32);
-#elif PV_W >= 4
-    for (int64_t k = 0; k < rows; a += len[k], k++) {
-        if (len[k] > 4 && len[k] <= RANK_ROW_MAX)
-            rank_sort_row(a, len[k]);
-        else
-            prox_sort_u32(a, len[k]);
-    }
+        SORT_ROWS32(&g32);
 #else
     for (int64_t k = 0; k < rows; a += len[k], k++)
-        prox_sort_u32(a, len[k]);
+        sort_one_row(a, len[k]);
 #endif
 }
 
