@@ -272,9 +272,19 @@ static double fixed_tolerance(const prox_grid *g)
  * of the run's cell. */
 #define REL16_CELL_BITS 14
 
-/* Whether a grid's full-stencil rows may use rel16 coordinates (open axes
- * and one scale: fixed-point axes with at least REL16_CELL_BITS bits a
- * cell), and their bounds:
+/* A periodic axis of 4 cells or more has half a period of at least 2 cells
+ * around the centre: the stencil image of a candidate (within 1.5 cells) is
+ * then the only one within half a period, which the gather takes, and every
+ * other image lies over 2 cells from each point of the run's cell, beyond
+ * the radius (at most a cell) by far more than the bounds' rounding. With
+ * 3 cells the other image of a far candidate can come within a rounding of
+ * the radius. */
+#define REL16_MIN_PERIODIC_CELLS 4
+
+/* Whether a grid's strips and rows may use rel16 coordinates (one scale:
+ * fixed-point axes with at least REL16_CELL_BITS bits a cell; a reach of
+ * one cell; periodic axes of at least REL16_MIN_PERIODIC_CELLS cells), and
+ * their bounds:
  * - a unit u is 2^-14 cells; a coordinate keeps floor((X - centre) / 2^drop)
  *   of its fixed-point X, so that the difference of two is within one u of
  *   their fixed-point difference, itself within 2e of the difference of the
@@ -288,11 +298,15 @@ static double fixed_tolerance(const prox_grid *g)
 bool prox_grid_rel16_metric(const prox_grid *g, prox_rel16_metric *m)
 {
     const prox_fixed_metric *fm = &g->fixed_metric;
-    if (!g->fixed_on || fm->periodic || !fm->unit_scale || g->fixed_shift[0] < REL16_CELL_BITS)
+    if (!g->fixed_on || !fm->unit_scale || g->fixed_shift[0] < REL16_CELL_BITS)
         return false;
-    for (int k = 0; k < g->dim; k++) /* strips of 3 cells: within 1.5 cells of the centre */
-        if (g->reach[k] != 1)
+    for (int k = 0; k < g->dim; k++) { /* strips of 3 cells: within 1.5 cells of the centre */
+        if (g->reach[k] != 1 || (g->periodic[k] && g->ncell[k] < REL16_MIN_PERIODIC_CELLS))
             return false;
+        m->period[k] = fm->period[k];
+    }
+    for (int k = g->dim; k < 3; k++)
+        m->period[k] = 0;
     double cell = 1.0 / g->inv_cell[0], u = ldexp(cell, -REL16_CELL_BITS), e = 0.0;
     for (int k = 0; k < g->dim; k++) {
         double q = ldexp(cell, -g->fixed_shift[k]);

@@ -205,10 +205,13 @@ bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bo
 }
 
 /* len rel16 coordinates of one axis pair from fixed-point arrays fx, fy
- * (fy NULL: z alone, with 0 above) around centres cx, cy, packed into
- * to[] (whole vectors stored: to[] has PROX_KERNEL_SLACK words of room). */
-static inline void rel16_words(const int32_t *fx, const int32_t *fy, int32_t cx, int32_t cy,
-                               int drop, uint32_t *to, int64_t len)
+ * (fy NULL: z alone, with 0 above) around centres cx, cy, each difference
+ * taken to its image nearest the centre on a periodic axis (px, py: the
+ * periods, 0 when open), packed into to[] (whole vectors stored: to[] has
+ * PROX_KERNEL_SLACK words of room). */
+static PROX_ALWAYS_INLINE void rel16_words(const int32_t *fx, const int32_t *fy, int32_t cx,
+                                           int32_t cy, int32_t px, int32_t py, int drop,
+                                           uint32_t *to, int64_t len)
 {
 #ifdef PROX_KERNEL_AVX512
     const __m128i count = _mm_cvtsi32_si128(drop);
@@ -216,22 +219,28 @@ static inline void rel16_words(const int32_t *fx, const int32_t *fy, int32_t cx,
                   low = _mm512_set1_epi32(0xffff);
     for (int64_t t = 0; t < len; t += 16) { /* arithmetic shifts: floors */
         __mmask16 live = prox_vx_live(len - t);
-        __m512i x = _mm512_sra_epi32(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fx + t), vx),
-                                     count);
-        __m512i w = _mm512_and_si512(x, low);
+        __m512i dx = prox_vx_min_image(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fx + t), vx), px);
+        __m512i w = _mm512_and_si512(_mm512_sra_epi32(dx, count), low);
         if (fy) {
-            __m512i y = _mm512_sra_epi32(
-                _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fy + t), vy), count);
-            w = _mm512_or_si512(w, _mm512_slli_epi32(y, 16));
+            __m512i dy = prox_vx_min_image(
+                _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fy + t), vy), py);
+            w = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_sra_epi32(dy, count), 16));
         }
         _mm512_storeu_si512(to + t, w);
     }
 #else
     const pv_i32 vx = pv_set1_i32(cx), vy = pv_set1_i32(cy), low = pv_set1_i32(0xffff);
     for (int64_t t = 0; t < len; t += PV_W) { /* arithmetic shifts: floors */
-        pv_i32 w = pv_and(pv_sra_i32(pv_sub_i32(pv_load_n(fx + t, len - t), vx), drop), low);
-        if (fy)
-            w = pv_or(w, pv_shl16(pv_sra_i32(pv_sub_i32(pv_load_n(fy + t, len - t), vy), drop)));
+        pv_i32 dx = pv_sub_i32(pv_load_n(fx + t, len - t), vx);
+        if (px)
+            dx = pv_min_image(dx, px);
+        pv_i32 w = pv_and(pv_sra_i32(dx, drop), low);
+        if (fy) {
+            pv_i32 dy = pv_sub_i32(pv_load_n(fy + t, len - t), vy);
+            if (py)
+                dy = pv_min_image(dy, py);
+            w = pv_or(w, pv_shl16(pv_sra_i32(dy, drop)));
+        }
         pv_store(to + t, w);
     }
 #endif
@@ -252,12 +261,14 @@ bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, ce
     int32_t centre[3];
     for (int k = 0; k < 3; k++)
         centre[k] = k < g->dim ? prox_rel16_centre(g, k, a.c[k]) : 0;
+    const int32_t *p = m->period;
     for (int k = 0; k < count; k++) {
         int64_t begin = rg[k].begin, len = rg[k].end - begin;
-        rel16_words(g->fixed + begin, g->fixed + n + begin, centre[0], centre[1], m->drop,
-                    b->xy + at, len);
+        rel16_words(g->fixed + begin, g->fixed + n + begin, centre[0], centre[1], p[0], p[1],
+                    m->drop, b->xy + at, len);
         if (g->dim == 3)
-            rel16_words(g->fixed + 2 * n + begin, NULL, centre[2], 0, m->drop, b->z0 + at, len);
+            rel16_words(g->fixed + 2 * n + begin, NULL, centre[2], 0, p[2], 0, m->drop,
+                        b->z0 + at, len);
         copy_words(b->id + at, g->id + begin, len);
         at += len;
     }

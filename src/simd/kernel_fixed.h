@@ -61,18 +61,20 @@ __attribute__((noinline)) static uint32_t prox_recheck_lanes(prox_recheck *rc, i
 }
 
 /* Coordinates of 16 bits relative to the centre of a run's cell, for the
- * full-stencil rows of open, one-scaled grids (grid_search.c, "rel16"):
- * each fixed-point coordinate less the centre's, with `drop` low bits
- * dropped, so that a cell spans 2^14 units and a candidate of the stencil
- * (within 1.5 cells of the centre) fits an int16, as does its difference
- * with a point of the cell itself (at most 2^15 - 1). Squares summed in
- * 32 bits (pairs by vpmaddwd) are exact integers; in2 and out2 bound them
- * so that the dropped bits and the fixed point's own error cannot change
- * a decision (grid.c, prox_grid_rel16_metric), and the few in between are
- * decided again in double (prox_recheck). */
+ * strips and rows of one-scaled grids (grid_search.c, "rel16"): each
+ * fixed-point coordinate less the centre's, on a periodic axis taken to
+ * its image nearest the centre, with `drop` low bits dropped, so that a
+ * cell spans 2^14 units and a candidate of the stencil (within 1.5 cells
+ * of the centre) fits an int16, as does its difference with a point of the
+ * cell itself (at most 2^15 - 1). Squares summed in 32 bits (pairs by
+ * vpmaddwd) are exact integers; in2 and out2 bound them so that the
+ * dropped bits and the fixed point's own error cannot change a decision
+ * (grid.c, prox_grid_rel16_metric), and the few in between are decided
+ * again in double (prox_recheck). The kernels never wrap: the gather did. */
 typedef struct prox_rel16_metric {
     int drop;           /* the fixed-point bits dropped (every axis: one scale) */
     uint32_t in2, out2; /* squared distance in units: <= in2 within, > out2 beyond */
+    int32_t period[3];  /* fixed-point period of each periodic axis; 0 when open */
 } prox_rel16_metric;
 
 /* A gathered block of rel16 coordinates: xy holds x | y << 16 (two int16),
