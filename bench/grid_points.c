@@ -12,7 +12,9 @@
  * Arguments: FILE.f64 (raw little-endian doubles, packed points) DIM
  * TASK (count | buffer | ubuffer | lists | ulists; u: unsorted) RUNS
  * THREADS RADIUS [COORDS: double (default) | fixed]. Environment: ROWS=
- * in-place for prox_grid_desc.rows.
+ * in-place for prox_grid_desc.rows; PERIOD=L for a periodic box of side L
+ * along every axis (W1 as a periodic unit cube: PERIOD=1). The last line
+ * names the method that ran.
  *
  * Built a second time as build/bench_grid_limits (PROX_BENCH_LIMITS, over
  * the private src/points/grid_private.h), the driver also takes the densities
@@ -91,6 +93,9 @@ int main(int argc, char **argv)
     desc.coords = fixed ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
     const char *rows = getenv("ROWS"); /* ROWS=in-place: prox_grid_desc.rows */
     desc.rows = rows && strcmp(rows, "in-place") == 0 ? PROX_ROWS_IN_PLACE : PROX_ROWS_STAGED;
+    const char *period = getenv("PERIOD"); /* PERIOD=L: prox_grid_desc.period, every axis */
+    for (int k = 0; period && k < dim; k++)
+        desc.period[k] = atof(period);
     prox_pair_buffer buffer;
     prox_lists lists;
     prox_pair_buffer_init(&buffer, NULL);
@@ -108,9 +113,10 @@ int main(int argc, char **argv)
     if (best < 0)
         return 1;
     const prox_stats *s = &run.stats;
-    printf("pairs=%lld rechecked=%lld %s bytes=%lld kept=%lld best %.4f\n", (long long)s->pairs,
-           (long long)s->rechecked, s->coords == PROX_COORDS_FIXED ? "fixed" : "double",
-           (long long)s->bytes, (long long)s->kept_bytes, best);
+    printf("pairs=%lld rechecked=%lld %s bytes=%lld kept=%lld method=%s best %.4f\n",
+           (long long)s->pairs, (long long)s->rechecked,
+           s->coords == PROX_COORDS_FIXED ? "fixed" : "double", (long long)s->bytes,
+           (long long)s->kept_bytes, s->method ? s->method : "-", best);
     prox_grid_destroy(run.grid);
     prox_pair_buffer_free(&buffer);
     prox_lists_free(&lists);
