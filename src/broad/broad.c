@@ -13,7 +13,6 @@
 #include <math.h>
 #include <stddef.h>
 #include <omp.h>
-#include "simd/simd.h"
 #include <string.h>
 
 #include "core/alloc.h"
@@ -24,6 +23,7 @@
 #include "core/radix_sort.h"
 #include "core/threads.h"
 #include "core/views.h"
+#include "simd/vec_f64.h"
 
 struct prox_broad {
     prox_broad_desc desc;
@@ -469,16 +469,6 @@ static void scan_all(const prox_broad *b, const query_shape *s, int64_t q, bool 
             prox_emit(e, (prox_index)q, (prox_index)j);
 }
 
-static inline prox_aabb store_box(const broad_store *st, int64_t e, int dim)
-{
-    prox_aabb a = {{0, 0, 0}, {0, 0, 0}};
-    for (int k = 0; k < dim; k++) {
-        a.lo[k] = st->lo[k][e];
-        a.hi[k] = st->hi[k][e];
-    }
-    return a;
-}
-
 /* One candidate box j (its box: `box`) of query q: tested once per query
  * (stamp = query + 1), emitted if the exact test passes. */
 static inline void test_one(const query_shape *s, int64_t q, bool self, uint32_t j,
@@ -503,79 +493,66 @@ static inline void emit_hit(int64_t q, bool self, uint32_t j, uint32_t *stamp, u
     prox_emit(e, (prox_index)q, (prox_index)j);
 }
 
-#if PROX_SIMD_AVX512
-/* Eight copies of a run at a time: the query box against their boxes
- * (prox_aabb_overlap), then for segments the rest of
+/* PD_W copies of a run at a time (vec_f64.h): the query box against their
+ * boxes (prox_aabb_overlap), then for segments the rest of
  * prox_segment_hits_aabb, lane by lane the same operations in the same
  * order (IEEE, no contraction), so the same decisions as the scalar test.
  * The scalar slab loop stops at the first axis where t_in > t_out; later
  * axes only raise t_in and lower t_out, so testing after the last axis
  * decides the same. */
-typedef struct block8 {
-    __m512d lo[3], hi[3];
-} block8;
+typedef struct box_lanes {
+    pd_f64 lo[3], hi[3];
+} box_lanes;
 
-static inline __mmask8 overlap8(const broad_store *st, int64_t at, __mmask8 live,
-                                const query_shape *s, int dim, block8 *v)
+/* Copies at .. at + PD_W - 1 (left of them exist) overlapping the query
+ * box, as bits; their boxes to *v. */
+static PROX_ALWAYS_INLINE uint32_t overlap_lanes(const broad_store *st, int64_t at, int64_t left,
+                                                const query_shape *s, int dim, box_lanes *v)
 {
-    __mmask8 m = live;
-    for (int k = 0; k < dim; k++) {
-        v->lo[k] = _mm512_maskz_loadu_pd(live, st->lo[k] + at);
-        v->hi[k] = _mm512_maskz_loadu_pd(live, st->hi[k] + at);
-        m &= _mm512_cmp_pd_mask(_mm512_set1_pd(s->box.lo[k]), v->hi[k], _CMP_LE_OQ);
-        m &= _mm512_cmp_pd_mask(v->lo[k], _mm512_set1_pd(s->box.hi[k]), _CMP_LE_OQ);
+    v->lo[0] = pd_load_n(st->lo[0] + at, left);
+    v->hi[0] = pd_load_n(st->hi[0] + at, left);
+    pd_cmp in = pd_and(pd_le(pd_set1(s->box.lo[0]), v->hi[0]), pd_le(v->lo[0], pd_set1(s->box.hi[0])));
+    for (int k = 1; k < dim; k++) {
+        v->lo[k] = pd_load_n(st->lo[k] + at, left);
+        v->hi[k] = pd_load_n(st->hi[k] + at, left);
+        in = pd_and(in, pd_and(pd_le(pd_set1(s->box.lo[k]), v->hi[k]),
+                               pd_le(v->lo[k], pd_set1(s->box.hi[k]))));
     }
-    return m;
+    return pd_bits(in) & pd_live(left);
 }
 
-static inline __mmask8 point_in8(const block8 *v, const double p[3], int dim)
+static PROX_ALWAYS_INLINE uint32_t point_in_lanes(const box_lanes *v, const double p[3], int dim)
 {
-    __mmask8 m = 0xff;
-    for (int k = 0; k < dim; k++) {
-        __m512d x = _mm512_set1_pd(p[k]);
-        m &= _mm512_cmp_pd_mask(v->lo[k], x, _CMP_LE_OQ) &
-             _mm512_cmp_pd_mask(x, v->hi[k], _CMP_LE_OQ);
+    pd_f64 x = pd_set1(p[0]);
+    pd_cmp in = pd_and(pd_le(v->lo[0], x), pd_le(x, v->hi[0]));
+    for (int k = 1; k < dim; k++) {
+        x = pd_set1(p[k]);
+        in = pd_and(in, pd_and(pd_le(v->lo[k], x), pd_le(x, v->hi[k])));
     }
-    return m;
+    return pd_bits(in);
 }
 
-static inline __mmask8 segment8(const block8 *v, __mmask8 m, const query_shape *s, int dim)
+/* The lanes of m whose boxes the query segment meets. */
+static PROX_ALWAYS_INLINE uint32_t segment_lanes(const box_lanes *v, uint32_t m,
+                                                const query_shape *s, int dim)
 {
-    __mmask8 hit = m & (point_in8(v, s->p0, dim) | point_in8(v, s->p1, dim));
-    __mmask8 rest = m & (__mmask8)~hit;
+    uint32_t hit = m & (point_in_lanes(v, s->p0, dim) | point_in_lanes(v, s->p1, dim));
+    uint32_t rest = m & ~hit;
     if (!rest)
         return hit;
-    __m512d t_in = _mm512_setzero_pd(), t_out = _mm512_set1_pd(1.0);
+    pd_f64 t_in = pd_set1(0.0), t_out = pd_set1(1.0);
     for (int k = 0; k < dim; k++) {
         if (s->p0[k] == s->p1[k])
             continue;
-        __m512d p0 = _mm512_set1_pd(s->p0[k]), d = _mm512_set1_pd(s->p1[k] - s->p0[k]);
-        __m512d ta = _mm512_div_pd(_mm512_sub_pd(v->lo[k], p0), d);
-        __m512d tb = _mm512_div_pd(_mm512_sub_pd(v->hi[k], p0), d);
-        __mmask8 swap = _mm512_cmp_pd_mask(ta, tb, _CMP_GT_OQ);
-        __m512d first = _mm512_mask_blend_pd(swap, ta, tb);
-        __m512d second = _mm512_mask_blend_pd(swap, tb, ta);
-        t_in = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(first, t_in, _CMP_GT_OQ), t_in, first);
-        t_out = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(second, t_out, _CMP_LT_OQ), t_out,
-                                     second);
+        pd_f64 p0 = pd_set1(s->p0[k]), d = pd_set1(s->p1[k] - s->p0[k]);
+        pd_f64 ta = pd_div(pd_sub(v->lo[k], p0), d);
+        pd_f64 tb = pd_div(pd_sub(v->hi[k], p0), d);
+        pd_cmp swap = pd_gt(ta, tb);
+        pd_f64 first = pd_select(swap, tb, ta), second = pd_select(swap, ta, tb);
+        t_in = pd_select(pd_gt(first, t_in), first, t_in);
+        t_out = pd_select(pd_lt(second, t_out), second, t_out);
     }
-    return hit | (rest & (__mmask8)~_mm512_cmp_pd_mask(t_in, t_out, _CMP_GT_OQ));
-}
-
-/* Copies at..at+7 stored for another level than the run's (broad_run). */
-static inline __mmask8 level8(const broad_store *st, broad_run r, int64_t at, __mmask8 m)
-{
-    if (r.level == PROX_ANY_LEVEL)
-        return m;
-#if PROX_SIMD_AVX512
-    __m128i level = _mm_maskz_loadu_epi8(m, st->level + at);
-    return (__mmask8)_mm_mask_cmpeq_epi8_mask(m, level, _mm_set1_epi8((char)r.level));
-#else
-    for (unsigned bits = m; bits; bits &= bits - 1)
-        if (st->level[at + __builtin_ctz(bits)] != r.level)
-            m &= (__mmask8)~(1u << __builtin_ctz(bits));
-    return m;
-#endif
+    return hit | (rest & ~pd_bits(pd_gt(t_in, t_out)));
 }
 
 /* A hit of a unique run (broad_run): no stamp to read or write. */
@@ -585,31 +562,31 @@ static inline void emit_unique(int64_t q, bool self, uint32_t j, prox_emitter *e
         prox_emit(e, (prox_index)q, (prox_index)j);
 }
 
-/* The copies of run r, eight at a time, until one starts past the query;
+/* The copies of run r, PD_W at a time, until one starts past the query;
  * returns how many were tested. dim is a constant in each call below, so
  * that the axis loops unroll and a block stays in registers. A unique run
  * (broad_run) emits without stamps, and into a count only counts. */
-static inline int64_t test_run_in(const broad_store *st, broad_run r, const query_shape *s,
-                                  int64_t q, bool self, uint32_t *stamp, uint32_t mark,
-                                  prox_emitter *e, int dim)
+static PROX_ALWAYS_INLINE int64_t test_run_in(const broad_store *st, broad_run r,
+                                             const query_shape *s, int64_t q, bool self,
+                                             uint32_t *stamp, uint32_t mark, prox_emitter *e,
+                                             int dim)
 {
     bool count_only = r.unique && !self && e->kind == PROX_SINK_COUNT;
     int64_t at = r.begin;
-    for (; at < r.end && !e->stop; at += 8) {
+    for (; at < r.end && !e->stop; at += PD_W) {
         if (st->lo[0][at] > s->box.hi[0])
             break; /* copies ascend by lo[0]: none from here on overlaps */
-        int live = r.end - at < 8 ? (int)(r.end - at) : 8;
-        block8 v;
-        __mmask8 m = overlap8(st, at, (__mmask8)((1u << live) - 1), s, dim, &v);
-        if (m)
-            m = level8(st, r, at, m);
+        box_lanes v;
+        uint32_t m = overlap_lanes(st, at, r.end - at, s, dim, &v);
+        if (m && r.level != PROX_ANY_LEVEL) /* copies stored for the run's level */
+            m = pd_bytes_equal(st->level + at, m, (uint8_t)r.level);
         if (m && s->segment)
-            m = segment8(&v, m, s, dim);
+            m = segment_lanes(&v, m, s, dim);
         if (count_only) {
             e->count += __builtin_popcount(m);
             continue;
         }
-        for (unsigned bits = m; bits && !e->stop; bits &= bits - 1) {
+        for (uint32_t bits = m; bits && !e->stop; bits &= bits - 1) {
             uint32_t j = st->id[at + __builtin_ctz(bits)];
             if (r.unique)
                 emit_unique(q, self, j, e);
@@ -629,30 +606,6 @@ static int64_t test_run(const prox_broad *b, const broad_store *st, broad_run r,
         return test_run_in(st, r, s, q, self, stamp, mark, e, 2);
     return test_run_in(st, r, s, q, self, stamp, mark, e, 3);
 }
-#else
-/* Tests the copies of run r, one at a time; returns how many it tested. */
-static int64_t test_run(const prox_broad *b, const broad_store *st, broad_run r,
-                        const query_shape *s, int64_t q, bool self, uint32_t *stamp,
-                        uint32_t mark, prox_emitter *e)
-{
-    int64_t at = r.begin;
-    for (; at < r.end && !e->stop; at++) {
-        if (st->lo[0][at] > s->box.hi[0])
-            break; /* copies ascend by lo[0]: none from here on overlaps */
-        if (r.level != PROX_ANY_LEVEL && st->level[at] != r.level)
-            continue;
-        prox_aabb box = store_box(st, at, b->dim);
-        if (!prox_aabb_overlap(&s->box, &box))
-            continue;
-        uint32_t j = st->id[at];
-        if (!r.unique)
-            test_one(s, q, self, j, &box, stamp, mark, e);
-        else if ((!self || (int64_t)j > q) && shape_hits(s, &box))
-            prox_emit(e, (prox_index)q, (prox_index)j);
-    }
-    return at - r.begin;
-}
-#endif
 
 /* The structure's candidates, each tested once (stamp = query + 1).
  * Candidates counts the ids the structure gathered and the copies of its

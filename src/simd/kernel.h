@@ -21,10 +21,6 @@
  * (a vector of 16 lanes is stored whole: kernel_fixed.h). */
 #define PROX_KERNEL_SLACK 16
 
-/* For the small helpers of the hot loops that the compiler would keep out
- * of line. */
-#define PROX_ALWAYS_INLINE inline __attribute__((always_inline))
-
 typedef struct prox_block {
     const double *x, *y, *z; /* z may be NULL for 2D */
 } prox_block;

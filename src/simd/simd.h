@@ -93,6 +93,10 @@
 #include <arm_neon.h>
 #endif
 
+/* For the small helpers of the hot loops that the compiler would keep out
+ * of line. */
+#define PROX_ALWAYS_INLINE inline __attribute__((always_inline))
+
 /* An engine function's name in this level's copy: every external symbol
  * the engine defines is renamed so (simd/leveled.h), and code outside the
  * engine reaches it through the dispatcher (simd/engine.h). */
