@@ -2,7 +2,7 @@
  * input class of the suite, against the oracle: small inputs, so that the
  * whole runs in seconds, at each SIMD level (PROX_SIMD, tests/at_level.sh)
  * and under an emulator for the AArch64 levels (tools/cross-aarch64.sh).
- * The kernels of each level (simd/vec.h, the AVX-512 ones) are what it
+ * The kernels over each level's vectors (simd/vec.h, kernel.h) are what it
  * checks; the other unit tests go deeper into each structure. A second
  * test runs each of the grid planner's methods (src/points/grid_plan.c) on
  * purpose, asserts the method stats names, and checks its output. */

@@ -153,13 +153,8 @@ int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, 
  * stop at the strip's end. */
 static inline void copy_words(uint32_t *to, const uint32_t *from, int64_t len)
 {
-#ifdef PROX_KERNEL_AVX512
-    for (int64_t t = 0; t < len; t += 16)
-        _mm512_storeu_si512(to + t, _mm512_maskz_loadu_epi32(prox_vx_live(len - t), from + t));
-#else
     for (int64_t t = 0; t < len; t += PV_W)
         pv_store(to + t, pv_load_n(from + t, len - t));
-#endif
 }
 
 /* Room in *block for `arrays` arrays of `need` words each, laid one after
@@ -213,22 +208,6 @@ static PROX_ALWAYS_INLINE void rel16_words(const int32_t *fx, const int32_t *fy,
                                            int32_t cy, int32_t px, int32_t py, int drop,
                                            uint32_t *to, int64_t len)
 {
-#ifdef PROX_KERNEL_AVX512
-    const __m128i count = _mm_cvtsi32_si128(drop);
-    const __m512i vx = _mm512_set1_epi32(cx), vy = _mm512_set1_epi32(cy),
-                  low = _mm512_set1_epi32(0xffff);
-    for (int64_t t = 0; t < len; t += 16) { /* arithmetic shifts: floors */
-        __mmask16 live = prox_vx_live(len - t);
-        __m512i dx = prox_vx_min_image(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fx + t), vx), px);
-        __m512i w = _mm512_and_si512(_mm512_sra_epi32(dx, count), low);
-        if (fy) {
-            __m512i dy = prox_vx_min_image(
-                _mm512_sub_epi32(_mm512_maskz_loadu_epi32(live, fy + t), vy), py);
-            w = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_sra_epi32(dy, count), 16));
-        }
-        _mm512_storeu_si512(to + t, w);
-    }
-#else
     const pv_i32 vx = pv_set1_i32(cx), vy = pv_set1_i32(cy), low = pv_set1_i32(0xffff);
     for (int64_t t = 0; t < len; t += PV_W) { /* arithmetic shifts: floors */
         pv_i32 dx = pv_sub_i32(pv_load_n(fx + t, len - t), vx);
@@ -243,7 +222,6 @@ static PROX_ALWAYS_INLINE void rel16_words(const int32_t *fx, const int32_t *fy,
         }
         pv_store(to + t, w);
     }
-#endif
 }
 
 bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,

@@ -141,12 +141,11 @@ static PROX_ALWAYS_INLINE void flush(sweep *w, int64_t s, const int32_t q[3], la
 {
     const prox_fixed_metric *m = &w->g->fixed_metric;
     __mmask16 live = (__mmask16)((1u << l->filled) - 1);
-    __m512 d2 = _mm512_add_ps(prox_vx_axis_of(l->x, q[0], 1.0f, 0, false),
-                              prox_vx_axis_of(l->y, q[1], 1.0f, 0, false));
+    pv_f32 d2 = pv_add_f32(pv_axis(l->x, q[0], 1.0f, 0, false), pv_axis(l->y, q[1], 1.0f, 0, false));
     if (three)
-        d2 = _mm512_add_ps(d2, prox_vx_axis_of(l->z, q[2], 1.0f, 0, false));
+        d2 = pv_add_f32(d2, pv_axis(l->z, q[2], 1.0f, 0, false));
     _mm512_storeu_si512((void *)w->ids, l->id); /* the recheck reads them */
-    __mmask16 hit = prox_vx_decide(d2, 0, live, m, &w->rc->base);
+    __mmask16 hit = (__mmask16)pv_decide_f32(d2, 0, live, m, &w->rc->base);
     l->filled = 0;
     prox_emitter *e = w->e;
     uint32_t self = w->g->id[s];

@@ -1,8 +1,7 @@
 /* vec.h: the vector operations the distance kernels are written in
- * (kernel_fixed.h), one implementation per SIMD level: AVX2 (8 lanes),
- * SSE2 and NEON (4 lanes), and scalar (1 lane, plain C). A kernel written
- * over these runs unchanged on each; AVX-512 keeps its own kernels, which
- * mask every operation natively.
+ * (kernel_fixed.h), one implementation per SIMD level: AVX-512 (16 lanes,
+ * masks in mask registers), AVX2 (8), SSE2 and NEON (4), and scalar (1
+ * lane, plain C). A kernel written over these runs unchanged on each.
  *
  * Lanes are 32 bits: int32 coordinates, their float squares, uint32 ids,
  * and pairs of int16 (rel16 coordinates). A mask (pv_mask) holds lane k in
@@ -26,7 +25,53 @@
 
 typedef uint32_t pv_mask;
 
-#if PROX_SIMD_AVX2 /* ---------------------------------------------------- */
+#if PROX_SIMD_AVX512 /* -------------------------------------------------- */
+
+#define PV_W 16
+#define PV_MINMAX_U32 1
+typedef __m512i pv_i32;
+typedef __m512 pv_f32;
+
+static inline __mmask16 pv_live16(int64_t n) { return n >= PV_W ? 0xffff : (__mmask16)((1u << n) - 1); }
+static inline pv_i32 pv_set1_i32(int32_t v) { return _mm512_set1_epi32(v); }
+static inline pv_f32 pv_set1_f32(float v) { return _mm512_set1_ps(v); }
+static inline pv_i32 pv_iota(int64_t first)
+{
+    return _mm512_add_epi32(_mm512_set1_epi32((int32_t)first),
+                            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+/* Elements p[0 .. n) (n >= PV_W: all lanes), by a masked load. */
+static inline pv_i32 pv_load_n(const void *p, int64_t n) { return _mm512_maskz_loadu_epi32(pv_live16(n), p); }
+static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm512_add_epi32(a, b); }
+static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm512_sub_epi32(a, b); }
+static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm512_sub_epi16(a, b); }
+static inline pv_i32 pv_madd_i16(pv_i32 a, pv_i32 b) { return _mm512_madd_epi16(a, b); }
+static inline pv_i32 pv_and(pv_i32 a, pv_i32 b) { return _mm512_and_si512(a, b); }
+static inline pv_i32 pv_or(pv_i32 a, pv_i32 b) { return _mm512_or_si512(a, b); }
+static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return _mm512_movm_epi32(_mm512_cmpeq_epi32_mask(a, b)); }
+static inline int32_t pv_hsum(pv_i32 a) { return _mm512_reduce_add_epi32(a); }
+static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return _mm512_movm_epi32(_mm512_cmpgt_epi32_mask(a, b)); }
+static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b) { return _mm512_movm_epi32(_mm512_cmpgt_epu32_mask(a, b)); }
+static inline void pv_store(void *p, pv_i32 v) { _mm512_storeu_si512(p, v); }
+static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return _mm512_sra_epi32(a, _mm_cvtsi32_si128(n)); }
+static inline pv_i32 pv_shl16(pv_i32 a) { return _mm512_slli_epi32(a, 16); }
+static inline pv_i32 pv_min_u32(pv_i32 a, pv_i32 b) { return _mm512_min_epu32(a, b); }
+static inline pv_i32 pv_max_u32(pv_i32 a, pv_i32 b) { return _mm512_max_epu32(a, b); }
+static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm512_cvtepi32_ps(a); }
+static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm512_add_ps(a, b); }
+static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return _mm512_mul_ps(a, b); }
+static inline pv_mask pv_bits(pv_i32 lanes) { return _mm512_movepi32_mask(lanes); }
+static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b) { return _mm512_cmple_epu32_mask(a, b); }
+static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return _mm512_cmpeq_epi32_mask(a, b); }
+/* The lanes of v that m keeps, in order: compressed in a register, then
+ * one plain store (a compressing store to memory is slow on some CPUs). */
+static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
+{
+    _mm512_storeu_si512((void *)out, _mm512_maskz_compress_epi32((__mmask16)m, v));
+}
+
+#elif PROX_SIMD_AVX2 /* -------------------------------------------------- */
 
 #define PV_W 8
 #define PV_MINMAX_U32 1 /* pv_min_u32, pv_max_u32: one instruction each */
