@@ -4,9 +4,10 @@
  * 16), sorted one at a time (prox_sort_u32) and together
  * (prox_sort_u32_rows), 1,000 passes, best of 7; prints ns per row. Each
  * pass sorts a fresh copy of the shuffled rows (the copy is timed too, the
- * same for both: sorted input would flatter the insertion sort).
+ * same for both: sorted input would flatter the insertion sort). TRIES 60
+ * gives rows like W1's full lists (about 29.4 entries, a fifth past 32).
  *
- *   build/bench_sort_rows [ROWS]      (default 1000) */
+ *   build/bench_sort_rows [ROWS [TRIES]]      (defaults 1000 and 30) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +58,9 @@ static double time_rows(uint32_t *a, const uint32_t *given, const uint32_t *len,
 int main(int argc, char **argv)
 {
     int64_t rows = argc > 1 ? atoll(argv[1]) : 1000;
-    if (rows < 1) {
-        fprintf(stderr, "usage: bench_sort_rows [ROWS >= 1]\n");
+    int tries = argc > 2 ? atoi(argv[2]) : 30;
+    if (rows < 1 || tries < 1 || tries > 1000) {
+        fprintf(stderr, "usage: bench_sort_rows [ROWS >= 1 [TRIES 1..1000]]\n");
         return 2;
     }
     uint64_t seed = 1;
@@ -66,7 +68,7 @@ int main(int argc, char **argv)
     int64_t total = 0;
     for (int64_t k = 0; len && k < rows; k++) {
         uint32_t l = 0;
-        for (int t = 0; t < 30; t++)
+        for (int t = 0; t < tries; t++)
             l += next(&seed) % 100 < 49;
         len[k] = l;
         total += l;
