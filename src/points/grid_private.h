@@ -473,6 +473,22 @@ static inline prox_fixed_block prox_gathered_query(const prox_grid *g, int64_t s
     return prox_fixed_gather_block(g, b);
 }
 
+/* Sorted point s as the query over rel16 block r16, gathered around cell
+ * a: its packed coordinates to *qxy and *qz0, the recheck pointed at it
+ * and at the block's ids (the caller sets rc->ids back to NULL after);
+ * returns the block's arrays. */
+static inline prox_rel16_block prox_rel16_gathered_query(const prox_grid *g,
+                                                         const prox_rel16_metric *m, cell3 a,
+                                                         int64_t s, const prox_rel16_gather *r16,
+                                                         grid_recheck *rc, uint32_t *qxy,
+                                                         uint32_t *qz0)
+{
+    prox_rel16_point(g, m, a, s, qxy, qz0);
+    rc->query = g->id[s];
+    rc->ids = r16->id;
+    return (prox_rel16_block){r16->xy, g->dim == 3 ? r16->z0 : NULL};
+}
+
 /* Fixed-point coordinates of a query point given in double (wrapped), for
  * a grid that keeps them (fixed_on) and a query within the reach of its
  * cells (query_base_cell accepted it). */

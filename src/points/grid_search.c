@@ -83,9 +83,9 @@ static inline void copy_points(double *restrict bx, double *restrict by, double 
                                prox_index *restrict bid, const double *x, const double *y,
                                const double *z, const prox_index *id, int64_t len)
 {
-#ifdef PROX_KERNEL_AVX512
+#if PROX_SIMD_AVX512
     for (int64_t k = 0; k < len; k += 8) {
-        __mmask8 live = prox_v_live(len - k);
+        __mmask8 live = len - k >= 8 ? 0xff : (__mmask8)((1u << (len - k)) - 1);
         _mm512_mask_storeu_pd(bx + k, live, _mm512_maskz_loadu_pd(live, x + k));
         _mm512_mask_storeu_pd(by + k, live, _mm512_maskz_loadu_pd(live, y + k));
         if (z)
@@ -355,14 +355,11 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
 {
     int64_t found = 0;
     if (c->rel16) { /* one block, rel16 coordinates */
-        const prox_rel16_gather *r16 = c->rel16;
-        prox_rel16_block b = {r16->xy, g->dim == 3 ? r16->z0 : NULL};
         uint32_t qxy, qz0;
-        prox_rel16_point(g, c->rel16_metric, c->cell, s, &qxy, &qz0);
-        rc->query = g->id[s];
-        rc->ids = r16->id;
-        found = prox_rel16_ids(&b, r16->id, 0, r16->count, qxy, qz0, c->rel16_metric, &rc->base,
-                               g->id[s], rule, out);
+        prox_rel16_block b =
+            prox_rel16_gathered_query(g, c->rel16_metric, c->cell, s, c->rel16, rc, &qxy, &qz0);
+        found = prox_rel16_ids(&b, c->rel16->id, 0, c->rel16->count, qxy, qz0, c->rel16_metric,
+                               &rc->base, g->id[s], rule, out);
         rc->ids = NULL;
         return found;
     }

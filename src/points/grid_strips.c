@@ -410,13 +410,10 @@ void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int c
 static int64_t gathered_rel16_hits(const prox_grid *g, int64_t s, int64_t own_begin, cell3 a,
                                    const half_scratch *hs, grid_recheck *rc, uint32_t *hits)
 {
-    const prox_rel16_gather *r16 = &hs->rel16;
-    prox_rel16_block b = {r16->xy, g->dim == 3 ? r16->z0 : NULL};
     uint32_t qxy, qz0;
-    prox_rel16_point(g, hs->rel16_metric, a, s, &qxy, &qz0);
-    rc->query = g->id[s];
-    rc->ids = r16->id;
-    int64_t found = prox_rel16_hits(&b, s + 1 - own_begin, r16->count, qxy, qz0,
+    prox_rel16_block b =
+        prox_rel16_gathered_query(g, hs->rel16_metric, a, s, &hs->rel16, rc, &qxy, &qz0);
+    int64_t found = prox_rel16_hits(&b, s + 1 - own_begin, hs->rel16.count, qxy, qz0,
                                     hs->rel16_metric, &rc->base, hits);
     rc->ids = NULL;
     return found;

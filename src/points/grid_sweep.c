@@ -70,7 +70,7 @@ static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_stri
     return 1 + nrows;
 }
 
-#ifdef PROX_KERNEL_AVX512
+#if PROX_SIMD_AVX512
 
 /* Candidates packed into the lanes of one vector, range after range. */
 typedef struct lanes {

@@ -12,10 +12,7 @@
 
 #include "core/exact.h"
 #include "simd/simd.h"
-
-#if PROX_SIMD_AVX512
-#define PROX_KERNEL_AVX512 1
-#endif
+#include "simd/vec_f64.h"
 
 /* Extra entries a hits[] array needs beyond the candidates it may hold
  * (a vector of 16 lanes is stored whole: kernel_fixed.h). */
@@ -25,41 +22,37 @@ typedef struct prox_block {
     const double *x, *y, *z; /* z may be NULL for 2D */
 } prox_block;
 
-#ifdef PROX_KERNEL_AVX512
+/* Which candidates a row keeps besides being within the radius: ids above
+ * the row's own (each pair once, in the row of its smaller id) or every id
+ * but its own (full lists). */
+typedef enum prox_id_rule { PROX_IDS_ABOVE, PROX_IDS_OTHER } prox_id_rule;
 
-static inline __m512d prox_v_min_image(__m512d d, double L)
+/* Squared distances from q to candidates k .. k + PD_W - 1 (left of them
+ * live; dead lanes read as 0), the same operations in the same order as
+ * prox_metric_dist2 (simd/vec_f64.h: lane by lane the scalar ones). */
+static PROX_ALWAYS_INLINE pd_f64 pd_dist2(const prox_block *b, int64_t k, int64_t left,
+                                          const double q[3], const prox_metric *m)
 {
-    if (!(L > 0))
-        return d;
-    __m512d vl = _mm512_set1_pd(L), half = _mm512_set1_pd(0.5 * L);
-    __mmask8 above = _mm512_cmp_pd_mask(d, half, _CMP_GT_OQ);
-    __mmask8 below = _mm512_cmp_pd_mask(d, _mm512_sub_pd(_mm512_setzero_pd(), half), _CMP_LT_OQ);
-    d = _mm512_mask_sub_pd(d, above, d, vl);
-    return _mm512_mask_add_pd(d, below, d, vl);
-}
-
-/* Lanes of the 8 candidates from k on that exist (left = end - k). */
-static inline __mmask8 prox_v_live(int64_t left)
-{
-    return left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
-}
-
-/* Squared distances from q to candidates k .. k+7 (dead lanes read as 0),
- * the same operations in the same order as prox_metric_dist2. */
-static inline __m512d prox_v_dist2(const prox_block *b, int64_t k, __mmask8 live,
-                                   const double q[3], const prox_metric *m)
-{
-    __m512d dx = _mm512_sub_pd(_mm512_set1_pd(q[0]), _mm512_maskz_loadu_pd(live, b->x + k));
-    __m512d dy = _mm512_sub_pd(_mm512_set1_pd(q[1]), _mm512_maskz_loadu_pd(live, b->y + k));
-    __m512d dz = b->z ? _mm512_sub_pd(_mm512_set1_pd(q[2]), _mm512_maskz_loadu_pd(live, b->z + k))
-                      : _mm512_setzero_pd();
+    pd_f64 dx = pd_sub(pd_set1(q[0]), pd_load_n(b->x + k, left));
+    pd_f64 dy = pd_sub(pd_set1(q[1]), pd_load_n(b->y + k, left));
+    pd_f64 dz = b->z ? pd_sub(pd_set1(q[2]), pd_load_n(b->z + k, left)) : pd_set1(0.0);
     if (m->periodic) {
-        dx = prox_v_min_image(dx, m->period[0]);
-        dy = prox_v_min_image(dy, m->period[1]);
-        dz = prox_v_min_image(dz, m->period[2]);
+        if (m->period[0] > 0)
+            dx = pd_min_image(dx, m->period[0]);
+        if (m->period[1] > 0)
+            dy = pd_min_image(dy, m->period[1]);
+        if (m->period[2] > 0)
+            dz = pd_min_image(dz, m->period[2]);
     }
-    return _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
-                         _mm512_mul_pd(dz, dz));
+    return pd_add(pd_add(pd_mul(dx, dx), pd_mul(dy, dy)), pd_mul(dz, dz));
+}
+
+/* Candidates k .. k + PD_W - 1 (left of them live) within the radius of q,
+ * as bits. */
+static PROX_ALWAYS_INLINE uint32_t pd_within(const prox_block *b, int64_t k, int64_t left,
+                                             const double q[3], const prox_metric *m)
+{
+    return pd_bits(pd_le(pd_dist2(b, k, left, q, m), pd_set1(m->r2))) & pd_live(left);
 }
 
 /* Candidates [begin, end) of the block within the radius of q: their
@@ -69,45 +62,33 @@ static inline int64_t prox_kernel_hits(const prox_block *b, int64_t begin, int64
                                        const double q[3], const prox_metric *m,
                                        uint32_t *hits)
 {
-    const __m512d r2 = _mm512_set1_pd(m->r2);
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    uint32_t index[PD_W];
     int64_t count = 0;
-    for (int64_t k = begin; k < end; k += 8) {
-        __mmask8 live = prox_v_live(end - k);
-        __m512d d2 = prox_v_dist2(b, k, live, q, m);
-        __mmask8 hit = _mm512_mask_cmp_pd_mask(live, d2, r2, _CMP_LE_OQ);
-        __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)k), lane);
-        /* compress in a register, then a plain store: a compressing store
-         * to memory is microcoded and slow on some cores (AMD Zen 4) */
-        _mm256_storeu_si256((__m256i *)(void *)(hits + count), _mm256_maskz_compress_epi32(hit, idx));
-        count += __builtin_popcount(hit);
+    for (int64_t k = begin; k < end; k += PD_W) {
+        uint32_t hit = pd_within(b, k, end - k, q, m);
+        for (int j = 0; j < PD_W; j++)
+            index[j] = (uint32_t)(k + j);
+        pd_compress_u32(hits + count, index, PD_W, hit);
+        count += pd_count(hit);
     }
     return count;
 }
 
-/* How many candidates of [begin, end) lie within the radius of q. */
+/* How many candidates of [begin, end) lie within the radius of q: whole
+ * vectors tallied in a vector (no mask leaves the registers), then the
+ * tail. */
 static inline int64_t prox_kernel_count(const prox_block *b, int64_t begin, int64_t end,
                                         const double q[3], const prox_metric *m)
 {
-    const __m512d r2 = _mm512_set1_pd(m->r2);
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k += 8) {
-        __mmask8 live = prox_v_live(end - k);
-        __m512d d2 = prox_v_dist2(b, k, live, q, m);
-        count += __builtin_popcount(_mm512_mask_cmp_pd_mask(live, d2, r2, _CMP_LE_OQ));
-    }
+    const pd_f64 r2 = pd_set1(m->r2);
+    pd_tally within = pd_tally_zero();
+    int64_t k = begin;
+    for (; k + PD_W <= end; k += PD_W)
+        within = pd_tally_add(within, pd_le(pd_dist2(b, k, PD_W, q, m), r2));
+    int64_t count = pd_tally_sum(within);
+    if (k < end)
+        count += pd_count(pd_within(b, k, end - k, q, m));
     return count;
-}
-
-/* Which candidates a row keeps besides being within the radius: ids above
- * the row's own (each pair once, in the row of its smaller id) or every id
- * but its own (full lists). */
-typedef enum prox_id_rule { PROX_IDS_ABOVE, PROX_IDS_OTHER } prox_id_rule;
-
-static inline __mmask8 prox_v_id_keep(__m256i ids, uint32_t self, prox_id_rule rule)
-{
-    __m256i s = _mm256_set1_epi32((int)self);
-    return rule == PROX_IDS_ABOVE ? _mm256_cmpgt_epu32_mask(ids, s) : _mm256_cmpneq_epu32_mask(ids, s);
 }
 
 /* How many candidates of [begin, end) lie within the radius of q and have
@@ -117,13 +98,10 @@ static inline int64_t prox_kernel_count_ids(const prox_block *b, const uint32_t 
                                             const prox_metric *m, uint32_t self,
                                             prox_id_rule rule)
 {
-    const __m512d r2 = _mm512_set1_pd(m->r2);
     int64_t count = 0;
-    for (int64_t k = begin; k < end; k += 8) {
-        __mmask8 live = prox_v_live(end - k);
-        __m512d d2 = prox_v_dist2(b, k, live, q, m);
-        __mmask8 keep = prox_v_id_keep(_mm256_maskz_loadu_epi32(live, ids + k), self, rule);
-        count += __builtin_popcount(_mm512_mask_cmp_pd_mask(live & keep, d2, r2, _CMP_LE_OQ));
+    for (int64_t k = begin; k < end; k += PD_W) {
+        uint32_t keep = pd_u32_bits(ids + k, end - k, self, rule == PROX_IDS_ABOVE);
+        count += pd_count(keep & pd_within(b, k, end - k, q, m));
     }
     return count;
 }
@@ -134,84 +112,14 @@ static inline int64_t prox_kernel_ids(const prox_block *b, const uint32_t *ids, 
                                       int64_t end, const double q[3], const prox_metric *m,
                                       uint32_t self, prox_id_rule rule, uint32_t *out)
 {
-    const __m512d r2 = _mm512_set1_pd(m->r2);
     int64_t count = 0;
-    for (int64_t k = begin; k < end; k += 8) {
-        __mmask8 live = prox_v_live(end - k);
-        __m512d d2 = prox_v_dist2(b, k, live, q, m);
-        __m256i id = _mm256_maskz_loadu_epi32(live, ids + k);
-        __mmask8 keep = prox_v_id_keep(id, self, rule);
-        __mmask8 hit = _mm512_mask_cmp_pd_mask(live & keep, d2, r2, _CMP_LE_OQ);
-        _mm256_storeu_si256((__m256i *)(void *)(out + count), _mm256_maskz_compress_epi32(hit, id));
-        count += __builtin_popcount(hit);
+    for (int64_t k = begin; k < end; k += PD_W) {
+        uint32_t keep = pd_u32_bits(ids + k, end - k, self, rule == PROX_IDS_ABOVE);
+        uint32_t hit = keep & pd_within(b, k, end - k, q, m);
+        pd_compress_u32(out + count, ids + k, end - k, hit);
+        count += pd_count(hit);
     }
     return count;
 }
 
-#else /* portable: the compiler may vectorise the distance loop */
-
-static inline double prox_kernel_d2(const prox_block *b, int64_t k, const double q[3],
-                                    const prox_metric *m)
-{
-    double dx = q[0] - b->x[k], dy = q[1] - b->y[k], dz = b->z ? q[2] - b->z[k] : 0.0;
-    if (m->periodic) {
-        if (m->period[0] > 0) dx = prox_min_image(dx, m->period[0]);
-        if (m->period[1] > 0) dy = prox_min_image(dy, m->period[1]);
-        if (m->period[2] > 0) dz = prox_min_image(dz, m->period[2]);
-    }
-    return prox_dist2(dx, dy, dz);
-}
-
-static inline int64_t prox_kernel_hits(const prox_block *b, int64_t begin, int64_t end,
-                                       const double q[3], const prox_metric *m,
-                                       uint32_t *hits)
-{
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k++) {
-        hits[count] = (uint32_t)k; /* branch-free: kept only when within */
-        count += prox_kernel_d2(b, k, q, m) <= m->r2;
-    }
-    return count;
-}
-
-static inline int64_t prox_kernel_count(const prox_block *b, int64_t begin, int64_t end,
-                                        const double q[3], const prox_metric *m)
-{
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k++)
-        count += prox_kernel_d2(b, k, q, m) <= m->r2;
-    return count;
-}
-
-typedef enum prox_id_rule { PROX_IDS_ABOVE, PROX_IDS_OTHER } prox_id_rule;
-
-static inline bool prox_id_keep(uint32_t id, uint32_t self, prox_id_rule rule)
-{
-    return rule == PROX_IDS_ABOVE ? id > self : id != self;
-}
-
-static inline int64_t prox_kernel_count_ids(const prox_block *b, const uint32_t *ids,
-                                            int64_t begin, int64_t end, const double q[3],
-                                            const prox_metric *m, uint32_t self,
-                                            prox_id_rule rule)
-{
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k++)
-        count += (prox_kernel_d2(b, k, q, m) <= m->r2) & prox_id_keep(ids[k], self, rule);
-    return count;
-}
-
-static inline int64_t prox_kernel_ids(const prox_block *b, const uint32_t *ids, int64_t begin,
-                                      int64_t end, const double q[3], const prox_metric *m,
-                                      uint32_t self, prox_id_rule rule, uint32_t *out)
-{
-    int64_t count = 0;
-    for (int64_t k = begin; k < end; k++) {
-        out[count] = ids[k];
-        count += (prox_kernel_d2(b, k, q, m) <= m->r2) & prox_id_keep(ids[k], self, rule);
-    }
-    return count;
-}
-
-#endif
 #endif

@@ -149,7 +149,7 @@ static PROX_ALWAYS_INLINE int64_t pv_hits(const prox_fixed_block *b, int64_t beg
     for (int64_t k = begin; k < end; k += PV_W) {
         pv_mask hit = pv_within(b, k, end - k, pv_live(end - k), q, m, rc, scaled, periodic);
         pv_compress(hits + count, pv_iota(k), hit);
-        count += __builtin_popcount(hit);
+        count += pv_popcount(hit);
     }
     return count;
 }
@@ -169,7 +169,7 @@ static PROX_ALWAYS_INLINE int64_t pv_count(const prox_fixed_block *b, int64_t be
 {
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += PV_W)
-        count += __builtin_popcount(
+        count += pv_popcount(
             pv_within(b, k, end - k, pv_live(end - k), q, m, rc, scaled, periodic));
     return count;
 }
@@ -218,14 +218,14 @@ static PROX_ALWAYS_INLINE int64_t pv_ids(const prox_fixed_block *b, const uint32
         pv_mask hit1 =
             pv_ids_of(b, ids, k + PV_W, PV_W, q, m, rc, self, rule, &id1, scaled, periodic);
         pv_compress(out + count, id0, hit0);
-        count += __builtin_popcount(hit0);
+        count += pv_popcount(hit0);
         pv_compress(out + count, id1, hit1);
-        count += __builtin_popcount(hit1);
+        count += pv_popcount(hit1);
     }
     for (; k < end; k += PV_W) {
         pv_mask hit = pv_ids_of(b, ids, k, end - k, q, m, rc, self, rule, &id0, scaled, periodic);
         pv_compress(out + count, id0, hit);
-        count += __builtin_popcount(hit);
+        count += pv_popcount(hit);
     }
     return count;
 }
@@ -269,8 +269,8 @@ static PROX_ALWAYS_INLINE void pv_split(const prox_fixed_block *b, const uint32_
         if (ups) /* NULL: ups only counted */
             pv_compress(ups + u, id, up);
         pv_compress(downs + d, idx, down);
-        u += __builtin_popcount(up);
-        d += __builtin_popcount(down);
+        u += pv_popcount(up);
+        d += pv_popcount(down);
     }
     *nu = u;
     *nd = d;
@@ -356,14 +356,14 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_ids(const prox_rel16_block *b, const 
         pv_mask hit1 = pv_rel16_ids_of(b, ids, k + PV_W, PV_W, vxy, vz, in2, out2, rc, self, rule,
                                        &id1, three);
         pv_compress(out + count, id0, hit0);
-        count += __builtin_popcount(hit0);
+        count += pv_popcount(hit0);
         pv_compress(out + count, id1, hit1);
-        count += __builtin_popcount(hit1);
+        count += pv_popcount(hit1);
     }
     for (; k < end; k += PV_W) {
         pv_mask hit = pv_rel16_ids_of(b, ids, k, end - k, vxy, vz, in2, out2, rc, self, rule, &id0, three);
         pv_compress(out + count, id0, hit);
-        count += __builtin_popcount(hit);
+        count += pv_popcount(hit);
     }
     return count;
 }
@@ -382,7 +382,7 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_hits(const prox_rel16_block *b, int64
                                       in2, out2, rc);
         if (hits)
             pv_compress(hits + count, pv_iota(k), hit);
-        count += __builtin_popcount(hit);
+        count += pv_popcount(hit);
     }
     return count;
 }
@@ -410,7 +410,7 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_count(const prox_rel16_block *b, int6
         return pv_rel16_hits(b, begin, end, qxy, qz0, m, rc, NULL, three);
     int64_t count = (k - begin) - far;
     if (k < end)
-        count += __builtin_popcount(pv_rel16_decide(pv_rel16_d2(b, k, end - k, vxy, vz, three), k,
+        count += pv_popcount(pv_rel16_decide(pv_rel16_d2(b, k, end - k, vxy, vz, three), k,
                                                     pv_live(end - k), in2, out2, rc));
     return count;
 }

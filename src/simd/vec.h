@@ -345,6 +345,21 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 
 #endif /* ------------------------------------------------------------------ */
 
+/* The set bits of a lane mask. Where the level has no POPCNT (SSE2, the
+ * x86-64 baseline, and the scalar level) __builtin_popcount is a call into
+ * libgcc: there 4 bits (or 1) are summed by shifts and adds instead. */
+static inline int pv_popcount(pv_mask m)
+{
+#if PROX_SIMD_SCALAR
+    return (int)m;
+#elif PROX_SIMD_SSE2
+    m -= (m >> 1) & 0x5u;
+    return (int)((m & 0x3u) + ((m >> 2) & 0x3u));
+#else
+    return __builtin_popcount(m);
+#endif
+}
+
 /* The lanes of the PV_W elements from k on that exist (left = end - k). */
 static inline pv_mask pv_live(int64_t left)
 {
