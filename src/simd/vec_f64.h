@@ -1,7 +1,10 @@
-/* vec_f64.h: lanes of doubles, for the tests written once over them (the
- * broad phase's exact box and segment tests, broad.c), one implementation
- * per SIMD level: AVX-512 (8 lanes), AVX2 (4), SSE2 and NEON (2), scalar
- * (1, plain C). The counterpart of vec.h's 32-bit lanes.
+/* vec_f64.h: lanes of doubles, for the code written once over them (the
+ * double-precision distance kernels, kernel.h; the broad phase's exact box
+ * and segment tests, broad.c), one implementation per SIMD level: AVX-512
+ * (8 lanes), AVX2 (4), SSE2 and NEON (2), scalar (1, plain C). The
+ * counterpart of vec.h's 32-bit lanes; beside the doubles it handles the
+ * 32-bit words that go with them (indices, ids: pd_u32_bits,
+ * pd_compress_u32).
  *
  * A comparison gives a pd_cmp, the level's own form of a lane mask (a mask
  * register, lanes of all ones, or a bool), which pd_select and pd_and take
