@@ -583,7 +583,7 @@ static PROX_ALWAYS_INLINE int64_t test_run_in(const broad_store *st, broad_run r
         if (m && s->segment)
             m = segment_lanes(&v, m, s, dim);
         if (count_only) {
-            e->count += pd_count(m);
+            e->count += prox_lanes_popcount(m);
             continue;
         }
         for (uint32_t bits = m; bits && !e->stop; bits &= bits - 1) {

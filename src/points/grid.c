@@ -300,13 +300,9 @@ bool prox_grid_rel16_metric(const prox_grid *g, prox_rel16_metric *m)
     const prox_fixed_metric *fm = &g->fixed_metric;
     if (!g->fixed_on || !fm->unit_scale || g->fixed_shift[0] < REL16_CELL_BITS)
         return false;
-    for (int k = 0; k < g->dim; k++) { /* strips of 3 cells: within 1.5 cells of the centre */
+    for (int k = 0; k < g->dim; k++) /* strips of 3 cells: within 1.5 cells of the centre */
         if (g->reach[k] != 1 || (g->periodic[k] && g->ncell[k] < REL16_MIN_PERIODIC_CELLS))
             return false;
-        m->period[k] = fm->period[k];
-    }
-    for (int k = g->dim; k < 3; k++)
-        m->period[k] = 0;
     double cell = 1.0 / g->inv_cell[0], u = ldexp(cell, -REL16_CELL_BITS), e = 0.0;
     for (int k = 0; k < g->dim; k++) {
         double q = ldexp(cell, -g->fixed_shift[k]);

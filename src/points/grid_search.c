@@ -85,7 +85,7 @@ static inline void copy_points(double *restrict bx, double *restrict by, double 
 {
 #if PROX_SIMD_AVX512
     for (int64_t k = 0; k < len; k += 8) {
-        __mmask8 live = len - k >= 8 ? 0xff : (__mmask8)((1u << (len - k)) - 1);
+        __mmask8 live = (__mmask8)pd_live(len - k); /* PD_W = 8 */
         _mm512_mask_storeu_pd(bx + k, live, _mm512_maskz_loadu_pd(live, x + k));
         _mm512_mask_storeu_pd(by + k, live, _mm512_maskz_loadu_pd(live, y + k));
         if (z)

@@ -239,7 +239,7 @@ bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, ce
     int32_t centre[3];
     for (int k = 0; k < 3; k++)
         centre[k] = k < g->dim ? prox_rel16_centre(g, k, a.c[k]) : 0;
-    const int32_t *p = m->period;
+    const int32_t *p = g->fixed_metric.period; /* 0 on open axes */
     for (int k = 0; k < count; k++) {
         int64_t begin = rg[k].begin, len = rg[k].end - begin;
         rel16_words(g->fixed + begin, g->fixed + n + begin, centre[0], centre[1], p[0], p[1],

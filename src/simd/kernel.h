@@ -62,14 +62,11 @@ static inline int64_t prox_kernel_hits(const prox_block *b, int64_t begin, int64
                                        const double q[3], const prox_metric *m,
                                        uint32_t *hits)
 {
-    uint32_t index[PD_W];
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += PD_W) {
         uint32_t hit = pd_within(b, k, end - k, q, m);
-        for (int j = 0; j < PD_W; j++)
-            index[j] = (uint32_t)(k + j);
-        pd_compress_u32(hits + count, index, PD_W, hit);
-        count += pd_count(hit);
+        pd_compress_iota(hits + count, k, hit);
+        count += prox_lanes_popcount(hit);
     }
     return count;
 }
@@ -87,7 +84,7 @@ static inline int64_t prox_kernel_count(const prox_block *b, int64_t begin, int6
         within = pd_tally_add(within, pd_le(pd_dist2(b, k, PD_W, q, m), r2));
     int64_t count = pd_tally_sum(within);
     if (k < end)
-        count += pd_count(pd_within(b, k, end - k, q, m));
+        count += prox_lanes_popcount(pd_within(b, k, end - k, q, m));
     return count;
 }
 
@@ -101,7 +98,7 @@ static inline int64_t prox_kernel_count_ids(const prox_block *b, const uint32_t 
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += PD_W) {
         uint32_t keep = pd_u32_bits(ids + k, end - k, self, rule == PROX_IDS_ABOVE);
-        count += pd_count(keep & pd_within(b, k, end - k, q, m));
+        count += prox_lanes_popcount(keep & pd_within(b, k, end - k, q, m));
     }
     return count;
 }
@@ -117,7 +114,7 @@ static inline int64_t prox_kernel_ids(const prox_block *b, const uint32_t *ids, 
         uint32_t keep = pd_u32_bits(ids + k, end - k, self, rule == PROX_IDS_ABOVE);
         uint32_t hit = keep & pd_within(b, k, end - k, q, m);
         pd_compress_u32(out + count, ids + k, end - k, hit);
-        count += pd_count(hit);
+        count += prox_lanes_popcount(hit);
     }
     return count;
 }

@@ -74,7 +74,6 @@ __attribute__((noinline)) static uint32_t prox_recheck_lanes(prox_recheck *rc, i
 typedef struct prox_rel16_metric {
     int drop;           /* the fixed-point bits dropped (every axis: one scale) */
     uint32_t in2, out2; /* squared distance in units: <= in2 within, > out2 beyond */
-    int32_t period[3];  /* fixed-point period of each periodic axis; 0 when open */
 } prox_rel16_metric;
 
 /* A gathered block of rel16 coordinates: xy holds x | y << 16 (two int16),
@@ -149,7 +148,7 @@ static PROX_ALWAYS_INLINE int64_t pv_hits(const prox_fixed_block *b, int64_t beg
     for (int64_t k = begin; k < end; k += PV_W) {
         pv_mask hit = pv_within(b, k, end - k, pv_live(end - k), q, m, rc, scaled, periodic);
         pv_compress(hits + count, pv_iota(k), hit);
-        count += pv_popcount(hit);
+        count += prox_lanes_popcount(hit);
     }
     return count;
 }
@@ -169,7 +168,7 @@ static PROX_ALWAYS_INLINE int64_t pv_count(const prox_fixed_block *b, int64_t be
 {
     int64_t count = 0;
     for (int64_t k = begin; k < end; k += PV_W)
-        count += pv_popcount(
+        count += prox_lanes_popcount(
             pv_within(b, k, end - k, pv_live(end - k), q, m, rc, scaled, periodic));
     return count;
 }
@@ -218,14 +217,14 @@ static PROX_ALWAYS_INLINE int64_t pv_ids(const prox_fixed_block *b, const uint32
         pv_mask hit1 =
             pv_ids_of(b, ids, k + PV_W, PV_W, q, m, rc, self, rule, &id1, scaled, periodic);
         pv_compress(out + count, id0, hit0);
-        count += pv_popcount(hit0);
+        count += prox_lanes_popcount(hit0);
         pv_compress(out + count, id1, hit1);
-        count += pv_popcount(hit1);
+        count += prox_lanes_popcount(hit1);
     }
     for (; k < end; k += PV_W) {
         pv_mask hit = pv_ids_of(b, ids, k, end - k, q, m, rc, self, rule, &id0, scaled, periodic);
         pv_compress(out + count, id0, hit);
-        count += pv_popcount(hit);
+        count += prox_lanes_popcount(hit);
     }
     return count;
 }
@@ -269,8 +268,8 @@ static PROX_ALWAYS_INLINE void pv_split(const prox_fixed_block *b, const uint32_
         if (ups) /* NULL: ups only counted */
             pv_compress(ups + u, id, up);
         pv_compress(downs + d, idx, down);
-        u += pv_popcount(up);
-        d += pv_popcount(down);
+        u += prox_lanes_popcount(up);
+        d += prox_lanes_popcount(down);
     }
     *nu = u;
     *nd = d;
@@ -356,14 +355,14 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_ids(const prox_rel16_block *b, const 
         pv_mask hit1 = pv_rel16_ids_of(b, ids, k + PV_W, PV_W, vxy, vz, in2, out2, rc, self, rule,
                                        &id1, three);
         pv_compress(out + count, id0, hit0);
-        count += pv_popcount(hit0);
+        count += prox_lanes_popcount(hit0);
         pv_compress(out + count, id1, hit1);
-        count += pv_popcount(hit1);
+        count += prox_lanes_popcount(hit1);
     }
     for (; k < end; k += PV_W) {
         pv_mask hit = pv_rel16_ids_of(b, ids, k, end - k, vxy, vz, in2, out2, rc, self, rule, &id0, three);
         pv_compress(out + count, id0, hit);
-        count += pv_popcount(hit);
+        count += prox_lanes_popcount(hit);
     }
     return count;
 }
@@ -382,7 +381,7 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_hits(const prox_rel16_block *b, int64
                                       in2, out2, rc);
         if (hits)
             pv_compress(hits + count, pv_iota(k), hit);
-        count += pv_popcount(hit);
+        count += prox_lanes_popcount(hit);
     }
     return count;
 }
@@ -410,7 +409,7 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_count(const prox_rel16_block *b, int6
         return pv_rel16_hits(b, begin, end, qxy, qz0, m, rc, NULL, three);
     int64_t count = (k - begin) - far;
     if (k < end)
-        count += pv_popcount(pv_rel16_decide(pv_rel16_d2(b, k, end - k, vxy, vz, three), k,
+        count += prox_lanes_popcount(pv_rel16_decide(pv_rel16_d2(b, k, end - k, vxy, vz, three), k,
                                                     pv_live(end - k), in2, out2, rc));
     return count;
 }

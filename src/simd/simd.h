@@ -97,6 +97,23 @@
  * of line. */
 #define PROX_ALWAYS_INLINE inline __attribute__((always_inline))
 
+/* The set bits of a lane mask (vec.h, vec_f64.h: at most 16 lanes). Where
+ * the level has no POPCNT (SSE2, the x86-64 baseline, and the scalar
+ * level) __builtin_popcount is a call into libgcc; there the masks hold at
+ * most 4 bits (4 lanes of 32, 2 of 64; 1 at the scalar level), summed by
+ * shifts and adds. */
+static inline int prox_lanes_popcount(unsigned m)
+{
+#if PROX_SIMD_SCALAR
+    return (int)m;
+#elif PROX_SIMD_SSE2
+    m -= (m >> 1) & 0x5u;
+    return (int)((m & 0x3u) + ((m >> 2) & 0x3u));
+#else
+    return __builtin_popcount(m);
+#endif
+}
+
 /* An engine function's name in this level's copy: every external symbol
  * the engine defines is renamed so (simd/leveled.h), and code outside the
  * engine reaches it through the dispatcher (simd/engine.h). */

@@ -25,6 +25,9 @@
 
 typedef uint32_t pv_mask;
 
+/* Bits 0 .. n - 1, at most PV_W of them (defined once PV_W is): pv_live. */
+#define pv_live_bits(n) ((n) >= PV_W ? (pv_mask)((1ull << PV_W) - 1) : (pv_mask)((1u << (n)) - 1))
+
 #if PROX_SIMD_AVX512 /* -------------------------------------------------- */
 
 #define PV_W 16
@@ -32,7 +35,6 @@ typedef uint32_t pv_mask;
 typedef __m512i pv_i32;
 typedef __m512 pv_f32;
 
-static inline __mmask16 pv_live16(int64_t n) { return n >= PV_W ? 0xffff : (__mmask16)((1u << n) - 1); }
 static inline pv_i32 pv_set1_i32(int32_t v) { return _mm512_set1_epi32(v); }
 static inline pv_f32 pv_set1_f32(float v) { return _mm512_set1_ps(v); }
 static inline pv_i32 pv_iota(int64_t first)
@@ -41,7 +43,10 @@ static inline pv_i32 pv_iota(int64_t first)
                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 /* Elements p[0 .. n) (n >= PV_W: all lanes), by a masked load. */
-static inline pv_i32 pv_load_n(const void *p, int64_t n) { return _mm512_maskz_loadu_epi32(pv_live16(n), p); }
+static inline pv_i32 pv_load_n(const void *p, int64_t n)
+{
+    return _mm512_maskz_loadu_epi32((__mmask16)pv_live_bits(n), p);
+}
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm512_add_epi32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm512_sub_epi32(a, b); }
 static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm512_sub_epi16(a, b); }
@@ -345,26 +350,8 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 
 #endif /* ------------------------------------------------------------------ */
 
-/* The set bits of a lane mask. Where the level has no POPCNT (SSE2, the
- * x86-64 baseline, and the scalar level) __builtin_popcount is a call into
- * libgcc: there 4 bits (or 1) are summed by shifts and adds instead. */
-static inline int pv_popcount(pv_mask m)
-{
-#if PROX_SIMD_SCALAR
-    return (int)m;
-#elif PROX_SIMD_SSE2
-    m -= (m >> 1) & 0x5u;
-    return (int)((m & 0x3u) + ((m >> 2) & 0x3u));
-#else
-    return __builtin_popcount(m);
-#endif
-}
-
 /* The lanes of the PV_W elements from k on that exist (left = end - k). */
-static inline pv_mask pv_live(int64_t left)
-{
-    return left >= PV_W ? (pv_mask)((1ull << PV_W) - 1) : (pv_mask)((1u << left) - 1);
-}
+static inline pv_mask pv_live(int64_t left) { return pv_live_bits(left); }
 
 /* ids above self (unsigned), as a mask. */
 static inline pv_mask pv_above(pv_i32 ids, uint32_t self)

@@ -24,7 +24,7 @@
 
 #include "simd/simd.h"
 
-/* Bits 0 .. n - 1, at most PD_W of them (defined once PD_W is). */
+/* Bits 0 .. n - 1, at most PD_W of them (defined once PD_W is): pd_live. */
 #define pd_live_bits(n) ((n) >= PD_W ? (1u << PD_W) - 1 : (1u << (n)) - 1)
 
 #if PROX_SIMD_AVX512 /* -------------------------------------------------- */
@@ -36,7 +36,7 @@ typedef __mmask8 pd_cmp;
 static inline pd_f64 pd_set1(double v) { return _mm512_set1_pd(v); }
 static inline pd_f64 pd_load_n(const double *p, int64_t n)
 {
-    return _mm512_maskz_loadu_pd(n >= PD_W ? 0xff : (__mmask8)((1u << n) - 1), p);
+    return _mm512_maskz_loadu_pd((__mmask8)pd_live_bits(n), p);
 }
 static inline pd_f64 pd_add(pd_f64 a, pd_f64 b) { return _mm512_add_pd(a, b); }
 static inline pd_f64 pd_sub(pd_f64 a, pd_f64 b) { return _mm512_sub_pd(a, b); }
@@ -57,7 +57,7 @@ static inline int64_t pd_tally_sum(pd_tally t) { return t; }
  * than v (unsigned), as bits. */
 static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, bool above)
 {
-    __mmask8 live = n >= PD_W ? 0xff : (__mmask8)((1u << n) - 1);
+    __mmask8 live = (__mmask8)pd_live_bits(n);
     __m256i w = _mm256_maskz_loadu_epi32(live, p), s = _mm256_set1_epi32((int)v);
     return above ? _mm256_mask_cmpgt_epu32_mask(live, w, s) : _mm256_mask_cmpneq_epu32_mask(live, w, s);
 }
@@ -65,9 +65,16 @@ static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, boo
  * words written whatever m: out has room past its last kept word). */
 static inline void pd_compress_u32(uint32_t *out, const uint32_t *p, int64_t n, uint32_t m)
 {
-    __mmask8 live = n >= PD_W ? 0xff : (__mmask8)((1u << n) - 1);
+    __mmask8 live = (__mmask8)pd_live_bits(n);
     __m256i w = _mm256_maskz_loadu_epi32(live, p);
     _mm256_storeu_si256((__m256i *)(void *)out, _mm256_maskz_compress_epi32((__mmask8)m, w));
+}
+/* The positions first .. first + PD_W - 1 in the lanes of m, stored in
+ * order at out (PD_W words written). */
+static inline void pd_compress_iota(uint32_t *out, int64_t first, uint32_t m)
+{
+    __m256i at = _mm256_add_epi32(_mm256_set1_epi32((int)first), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_storeu_si256((__m256i *)(void *)out, _mm256_maskz_compress_epi32((__mmask8)m, at));
 }
 
 #elif PROX_SIMD_AVX2 /* ------------------------------------------------- */
@@ -127,6 +134,14 @@ static inline void pd_compress_u32(uint32_t *out, const uint32_t *p, int64_t n, 
     __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)order));
     __m128 w = _mm_castsi128_ps(pd_load_u32(p, n));
     _mm_storeu_si128((__m128i *)(void *)out, _mm_castps_si128(_mm_permutevar_ps(w, index)));
+}
+/* The kept lanes' indices are the positions less first: no permute. */
+static inline void pd_compress_iota(uint32_t *out, int64_t first, uint32_t m)
+{
+    uint32_t bytes = (uint32_t)_pdep_u32(m, 0x01010101u) * 0xffu;
+    uint32_t order = (uint32_t)_pext_u32(0x03020100u, bytes);
+    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)order));
+    _mm_storeu_si128((__m128i *)(void *)out, _mm_add_epi32(index, _mm_set1_epi32((int)first)));
 }
 
 #elif PROX_SIMD_SSE2 /* ------------------------------------------------- */
@@ -223,19 +238,6 @@ static inline int64_t pd_tally_sum(pd_tally t) { return t; }
 /* The lanes of the PD_W elements from k on that exist (left = end - k). */
 static inline uint32_t pd_live(int64_t left) { return pd_live_bits(left); }
 
-/* The set bits of a lane mask (vec.h's pv_count: no call into libgcc
- * where the level has no POPCNT). */
-static inline int pd_count(uint32_t m)
-{
-#if PD_W == 1
-    return (int)m;
-#elif PD_W == 2
-    return (int)(m - (m >> 1));
-#else
-    return __builtin_popcount(m);
-#endif
-}
-
 #if PD_W == 2 /* SSE2, NEON: word by word, without loops */
 static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, bool above)
 {
@@ -249,6 +251,11 @@ static inline void pd_compress_u32(uint32_t *out, const uint32_t *p, int64_t n, 
     out[0] = p[(m >> 1) & ~m & 1u];
     out[1] = n >= 2 ? p[1] : p[0];
 }
+static inline void pd_compress_iota(uint32_t *out, int64_t first, uint32_t m)
+{
+    out[0] = (uint32_t)first + ((m >> 1) & ~m & 1u);
+    out[1] = (uint32_t)first + 1;
+}
 #elif PD_W == 1
 static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, bool above)
 {
@@ -260,6 +267,11 @@ static inline void pd_compress_u32(uint32_t *out, const uint32_t *p, int64_t n, 
     (void)n;
     (void)m; /* the caller advances by the count: a store it skips is overwritten */
     out[0] = p[0];
+}
+static inline void pd_compress_iota(uint32_t *out, int64_t first, uint32_t m)
+{
+    (void)m;
+    out[0] = (uint32_t)first;
 }
 #endif
 
