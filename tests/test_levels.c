@@ -5,13 +5,15 @@
  * The kernels over each level's vectors (simd/vec.h, kernel.h) are what it
  * checks; the other unit tests go deeper into each structure. A second
  * test runs each of the grid planner's methods (src/points/grid_plan.c) on
- * purpose, asserts the method stats names, and checks its output. */
+ * purpose, asserts the method stats names, and checks its output. A third
+ * checks every entry of the AVX2 compress's lane tables. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "points/grid_private.h" /* prox_grid_set_density_limits */
+#include "simd/lane_order.h"
 
 static void pairs_and_lists_match(const test_case *tc, const expectation *e,
                                   const algo_config *config)
@@ -204,11 +206,33 @@ static void each_grid_method_runs_when_planned_and_matches_the_oracle(void **sta
         }
 }
 
+/* Entry m of a lane table: m's set bits' indices, lowest first, a byte
+ * each, zero bytes after them. */
+static uint64_t lane_order_of(unsigned m, int lanes)
+{
+    uint64_t order = 0;
+    int kept = 0;
+    for (int k = 0; k < lanes; k++)
+        if (m >> k & 1)
+            order |= (uint64_t)k << (8 * kept++);
+    return order;
+}
+
+static void every_lane_table_entry_lists_the_kept_lanes(void **state)
+{
+    (void)state;
+    for (unsigned m = 0; m < 256; m++)
+        assert_int_equal(prox_lane_order8[m], lane_order_of(m, 8));
+    for (unsigned m = 0; m < 16; m++)
+        assert_int_equal(prox_lane_order4[m], lane_order_of(m, 4));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_level_matches_the_oracle),
         cmocka_unit_test(each_grid_method_runs_when_planned_and_matches_the_oracle),
+        cmocka_unit_test(every_lane_table_entry_lists_the_kept_lanes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,12 +60,12 @@ static inline uint64_t prox_morton2(uint32_t x, uint32_t y)
 }
 
 /* The same codes for a single point in scalar code: one bit deposit an
- * axis where the machine has BMI2 (pdep: 3 cycles on Zen 3 and later). The
+ * axis where every CPU of the level runs it fast (PROX_SIMD_FAST_PDEP). The
  * spreads above stay for loops the compiler vectorises. The kd-tree's
  * sweep computes a code per candidate's reference point with it. */
 static inline uint64_t prox_morton3_point(uint32_t x, uint32_t y, uint32_t z)
 {
-#if PROX_SIMD_BMI2
+#if PROX_SIMD_FAST_PDEP
     uint64_t axis = prox_morton3_steps[PROX_MORTON_STEPS - 1].mask;
     return _pdep_u64(x & PROX_MORTON3_AXIS, axis) | _pdep_u64(y & PROX_MORTON3_AXIS, axis << 1) |
            _pdep_u64(z & PROX_MORTON3_AXIS, axis << 2);
@@ -76,7 +76,7 @@ static inline uint64_t prox_morton3_point(uint32_t x, uint32_t y, uint32_t z)
 
 static inline uint64_t prox_morton2_point(uint32_t x, uint32_t y)
 {
-#if PROX_SIMD_BMI2
+#if PROX_SIMD_FAST_PDEP
     uint64_t axis = prox_morton2_steps[PROX_MORTON_STEPS - 1].mask;
     return _pdep_u64(x, axis) | _pdep_u64(y, axis << 1);
 #else

@@ -70,8 +70,11 @@
 #endif
 #endif
 
-/* BMI2's pdep/pext (Morton keys): every x86 level from AVX2 up. */
-#define PROX_SIMD_BMI2 (PROX_SIMD_AVX2 || PROX_SIMD_AVX512)
+/* pdep/pext (a point's Morton code in one deposit an axis) where they are
+ * fast on every CPU of the level: AVX-512. The AVX2 level also runs on AMD
+ * CPUs before Zen 3, which have BMI2 but run pdep/pext in microcode (tens
+ * to hundreds of cycles), so it keeps the shifts and masks. */
+#define PROX_SIMD_FAST_PDEP PROX_SIMD_AVX512
 
 /* The flags must match the level: a level built without its instructions
  * would compile its portable fallbacks and report a level it never ran. */

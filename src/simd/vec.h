@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "simd/lane_order.h"
 #include "simd/simd.h"
 
 typedef uint32_t pv_mask;
@@ -141,13 +142,10 @@ static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b)
 }
 static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return pv_bits(_mm256_cmpeq_epi32(a, b)); }
 /* The lanes of v that m keeps, stored in order at out (PV_W written):
- * m's bits spread to bytes (pdep), the kept lanes' indices gathered
- * (pext), then one permute. */
+ * their indices from a table (lane_order.h), then one permute. */
 static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 {
-    uint64_t bytes = _pdep_u64(m, 0x0101010101010101ull) * 0xff;
-    uint64_t order = _pext_u64(0x0706050403020100ull, bytes);
-    __m256i index = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)order));
+    __m256i index = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)prox_lane_order8[m]));
     _mm256_storeu_si256((__m256i *)(void *)out, _mm256_permutevar8x32_epi32(v, index));
 }
 

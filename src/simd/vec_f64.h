@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "simd/lane_order.h"
 #include "simd/simd.h"
 
 /* Bits 0 .. n - 1, at most PD_W of them (defined once PD_W is): pd_live. */
@@ -125,22 +126,18 @@ static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, boo
                         : _mm_xor_si128(_mm_cmpeq_epi32(w, s), _mm_set1_epi32(-1));
     return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(hit)) & pd_live_bits(n);
 }
-/* m's bits spread to bytes (pdep), the kept lanes' indices gathered
- * (pext), one permute, as vec.h's compress. */
+/* The kept lanes' indices from a table (lane_order.h), one permute, as
+ * vec.h's compress. */
 static inline void pd_compress_u32(uint32_t *out, const uint32_t *p, int64_t n, uint32_t m)
 {
-    uint32_t bytes = (uint32_t)_pdep_u32(m, 0x01010101u) * 0xffu;
-    uint32_t order = (uint32_t)_pext_u32(0x03020100u, bytes);
-    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)order));
+    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)prox_lane_order4[m]));
     __m128 w = _mm_castsi128_ps(pd_load_u32(p, n));
     _mm_storeu_si128((__m128i *)(void *)out, _mm_castps_si128(_mm_permutevar_ps(w, index)));
 }
 /* The kept lanes' indices are the positions less first: no permute. */
 static inline void pd_compress_iota(uint32_t *out, int64_t first, uint32_t m)
 {
-    uint32_t bytes = (uint32_t)_pdep_u32(m, 0x01010101u) * 0xffu;
-    uint32_t order = (uint32_t)_pext_u32(0x03020100u, bytes);
-    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)order));
+    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)prox_lane_order4[m]));
     _mm_storeu_si128((__m128i *)(void *)out, _mm_add_epi32(index, _mm_set1_epi32((int)first)));
 }
 
