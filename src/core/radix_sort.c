@@ -637,77 +637,100 @@ static void rank_sort_row(uint32_t *a, int64_t n)
 }
 #endif
 
-#if !PROX_SIMD_AVX512 && PV_MINMAX_U32
-/* Rows of 5 to 32 entries, PV_W rows at once, one row a lane: entry j of
- * each row in column j (a vector), pads of UINT32_MAX past each row's end
- * (they sort last, and ties with real entries of that value change
- * nothing), then Batcher's bitonic network on the columns, every
- * comparator a lane-wise min and max of two columns. The network is fully
- * unrolled over constant indices, so that the columns stay in registers
- * as far as there are registers. */
+#if !PROX_SIMD_AVX512 && PV_TRANSPOSE
+/* Rows of 5 to 32 entries, PV_W rows at once, one row a lane: the rows'
+ * entries turned into columns a PV_W x PV_W block at a time
+ * (pv_transpose), pads of UINT32_MAX past each row's end (they sort last,
+ * and ties with real entries of that value change nothing), then
+ * Batcher's bitonic network on the columns in its all-ascending form
+ * (each merge opens with the comparators of mirrored columns), every
+ * comparator a lane-wise min and max of two columns, and the blocks turned
+ * back into rows. Rows are grouped by length in steps of four
+ * (COLUMN_BUCKETS); a group of rows of at most m entries holds nothing but
+ * pads in the columns from m up, and there a comparator of the ascending
+ * form changes nothing, so the network keeps only those below m
+ * (20 entries: 134 comparators of the 32-column network's 240). The
+ * network is fully unrolled over constant indices, so that the columns
+ * stay in registers as far as there are registers. */
 _Static_assert(PV_W <= ROW_GROUP_MAX, "a row group holds a row per lane");
 
-static PROX_ALWAYS_INLINE void columns_bitonic(pv_i32 *e, int n)
+static PROX_ALWAYS_INLINE void columns_compare(pv_i32 *e, int i, int l, int m)
 {
-#pragma GCC unroll 8
-    for (int k = 2; k <= n; k <<= 1)
-#pragma GCC unroll 8
-        for (int j = k >> 1; j > 0; j >>= 1)
-#pragma GCC unroll 32
-            for (int i = 0; i < n; i++) {
-                int l = i ^ j;
-                if (l <= i)
-                    continue;
-                int lo = (i & k) == 0 ? i : l, hi = lo == i ? l : i; /* descending blocks */
-                pv_i32 a = e[lo], b = e[hi];
-                e[lo] = pv_min_u32(a, b);
-                e[hi] = pv_max_u32(a, b);
-            }
+    if (l <= i || l >= m) /* each pair once; nothing but pads from m up */
+        return;
+    pv_i32 a = e[i], b = e[l];
+    e[i] = pv_min_u32(a, b);
+    e[l] = pv_max_u32(a, b);
 }
 
-static PROX_ALWAYS_INLINE void columns_sort(row_group *c, int n)
+/* The network on columns e[0 .. n), n a power of two, of which m live. */
+static PROX_ALWAYS_INLINE void columns_bitonic(pv_i32 *e, int n, int m)
 {
-    uint32_t col[32][PV_W];
-    pv_i32 e[32];
+#pragma GCC unroll 8
+    for (int k = 2; k <= n; k <<= 1) {
+#pragma GCC unroll 32
+        for (int i = 0; i < n; i++)
+            columns_compare(e, i, i ^ (k - 1), m);
+#pragma GCC unroll 8
+        for (int j = k >> 2; j > 0; j >>= 1)
+#pragma GCC unroll 32
+            for (int i = 0; i < n; i++)
+                columns_compare(e, i, i ^ j, m);
+    }
+}
+
+/* Columns [at, at + PV_W) of the group's rows into e[at ..]: padded. */
+static PROX_ALWAYS_INLINE void rows_to_columns(const row_group *c, int at, pv_i32 *e)
+{
+    pv_i32 v[PV_W];
     for (int r = 0; r < PV_W; r++) {
         int64_t len = r < c->count ? c->n[r] : 0;
-        for (int64_t j = 0; j < len; j++)
-            col[j][r] = c->row[r][j];
-        for (int64_t j = len; j < n; j++)
-            col[j][r] = UINT32_MAX;
+        pv_i32 x = r < c->count ? pv_load_n(c->row[r] + at, len - at) : pv_set1_i32(0);
+        v[r] = pv_or(x, pv_gt_i32(pv_iota(at), pv_set1_i32((int32_t)len - 1)));
     }
-    for (int j = 0; j < n; j++)
-        e[j] = pv_load_n(col[j], PV_W);
-    columns_bitonic(e, n);
-    for (int j = 0; j < n; j++)
-        pv_store(col[j], e[j]);
+    pv_transpose(v);
+    for (int j = 0; j < PV_W; j++)
+        e[at + j] = v[j];
+}
+
+static PROX_ALWAYS_INLINE void columns_to_rows(const pv_i32 *e, int at, row_group *c)
+{
+    pv_i32 v[PV_W];
+    for (int j = 0; j < PV_W; j++)
+        v[j] = e[at + j];
+    pv_transpose(v);
     for (int r = 0; r < c->count; r++)
-        for (int64_t j = 0; j < c->n[r]; j++)
-            c->row[r][j] = col[j][r];
+        pv_store_n(c->row[r] + at, v[r], c->n[r] - at);
+}
+
+/* The group's rows, each of at most m entries; n: m rounded up to a power
+ * of two. */
+static PROX_ALWAYS_INLINE void columns_sort(row_group *c, int n, int m)
+{
+    pv_i32 e[32];
+#pragma GCC unroll 8
+    for (int at = 0; at < m; at += PV_W)
+        rows_to_columns(c, at, e);
+    columns_bitonic(e, n, m);
+#pragma GCC unroll 8
+    for (int at = 0; at < m; at += PV_W)
+        columns_to_rows(e, at, c);
     c->count = 0;
 }
 
-static void columns_sort16(row_group *c) { columns_sort(c, 16); }
-static void columns_sort32(row_group *c) { columns_sort(c, 32); }
-#endif
-
-/* Each level's sorts of rows by length: 16- and 32-entry rows in groups
- * (AVX-512: interleaved in-register networks; AVX2 and NEON: column
- * networks, a row a lane), other rows one at a time. */
-#if PROX_SIMD_AVX512
-#define ROW_GROUPS 1
-#define SORT_ROWS16 sort_group16
-#define SORT_ROWS32 sort_group32
-#define ROWS16_AT_ONCE GROUP16
-#define ROWS32_AT_ONCE GROUP32
-#elif PV_MINMAX_U32 /* where min and max are one instruction each */
-#define ROW_GROUPS 1
-#define SORT_ROWS16 columns_sort16
-#define SORT_ROWS32 columns_sort32
-#define ROWS16_AT_ONCE PV_W
-#define ROWS32_AT_ONCE PV_W
-#else
-#define ROW_GROUPS 0
+/* Row lengths 5 to 32 in buckets of four: bucket q holds lengths
+ * 4q + 1 .. 4q + 4 (q = 1 .. 7); lengths up to 4 are sorted one by one. */
+#define COLUMN_BUCKETS 8
+static void columns_sort8(row_group *c) { columns_sort(c, 8, 8); }
+static void columns_sort12(row_group *c) { columns_sort(c, 16, 12); }
+static void columns_sort16(row_group *c) { columns_sort(c, 16, 16); }
+static void columns_sort20(row_group *c) { columns_sort(c, 32, 20); }
+static void columns_sort24(row_group *c) { columns_sort(c, 32, 24); }
+static void columns_sort28(row_group *c) { columns_sort(c, 32, 28); }
+static void columns_sort32(row_group *c) { columns_sort(c, 32, 32); }
+static void (*const columns_sort_of[COLUMN_BUCKETS])(row_group *) = {
+    NULL, columns_sort8, columns_sort12, columns_sort16,
+    columns_sort20, columns_sort24, columns_sort28, columns_sort32};
 #endif
 
 static inline void sort_one_row(uint32_t *a, int64_t n)
@@ -721,23 +744,43 @@ static inline void sort_one_row(uint32_t *a, int64_t n)
     prox_sort_u32(a, n);
 }
 
+/* Each level's sorts of rows by length: AVX-512, 16- and 32-entry rows in
+ * groups of interleaved in-register networks; AVX2 and NEON, rows of up
+ * to 32 entries in column networks, a row a lane, grouped by length in
+ * steps of four; other rows one at a time. */
 void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
 {
-#if ROW_GROUPS
+#if PROX_SIMD_AVX512
     row_group g16 = {.count = 0}, g32 = {.count = 0};
     for (int64_t k = 0; k < rows; a += len[k], k++) {
         int64_t n = len[k];
         if (n > 4 && n <= 16)
-            group_add(&g16, a, n, ROWS16_AT_ONCE, SORT_ROWS16);
+            group_add(&g16, a, n, GROUP16, sort_group16);
         else if (n > 16 && n <= 32)
-            group_add(&g32, a, n, ROWS32_AT_ONCE, SORT_ROWS32);
+            group_add(&g32, a, n, GROUP32, sort_group32);
         else
             sort_one_row(a, n);
     }
     if (g16.count)
-        SORT_ROWS16(&g16);
+        sort_group16(&g16);
     if (g32.count)
-        SORT_ROWS32(&g32);
+        sort_group32(&g32);
+#elif PV_TRANSPOSE
+    row_group g[COLUMN_BUCKETS];
+    for (int q = 0; q < COLUMN_BUCKETS; q++)
+        g[q].count = 0;
+    for (int64_t k = 0; k < rows; a += len[k], k++) {
+        int64_t n = len[k];
+        if (n > 4 && n <= 32) {
+            int q = (int)(n - 1) / 4;
+            group_add(&g[q], a, n, PV_W, columns_sort_of[q]);
+        } else {
+            sort_one_row(a, n);
+        }
+    }
+    for (int q = 1; q < COLUMN_BUCKETS; q++)
+        if (g[q].count)
+            columns_sort_of[q](&g[q]);
 #else
     for (int64_t k = 0; k < rows; a += len[k], k++)
         sort_one_row(a, len[k]);

@@ -9,7 +9,9 @@
  * ones or zeros instead, for sums kept in vectors. Loads of n < PV_W lanes never read past the n-th element; dead
  * lanes read as 0. pv_compress stores PV_W lanes whatever the mask, so its
  * output needs PV_W entries of room past the last kept one
- * (PROX_KERNEL_SLACK).
+ * (PROX_KERNEL_SLACK). Where PV_TRANSPOSE is 1 (AVX2, NEON: the levels
+ * whose row sort works on columns), pv_transpose turns PV_W rows into
+ * PV_W columns and pv_store_n stores the first n lanes and nothing past.
  *
  * Exactness: every float operation is the scalar one lane by lane (IEEE
  * single, round to nearest, no contraction), so each level decides as the
@@ -99,6 +101,38 @@ static inline pv_i32 pv_load_n(const void *p, int64_t n)
     __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n),
                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     return _mm256_maskload_epi32((const int *)p, live);
+}
+/* Lanes 0 .. n - 1 of v to p[0 .. n) (n >= PV_W: all); nothing past. */
+static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
+{
+    if (n >= PV_W) {
+        _mm256_storeu_si256((__m256i *)p, v);
+        return;
+    }
+    __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n),
+                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_epi32((int *)p, live, v);
+}
+/* Rows v[0 .. PV_W) become columns: lane c of v[r] goes to lane r of v[c].
+ * Pairs of lanes, then pairs of pairs, interleaved, then the halves. */
+#define PV_TRANSPOSE 1
+static inline void pv_transpose(pv_i32 v[PV_W])
+{
+    __m256i t[8], u[8];
+    for (int r = 0; r < 8; r += 2) {
+        t[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]);
+        t[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);
+    }
+    for (int r = 0; r < 8; r += 4)
+        for (int h = 0; h < 2; h++) {
+            u[r + h] = _mm256_unpacklo_epi64(t[r + h], t[r + 2 + h]);
+            u[r + 2 + h] = _mm256_unpackhi_epi64(t[r + h], t[r + 2 + h]);
+        }
+    for (int c = 0; c < 4; c++) {
+        int from = (c & 1) * 2 + (c >> 1); /* u's order: 0, 2, 1, 3 */
+        v[c] = _mm256_permute2x128_si256(u[from], u[4 + from], 0x20);
+        v[c + 4] = _mm256_permute2x128_si256(u[from], u[4 + from], 0x31);
+    }
 }
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm256_add_epi32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm256_sub_epi32(a, b); }
@@ -232,8 +266,33 @@ static inline pv_i32 pv_load_n(const void *p, int64_t n)
     if (n >= PV_W)
         return vld1q_s32((const int32_t *)p);
     int32_t v[PV_W] = {0, 0, 0, 0};
-    memcpy(v, p, (size_t)n * sizeof v[0]);
+    if (n > 0)
+        memcpy(v, p, (size_t)n * sizeof v[0]);
     return vld1q_s32(v);
+}
+static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
+{
+    if (n >= PV_W) {
+        vst1q_s32((int32_t *)p, v);
+        return;
+    }
+    int32_t lane[PV_W];
+    vst1q_s32(lane, v);
+    if (n > 0)
+        memcpy(p, lane, (size_t)n * sizeof lane[0]);
+}
+/* Rows to columns: lanes paired (trn1, trn2), then pairs of pairs. */
+#define PV_TRANSPOSE 1
+static inline void pv_transpose(pv_i32 v[PV_W])
+{
+    int64x2_t t0 = vreinterpretq_s64_s32(vtrn1q_s32(v[0], v[1]));
+    int64x2_t t1 = vreinterpretq_s64_s32(vtrn2q_s32(v[0], v[1]));
+    int64x2_t t2 = vreinterpretq_s64_s32(vtrn1q_s32(v[2], v[3]));
+    int64x2_t t3 = vreinterpretq_s64_s32(vtrn2q_s32(v[2], v[3]));
+    v[0] = vreinterpretq_s32_s64(vtrn1q_s64(t0, t2));
+    v[1] = vreinterpretq_s32_s64(vtrn1q_s64(t1, t3));
+    v[2] = vreinterpretq_s32_s64(vtrn2q_s64(t0, t2));
+    v[3] = vreinterpretq_s32_s64(vtrn2q_s64(t1, t3));
 }
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return vaddq_s32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return vsubq_s32(a, b); }
