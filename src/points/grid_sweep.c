@@ -5,12 +5,13 @@
  * run by run (grid_strips.c) spends its time on each run's bookkeeping and
  * on a kernel call per range for the one or two candidates each range
  * holds, whose loop exits are a coin toss. Here each sorted point looks up
- * the forward half of its stencil (the hash-multimap article: each pair once) as ranges of
- * sorted points, as grid_strips.c does, and with AVX-512 packs every
- * candidate of every range into one vector, range after range: one
- * distance test for all of them, no branch on how many there are. Ranges
- * holding more than a vector's worth fill several vectors in turn. Other
- * levels test the same ranges a candidate at a time.
+ * the forward half of its stencil (the hash-multimap article: each pair
+ * once) as ranges of sorted points, as grid_strips.c does, and packs every
+ * candidate of every range into the lanes of one vector (vec.h's
+ * pv_load_at), range after range: one distance test for all of them, no
+ * branch on how many there are. Ranges holding more than a vector's worth
+ * fill several vectors in turn; at the scalar level a vector is one
+ * candidate.
  *
  * Fixed-point coordinates, open axes of one scale; cell starts from the
  * flat-array article's cellStart, or over a sparse box from the occupancy
@@ -70,11 +71,9 @@ static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_stri
     return 1 + nrows;
 }
 
-#if PROX_SIMD_AVX512
-
 /* Candidates packed into the lanes of one vector, range after range. */
 typedef struct lanes {
-    __m512i x, y, z, id;
+    pv_i32 x, y, z, id;
     int filled;
 } lanes;
 
@@ -84,52 +83,33 @@ typedef struct sweep {
     grid_recheck *rc;
     prox_emitter *e;
     int64_t candidates;
-    uint32_t ids[16]; /* the vector's candidates' ids, for the rare recheck */
+    uint32_t ids[PV_W + PROX_KERNEL_SLACK]; /* the vector's ids: the recheck reads them */
 } sweep;
-
-/* a + b, less `skip` elements: lane `skip` of a vector loaded there is
- * a[b]. The address may precede the array; the lanes before `skip` are
- * masked off, and masked lanes are never read (nor fault). Computed as an
- * integer, since C has no pointer before an array. */
-static inline const void *lanes_before(const void *a, int64_t b, int skip)
-{
-    return (const void *)((uintptr_t)((const uint32_t *)a + b) - (uintptr_t)skip * 4u);
-}
 
 /* Candidates [b, b + take) into lanes filled .. filled + take - 1. */
 static PROX_ALWAYS_INLINE void put(const sweep *w, lanes *l, int64_t b, int take, bool three)
 {
-    __mmask16 at = (__mmask16)(((1u << take) - 1) << l->filled);
-    l->x = _mm512_mask_loadu_epi32(l->x, at, lanes_before(w->block.x, b, l->filled));
-    l->y = _mm512_mask_loadu_epi32(l->y, at, lanes_before(w->block.y, b, l->filled));
+    l->x = pv_load_at(l->x, (const uint32_t *)w->block.x + b, l->filled, take);
+    l->y = pv_load_at(l->y, (const uint32_t *)w->block.y + b, l->filled, take);
     if (three)
-        l->z = _mm512_mask_loadu_epi32(l->z, at, lanes_before(w->block.z, b, l->filled));
-    l->id = _mm512_mask_loadu_epi32(l->id, at, lanes_before(w->g->id, b, l->filled));
+        l->z = pv_load_at(l->z, (const uint32_t *)w->block.z + b, l->filled, take);
+    l->id = pv_load_at(l->id, w->g->id + b, l->filled, take);
     l->filled += take;
 }
 
-/* Pairs (self, id of each hit), smaller id first, into the emitter's
- * array. Masked stores: the array may be a window of the caller's buffer,
- * exactly as long as its pairs, with another chunk's window after it. */
-static PROX_ALWAYS_INLINE void store_pairs(prox_emitter *e, uint32_t self, __m512i id,
-                                           __mmask16 hit)
+/* Pairs (self, ids[lane] of each lane hit sets), smaller id first, into
+ * the emitter's array. */
+static PROX_ALWAYS_INLINE void store_pairs(prox_emitter *e, uint32_t self, const uint32_t *ids,
+                                           pv_mask hit)
 {
-    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i second =
-        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    int found = __builtin_popcount(hit);
+    int found = prox_lanes_popcount(hit);
     /* No hit: nothing to store (e->pairs may still be NULL). */
     if (found == 0 || !prox_emitter_reserve(e, found))
         return;
-    __m512i j = _mm512_maskz_compress_epi32(hit, id), s = _mm512_set1_epi32((int)self);
-    __m512i lo = _mm512_min_epu32(s, j), hi = _mm512_max_epu32(s, j);
     prox_pair *out = e->pairs + e->count;
-    __mmask16 words = (__mmask16)((1u << 2 * (found < 8 ? found : 8)) - 1);
-    _mm512_mask_storeu_epi32((void *)out, words, _mm512_permutex2var_epi32(lo, first, hi));
-    if (found > 8) {
-        words = (__mmask16)((1u << 2 * (found - 8)) - 1);
-        _mm512_mask_storeu_epi32((void *)(out + 8), words,
-                                 _mm512_permutex2var_epi32(lo, second, hi));
+    for (; hit; hit &= hit - 1, out++) {
+        uint32_t j = ids[__builtin_ctz(hit)];
+        *out = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
     }
     e->count += found;
 }
@@ -140,24 +120,24 @@ static PROX_ALWAYS_INLINE void flush(sweep *w, int64_t s, const int32_t q[3], la
                                      bool three)
 {
     const prox_fixed_metric *m = &w->g->fixed_metric;
-    __mmask16 live = (__mmask16)((1u << l->filled) - 1);
+    pv_mask live = pv_live_bits(l->filled);
     pv_f32 d2 = pv_add_f32(pv_axis(l->x, q[0], 1.0f, 0, false), pv_axis(l->y, q[1], 1.0f, 0, false));
     if (three)
         d2 = pv_add_f32(d2, pv_axis(l->z, q[2], 1.0f, 0, false));
-    _mm512_storeu_si512((void *)w->ids, l->id); /* the recheck reads them */
-    __mmask16 hit = (__mmask16)pv_decide_f32(d2, 0, live, m, &w->rc->base);
+    pv_store(w->ids, l->id); /* the recheck reads them */
+    pv_mask hit = pv_decide_f32(d2, 0, live, m, &w->rc->base);
     l->filled = 0;
     prox_emitter *e = w->e;
     uint32_t self = w->g->id[s];
     if (e->kind == PROX_SINK_COUNT) {
-        e->count += __builtin_popcount(hit);
+        e->count += prox_lanes_popcount(hit);
     } else if (e->kind == PROX_SINK_CALLBACK) {
         for (; hit && !e->stop; hit &= hit - 1) {
             uint32_t j = w->ids[__builtin_ctz(hit)];
             prox_emit(e, self < j ? self : j, self < j ? j : self);
         }
     } else {
-        store_pairs(e, self, l->id, hit);
+        store_pairs(e, self, w->ids, hit);
     }
 }
 
@@ -172,19 +152,18 @@ static PROX_ALWAYS_INLINE void sweep_point(sweep *w, int64_t s, const range *rg,
     int64_t total = 0;
     for (int k = 0; k < count; k++)
         total += rg[k].end - rg[k].begin;
-    if (total <= 16) { /* about one point a cell: always */
+    if (total <= PV_W) { /* about one point a cell: mostly */
         for (int k = 0; k < count; k++)
             put(w, &l, rg[k].begin, (int)(rg[k].end - rg[k].begin), three);
     } else {
         for (int k = 0; k < count; k++) {
             int64_t b = rg[k].begin, end = rg[k].end;
-            for (;;) {
-                int take = (int)min64(end - b, 16 - l.filled);
+            while (b < end) {
+                if (l.filled == PV_W)
+                    flush(w, s, q, &l, three);
+                int take = (int)min64(end - b, PV_W - l.filled);
                 put(w, &l, b, take, three);
                 b += take;
-                if (b == end)
-                    break;
-                flush(w, s, q, &l, three);
             }
         }
     }
@@ -225,30 +204,3 @@ void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int6
     rc->ids = NULL;
     counters->candidates += w.candidates;
 }
-
-#else /* portable: the same ranges, a candidate at a time */
-
-void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int64_t p0,
-                           int64_t p1, grid_recheck *rc, prox_emitter *e, prox_stats *counters)
-{
-    prox_fixed_block b = fixed_block(g);
-    range rg[1 + PROX_STRIP_MAX_ROWS];
-    for (int64_t s = p0; s < p1 && !e->stop; s++) {
-        int count = forward_ranges(g, rows, rows->count, s, g->dim == 3, g->sparse, rg,
-                                   &counters->cells_visited);
-        int32_t q[3];
-        fixed_point_of(g, s, q);
-        prox_index self = g->id[s];
-        rc->query = self;
-        for (int k = 0; k < count; k++) {
-            counters->candidates += rg[k].end - rg[k].begin;
-            for (int64_t t = rg[k].begin; t < rg[k].end && !e->stop; t++) {
-                prox_index j = g->id[t];
-                if (prox_fixed_within(&b, t, q, &g->fixed_metric, &rc->base))
-                    prox_emit(e, self < j ? self : j, self < j ? j : self);
-            }
-        }
-    }
-}
-
-#endif

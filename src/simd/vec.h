@@ -7,7 +7,8 @@
  * and pairs of int16 (rel16 coordinates). A mask (pv_mask) holds lane k in
  * bit k; the comparisons named ...v (pv_eqv, pv_gtv_u32) give lanes of all
  * ones or zeros instead, for sums kept in vectors. Loads of n < PV_W lanes never read past the n-th element; dead
- * lanes read as 0. pv_compress stores PV_W lanes whatever the mask, so its
+ * lanes read as 0. pv_load_at fills lanes at .. at + n - 1 of a vector
+ * and keeps the others (the point sweep packs ranges into one vector). pv_compress stores PV_W lanes whatever the mask, so its
  * output needs PV_W entries of room past the last kept one
  * (PROX_KERNEL_SLACK). Where PV_TRANSPOSE is 1 (AVX2, NEON: the levels
  * whose row sort works on columns), pv_transpose turns PV_W rows into
@@ -49,6 +50,14 @@ static inline pv_i32 pv_iota(int64_t first)
 static inline pv_i32 pv_load_n(const void *p, int64_t n)
 {
     return _mm512_maskz_loadu_epi32((__mmask16)pv_live_bits(n), p);
+}
+/* v with lanes at .. at + n - 1 loaded from p[0 .. n) (at + n <= PV_W);
+ * nothing else read. The address of lane 0 may precede p: it is made as an
+ * integer, and its masked lanes are never read (nor fault). */
+static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+{
+    __mmask16 lanes = (__mmask16)(((1u << n) - 1) << at);
+    return _mm512_mask_loadu_epi32(v, lanes, (const void *)((uintptr_t)p - (uintptr_t)at * 4u));
 }
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm512_add_epi32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm512_sub_epi32(a, b); }
@@ -134,6 +143,14 @@ static inline void pv_transpose(pv_i32 v[PV_W])
         v[c + 4] = _mm256_permute2x128_si256(u[from], u[4 + from], 0x31);
     }
 }
+static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+{
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i lanes = _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(at - 1)),
+                                     _mm256_cmpgt_epi32(_mm256_set1_epi32(at + n), lane));
+    __m256i x = _mm256_maskload_epi32((const int *)((uintptr_t)p - (uintptr_t)at * 4u), lanes);
+    return _mm256_blendv_epi8(v, x, lanes);
+}
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm256_add_epi32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm256_sub_epi32(a, b); }
 static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm256_sub_epi16(a, b); }
@@ -203,6 +220,14 @@ static inline pv_i32 pv_load_n(const void *p, int64_t n)
     int32_t v[PV_W] = {0, 0, 0, 0};
     memcpy(v, p, (size_t)n * sizeof v[0]);
     return _mm_loadu_si128((const __m128i *)(const void *)v);
+}
+static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+{
+    uint32_t lane[PV_W];
+    _mm_storeu_si128((__m128i *)(void *)lane, v);
+    for (int k = 0; k < n; k++)
+        lane[at + k] = p[k];
+    return _mm_loadu_si128((const __m128i *)(const void *)lane);
 }
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm_add_epi32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm_sub_epi32(a, b); }
@@ -294,6 +319,14 @@ static inline void pv_transpose(pv_i32 v[PV_W])
     v[2] = vreinterpretq_s32_s64(vtrn2q_s64(t0, t2));
     v[3] = vreinterpretq_s32_s64(vtrn2q_s64(t1, t3));
 }
+static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+{
+    uint32_t lane[PV_W];
+    vst1q_u32(lane, vreinterpretq_u32_s32(v));
+    for (int k = 0; k < n; k++)
+        lane[at + k] = p[k];
+    return vreinterpretq_s32_u32(vld1q_u32(lane));
+}
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return vaddq_s32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return vsubq_s32(a, b); }
 static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b)
@@ -369,6 +402,11 @@ static inline pv_i32 pv_load_n(const void *p, int64_t n)
     int32_t v;
     memcpy(&v, p, sizeof v);
     return v;
+}
+static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+{
+    (void)at; /* 0: one lane */
+    return n > 0 ? (int32_t)p[0] : v;
 }
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
