@@ -254,10 +254,9 @@ typedef struct row_chunk {
     int64_t sort_s, sort_at; /* first point whose row awaits sorting, its first entry */
 } row_chunk;
 
-/* Rows are sorted a batch of points at a time: enough rows to keep the
- * sorting networks of prox_sort_u32_rows interleaved, few enough to still
- * be in cache. */
-#define SORT_BATCH 64
+/* Rows are sorted a batch of points at a time, as many as the row sort
+ * asks for (radix_sort.h). */
+#define SORT_BATCH PROX_SORT_ROWS_BATCH
 
 /* Sort the rows of points [rc->sort_s, s_end), whose entries end the
  * chunk's entries. */
