@@ -47,38 +47,25 @@ void prox_free(const prox_allocator *a, void *ptr)
 
 /* Blocks from here up are faulted in by one call when they are made. */
 #define POPULATE_MIN ((size_t)1 << 20)
-/* The transparent huge page size on x86-64 and 4 KiB-page AArch64: the
- * whole 2 MiB pages inside a populated block are asked to be huge. */
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
-static uintptr_t round_down(uintptr_t at, uintptr_t to) { return at & ~(to - 1); }
-static uintptr_t round_up(uintptr_t at, uintptr_t to) { return round_down(at + to - 1, to); }
 
 /* The first `bytes` of a block just allocated by the default allocator,
  * about to be written: their pages faulted in by one call instead of a
  * trap per page at the first write (Linux 5.14 on: MADV_POPULATE_WRITE;
- * elsewhere, or where it fails, nothing happens), and its whole 2 MiB
- * spans first marked MADV_HUGEPAGE, so that the kernel maps them as huge
- * pages where it can: 512 times fewer pages to allocate and map, and
- * fewer TLB misses in the random writes of sorted rows (docs/design.md,
- * "Fresh pages are faulted in by one call"). Risk: where the kernel's THP
- * defrag is "madvise", a fault in such a span may compact memory first.
- * A caller's own allocator is left alone: its memory may be meant to be
- * touched later or elsewhere. */
+ * elsewhere, or where it fails, nothing happens). A trap costs
+ * microseconds, and W1's first sorted buffer on a fresh grid takes tens of
+ * thousands (docs/design.md, "Fresh pages are faulted in by one call").
+ * A caller's own allocator is
+ * left alone: its memory may be meant to be touched later or elsewhere. */
 static void populate(const prox_allocator *a, void *p, size_t bytes)
 {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     if (bytes < POPULATE_MIN || prox_allocator_resolve(a).alloc != default_alloc)
         return;
-    static uintptr_t page;
+    static long page;
     if (!page)
-        page = sysconf(_SC_PAGESIZE) > 0 ? (uintptr_t)sysconf(_SC_PAGESIZE) : 4096;
-    uintptr_t lo = round_up((uintptr_t)p, page), hi = round_down((uintptr_t)p + bytes, page);
-    uintptr_t huge_lo = round_up(lo, HUGE_PAGE), huge_hi = round_down(hi, HUGE_PAGE);
-#if defined(MADV_HUGEPAGE)
-    if (huge_hi > huge_lo)
-        (void)madvise((void *)huge_lo, huge_hi - huge_lo, MADV_HUGEPAGE);
-#endif
+        page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+    uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t hi = ((uintptr_t)p + bytes) & ~((uintptr_t)page - 1);
     if (hi > lo)
         (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 #else
