@@ -223,8 +223,8 @@ static void every_lane_table_entry_lists_the_kept_lanes(void **state)
     (void)state;
     for (unsigned m = 0; m < 256; m++)
         assert_int_equal(prox_lane_order8[m], lane_order_of(m, 8));
-    for (unsigned m = 0; m < 16; m++)
-        assert_int_equal(prox_lane_order4[m], lane_order_of(m, 4));
+    for (unsigned m = 0; m < 16; m++) /* the 4-lane view (vec_f64.h at AVX2) */
+        assert_int_equal((uint32_t)prox_lane_order8[m], lane_order_of(m, 4));
 }
 
 int main(void)

@@ -57,6 +57,35 @@ static inline void prox_emit(prox_emitter *e, prox_index i, prox_index j)
     e->count++;
 }
 
+/* Pairs of a query point `self` and each of its hits, smaller id first:
+ * hit t is candidate hits[t], whose id is ids[hits[t]] (hits may be NULL
+ * for a count). The grid's half-stencil traversals and its point sweep
+ * emit through it. */
+static inline void prox_emit_hits(prox_emitter *e, prox_index self, const prox_index *ids,
+                                  const uint32_t *hits, int64_t count)
+{
+    if (e->kind == PROX_SINK_COUNT) {
+        e->count += count;
+        return;
+    }
+    if (e->kind == PROX_SINK_CALLBACK) {
+        for (int64_t t = 0; t < count && !e->stop; t++) {
+            prox_index j = ids[hits[t]];
+            prox_emit(e, self < j ? self : j, self < j ? j : self);
+        }
+        return;
+    }
+    /* No hit: nothing to place (e->pairs may still be NULL). */
+    if (count == 0 || !prox_emitter_reserve(e, count))
+        return;
+    prox_pair *out = e->pairs + e->count;
+    for (int64_t t = 0; t < count; t++) {
+        prox_index j = ids[hits[t]];
+        out[t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
+    }
+    e->count += count;
+}
+
 /* Memory a structure keeps from one query to the next: the chunks'
  * emitters with their pair arrays, and the delivery's scratch. Fresh pages
  * are dear (faulting one in costs many times writing warm memory:

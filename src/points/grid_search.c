@@ -189,28 +189,6 @@ static bool gather_forward(gathered *b, const prox_grid *g, int64_t r, query_cou
     return gather_stencil(b, g, base, 0, g->stencil_forward, -1, &unused, qc);
 }
 
-/* Pairs (id of i, id of each hit), smaller index first. */
-static void emit_hits(prox_emitter *e, prox_index self, const prox_index *ids,
-                      const uint32_t *hits, int64_t count)
-{
-    if (e->kind == PROX_SINK_CALLBACK) {
-        for (int64_t t = 0; t < count && !e->stop; t++) {
-            prox_index j = ids[hits[t]];
-            prox_emit(e, self < j ? self : j, self < j ? j : self);
-        }
-        return;
-    }
-    /* No hit: nothing to place (e->pairs may still be NULL). */
-    if (count == 0 || !prox_emitter_reserve(e, count))
-        return;
-    prox_pair *out = e->pairs + e->count;
-    for (int64_t t = 0; t < count; t++) {
-        prox_index j = ids[hits[t]];
-        out[t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
-    }
-    e->count += count;
-}
-
 /* Every pair with a first point in run r: each pair of the grid is found
  * exactly once over all runs (the hash-multimap article). */
 static void pairs_of_run(const prox_grid *g, int64_t r, gathered *b, prox_emitter *e,
@@ -231,7 +209,7 @@ static void pairs_of_run(const prox_grid *g, int64_t r, gathered *b, prox_emitte
             continue;
         }
         int64_t hits = prox_kernel_hits(&block, p + 1, b->count, q, m, b->hits);
-        emit_hits(e, b->id[p], b->id, b->hits, hits);
+        prox_emit_hits(e, b->id[p], b->id, b->hits, hits);
     }
 }
 
@@ -253,10 +231,6 @@ typedef struct row_chunk {
     bool failed;
     int64_t sort_s, sort_at; /* first point whose row awaits sorting, its first entry */
 } row_chunk;
-
-/* Rows are sorted a batch of points at a time, as many as the row sort
- * asks for (radix_sort.h). */
-#define SORT_BATCH PROX_SORT_ROWS_BATCH
 
 /* Sort the rows of points [rc->sort_s, s_end), whose entries end the
  * chunk's entries. */
@@ -392,7 +366,7 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
 /* Rows of the points of run r, appended to the chunk; row lengths go to
  * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
  * buffer), OTHER every neighbour but i itself (lists); unless the sink
- * is unsorted, rows are sorted SORT_BATCH points or more at a time. */
+ * is unsorted, rows are sorted PROX_SORT_ROWS_BATCH points or more at a time. */
 static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                         gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
                         bool sorted, query_counters *qc)
@@ -417,7 +391,7 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         row_len[s] = (uint32_t)found;
     }
     int64_t own = g->run_start[r + 1] - g->run_start[r];
-    if (sorted && g->run_start[r + 1] - rc->sort_s >= SORT_BATCH)
+    if (sorted && g->run_start[r + 1] - rc->sort_s >= PROX_SORT_ROWS_BATCH)
         sort_pending_rows(rc, row_len, g->run_start[r + 1]);
     rc->points_done += own;
     rc->points_left -= own;

@@ -278,28 +278,6 @@ typedef struct half_scratch {
     prox_fixed_gather fixed;
 } half_scratch;
 
-/* Emit (id of s, id of each hit) with the smaller id first; ids[] maps a
- * hit to its id. */
-static inline void emit_hits(const prox_grid *g, prox_emitter *e, int64_t s, const prox_index *ids,
-                      const uint32_t *hits, int64_t count)
-{
-    prox_index self = g->id[s];
-    if (e->kind == PROX_SINK_CALLBACK) {
-        for (int64_t t = 0; t < count && !e->stop; t++) {
-            prox_index j = ids[hits[t]];
-            prox_emit(e, self < j ? self : j, self < j ? j : self);
-        }
-        return;
-    }
-    if (!prox_emitter_reserve(e, count))
-        return;
-    for (int64_t t = 0; t < count; t++) {
-        prox_index j = ids[hits[t]];
-        e->pairs[e->count + t] = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
-    }
-    e->count += count;
-}
-
 static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg, int count,
                                  grid_recheck *rc, uint32_t *hits)
 {
@@ -464,10 +442,7 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
         int64_t found = !gathered          ? point_hits(g, s, rg, count, rc, hits)
                         : hs->rel16_metric ? gathered_rel16_hits(g, s, own_begin, a, hs, rc, hits)
                                            : gathered_hits(g, s, own_begin, &hs->fixed, rc, hits);
-        if (hits)
-            emit_hits(g, e, s, ids, hits, found);
-        else
-            e->count += found;
+        prox_emit_hits(e, g->id[s], ids, hits, found);
     }
 }
 

@@ -83,7 +83,7 @@ typedef struct sweep {
     grid_recheck *rc;
     prox_emitter *e;
     int64_t candidates;
-    uint32_t ids[PV_W + PROX_KERNEL_SLACK]; /* the vector's ids: the recheck reads them */
+    uint32_t ids[PV_W]; /* the vector's ids: the recheck and the pairs read them */
 } sweep;
 
 /* Candidates [b, b + take) into lanes filled .. filled + take - 1. */
@@ -97,30 +97,13 @@ static PROX_ALWAYS_INLINE void put(const sweep *w, lanes *l, int64_t b, int take
     l->filled += take;
 }
 
-/* Pairs (self, ids[lane] of each lane hit sets), smaller id first, into
- * the emitter's array. */
-static PROX_ALWAYS_INLINE void store_pairs(prox_emitter *e, uint32_t self, const uint32_t *ids,
-                                           pv_mask hit)
-{
-    int found = prox_lanes_popcount(hit);
-    /* No hit: nothing to store (e->pairs may still be NULL). */
-    if (found == 0 || !prox_emitter_reserve(e, found))
-        return;
-    prox_pair *out = e->pairs + e->count;
-    for (; hit; hit &= hit - 1, out++) {
-        uint32_t j = ids[__builtin_ctz(hit)];
-        *out = self < j ? (prox_pair){self, j} : (prox_pair){j, self};
-    }
-    e->count += found;
-}
-
 /* The filled lanes tested against sorted point s (fixed-point q), their
  * pairs emitted; the lanes emptied. */
 static PROX_ALWAYS_INLINE void flush(sweep *w, int64_t s, const int32_t q[3], lanes *l,
                                      bool three)
 {
     const prox_fixed_metric *m = &w->g->fixed_metric;
-    pv_mask live = pv_live_bits(l->filled);
+    pv_mask live = pv_live(l->filled);
     pv_f32 d2 = pv_add_f32(pv_axis(l->x, q[0], 1.0f, 0, false), pv_axis(l->y, q[1], 1.0f, 0, false));
     if (three)
         d2 = pv_add_f32(d2, pv_axis(l->z, q[2], 1.0f, 0, false));
@@ -128,17 +111,13 @@ static PROX_ALWAYS_INLINE void flush(sweep *w, int64_t s, const int32_t q[3], la
     pv_mask hit = pv_decide_f32(d2, 0, live, m, &w->rc->base);
     l->filled = 0;
     prox_emitter *e = w->e;
-    uint32_t self = w->g->id[s];
     if (e->kind == PROX_SINK_COUNT) {
         e->count += prox_lanes_popcount(hit);
-    } else if (e->kind == PROX_SINK_CALLBACK) {
-        for (; hit && !e->stop; hit &= hit - 1) {
-            uint32_t j = w->ids[__builtin_ctz(hit)];
-            prox_emit(e, self < j ? self : j, self < j ? j : self);
-        }
-    } else {
-        store_pairs(e, self, w->ids, hit);
+        return;
     }
+    uint32_t hit_lanes[PV_W]; /* the hit lanes, in order (pv_compress writes PV_W) */
+    pv_compress(hit_lanes, pv_iota(0), hit);
+    prox_emit_hits(e, w->g->id[s], w->ids, hit_lanes, prox_lanes_popcount(hit));
 }
 
 /* Candidates of ranges rg[0 .. count) against sorted point s. */

@@ -7,13 +7,15 @@
  * of the one permute that packs the kept lanes. A table rather than
  * pdep/pext: AMD CPUs before Zen 3 run those in microcode, tens to
  * hundreds of cycles, and they are AVX2 CPUs; a load from a 2 KiB table
- * costs the same everywhere. tests/test_levels.c checks every entry. */
+ * costs the same everywhere. tests/test_levels.c checks every entry, and
+ * the 4-lane view of the first 16. */
 #ifndef PROX_LANE_ORDER_H
 #define PROX_LANE_ORDER_H
 
 #include <stdint.h>
 
-extern const uint64_t prox_lane_order8[256]; /* 8 lanes: 8 bytes an entry */
-extern const uint32_t prox_lane_order4[16];  /* 4 lanes: 4 bytes an entry */
+/* 8 bytes an entry. For 4 lanes, entry m < 16's low 4 bytes are the same
+ * list: the one table serves both. */
+extern const uint64_t prox_lane_order8[256];
 
 #endif

@@ -29,8 +29,9 @@
 
 typedef uint32_t pv_mask;
 
-/* Bits 0 .. n - 1, at most PV_W of them (defined once PV_W is): pv_live. */
-#define pv_live_bits(n) ((n) >= PV_W ? (pv_mask)((1ull << PV_W) - 1) : (pv_mask)((1u << (n)) - 1))
+/* The mask of the first n lanes: bits 0 .. n - 1, at most PV_W of them
+ * (defined once PV_W is; n is read twice). */
+#define pv_live(n) ((n) >= PV_W ? (pv_mask)((1ull << PV_W) - 1) : (pv_mask)((1u << (n)) - 1))
 
 #if PROX_SIMD_AVX512 /* -------------------------------------------------- */
 
@@ -49,11 +50,12 @@ static inline pv_i32 pv_iota(int64_t first)
 /* Elements p[0 .. n) (n >= PV_W: all lanes), by a masked load. */
 static inline pv_i32 pv_load_n(const void *p, int64_t n)
 {
-    return _mm512_maskz_loadu_epi32((__mmask16)pv_live_bits(n), p);
+    return _mm512_maskz_loadu_epi32((__mmask16)pv_live(n), p);
 }
 /* v with lanes at .. at + n - 1 loaded from p[0 .. n) (at + n <= PV_W);
  * nothing else read. The address of lane 0 may precede p: it is made as an
  * integer, and its masked lanes are never read (nor fault). */
+#define PV_MASKED_LOAD_AT 1
 static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
 {
     __mmask16 lanes = (__mmask16)(((1u << n) - 1) << at);
@@ -143,6 +145,7 @@ static inline void pv_transpose(pv_i32 v[PV_W])
         v[c + 4] = _mm256_permute2x128_si256(u[from], u[4 + from], 0x31);
     }
 }
+#define PV_MASKED_LOAD_AT 1
 static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
 {
     __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -220,14 +223,6 @@ static inline pv_i32 pv_load_n(const void *p, int64_t n)
     int32_t v[PV_W] = {0, 0, 0, 0};
     memcpy(v, p, (size_t)n * sizeof v[0]);
     return _mm_loadu_si128((const __m128i *)(const void *)v);
-}
-static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
-{
-    uint32_t lane[PV_W];
-    _mm_storeu_si128((__m128i *)(void *)lane, v);
-    for (int k = 0; k < n; k++)
-        lane[at + k] = p[k];
-    return _mm_loadu_si128((const __m128i *)(const void *)lane);
 }
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm_add_epi32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm_sub_epi32(a, b); }
@@ -319,14 +314,6 @@ static inline void pv_transpose(pv_i32 v[PV_W])
     v[2] = vreinterpretq_s32_s64(vtrn2q_s64(t0, t2));
     v[3] = vreinterpretq_s32_s64(vtrn2q_s64(t1, t3));
 }
-static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
-{
-    uint32_t lane[PV_W];
-    vst1q_u32(lane, vreinterpretq_u32_s32(v));
-    for (int k = 0; k < n; k++)
-        lane[at + k] = p[k];
-    return vreinterpretq_s32_u32(vld1q_u32(lane));
-}
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return vaddq_s32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return vsubq_s32(a, b); }
 static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b)
@@ -403,11 +390,6 @@ static inline pv_i32 pv_load_n(const void *p, int64_t n)
     memcpy(&v, p, sizeof v);
     return v;
 }
-static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
-{
-    (void)at; /* 0: one lane */
-    return n > 0 ? (int32_t)p[0] : v;
-}
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
 static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b)
@@ -446,7 +428,18 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 #endif /* ------------------------------------------------------------------ */
 
 /* The lanes of the PV_W elements from k on that exist (left = end - k). */
-static inline pv_mask pv_live(int64_t left) { return pv_live_bits(left); }
+#ifndef PV_MASKED_LOAD_AT
+/* pv_load_at where no masked load exists (SSE2, NEON, scalar): the vector
+ * through a small array. */
+static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+{
+    uint32_t lane[PV_W];
+    pv_store(lane, v);
+    for (int k = 0; k < n; k++)
+        lane[at + k] = p[k];
+    return pv_load_n(lane, PV_W);
+}
+#endif
 
 /* ids above self (unsigned), as a mask. */
 static inline pv_mask pv_above(pv_i32 ids, uint32_t self)

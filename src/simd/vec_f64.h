@@ -25,8 +25,9 @@
 #include "simd/lane_order.h"
 #include "simd/simd.h"
 
-/* Bits 0 .. n - 1, at most PD_W of them (defined once PD_W is): pd_live. */
-#define pd_live_bits(n) ((n) >= PD_W ? (1u << PD_W) - 1 : (1u << (n)) - 1)
+/* The mask of the first n lanes: bits 0 .. n - 1, at most PD_W of them
+ * (defined once PD_W is; n is read twice). */
+#define pd_live(n) ((n) >= PD_W ? (1u << PD_W) - 1 : (1u << (n)) - 1)
 
 #if PROX_SIMD_AVX512 /* -------------------------------------------------- */
 
@@ -37,7 +38,7 @@ typedef __mmask8 pd_cmp;
 static inline pd_f64 pd_set1(double v) { return _mm512_set1_pd(v); }
 static inline pd_f64 pd_load_n(const double *p, int64_t n)
 {
-    return _mm512_maskz_loadu_pd((__mmask8)pd_live_bits(n), p);
+    return _mm512_maskz_loadu_pd((__mmask8)pd_live(n), p);
 }
 static inline pd_f64 pd_add(pd_f64 a, pd_f64 b) { return _mm512_add_pd(a, b); }
 static inline pd_f64 pd_sub(pd_f64 a, pd_f64 b) { return _mm512_sub_pd(a, b); }
@@ -58,7 +59,7 @@ static inline int64_t pd_tally_sum(pd_tally t) { return t; }
  * than v (unsigned), as bits. */
 static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, bool above)
 {
-    __mmask8 live = (__mmask8)pd_live_bits(n);
+    __mmask8 live = (__mmask8)pd_live(n);
     __m256i w = _mm256_maskz_loadu_epi32(live, p), s = _mm256_set1_epi32((int)v);
     return above ? _mm256_mask_cmpgt_epu32_mask(live, w, s) : _mm256_mask_cmpneq_epu32_mask(live, w, s);
 }
@@ -66,7 +67,7 @@ static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, boo
  * words written whatever m: out has room past its last kept word). */
 static inline void pd_compress_u32(uint32_t *out, const uint32_t *p, int64_t n, uint32_t m)
 {
-    __mmask8 live = (__mmask8)pd_live_bits(n);
+    __mmask8 live = (__mmask8)pd_live(n);
     __m256i w = _mm256_maskz_loadu_epi32(live, p);
     _mm256_storeu_si256((__m256i *)(void *)out, _mm256_maskz_compress_epi32((__mmask8)m, w));
 }
@@ -124,20 +125,20 @@ static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, boo
     __m128i w = pd_load_u32(p, n), s = _mm_set1_epi32((int)v);
     __m128i hit = above ? _mm_cmpgt_epi32(_mm_xor_si128(w, sign), _mm_xor_si128(s, sign))
                         : _mm_xor_si128(_mm_cmpeq_epi32(w, s), _mm_set1_epi32(-1));
-    return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(hit)) & pd_live_bits(n);
+    return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(hit)) & pd_live(n);
 }
 /* The kept lanes' indices from a table (lane_order.h), one permute, as
  * vec.h's compress. */
 static inline void pd_compress_u32(uint32_t *out, const uint32_t *p, int64_t n, uint32_t m)
 {
-    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)prox_lane_order4[m]));
+    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)(uint32_t)prox_lane_order8[m]));
     __m128 w = _mm_castsi128_ps(pd_load_u32(p, n));
     _mm_storeu_si128((__m128i *)(void *)out, _mm_castps_si128(_mm_permutevar_ps(w, index)));
 }
 /* The kept lanes' indices are the positions less first: no permute. */
 static inline void pd_compress_iota(uint32_t *out, int64_t first, uint32_t m)
 {
-    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)prox_lane_order4[m]));
+    __m128i index = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)(uint32_t)prox_lane_order8[m]));
     _mm_storeu_si128((__m128i *)(void *)out, _mm_add_epi32(index, _mm_set1_epi32((int)first)));
 }
 
@@ -231,9 +232,6 @@ static inline pd_tally pd_tally_add(pd_tally t, pd_cmp m) { return t + m; }
 static inline int64_t pd_tally_sum(pd_tally t) { return t; }
 
 #endif /* ------------------------------------------------------------------ */
-
-/* The lanes of the PD_W elements from k on that exist (left = end - k). */
-static inline uint32_t pd_live(int64_t left) { return pd_live_bits(left); }
 
 #if PD_W == 2 /* SSE2, NEON: word by word, without loops */
 static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, bool above)
