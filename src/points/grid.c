@@ -1053,7 +1053,7 @@ static prox_status mark_occupied_cells(prox_grid *g, const uint64_t *keys)
         }
         uint32_t count = 0;
         for (int64_t w = w0; w < w1; w++)
-            count += (uint32_t)__builtin_popcountll(g->occupied[w]);
+            count += (uint32_t)prox_popcount64(g->occupied[w]);
         occupied_before[k + 1] = count;
     }
     for (int k = 0; k < blocks; k++)
@@ -1063,7 +1063,7 @@ static prox_status mark_occupied_cells(prox_grid *g, const uint64_t *keys)
         uint32_t before = occupied_before[k];
         for (int64_t w = words * k / blocks; w < words * (k + 1) / blocks; w++) {
             g->rank[w] = before;
-            before += (uint32_t)__builtin_popcountll(g->occupied[w]);
+            before += (uint32_t)prox_popcount64(g->occupied[w]);
         }
     }
     return PROX_OK;

@@ -259,7 +259,7 @@ static inline cell3 cell_of_point(const prox_grid *g, double x, double y, double
 static inline uint64_t sparse_rank(const prox_grid *g, uint64_t c)
 {
     uint64_t w = c >> 6, below = (1ull << (c & 63)) - 1;
-    return g->rank[w] + (uint64_t)__builtin_popcountll(g->occupied[w] & below);
+    return g->rank[w] + (uint64_t)prox_popcount64(g->occupied[w] & below);
 }
 
 /* The cell of run r: kept per run for Morton and hash keys; with linear

@@ -8,7 +8,7 @@
  * the forward half of its stencil (the hash-multimap article: each pair
  * once) as ranges of sorted points, as grid_strips.c does, and packs every
  * candidate of every range into the lanes of one vector (vec.h's
- * pv_load_at), range after range: one distance test for all of them, no
+ * pv_pack), range after range: one distance test for all of them, no
  * branch on how many there are. Ranges holding more than a vector's worth
  * fill several vectors in turn; at the scalar level a vector is one
  * candidate.
@@ -73,7 +73,7 @@ static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_stri
 
 /* Candidates packed into the lanes of one vector, range after range. */
 typedef struct lanes {
-    pv_i32 x, y, z, id;
+    pv_pack x, y, z, id;
     int filled;
 } lanes;
 
@@ -89,11 +89,11 @@ typedef struct sweep {
 /* Candidates [b, b + take) into lanes filled .. filled + take - 1. */
 static PROX_ALWAYS_INLINE void put(const sweep *w, lanes *l, int64_t b, int take, bool three)
 {
-    l->x = pv_load_at(l->x, (const uint32_t *)w->block.x + b, l->filled, take);
-    l->y = pv_load_at(l->y, (const uint32_t *)w->block.y + b, l->filled, take);
+    pv_pack_put(&l->x, (const uint32_t *)w->block.x + b, l->filled, take);
+    pv_pack_put(&l->y, (const uint32_t *)w->block.y + b, l->filled, take);
     if (three)
-        l->z = pv_load_at(l->z, (const uint32_t *)w->block.z + b, l->filled, take);
-    l->id = pv_load_at(l->id, w->g->id + b, l->filled, take);
+        pv_pack_put(&l->z, (const uint32_t *)w->block.z + b, l->filled, take);
+    pv_pack_put(&l->id, w->g->id + b, l->filled, take);
     l->filled += take;
 }
 
@@ -104,10 +104,11 @@ static PROX_ALWAYS_INLINE void flush(sweep *w, int64_t s, const int32_t q[3], la
 {
     const prox_fixed_metric *m = &w->g->fixed_metric;
     pv_mask live = pv_live(l->filled);
-    pv_f32 d2 = pv_add_f32(pv_axis(l->x, q[0], 1.0f, 0, false), pv_axis(l->y, q[1], 1.0f, 0, false));
+    pv_f32 d2 = pv_add_f32(pv_axis(pv_pack_vec(&l->x), q[0], 1.0f, 0, false),
+                           pv_axis(pv_pack_vec(&l->y), q[1], 1.0f, 0, false));
     if (three)
-        d2 = pv_add_f32(d2, pv_axis(l->z, q[2], 1.0f, 0, false));
-    pv_store(w->ids, l->id); /* the recheck reads them */
+        d2 = pv_add_f32(d2, pv_axis(pv_pack_vec(&l->z), q[2], 1.0f, 0, false));
+    pv_store(w->ids, pv_pack_vec(&l->id)); /* the recheck reads them */
     pv_mask hit = pv_decide_f32(d2, 0, live, m, &w->rc->base);
     l->filled = 0;
     prox_emitter *e = w->e;

@@ -19,6 +19,8 @@
 #ifndef PROX_SIMD_H
 #define PROX_SIMD_H
 
+#include <stdint.h>
+
 /* The levels, each implying the ones below it in its family. */
 #define PROX_LEVEL_SCALAR 0 /* no vector code of ours, no auto-vectorisation */
 #define PROX_LEVEL_SSE2 1   /* x86-64 baseline */
@@ -114,6 +116,21 @@ static inline int prox_lanes_popcount(unsigned m)
     return (int)((m & 0x3u) + ((m >> 2) & 0x3u));
 #else
     return __builtin_popcount(m);
+#endif
+}
+
+/* The set bits of a 64-bit word (the sparse grid's occupancy ranks). As
+ * for the lanes above, SSE2 and the scalar level have no POPCNT: there
+ * shifts, adds and a multiply instead of a call into libgcc. */
+static inline int prox_popcount64(uint64_t w)
+{
+#if PROX_SIMD_SSE2 || PROX_SIMD_SCALAR
+    w -= (w >> 1) & 0x5555555555555555ull;
+    w = (w & 0x3333333333333333ull) + ((w >> 2) & 0x3333333333333333ull);
+    w = (w + (w >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (int)((w * 0x0101010101010101ull) >> 56);
+#else
+    return __builtin_popcountll(w);
 #endif
 }
 

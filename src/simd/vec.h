@@ -7,8 +7,10 @@
  * and pairs of int16 (rel16 coordinates). A mask (pv_mask) holds lane k in
  * bit k; the comparisons named ...v (pv_eqv, pv_gtv_u32) give lanes of all
  * ones or zeros instead, for sums kept in vectors. Loads of n < PV_W lanes never read past the n-th element; dead
- * lanes read as 0. pv_load_at fills lanes at .. at + n - 1 of a vector
- * and keeps the others (the point sweep packs ranges into one vector). pv_compress stores PV_W lanes whatever the mask, so its
+ * lanes read as 0. A pv_pack collects words into the lanes of one vector,
+ * a few at a time (the point sweep packs ranges into one vector): a vector
+ * filled by masked loads where they exist, else a small array that
+ * pv_pack_vec reads once. pv_compress stores PV_W lanes whatever the mask, so its
  * output needs PV_W entries of room past the last kept one
  * (PROX_KERNEL_SLACK). Where PV_TRANSPOSE is 1 (AVX2, NEON: the levels
  * whose row sort works on columns), pv_transpose turns PV_W rows into
@@ -52,15 +54,16 @@ static inline pv_i32 pv_load_n(const void *p, int64_t n)
 {
     return _mm512_maskz_loadu_epi32((__mmask16)pv_live(n), p);
 }
-/* v with lanes at .. at + n - 1 loaded from p[0 .. n) (at + n <= PV_W);
- * nothing else read. The address of lane 0 may precede p: it is made as an
- * integer, and its masked lanes are never read (nor fault). */
-#define PV_MASKED_LOAD_AT 1
-static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+/* Lanes at .. at + n - 1 of the pack loaded from p[0 .. n) (at + n <=
+ * PV_W); nothing else read. The address of lane 0 may precede p: it is
+ * made as an integer, and its masked lanes are never read (nor fault). */
+typedef struct pv_pack { pv_i32 v; } pv_pack;
+static inline void pv_pack_put(pv_pack *k, const uint32_t *p, int at, int n)
 {
     __mmask16 lanes = (__mmask16)(((1u << n) - 1) << at);
-    return _mm512_mask_loadu_epi32(v, lanes, (const void *)((uintptr_t)p - (uintptr_t)at * 4u));
+    k->v = _mm512_mask_loadu_epi32(k->v, lanes, (const void *)((uintptr_t)p - (uintptr_t)at * 4u));
 }
+static inline pv_i32 pv_pack_vec(const pv_pack *k) { return k->v; }
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm512_add_epi32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm512_sub_epi32(a, b); }
 static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm512_sub_epi16(a, b); }
@@ -145,15 +148,16 @@ static inline void pv_transpose(pv_i32 v[PV_W])
         v[c + 4] = _mm256_permute2x128_si256(u[from], u[4 + from], 0x31);
     }
 }
-#define PV_MASKED_LOAD_AT 1
-static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+typedef struct pv_pack { pv_i32 v; } pv_pack; /* as AVX-512's */
+static inline void pv_pack_put(pv_pack *k, const uint32_t *p, int at, int n)
 {
     __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i lanes = _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(at - 1)),
                                      _mm256_cmpgt_epi32(_mm256_set1_epi32(at + n), lane));
     __m256i x = _mm256_maskload_epi32((const int *)((uintptr_t)p - (uintptr_t)at * 4u), lanes);
-    return _mm256_blendv_epi8(v, x, lanes);
+    k->v = _mm256_blendv_epi8(k->v, x, lanes);
 }
+static inline pv_i32 pv_pack_vec(const pv_pack *k) { return k->v; }
 static inline pv_i32 pv_add_i32(pv_i32 a, pv_i32 b) { return _mm256_add_epi32(a, b); }
 static inline pv_i32 pv_sub_i32(pv_i32 a, pv_i32 b) { return _mm256_sub_epi32(a, b); }
 static inline pv_i32 pv_sub_i16(pv_i32 a, pv_i32 b) { return _mm256_sub_epi16(a, b); }
@@ -428,16 +432,44 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 #endif /* ------------------------------------------------------------------ */
 
 /* The lanes of the PV_W elements from k on that exist (left = end - k). */
-#ifndef PV_MASKED_LOAD_AT
-/* pv_load_at where no masked load exists (SSE2, NEON, scalar): the vector
- * through a small array. */
-static inline pv_i32 pv_load_at(pv_i32 v, const uint32_t *p, int at, int n)
+#if PV_W == 1
+/* The scalar level's pack: one lane, a value. */
+typedef struct pv_pack { pv_i32 v; } pv_pack;
+static inline void pv_pack_put(pv_pack *k, const uint32_t *p, int at, int n)
 {
-    uint32_t lane[PV_W];
-    pv_store(lane, v);
-    for (int k = 0; k < n; k++)
-        lane[at + k] = p[k];
-    return pv_load_n(lane, PV_W);
+    (void)at; /* 0: at + n <= 1 */
+    if (n)
+        k->v = (pv_i32)p[0];
+}
+static inline pv_i32 pv_pack_vec(const pv_pack *k) { return k->v; }
+#elif !PROX_SIMD_AVX512 && !PROX_SIMD_AVX2
+/* The pack where no masked load exists (SSE2, NEON): words stored one by
+ * one into an array, read as a vector once it is full. SSE2 builds the
+ * vector from the words, whose loads each take their value from its
+ * store; a whole-vector load from four separate stores would wait for them
+ * to retire, and the sweep reads a pack soon after filling it. */
+typedef struct pv_pack { uint32_t lane[PV_W]; } pv_pack;
+static inline void pv_pack_put(pv_pack *k, const uint32_t *p, int at, int n)
+{
+    /* Written out: as a loop the compiler calls memcpy for the few words. */
+    uint32_t *to = k->lane + at;
+    if (n > 0)
+        to[0] = p[0];
+    if (n > 1)
+        to[1] = p[1];
+    if (n > 2)
+        to[2] = p[2];
+    if (n > 3)
+        to[3] = p[3];
+}
+static inline pv_i32 pv_pack_vec(const pv_pack *k)
+{
+#if PROX_SIMD_SSE2
+    const uint32_t *w = k->lane;
+    return _mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]);
+#else
+    return pv_load_n(k->lane, PV_W);
+#endif
 }
 #endif
 
