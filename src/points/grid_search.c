@@ -399,44 +399,36 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         size_row_chunk(g, rc);
 }
 
-/* offsets[id + 1] = row length of point id (each id written once), then
- * prefix sums. */
-static void offsets_by_id(const prox_grid *g, const uint32_t *row_len, int64_t *offsets)
-{
-    int64_t n = g->n;
-    offsets[0] = 0;
-#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
-    schedule(static)
-    for (int64_t s = 0; s < n; s++)
-        offsets[g->id[s] + 1] = row_len[s];
-    prox_prefix_sums(offsets, n, g->threads);
-}
-
-/* Rows ahead whose places place_rows prefetches: the writes go to random
- * places in the output, so they are fetched from twice the reads'
- * distance ahead. */
-#define PLACE_AHEAD (2 * PREFETCH_AHEAD)
-
-/* Copy chunk k's rows (sorted positions [s0, s1)) to their final place. */
-static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
-                       const uint32_t *row_len, const int64_t *offsets, prox_sink sink)
+/* For each point of chunk rc (sorted positions [s0, s1)): offsets[id + 1]
+ * = its row length, row_at[id] = its row in the chunk's entries. Each id
+ * is written once; the writes scatter, the reads go in order. */
+static void index_rows_by_id(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
+                             const uint32_t *row_len, int64_t *offsets,
+                             const prox_index **row_at)
 {
     const prox_index *from = rc->entries;
     for (int64_t s = s0; s < s1; s++) {
-        if (s + 2 * PLACE_AHEAD < s1)
-            __builtin_prefetch(&offsets[g->id[s + 2 * PLACE_AHEAD]]);
-        if (s + PLACE_AHEAD < s1) { /* the row's first and last lines, for writing */
-            int64_t ahead = offsets[g->id[s + PLACE_AHEAD]], len = row_len[s + PLACE_AHEAD];
-            if (sink.kind == PROX_SINK_LISTS) {
-                __builtin_prefetch(sink.lists->indices + ahead, 1);
-                __builtin_prefetch(sink.lists->indices + ahead + len, 1);
-            } else {
-                __builtin_prefetch(sink.buffer->pairs + ahead, 1);
-                __builtin_prefetch(sink.buffer->pairs + ahead + len, 1);
-            }
-        }
-        prox_index self = g->id[s];
-        int64_t len = row_len[s], at = offsets[self];
+        prox_index id = g->id[s];
+        offsets[id + 1] = row_len[s];
+        row_at[id] = from;
+        from += row_len[s];
+    }
+}
+
+/* Rows ahead whose entries place_rows prefetches. */
+#define PLACE_AHEAD PREFETCH_AHEAD
+
+/* The rows of ids [i0, i1) to their place, in id order: the output is
+ * written straight through, and the reads (each row's entries) are the
+ * ones that scatter, fetched ahead. */
+static void place_rows(const int64_t *offsets, const prox_index *const *row_at, int64_t i0,
+                       int64_t i1, prox_sink sink)
+{
+    for (int64_t i = i0; i < i1; i++) {
+        if (i + PLACE_AHEAD < i1)
+            __builtin_prefetch(row_at[i + PLACE_AHEAD]);
+        const prox_index *from = row_at[i];
+        int64_t at = offsets[i], len = offsets[i + 1] - at;
         if (sink.kind == PROX_SINK_LISTS) {
             prox_index *to = sink.lists->indices + at;
             for (int64_t t = 0; t < len; t++) /* rows are short: no call */
@@ -444,9 +436,8 @@ static void place_rows(const prox_grid *g, const row_chunk *rc, int64_t s0, int6
         } else {
             prox_pair *to = sink.buffer->pairs + at;
             for (int64_t t = 0; t < len; t++)
-                to[t] = (prox_pair){self, from[t]};
+                to[t] = (prox_pair){(prox_index)i, from[t]};
         }
-        from += len;
     }
 }
 
@@ -553,12 +544,25 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats, gr
     int64_t *offsets = NULL;
     prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
                             : reserve_rows_output(g, sink, total, &offsets);
+    const prox_index **row_at = NULL;
     if (!st) {
-        offsets_by_id(g, row_len, offsets);
+        row_at = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 2,
+                                        g->n * (int64_t)sizeof *row_at);
+        if (!row_at)
+            st = prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row places");
+    }
+    if (!st) {
+        int64_t n = g->n;
+        offsets[0] = 0;
 #pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(static)
         for (int k = 0; k < count; k++)
-            place_rows(g, &rows[k], g->run_start[runs * k / count],
-                       g->run_start[runs * (k + 1) / count], row_len, offsets, sink);
+            index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
+                             g->run_start[runs * (k + 1) / count], row_len, offsets, row_at);
+        prox_prefix_sums(offsets, n, g->threads);
+        int parts = n > 65536 ? g->threads : 1;
+#pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(static)
+        for (int k = 0; k < parts; k++)
+            place_rows(offsets, row_at, n * k / parts, n * (k + 1) / parts, sink);
         if (lists)
             sink.lists->rows = g->n;
         else
