@@ -54,9 +54,11 @@ void prox_free(const prox_allocator *a, void *ptr)
  * elsewhere, or where it fails, nothing happens). A trap costs
  * microseconds, and W1's first sorted buffer on a fresh grid takes tens of
  * thousands (docs/design.md, "Fresh pages are faulted in by one call").
- * A caller's own allocator is
- * left alone: its memory may be meant to be touched later or elsewhere. */
-static void populate(const prox_allocator *a, void *p, size_t bytes)
+ * The kernel clears each page as it faults it in, the larger part of the
+ * cost: `threads` threads each take a slice of a large block (W1's sorted
+ * buffer is 117 MB). A caller's own allocator is left alone: its memory
+ * may be meant to be touched later or elsewhere. */
+static void populate(const prox_allocator *a, void *p, size_t bytes, int threads)
 {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     if (bytes < POPULATE_MIN || prox_allocator_resolve(a).alloc != default_alloc)
@@ -66,17 +68,33 @@ static void populate(const prox_allocator *a, void *p, size_t bytes)
         page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
     uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
     uintptr_t hi = ((uintptr_t)p + bytes) & ~((uintptr_t)page - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+    if (hi <= lo)
+        return;
+    uintptr_t pages = (hi - lo) / (uintptr_t)page;
+    int parts = threads > 1 && hi - lo >= 2 * POPULATE_MIN ? threads : 1;
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    for (int k = 0; k < parts; k++) {
+        uintptr_t from = lo + pages * (uintptr_t)k / (uintptr_t)parts * (uintptr_t)page;
+        uintptr_t to = lo + pages * (uintptr_t)(k + 1) / (uintptr_t)parts * (uintptr_t)page;
+        if (to > from)
+            (void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+    }
 #else
     (void)a;
     (void)p;
     (void)bytes;
+    (void)threads;
 #endif
 }
 
 bool prox_reserve(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                   size_t size)
+{
+    return prox_reserve_threads(a, ptr, capacity, count, size, 1);
+}
+
+bool prox_reserve_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                          size_t size, int threads)
 {
     if (*ptr && *capacity >= count)
         return true;
@@ -84,12 +102,18 @@ bool prox_reserve(const prox_allocator *a, void **ptr, int64_t *capacity, int64_
     *ptr = prox_alloc_array(a, count, size);
     *capacity = *ptr ? count : 0;
     if (*ptr)
-        populate(a, *ptr, (size_t)count * size);
+        populate(a, *ptr, (size_t)count * size, threads);
     return *ptr != NULL;
 }
 
 bool prox_grow(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                int64_t keep, size_t size)
+{
+    return prox_grow_threads(a, ptr, capacity, count, keep, size, 1);
+}
+
+bool prox_grow_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                       int64_t keep, size_t size, int threads)
 {
     if (*ptr && *capacity >= count)
         return true;
@@ -99,7 +123,7 @@ bool prox_grow(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t c
     void *grown = prox_alloc_array(a, want, size);
     if (!grown)
         return false;
-    populate(a, grown, (size_t)count * size); /* the part about to be used */
+    populate(a, grown, (size_t)count * size, threads); /* the part about to be used */
     if (*ptr && keep > 0)
         memcpy(grown, *ptr, (size_t)keep * size);
     prox_free(a, *ptr);

@@ -23,4 +23,11 @@ bool prox_reserve(const prox_allocator *a, void **ptr, int64_t *capacity, int64_
 bool prox_grow(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                int64_t keep, size_t size);
 
+/* The same for a block that `threads` threads will fill: a fresh block's
+ * pages are faulted in by that many threads at once. */
+bool prox_reserve_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                          size_t size, int threads);
+bool prox_grow_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                       int64_t keep, size_t size, int threads);
+
 #endif

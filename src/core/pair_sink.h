@@ -107,6 +107,7 @@ typedef struct prox_workspace {
     void *scratch[PROX_SCRATCH_SLOTS];
     int64_t scratch_bytes[PROX_SCRATCH_SLOTS];
     int64_t last_pairs; /* the last query's pairs: a caller's buffer is sized by it */
+    int threads;        /* that fault fresh scratch in (alloc.h); init sets 1 */
 } prox_workspace;
 
 void prox_workspace_init(prox_workspace *w, const prox_allocator *allocator);
@@ -152,8 +153,12 @@ prox_status prox_pairs_deliver(const prox_pair *pairs, int64_t count, prox_sink 
 void prox_prefix_sums(int64_t *at, int64_t rows, int threads);
 
 /* Room in l for `entries` indices and rows + 1 offsets (contents not
- * kept), l->rows 0 until filled. PROX_ERR_NO_MEMORY with a message. */
-prox_status prox_lists_reserve(prox_lists *l, int64_t entries, int64_t rows);
+ * kept), l->rows 0 until filled by `threads` threads (alloc.h's
+ * prox_reserve_threads). PROX_ERR_NO_MEMORY with a message. */
+prox_status prox_lists_reserve(prox_lists *l, int64_t entries, int64_t rows, int threads);
+
+/* prox_pair_buffer_reserve for a buffer that `threads` threads will fill. */
+prox_status prox_pair_buffer_reserve_threads(prox_pair_buffer *b, int64_t capacity, int threads);
 
 /* The sink is usable: its buffer, lists or callback is there. */
 prox_status prox_sink_check(prox_sink sink);

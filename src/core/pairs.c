@@ -32,13 +32,19 @@ void prox_pair_buffer_free(prox_pair_buffer *b)
 
 prox_status prox_pair_buffer_reserve(prox_pair_buffer *b, int64_t capacity)
 {
+    return prox_pair_buffer_reserve_threads(b, capacity, 1);
+}
+
+prox_status prox_pair_buffer_reserve_threads(prox_pair_buffer *b, int64_t capacity, int threads)
+{
     if (!b)
         return prox_fail(PROX_ERR_INVALID, "prox_pair_buffer_reserve: buffer is NULL");
     if (capacity < 0)
         return prox_fail(PROX_ERR_INVALID, "prox_pair_buffer_reserve: capacity is %lld",
                          (long long)capacity);
     void *p = b->pairs;
-    if (!prox_grow(&b->allocator, &p, &b->capacity, capacity, b->count, sizeof(prox_pair)))
+    if (!prox_grow_threads(&b->allocator, &p, &b->capacity, capacity, b->count,
+                           sizeof(prox_pair), threads))
         return prox_fail(PROX_ERR_NO_MEMORY, "pair buffer: cannot hold %lld pairs",
                          (long long)capacity);
     b->pairs = p;
@@ -105,7 +111,7 @@ bool prox_emitter_grow(prox_emitter *e, int64_t more)
 
 void prox_workspace_init(prox_workspace *w, const prox_allocator *allocator)
 {
-    *w = (prox_workspace){.allocator = prox_allocator_resolve(allocator)};
+    *w = (prox_workspace){.allocator = prox_allocator_resolve(allocator), .threads = 1};
 }
 
 void prox_workspace_free(prox_workspace *w)
@@ -115,7 +121,9 @@ void prox_workspace_free(prox_workspace *w)
     prox_free(&w->allocator, w->emitter);
     for (int k = 0; k < PROX_SCRATCH_SLOTS; k++)
         prox_free(&w->allocator, w->scratch[k]);
+    int threads = w->threads;
     prox_workspace_init(w, &w->allocator);
+    w->threads = threads;
 }
 
 int64_t prox_workspace_bytes(const prox_workspace *w)
@@ -130,8 +138,8 @@ int64_t prox_workspace_bytes(const prox_workspace *w)
 
 void *prox_workspace_scratch(prox_workspace *w, int slot, int64_t bytes)
 {
-    return prox_reserve(&w->allocator, &w->scratch[slot], &w->scratch_bytes[slot],
-                        bytes > 0 ? bytes : 1, 1)
+    return prox_reserve_threads(&w->allocator, &w->scratch[slot], &w->scratch_bytes[slot],
+                                bytes > 0 ? bytes : 1, 1, w->threads)
                ? w->scratch[slot]
                : NULL;
 }
@@ -581,7 +589,7 @@ static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int
 {
     int64_t total = source_total(s);
     b->count = 0;
-    prox_status st = prox_pair_buffer_reserve(b, total);
+    prox_status st = prox_pair_buffer_reserve_threads(b, total, s->threads);
     if (st)
         return st;
     if (s->unsorted) {
@@ -600,13 +608,15 @@ static prox_status deliver_buffer(const pair_source *s, prox_pair_buffer *b, int
     return PROX_OK;
 }
 
-prox_status prox_lists_reserve(prox_lists *l, int64_t entries, int64_t rows)
+prox_status prox_lists_reserve(prox_lists *l, int64_t entries, int64_t rows, int threads)
 {
     l->rows = 0;
     void *off = l->offsets, *idx = l->indices;
-    bool ok = prox_reserve(&l->allocator, &idx, &l->indices_capacity, entries, sizeof(prox_index));
+    bool ok = prox_reserve_threads(&l->allocator, &idx, &l->indices_capacity, entries,
+                                   sizeof(prox_index), threads);
     l->indices = idx;
-    ok = ok && prox_reserve(&l->allocator, &off, &l->offsets_capacity, rows + 1, sizeof(int64_t));
+    ok = ok && prox_reserve_threads(&l->allocator, &off, &l->offsets_capacity, rows + 1,
+                                    sizeof(int64_t), threads);
     l->offsets = off;
     return ok ? PROX_OK
               : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",
@@ -617,7 +627,7 @@ static prox_status deliver_lists(const pair_source *s, prox_lists *l, int64_t ro
                                  bool symmetric)
 {
     int64_t total = source_total(s) * (symmetric ? 2 : 1);
-    prox_status st = prox_lists_reserve(l, total, rows);
+    prox_status st = prox_lists_reserve(l, total, rows, s->threads);
     if (st)
         return st;
     bucketing k = plan_buckets(s, rows, symmetric, symmetric);

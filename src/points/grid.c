@@ -511,6 +511,7 @@ prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out)
     g->allocator = al;
     g->threads = prox_threads_resolve(desc->threads);
     prox_workspace_init(&g->work, &al);
+    g->work.threads = g->threads;
     *out = g;
     return PROX_OK;
 }
@@ -572,7 +573,7 @@ int64_t prox_grid_bytes(const prox_grid *g)
 
 static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t size)
 {
-    return prox_reserve(&g->allocator, (void **)ptr, cap, count, size);
+    return prox_reserve_threads(&g->allocator, (void **)ptr, cap, count, size, g->threads);
 }
 
 /* Cells of the box, saturated at INT64_MAX: up to 2^31 along each axis,

@@ -528,12 +528,12 @@ static prox_status reserve_output(const fill_job *j, prox_sink sink, int64_t tot
     prox_grid *g = j->g;
     int64_t n = g->n;
     if (j->lists) {
-        prox_status st = prox_lists_reserve(sink.lists, total, n);
+        prox_status st = prox_lists_reserve(sink.lists, total, n, g->threads);
         *offsets = sink.lists->offsets;
         return st;
     }
     sink.buffer->count = 0;
-    prox_status st = prox_pair_buffer_reserve(sink.buffer, total);
+    prox_status st = prox_pair_buffer_reserve_threads(sink.buffer, total, g->threads);
     if (st)
         return st;
     /* the offsets by input index live in the output while it is that

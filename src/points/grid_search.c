@@ -445,12 +445,12 @@ static prox_status reserve_rows_output(prox_grid *g, prox_sink sink, int64_t tot
                                        int64_t **offsets)
 {
     if (sink.kind == PROX_SINK_LISTS) {
-        prox_status st = prox_lists_reserve(sink.lists, total, g->n);
+        prox_status st = prox_lists_reserve(sink.lists, total, g->n, g->threads);
         *offsets = sink.lists->offsets;
         return st;
     }
     sink.buffer->count = 0;
-    prox_status st = prox_pair_buffer_reserve(sink.buffer, total);
+    prox_status st = prox_pair_buffer_reserve_threads(sink.buffer, total, g->threads);
     if (st)
         return st;
     *offsets = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 1,

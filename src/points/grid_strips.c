@@ -563,7 +563,7 @@ static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int cou
         at[k + 1] += at[k];
     prox_pair_buffer *b = sink.buffer;
     b->count = 0;
-    prox_status st = prox_pair_buffer_reserve(b, at[count]);
+    prox_status st = prox_pair_buffer_reserve_threads(b, at[count], g->threads);
     int64_t candidates = 0, cells_visited = 0, rechecked = 0;
     bool failed = false;
     const prox_allocator no_growth = {refuse_alloc, ignore_free, NULL};
