@@ -48,32 +48,6 @@ void prox_free(const prox_allocator *a, void *ptr)
 /* Blocks from here up are faulted in by one call when they are made. */
 #define POPULATE_MIN ((size_t)1 << 20)
 
-/* Output blocks from here up ask for 2 MiB pages. */
-#define HUGE_MIN ((size_t)8 << 20)
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
-/* The whole 2 MiB spans of [lo, hi) marked for transparent huge pages
- * (MADV_HUGEPAGE), before they are faulted in: one fault and one clear a
- * 2 MiB page instead of 512 small ones. Only for outputs (the pair buffer,
- * lists, the rows' staging), which are written once straight through, and
- * only where the system leaves the choice to the program
- * (/sys/kernel/mm/transparent_hugepage/enabled = madvise; `never` ignores
- * it). Risk: with the kernel's default defrag setting a fault in a marked
- * span may compact memory first, which on a fragmented machine stalls;
- * design.md gives the figures that decided it, and rejected.md those
- * against marking every block (the kd-tree's first run slowed). */
-static void advise_huge(uintptr_t lo, uintptr_t hi)
-{
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    uintptr_t h0 = (lo + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), h1 = hi & ~(HUGE_PAGE - 1);
-    if (h1 > h0)
-        (void)madvise((void *)h0, h1 - h0, MADV_HUGEPAGE);
-#else
-    (void)lo;
-    (void)hi;
-#endif
-}
-
 /* The first `bytes` of a block just allocated by the default allocator,
  * about to be written: their pages faulted in by one call instead of a
  * trap per page at the first write (Linux 5.14 on: MADV_POPULATE_WRITE;
@@ -81,10 +55,10 @@ static void advise_huge(uintptr_t lo, uintptr_t hi)
  * microseconds, and W1's first sorted buffer on a fresh grid takes tens of
  * thousands (docs/design.md, "Fresh pages are faulted in by one call").
  * The kernel clears each page as it faults it in, the larger part of the
- * cost: the fill's threads each take a slice of a large block (W1's sorted
+ * cost: `threads` threads each take a slice of a large block (W1's sorted
  * buffer is 117 MB). A caller's own allocator is left alone: its memory
  * may be meant to be touched later or elsewhere. */
-static void populate(const prox_allocator *a, void *p, size_t bytes, prox_fill fill)
+static void populate(const prox_allocator *a, void *p, size_t bytes, int threads)
 {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     if (bytes < POPULATE_MIN || prox_allocator_resolve(a).alloc != default_alloc)
@@ -96,10 +70,8 @@ static void populate(const prox_allocator *a, void *p, size_t bytes, prox_fill f
     uintptr_t hi = ((uintptr_t)p + bytes) & ~((uintptr_t)page - 1);
     if (hi <= lo)
         return;
-    if (fill.output && bytes >= HUGE_MIN)
-        advise_huge(lo, hi);
     uintptr_t pages = (hi - lo) / (uintptr_t)page;
-    int parts = fill.threads > 1 && hi - lo >= 2 * POPULATE_MIN ? fill.threads : 1;
+    int parts = threads > 1 && hi - lo >= 2 * POPULATE_MIN ? threads : 1;
 #pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
     for (int k = 0; k < parts; k++) {
         uintptr_t from = lo + pages * (uintptr_t)k / (uintptr_t)parts * (uintptr_t)page;
@@ -111,18 +83,18 @@ static void populate(const prox_allocator *a, void *p, size_t bytes, prox_fill f
     (void)a;
     (void)p;
     (void)bytes;
-    (void)fill;
+    (void)threads;
 #endif
 }
 
 bool prox_reserve(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                   size_t size)
 {
-    return prox_reserve_for(a, ptr, capacity, count, size, (prox_fill){0});
+    return prox_reserve_threads(a, ptr, capacity, count, size, 1);
 }
 
-bool prox_reserve_for(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
-                      size_t size, prox_fill fill)
+bool prox_reserve_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                          size_t size, int threads)
 {
     if (*ptr && *capacity >= count)
         return true;
@@ -130,18 +102,18 @@ bool prox_reserve_for(const prox_allocator *a, void **ptr, int64_t *capacity, in
     *ptr = prox_alloc_array(a, count, size);
     *capacity = *ptr ? count : 0;
     if (*ptr)
-        populate(a, *ptr, (size_t)count * size, fill);
+        populate(a, *ptr, (size_t)count * size, threads);
     return *ptr != NULL;
 }
 
 bool prox_grow(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                int64_t keep, size_t size)
 {
-    return prox_grow_for(a, ptr, capacity, count, keep, size, (prox_fill){0});
+    return prox_grow_threads(a, ptr, capacity, count, keep, size, 1);
 }
 
-bool prox_grow_for(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
-                   int64_t keep, size_t size, prox_fill fill)
+bool prox_grow_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                       int64_t keep, size_t size, int threads)
 {
     if (*ptr && *capacity >= count)
         return true;
@@ -151,7 +123,7 @@ bool prox_grow_for(const prox_allocator *a, void **ptr, int64_t *capacity, int64
     void *grown = prox_alloc_array(a, want, size);
     if (!grown)
         return false;
-    populate(a, grown, (size_t)count * size, fill); /* the part about to be used */
+    populate(a, grown, (size_t)count * size, threads); /* the part about to be used */
     if (*ptr && keep > 0)
         memcpy(grown, *ptr, (size_t)keep * size);
     prox_free(a, *ptr);

@@ -23,20 +23,11 @@ bool prox_reserve(const prox_allocator *a, void **ptr, int64_t *capacity, int64_
 bool prox_grow(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                int64_t keep, size_t size);
 
-/* How a fresh block is about to be written, for the default allocator's
- * faulting in (alloc.c, populate): by `threads` threads (its pages faulted
- * in by as many, a slice each), and whether it is a large output written
- * once through (`output`: 2 MiB pages asked for, see populate). Zero
- * means one thread, 4 KiB pages. */
-typedef struct prox_fill {
-    int threads;
-    bool output;
-} prox_fill;
-
-/* prox_reserve and prox_grow for a block written as `fill` says. */
-bool prox_reserve_for(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
-                      size_t size, prox_fill fill);
-bool prox_grow_for(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
-                   int64_t keep, size_t size, prox_fill fill);
+/* The same for a block that `threads` threads will fill: a fresh block's
+ * pages are faulted in by that many threads at once. */
+bool prox_reserve_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                          size_t size, int threads);
+bool prox_grow_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                       int64_t keep, size_t size, int threads);
 
 #endif

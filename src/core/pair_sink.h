@@ -154,7 +154,7 @@ void prox_prefix_sums(int64_t *at, int64_t rows, int threads);
 
 /* Room in l for `entries` indices and rows + 1 offsets (contents not
  * kept), l->rows 0 until filled by `threads` threads (alloc.h's
- * prox_reserve_for). PROX_ERR_NO_MEMORY with a message. */
+ * prox_reserve_threads). PROX_ERR_NO_MEMORY with a message. */
 prox_status prox_lists_reserve(prox_lists *l, int64_t entries, int64_t rows, int threads);
 
 /* prox_pair_buffer_reserve for a buffer that `threads` threads will fill. */

@@ -43,8 +43,8 @@ prox_status prox_pair_buffer_reserve_threads(prox_pair_buffer *b, int64_t capaci
         return prox_fail(PROX_ERR_INVALID, "prox_pair_buffer_reserve: capacity is %lld",
                          (long long)capacity);
     void *p = b->pairs;
-    if (!prox_grow_for(&b->allocator, &p, &b->capacity, capacity, b->count, sizeof(prox_pair),
-                       (prox_fill){.threads = threads, .output = true}))
+    if (!prox_grow_threads(&b->allocator, &p, &b->capacity, capacity, b->count,
+                           sizeof(prox_pair), threads))
         return prox_fail(PROX_ERR_NO_MEMORY, "pair buffer: cannot hold %lld pairs",
                          (long long)capacity);
     b->pairs = p;
@@ -138,8 +138,8 @@ int64_t prox_workspace_bytes(const prox_workspace *w)
 
 void *prox_workspace_scratch(prox_workspace *w, int slot, int64_t bytes)
 {
-    return prox_reserve_for(&w->allocator, &w->scratch[slot], &w->scratch_bytes[slot],
-                            bytes > 0 ? bytes : 1, 1, (prox_fill){.threads = w->threads})
+    return prox_reserve_threads(&w->allocator, &w->scratch[slot], &w->scratch_bytes[slot],
+                                bytes > 0 ? bytes : 1, 1, w->threads)
                ? w->scratch[slot]
                : NULL;
 }
@@ -612,11 +612,11 @@ prox_status prox_lists_reserve(prox_lists *l, int64_t entries, int64_t rows, int
 {
     l->rows = 0;
     void *off = l->offsets, *idx = l->indices;
-    bool ok = prox_reserve_for(&l->allocator, &idx, &l->indices_capacity, entries,
-                               sizeof(prox_index), (prox_fill){.threads = threads, .output = true});
+    bool ok = prox_reserve_threads(&l->allocator, &idx, &l->indices_capacity, entries,
+                                   sizeof(prox_index), threads);
     l->indices = idx;
-    ok = ok && prox_reserve_for(&l->allocator, &off, &l->offsets_capacity, rows + 1,
-                                sizeof(int64_t), (prox_fill){.threads = threads});
+    ok = ok && prox_reserve_threads(&l->allocator, &off, &l->offsets_capacity, rows + 1,
+                                    sizeof(int64_t), threads);
     l->offsets = off;
     return ok ? PROX_OK
               : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for lists of %lld entries",

@@ -573,8 +573,7 @@ int64_t prox_grid_bytes(const prox_grid *g)
 
 static bool reserve(prox_grid *g, void *ptr, int64_t *cap, int64_t count, size_t size)
 {
-    return prox_reserve_for(&g->allocator, (void **)ptr, cap, count, size,
-                            (prox_fill){.threads = g->threads});
+    return prox_reserve_threads(&g->allocator, (void **)ptr, cap, count, size, g->threads);
 }
 
 /* Cells of the box, saturated at INT64_MAX: up to 2^31 along each axis,

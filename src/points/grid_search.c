@@ -242,14 +242,6 @@ static void sort_pending_rows(row_chunk *rc, const uint32_t *row_len, int64_t s_
     rc->sort_at = rc->count;
 }
 
-/* Room for `want` entries in the chunk, its rows kept. The entries are
- * staging written once through, as an output is (alloc.h's prox_fill). */
-static bool grow_entries(const prox_grid *g, row_chunk *rc, int64_t want)
-{
-    return prox_grow_for(&g->allocator, (void **)&rc->entries, &rc->cap, want, rc->count,
-                         sizeof *rc->entries, (prox_fill){.threads = 1, .output = true});
-}
-
 /* After the chunk's first run, reserve what its rate of neighbours per
  * point predicts for the rest (plus a quarter): one allocation instead of a
  * chain of doublings and copies. */
@@ -259,7 +251,8 @@ static void size_row_chunk(const prox_grid *g, row_chunk *rc)
     double per_point = (double)rc->count / (double)rc->points_done;
     int64_t want = rc->count + (int64_t)(1.25 * per_point * (double)rc->points_left) + 64;
     if (want > rc->cap)
-        (void)grow_entries(g, rc, want); /* on failure, growth on demand still works */
+        prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, want, rc->count,
+                  sizeof *rc->entries); /* on failure, growth on demand still works */
 }
 
 /* Every run of every stencil cell (the run's own cell included). */
@@ -386,7 +379,8 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
     int64_t total = prox_ranges_length(c.range, c.count);
     for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
         if (rc->count + total + PROX_KERNEL_SLACK > rc->cap &&
-            !grow_entries(g, rc, rc->count + total + PROX_KERNEL_SLACK)) {
+            !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap,
+                       rc->count + total + PROX_KERNEL_SLACK, rc->count, sizeof *rc->entries)) {
             rc->failed = true;
             return;
         }
