@@ -188,12 +188,26 @@ def own_section(path):
 
 
 def own_files(directory):
+    """Each workload's benchmark outputs, in the order report.sh ran them."""
     by_w = {}
-    for path in sorted(glob.glob(os.path.join(directory, "*.txt"))):
+    paths = glob.glob(os.path.join(directory, "*.txt"))
+    for path in sorted(paths, key=lambda p: (os.path.getmtime(p), p)):
         with open(path) as f:
             w = f.readline().split(" ", 1)[0]
         by_w.setdefault(w, []).append(path)
     return by_w
+
+
+def own_heading(path, several):
+    """The section's heading; where a workload has several, the sizes that
+    tell them apart (the command's --n, --k, --particles)."""
+    if not several:
+        return "### prox's own benchmark"
+    with open(path) as f:
+        words = f.readline().split()
+    names = {"--n": "N", "--k": "k", "--particles": "particles"}
+    parts = [f"{names[w]} = {int(float(v)):,}" for w, v in zip(words, words[1:]) if w in names]
+    return "### prox's own benchmark" + (", " + ", ".join(parts) if parts else "")
 
 
 def main():
@@ -230,7 +244,8 @@ def main():
            f"| prox | {a.version}, commit {a.commit}, built by `make` (Release"
            f"{', `-march=native`' if a.simd.startswith('simd=native') else ', every SIMD level, one chosen at run time'}) |",
            f"| compiler | {a.compiler} |",
-           f"| command | `make bench-report ARGS=--{a.mode}` (peer rows: median of {a.reps} runs; "
+           f"| command | `make bench-report ARGS=--{a.mode}` (peer rows: "
+           f"{'one run' if a.reps == '1' else f'median of {a.reps} runs'}; "
            f"{a.elapsed} s end to end) |",
            f"| load average | {a.load}{loaded_note(a)} |", "",
            "Times are medians, in seconds, reading the input and writing the output "
@@ -266,7 +281,7 @@ def main():
                 t = peers.table(ww, n, param, rows)
                 md += ["#### " + t[0].lstrip("# ")] + t[1:] + [""]
         for path in own.get(w, []):
-            md += ["### prox's own benchmark", ""] + own_section(path)
+            md += [own_heading(path, len(own[w]) > 1), ""] + own_section(path)
         for p in plots.get(w, []):
             md += [f"![{os.path.basename(p)}]({rel}/{os.path.basename(p)})", ""]
     if a.python:

@@ -406,12 +406,12 @@ static void index_rows_by_id(const prox_grid *g, const row_chunk *rc, int64_t s0
                              const uint32_t *row_len, int64_t *offsets,
                              const prox_index **row_at)
 {
-    const prox_index *from = rc->entries;
+    int64_t at = 0; /* an index: entries is NULL while every row is empty */
     for (int64_t s = s0; s < s1; s++) {
         prox_index id = g->id[s];
         offsets[id + 1] = row_len[s];
-        row_at[id] = from;
-        from += row_len[s];
+        row_at[id] = row_len[s] ? rc->entries + at : NULL;
+        at += row_len[s];
     }
 }
 
@@ -494,6 +494,37 @@ static void keep_row_chunks(prox_grid *g, const row_chunk *rows, int count)
     }
 }
 
+/* The chunks' rows (total entries, lengths in row_len by sorted position)
+ * into the sink, in input order: each id's row length and place noted,
+ * the offsets summed, then the rows copied. */
+static prox_status deliver_rows(prox_grid *g, const row_chunk *rows, int count,
+                                const uint32_t *row_len, int64_t total, prox_sink sink)
+{
+    int64_t n = g->n, runs = g->nruns, *offsets = NULL;
+    prox_status st = reserve_rows_output(g, sink, total, &offsets);
+    if (st)
+        return st;
+    const prox_index **row_at =
+        prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 2, n * (int64_t)sizeof *row_at);
+    if (!row_at)
+        return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row places");
+    offsets[0] = 0;
+#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(static)
+    for (int k = 0; k < count; k++)
+        index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
+                         g->run_start[runs * (k + 1) / count], row_len, offsets, row_at);
+    prox_prefix_sums(offsets, n, g->threads);
+    int parts = n > 65536 ? g->threads : 1;
+#pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(static)
+    for (int k = 0; k < parts; k++)
+        place_rows(offsets, row_at, n * k / parts, n * (k + 1) / parts, sink);
+    if (sink.kind == PROX_SINK_LISTS)
+        sink.lists->rows = n;
+    else
+        sink.buffer->count = total;
+    return PROX_OK;
+}
+
 static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats, grid_plan plan)
 {
     int count = prox_chunk_count(sink, g->threads, g->n);
@@ -541,33 +572,8 @@ static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats, gr
         failed |= rows[k].failed;
         total += rows[k].count;
     }
-    int64_t *offsets = NULL;
     prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
-                            : reserve_rows_output(g, sink, total, &offsets);
-    const prox_index **row_at = NULL;
-    if (!st) {
-        row_at = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 2,
-                                        g->n * (int64_t)sizeof *row_at);
-        if (!row_at)
-            st = prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row places");
-    }
-    if (!st) {
-        int64_t n = g->n;
-        offsets[0] = 0;
-#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(static)
-        for (int k = 0; k < count; k++)
-            index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
-                             g->run_start[runs * (k + 1) / count], row_len, offsets, row_at);
-        prox_prefix_sums(offsets, n, g->threads);
-        int parts = n > 65536 ? g->threads : 1;
-#pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(static)
-        for (int k = 0; k < parts; k++)
-            place_rows(offsets, row_at, n * k / parts, n * (k + 1) / parts, sink);
-        if (lists)
-            sink.lists->rows = g->n;
-        else
-            sink.buffer->count = total;
-    }
+                            : deliver_rows(g, rows, count, row_len, total, sink);
     if (rows)
         keep_row_chunks(g, rows, count);
     prox_free(&g->allocator, rows);

@@ -6,12 +6,14 @@
  * Lanes are 32 bits: int32 coordinates, their float squares, uint32 ids,
  * and pairs of int16 (rel16 coordinates). A mask (pv_mask) holds lane k in
  * bit k; the comparisons named ...v (pv_eqv, pv_gtv_u32) give lanes of all
- * ones or zeros instead, for sums kept in vectors. Loads of n < PV_W lanes never read past the n-th element; dead
- * lanes read as 0. A pv_pack collects words into the lanes of one vector,
- * a few at a time (the point sweep packs ranges into one vector): a vector
+ * ones or zeros instead, for sums kept in vectors.
+ *
+ * Loads of n < PV_W lanes never read past the n-th element; dead lanes
+ * read as 0. A pv_pack collects words into the lanes of one vector, a few
+ * at a time (the point sweep packs ranges into one vector): a vector
  * filled by masked loads where they exist, else a small array that
- * pv_pack_vec reads once. pv_compress stores PV_W lanes whatever the mask, so its
- * output needs PV_W entries of room past the last kept one
+ * pv_pack_vec reads once. pv_compress stores PV_W lanes whatever the mask,
+ * so its output needs PV_W entries of room past the last kept one
  * (PROX_KERNEL_SLACK). Where PV_TRANSPOSE is 1 (AVX2, NEON: the levels
  * whose row sort works on columns), pv_transpose turns PV_W rows into
  * PV_W columns and pv_store_n stores the first n lanes and nothing past.
@@ -431,7 +433,6 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 
 #endif /* ------------------------------------------------------------------ */
 
-/* The lanes of the PV_W elements from k on that exist (left = end - k). */
 #if PV_W == 1
 /* The scalar level's pack: one lane, a value. */
 typedef struct pv_pack { pv_i32 v; } pv_pack;
