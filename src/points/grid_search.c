@@ -77,30 +77,19 @@ static bool gathered_grow(gathered *b, int64_t need)
 }
 
 /* Copy len coordinates (z is NULL in 2D) and ids; ranges are short (a
- * cell's points), so masked 8-wide moves where AVX-512 is there, a plain
- * loop otherwise. */
+ * cell's points), so a vector of doubles at a time (vec_f64.h). */
 static inline void copy_points(double *restrict bx, double *restrict by, double *restrict bz,
                                prox_index *restrict bid, const double *x, const double *y,
                                const double *z, const prox_index *id, int64_t len)
 {
-#if PROX_SIMD_AVX512
-    for (int64_t k = 0; k < len; k += 8) {
-        __mmask8 live = (__mmask8)pd_live(len - k); /* PD_W = 8 */
-        _mm512_mask_storeu_pd(bx + k, live, _mm512_maskz_loadu_pd(live, x + k));
-        _mm512_mask_storeu_pd(by + k, live, _mm512_maskz_loadu_pd(live, y + k));
+    for (int64_t k = 0; k < len; k += PD_W) {
+        int64_t left = len - k;
+        pd_copy_n(bx + k, x + k, left);
+        pd_copy_n(by + k, y + k, left);
         if (z)
-            _mm512_mask_storeu_pd(bz + k, live, _mm512_maskz_loadu_pd(live, z + k));
-        _mm256_mask_storeu_epi32(bid + k, live, _mm256_maskz_loadu_epi32(live, id + k));
+            pd_copy_n(bz + k, z + k, left);
+        pd_copy_u32_n(bid + k, id + k, left);
     }
-#else
-    for (int64_t k = 0; k < len; k++) {
-        bx[k] = x[k];
-        by[k] = y[k];
-        if (z)
-            bz[k] = z[k];
-        bid[k] = id[k];
-    }
-#endif
 }
 
 /* Append sorted points [s0, s1) of the grid. */

@@ -233,6 +233,54 @@ static inline int64_t pd_tally_sum(pd_tally t) { return t; }
 
 #endif /* ------------------------------------------------------------------ */
 
+/* Copies of the first min(n, PD_W) doubles, or of as many 32-bit words
+ * (a cell's coordinates and ids into a gathered block); n >= 1, and nothing
+ * past the n-th element is read or written. */
+#if PROX_SIMD_AVX512
+static inline void pd_copy_n(double *to, const double *from, int64_t n)
+{
+    __mmask8 live = (__mmask8)pd_live(n);
+    _mm512_mask_storeu_pd(to, live, _mm512_maskz_loadu_pd(live, from));
+}
+static inline void pd_copy_u32_n(uint32_t *to, const uint32_t *from, int64_t n)
+{
+    __mmask8 live = (__mmask8)pd_live(n);
+    _mm256_mask_storeu_epi32(to, live, _mm256_maskz_loadu_epi32(live, from));
+}
+#elif PROX_SIMD_AVX2
+static inline void pd_copy_n(double *to, const double *from, int64_t n)
+{
+    if (n >= PD_W) {
+        _mm256_storeu_pd(to, _mm256_loadu_pd(from));
+        return;
+    }
+    __m256i live = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
+    _mm256_maskstore_pd(to, live, _mm256_maskload_pd(from, live));
+}
+static inline void pd_copy_u32_n(uint32_t *to, const uint32_t *from, int64_t n)
+{
+    if (n >= PD_W) {
+        _mm_storeu_si128((__m128i *)(void *)to, _mm_loadu_si128((const __m128i *)(const void *)from));
+        return;
+    }
+    __m128i live = _mm_cmpgt_epi32(_mm_set1_epi32((int)n), _mm_setr_epi32(0, 1, 2, 3));
+    _mm_maskstore_epi32((int *)(void *)to, live, _mm_maskload_epi32((const int *)(const void *)from, live));
+}
+#else /* SSE2, NEON, scalar: one or two elements */
+static inline void pd_copy_n(double *to, const double *from, int64_t n)
+{
+    to[0] = from[0];
+    if (PD_W > 1 && n > 1)
+        to[1] = from[1];
+}
+static inline void pd_copy_u32_n(uint32_t *to, const uint32_t *from, int64_t n)
+{
+    to[0] = from[0];
+    if (PD_W > 1 && n > 1)
+        to[1] = from[1];
+}
+#endif
+
 #if PD_W == 2 /* SSE2, NEON: word by word, without loops */
 static inline uint32_t pd_u32_bits(const uint32_t *p, int64_t n, uint32_t v, bool above)
 {
