@@ -47,10 +47,8 @@
 #include "broad/broad.h"
 #include "core/error.h"
 #include "core/radix_sort.h"
+#include "simd/vec_u8.h"
 
-#if PROX_SIMD_AVX512
-#define SAP_AVX512 1
-#endif
 
 /* Boxes per filter step: 64 bytes, one vector. */
 #define BLOCK 64
@@ -314,69 +312,33 @@ static prox_status sap_build(void **impl, const broad_input *in)
 
 /* ---- the filter ---------------------------------------------------------- */
 
-/* The quantised bounds of the box or query that the sweep compares with. */
-typedef struct filter {
-#ifdef SAP_AVX512
-    __m512i v[4]; /* broadcast */
-#endif
-    uint8_t b[4]; /* lo, hi of other[0], lo, hi of other[1] */
-} filter;
-
-static inline filter filter_of(const uint8_t b[4])
+/* The quantised bounds of the box or query that the sweep compares with:
+ * lo, hi of other[0], lo, hi of other[1]. */
+static inline pb_bounds filter_of(const uint8_t b[4])
 {
-    filter f;
-    memcpy(f.b, b, 4);
-#ifdef SAP_AVX512
-    for (int c = 0; c < 4; c++)
-        f.v[c] = _mm512_set1_epi8((char)b[c]);
-#endif
-    return f;
+    return (pb_bounds){b[0], b[1], b[2], b[3]};
 }
 
 /* Bit j set: box q + j may overlap f on the other axes (its lo <= f's hi
  * and its hi >= f's lo, in bytes). */
-static inline uint64_t block_hits(const sap *s, int64_t q, const filter *f)
+static inline uint64_t block_hits(const sap *s, int64_t q, const pb_bounds *f)
 {
-#ifdef SAP_AVX512
-    uint64_t m = _mm512_cmple_epu8_mask(_mm512_loadu_si512((const void *)(s->bytes[0] + q)),
-                                        f->v[1]);
-    m = _mm512_mask_cmpge_epu8_mask(m, _mm512_loadu_si512((const void *)(s->bytes[1] + q)),
-                                    f->v[0]);
-    m = _mm512_mask_cmple_epu8_mask(m, _mm512_loadu_si512((const void *)(s->bytes[2] + q)),
-                                    f->v[3]);
-    return _mm512_mask_cmpge_epu8_mask(m, _mm512_loadu_si512((const void *)(s->bytes[3] + q)),
-                                       f->v[2]);
-#else
-    uint64_t m = 0;
-    const uint8_t *lo0 = s->bytes[0] + q, *hi0 = s->bytes[1] + q, *lo1 = s->bytes[2] + q,
-                  *hi1 = s->bytes[3] + q;
-    for (int j = 0; j < BLOCK; j++) {
-        bool ok = lo0[j] <= f->b[1] && hi0[j] >= f->b[0] && lo1[j] <= f->b[3] &&
-                  hi1[j] >= f->b[2];
-        m |= (uint64_t)ok << j;
-    }
-    return m;
-#endif
+    return pb_overlap64(s->bytes[0] + q, s->bytes[1] + q, s->bytes[2] + q, s->bytes[3] + q, *f);
 }
 
-/* How many of keys[q .. q + BLOCK) are <= kmax: a prefix, keys ascend. */
+/* How many of keys[q .. q + BLOCK) are <= kmax: a prefix, keys ascend,
+ * so a binary search of six probes and a last one, each a select rather
+ * than a branch. */
 static inline int prefix_length(const uint64_t *keys, int64_t q, uint64_t kmax)
 {
-#ifdef SAP_AVX512
-    __m512i k = _mm512_set1_epi64((long long)kmax);
+    const uint64_t *k = keys + q;
     int c = 0;
-    for (int v = 0; v < BLOCK; v += 8)
-        c += __builtin_popcount(
-            _mm512_cmple_epu64_mask(_mm512_loadu_si512((const void *)(keys + q + v)), k));
-    return c;
-#else
-    int c = 0;
-    while (c < BLOCK && keys[q + c] <= kmax)
-        c++;
-    return c;
-#endif
+    for (int step = BLOCK / 2; step > 0; step /= 2)
+        c += k[c + step - 1] <= kmax ? step : 0;
+    return c + (k[c] <= kmax);
 }
 
+/* The first `count` boxes of a block, as a mask. */
 static inline uint64_t first_boxes(int count)
 {
     return count == BLOCK ? ~0ULL : (1ULL << count) - 1;
@@ -446,7 +408,7 @@ static void sweep_from(sweeper *w, int64_t p)
     const uint64_t *keys = s->keys;
     uint64_t kmax = key_of(s->hi[p]);
     uint8_t bytes[4] = {s->bytes[0][p], s->bytes[1][p], s->bytes[2][p], s->bytes[3][p]};
-    filter f = filter_of(bytes);
+    pb_bounds f = filter_of(bytes);
     int64_t q = (p + 1) & ~(int64_t)(BLOCK - 1);
     uint64_t first = ~0ULL << (p + 1 - q);
     for (; keys[q + 2 * BLOCK - 1] <= kmax; q += 2 * BLOCK, first = ~0ULL) {
@@ -518,7 +480,7 @@ static void sap_gather(const void *impl, const prox_aabb *q, broad_scratch *sc)
     uint64_t kmax = key_of(q->hi[axis]);
     uint8_t bytes[4];
     quantize_box(s, q, bytes);
-    filter f = filter_of(bytes);
+    pb_bounds f = filter_of(bytes);
     side qs = side_of(s, q);
     for (int64_t p = lower_bound(s->keys, s->n, key_of(from)); p < s->n; p += BLOCK) {
         int length = prefix_length(s->keys, p, kmax);
