@@ -376,6 +376,7 @@ typedef struct row_group {
     int count;
 } row_group;
 
+#if PROX_SIMD_AVX512 || PV_TRANSPOSE /* the levels that sort rows in groups */
 static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
                              void (*sort)(row_group *))
 {
@@ -384,6 +385,7 @@ static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
     if (++g->count == size)
         sort(g);
 }
+#endif
 
 #if PROX_SIMD_AVX512
 /* The networks' steps are unrolled and inlined, so that each step's
