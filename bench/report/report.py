@@ -187,26 +187,37 @@ def own_section(path):
     return out
 
 
+SIZE_OPTIONS = {"--n": "N", "--k": "k", "--particles": "particles"}
+
+
+def own_sizes(path):
+    """The sizes a benchmark's command names (its first line), in order:
+    [(label, value)] for --n, --k and --particles."""
+    with open(path) as f:
+        words = f.readline().split()
+    return [(SIZE_OPTIONS[w], int(float(v))) for w, v in zip(words, words[1:])
+            if w in SIZE_OPTIONS]
+
+
 def own_files(directory):
-    """Each workload's benchmark outputs, in the order report.sh ran them."""
+    """Each workload's benchmark outputs, by the sizes their commands name
+    (W1 at 1M before 4M; W2 at k = 1, 5, 20), whatever the file names."""
     by_w = {}
-    paths = glob.glob(os.path.join(directory, "*.txt"))
-    for path in sorted(paths, key=lambda p: (os.path.getmtime(p), p)):
+    for path in glob.glob(os.path.join(directory, "*.txt")):
         with open(path) as f:
             w = f.readline().split(" ", 1)[0]
         by_w.setdefault(w, []).append(path)
+    for paths in by_w.values():
+        paths.sort(key=lambda p: ([v for _, v in own_sizes(p)], p))
     return by_w
 
 
 def own_heading(path, several):
     """The section's heading; where a workload has several, the sizes that
-    tell them apart (the command's --n, --k, --particles)."""
+    tell them apart."""
     if not several:
         return "### prox's own benchmark"
-    with open(path) as f:
-        words = f.readline().split()
-    names = {"--n": "N", "--k": "k", "--particles": "particles"}
-    parts = [f"{names[w]} = {int(float(v)):,}" for w, v in zip(words, words[1:]) if w in names]
+    parts = [f"{label} = {value:,}" for label, value in own_sizes(path)]
     return "### prox's own benchmark" + (", " + ", ".join(parts) if parts else "")
 
 
