@@ -49,7 +49,6 @@
 #include "core/radix_sort.h"
 #include "simd/vec_u8.h"
 
-
 /* Boxes per filter step: 64 bytes, one vector. */
 #define BLOCK 64
 /* Sentinels after the last box (keys above every key): two blocks. */

@@ -111,7 +111,8 @@ typedef struct prox_workspace {
 } prox_workspace;
 
 void prox_workspace_init(prox_workspace *w, const prox_allocator *allocator);
-/* Frees everything it holds; the workspace is as after init. */
+/* Frees everything it holds; the workspace is as after init, its
+ * threads kept. */
 void prox_workspace_free(prox_workspace *w);
 int64_t prox_workspace_bytes(const prox_workspace *w);
 /* At least `bytes` of scratch in `slot` (content not kept from the last

@@ -121,9 +121,7 @@ void prox_workspace_free(prox_workspace *w)
     prox_free(&w->allocator, w->emitter);
     for (int k = 0; k < PROX_SCRATCH_SLOTS; k++)
         prox_free(&w->allocator, w->scratch[k]);
-    int threads = w->threads;
-    prox_workspace_init(w, &w->allocator);
-    w->threads = threads;
+    *w = (prox_workspace){.allocator = w->allocator, .threads = w->threads};
 }
 
 int64_t prox_workspace_bytes(const prox_workspace *w)
