@@ -1,7 +1,8 @@
 /* vec_u8.h: 64 one-byte lanes tested against byte bounds, the filter of
- * sweep and prune (broad/sweep_and_prune.c), one implementation per SIMD
- * level: AVX-512 one vector of 64 bytes, AVX2 two of 32, SSE2 and NEON
- * four of 16, scalar eight 64-bit words of 8 (SWAR).
+ * sweep and prune (broad/sweep_and_prune.c): at AVX-512 one vector of 64
+ * bytes and mask compares; at AVX2, SSE2 and NEON one loop over byte
+ * vectors of 32 or 16, each level giving its loads, compares and bits;
+ * at the scalar level eight 64-bit words of 8 bytes (SWAR).
  *
  * A box's bounds on two axes are quantised to bytes by a monotonic map, so
  * byte(lo_q) <= byte(hi_p) whenever lo_q <= hi_p: the test may keep a box
@@ -44,75 +45,56 @@ static inline uint64_t pb_overlap64(const uint8_t *lo0, const uint8_t *hi0, cons
                                        _mm512_set1_epi8((char)b.lo1));
 }
 
-#elif PROX_SIMD_AVX2 /* ------------------------------------------------------ */
+#elif PROX_SIMD_AVX2 || PROX_SIMD_SSE2 || PROX_SIMD_NEON /* ----------------- */
 
-static inline uint32_t pb_overlap32(const uint8_t *lo0, const uint8_t *hi0, const uint8_t *lo1,
-                                    const uint8_t *hi1, pb_bounds b)
-{
-    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)lo0);
-    __m256i ok = _mm256_cmpeq_epi8(_mm256_min_epu8(x, _mm256_set1_epi8((char)b.hi0)), x);
-    x = _mm256_loadu_si256((const __m256i *)(const void *)hi0);
-    ok = _mm256_and_si256(ok, _mm256_cmpeq_epi8(_mm256_max_epu8(x, _mm256_set1_epi8((char)b.lo0)), x));
-    x = _mm256_loadu_si256((const __m256i *)(const void *)lo1);
-    ok = _mm256_and_si256(ok, _mm256_cmpeq_epi8(_mm256_min_epu8(x, _mm256_set1_epi8((char)b.hi1)), x));
-    x = _mm256_loadu_si256((const __m256i *)(const void *)hi1);
-    ok = _mm256_and_si256(ok, _mm256_cmpeq_epi8(_mm256_max_epu8(x, _mm256_set1_epi8((char)b.lo1)), x));
-    return (uint32_t)_mm256_movemask_epi8(ok);
-}
-
-static inline uint64_t pb_overlap64(const uint8_t *lo0, const uint8_t *hi0, const uint8_t *lo1,
-                                    const uint8_t *hi1, pb_bounds b)
-{
-    return pb_overlap32(lo0, hi0, lo1, hi1, b) |
-           (uint64_t)pb_overlap32(lo0 + 32, hi0 + 32, lo1 + 32, hi1 + 32, b) << 32;
-}
-
-#elif PROX_SIMD_SSE2 /* ------------------------------------------------------ */
-
-static inline uint32_t pb_overlap16(const uint8_t *lo0, const uint8_t *hi0, const uint8_t *lo1,
-                                    const uint8_t *hi1, pb_bounds b)
-{
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)lo0);
-    __m128i ok = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8((char)b.hi0)), x);
-    x = _mm_loadu_si128((const __m128i *)(const void *)hi0);
-    ok = _mm_and_si128(ok, _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8((char)b.lo0)), x));
-    x = _mm_loadu_si128((const __m128i *)(const void *)lo1);
-    ok = _mm_and_si128(ok, _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8((char)b.hi1)), x));
-    x = _mm_loadu_si128((const __m128i *)(const void *)hi1);
-    ok = _mm_and_si128(ok, _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8((char)b.lo1)), x));
-    return (uint32_t)_mm_movemask_epi8(ok);
-}
-
-static inline uint64_t pb_overlap64(const uint8_t *lo0, const uint8_t *hi0, const uint8_t *lo1,
-                                    const uint8_t *hi1, pb_bounds b)
-{
-    uint64_t m = 0;
-    for (int k = 0; k < 64; k += 16)
-        m |= (uint64_t)pb_overlap16(lo0 + k, hi0 + k, lo1 + k, hi1 + k, b) << k;
-    return m;
-}
-
-#elif PROX_SIMD_NEON /* ------------------------------------------------------ */
-
-/* Lanes of all ones or zeros to one bit each: the lanes weighted by 1, 2,
- * .. 128 within each half, then summed across each half. */
-static inline uint32_t pb_bits16(uint8x16_t ok)
+/* Vectors of PB_W bytes whose compares give lanes of all ones or zeros;
+ * pb_bits turns those into one bit a lane. AVX2 and SSE2 have no unsigned
+ * byte compare: a <= b exactly when min(a, b) == a. */
+#if PROX_SIMD_AVX2
+#define PB_W 32
+typedef __m256i pb_u8;
+static inline pb_u8 pb_load(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
+static inline pb_u8 pb_set1(uint8_t v) { return _mm256_set1_epi8((char)v); }
+static inline pb_u8 pb_le(pb_u8 a, pb_u8 b) { return _mm256_cmpeq_epi8(_mm256_min_epu8(a, b), a); }
+static inline pb_u8 pb_ge(pb_u8 a, pb_u8 b) { return _mm256_cmpeq_epi8(_mm256_max_epu8(a, b), a); }
+static inline pb_u8 pb_and(pb_u8 a, pb_u8 b) { return _mm256_and_si256(a, b); }
+static inline uint64_t pb_bits(pb_u8 ok) { return (uint32_t)_mm256_movemask_epi8(ok); }
+#elif PROX_SIMD_SSE2
+#define PB_W 16
+typedef __m128i pb_u8;
+static inline pb_u8 pb_load(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+static inline pb_u8 pb_set1(uint8_t v) { return _mm_set1_epi8((char)v); }
+static inline pb_u8 pb_le(pb_u8 a, pb_u8 b) { return _mm_cmpeq_epi8(_mm_min_epu8(a, b), a); }
+static inline pb_u8 pb_ge(pb_u8 a, pb_u8 b) { return _mm_cmpeq_epi8(_mm_max_epu8(a, b), a); }
+static inline pb_u8 pb_and(pb_u8 a, pb_u8 b) { return _mm_and_si128(a, b); }
+static inline uint64_t pb_bits(pb_u8 ok) { return (uint32_t)_mm_movemask_epi8(ok); }
+#else /* NEON */
+#define PB_W 16
+typedef uint8x16_t pb_u8;
+static inline pb_u8 pb_load(const uint8_t *p) { return vld1q_u8(p); }
+static inline pb_u8 pb_set1(uint8_t v) { return vdupq_n_u8(v); }
+static inline pb_u8 pb_le(pb_u8 a, pb_u8 b) { return vcleq_u8(a, b); }
+static inline pb_u8 pb_ge(pb_u8 a, pb_u8 b) { return vcgeq_u8(a, b); }
+static inline pb_u8 pb_and(pb_u8 a, pb_u8 b) { return vandq_u8(a, b); }
+/* No movemask: the lanes weighted by 1, 2, .. 128 within each half, each
+ * half summed. */
+static inline uint64_t pb_bits(pb_u8 ok)
 {
     static const uint8_t weight[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
     uint8x16_t w = vandq_u8(ok, vld1q_u8(weight));
-    return (uint32_t)vaddv_u8(vget_low_u8(w)) | (uint32_t)vaddv_u8(vget_high_u8(w)) << 8;
+    return (uint64_t)vaddv_u8(vget_low_u8(w)) | (uint64_t)vaddv_u8(vget_high_u8(w)) << 8;
 }
+#endif
 
 static inline uint64_t pb_overlap64(const uint8_t *lo0, const uint8_t *hi0, const uint8_t *lo1,
                                     const uint8_t *hi1, pb_bounds b)
 {
+    pb_u8 blo0 = pb_set1(b.lo0), bhi0 = pb_set1(b.hi0), blo1 = pb_set1(b.lo1), bhi1 = pb_set1(b.hi1);
     uint64_t m = 0;
-    for (int k = 0; k < 64; k += 16) {
-        uint8x16_t ok = vcleq_u8(vld1q_u8(lo0 + k), vdupq_n_u8(b.hi0));
-        ok = vandq_u8(ok, vcgeq_u8(vld1q_u8(hi0 + k), vdupq_n_u8(b.lo0)));
-        ok = vandq_u8(ok, vcleq_u8(vld1q_u8(lo1 + k), vdupq_n_u8(b.hi1)));
-        ok = vandq_u8(ok, vcgeq_u8(vld1q_u8(hi1 + k), vdupq_n_u8(b.lo1)));
-        m |= (uint64_t)pb_bits16(ok) << k;
+    for (int k = 0; k < 64; k += PB_W) {
+        pb_u8 ok = pb_and(pb_and(pb_le(pb_load(lo0 + k), bhi0), pb_ge(pb_load(hi0 + k), blo0)),
+                          pb_and(pb_le(pb_load(lo1 + k), bhi1), pb_ge(pb_load(hi1 + k), blo1)));
+        m |= pb_bits(ok) << k;
     }
     return m;
 }
