@@ -376,7 +376,7 @@ typedef struct row_group {
     int count;
 } row_group;
 
-#if PROX_SIMD_AVX512 || PV_TRANSPOSE /* the levels that sort rows in groups */
+#if PV_ROW_NETWORK || PV_TRANSPOSE /* the levels that sort rows in groups */
 static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
                              void (*sort)(row_group *))
 {
@@ -387,99 +387,73 @@ static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
 }
 #endif
 
-#if PROX_SIMD_AVX512
+#if PV_ROW_NETWORK
 /* The networks' steps are unrolled and inlined, so that each step's
- * shuffle is known at compile time (partner_of). */
+ * shuffle is known at compile time (pv_exchange). */
 #define PROX_SORT_INLINE static inline __attribute__((always_inline))
-/* Bitonic sorting networks for AVX-512 (generated): each step pairs lane i
- * with lane i ^ j; the lane takes the max when (i & j) != 0 differs from the
- * direction of its block of size k ((i & k) != 0: descending). */
+_Static_assert(PV_W == 16, "the networks below are written for 16 lanes");
+/* Bitonic sorting networks over 16-lane registers (generated): each step
+ * pairs lane i with lane i ^ j; the lane takes the max when (i & j) != 0
+ * differs from the direction of its block of size k ((i & k) != 0:
+ * descending). */
 static const uint16_t net16_mask[10] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
 static const uint8_t net16_xor[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
 static const uint16_t net32_mask_lo[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa, 0x0000, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
 static const uint16_t net32_mask_hi[15] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc, 0x55aa, 0x00ff, 0x0f0f, 0x3333, 0x5555, 0x0000, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
 static const uint8_t net32_xor[15] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1, 16, 8, 4, 2, 1};
 
-
-/* Lane i ^ j of v, for j = 1, 2, 4 or 8 (a constant once the networks are
- * unrolled): shuffles within 128-bit lanes for 1 and 2, of whole 128-bit
- * lanes for 4 and 8. In-lane shuffles have a third of a full permute's
- * latency, and a network is a chain of such steps. */
-PROX_SORT_INLINE __m512i partner_of(__m512i v, int j)
-{
-    switch (j) {
-    case 1:
-        return _mm512_shuffle_epi32(v, _MM_PERM_CDAB);
-    case 2:
-        return _mm512_shuffle_epi32(v, _MM_PERM_BADC);
-    case 4:
-        return _mm512_shuffle_i32x4(v, v, 0xb1); /* 128-bit lanes 1 0 3 2 */
-    default:
-        return _mm512_shuffle_i32x4(v, v, 0x4e); /* 2 3 0 1 */
-    }
-}
-
-/* One compare-exchange step of a network inside a 16-lane register. */
-PROX_SORT_INLINE __m512i exchange16(__m512i v, int j, __mmask16 take_max)
-{
-    __m512i partner = partner_of(v, j);
-    return _mm512_mask_blend_epi32(take_max, _mm512_min_epu32(v, partner),
-                                   _mm512_max_epu32(v, partner));
-}
-
 /* The 16-lane network over one register. */
-PROX_SORT_INLINE __m512i network16(__m512i v)
+PROX_SORT_INLINE pv_i32 network16(pv_i32 v)
 {
 #pragma GCC unroll 10
     for (int s = 0; s < 10; s++)
-        v = exchange16(v, net16_xor[s], net16_mask[s]);
+        v = pv_exchange(v, net16_xor[s], net16_mask[s]);
     return v;
 }
 
+/* Registers lo and hi in ascending order lane by lane: a step of distance
+ * 16 (a whole register). */
+PROX_SORT_INLINE void exchange_registers(pv_i32 *lo, pv_i32 *hi)
+{
+    pv_i32 mn = pv_min_u32(*lo, *hi);
+    *hi = pv_max_u32(*lo, *hi);
+    *lo = mn;
+}
+
 /* The 32-lane network over two registers (lo: lanes 0-15). */
-PROX_SORT_INLINE void network32(__m512i *lo, __m512i *hi)
+PROX_SORT_INLINE void network32(pv_i32 *lo, pv_i32 *hi)
 {
 #pragma GCC unroll 15
     for (int s = 0; s < 15; s++) {
         if (net32_xor[s] == 16) {
-            __m512i mn = _mm512_min_epu32(*lo, *hi);
-            *hi = _mm512_max_epu32(*lo, *hi);
-            *lo = mn;
+            exchange_registers(lo, hi);
         } else {
-            *lo = exchange16(*lo, net32_xor[s], net32_mask_lo[s]);
-            *hi = exchange16(*hi, net32_xor[s], net32_mask_hi[s]);
+            *lo = pv_exchange(*lo, net32_xor[s], net32_mask_lo[s]);
+            *hi = pv_exchange(*hi, net32_xor[s], net32_mask_hi[s]);
         }
     }
 }
 
-/* The first n (0..16) lanes live. */
-static inline __mmask16 lanes_upto16(int64_t n)
-{
-    return (__mmask16)((1u << n) - 1);
-}
-
 /* a[0 .. n) padded with UINT32_MAX, which no index reaches, so that the
  * padding sorts last. */
-static inline __m512i load_padded(const uint32_t *a, __mmask16 live)
+static inline pv_i32 load_padded(const uint32_t *a, int64_t n)
 {
-    return _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live, a);
+    return pv_load_pad_n(a, n, UINT32_MAX);
 }
 
 /* n <= 16 */
 static void sort_upto16(uint32_t *a, int64_t n)
 {
-    __mmask16 live = lanes_upto16(n);
-    _mm512_mask_storeu_epi32(a, live, network16(load_padded(a, live)));
+    pv_store_n(a, network16(load_padded(a, n)), n);
 }
 
 /* 16 < n <= 32 */
 static void sort_upto32(uint32_t *a, int64_t n)
 {
-    __mmask16 live = lanes_upto16(n - 16);
-    __m512i lo = _mm512_loadu_si512(a), hi = load_padded(a + 16, live);
+    pv_i32 lo = pv_load_n(a, PV_W), hi = load_padded(a + 16, n - 16);
     network32(&lo, &hi);
-    _mm512_storeu_si512(a, lo);
-    _mm512_mask_storeu_epi32(a + 16, live, hi);
+    pv_store(a, lo);
+    pv_store_n(a + 16, hi, n - 16);
 }
 
 static const uint8_t net64_k[21] = {2, 4, 4, 8, 8, 8, 16, 16, 16, 16, 32, 32, 32, 32, 32, 64, 64, 64, 64, 64, 64};
@@ -512,12 +486,11 @@ static const uint16_t net64_mask[21][4] = {
  * registers, whose block direction depends only on the register. */
 static void sort_upto64(uint32_t *a, int64_t n)
 {
-    __m512i v[4];
-    __mmask16 live[4];
+    pv_i32 v[4];
+    int64_t live[4]; /* entries in each register */
     for (int r = 0; r < 4; r++) {
-        int64_t left = n - 16 * r;
-        live[r] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-        v[r] = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), live[r], a + 16 * r);
+        live[r] = n - 16 * r < 0 ? 0 : n - 16 * r;
+        v[r] = load_padded(a + 16 * r, live[r]);
     }
 #pragma GCC unroll 21 /* unrolled, v[] stays in registers: a loop kept it on the stack */
     for (int s = 0; s < 21; s++) {
@@ -525,7 +498,7 @@ static void sort_upto64(uint32_t *a, int64_t n)
         if (j < 16) {
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++)
-                v[r] = exchange16(v[r], j, net64_mask[s][r]);
+                v[r] = pv_exchange(v[r], j, net64_mask[s][r]);
             continue;
         }
         int jr = j / 16;
@@ -535,13 +508,14 @@ static void sort_upto64(uint32_t *a, int64_t n)
                 continue;
             int q = r | jr;
             bool descending = k < 64 && ((16 * r) & k) != 0;
-            __m512i mn = _mm512_min_epu32(v[r], v[q]), mx = _mm512_max_epu32(v[r], v[q]);
-            v[r] = descending ? mx : mn;
-            v[q] = descending ? mn : mx;
+            if (descending)
+                exchange_registers(&v[q], &v[r]);
+            else
+                exchange_registers(&v[r], &v[q]);
         }
     }
     for (int r = 0; r < 4; r++)
-        _mm512_mask_storeu_epi32(a + 16 * r, live[r], v[r]);
+        pv_store_n(a + 16 * r, v[r], live[r]);
 }
 
 /* Rows sorted several at a time, their networks interleaved: one row's
@@ -554,54 +528,47 @@ static void sort_upto64(uint32_t *a, int64_t n)
 
 static void sort_group16(row_group *g)
 {
-    __m512i v[GROUP16];
-    __mmask16 live[GROUP16];
-    for (int r = 0; r < GROUP16; r++) {
-        live[r] = r < g->count ? lanes_upto16(g->n[r]) : 0;
-        v[r] = load_padded(g->row[r < g->count ? r : 0], live[r]);
-    }
+    pv_i32 v[GROUP16];
+    for (int r = 0; r < GROUP16; r++)
+        v[r] = load_padded(g->row[r < g->count ? r : 0], r < g->count ? g->n[r] : 0);
 #pragma GCC unroll 10
     for (int s = 0; s < 10; s++)
 #pragma GCC unroll 8
         for (int r = 0; r < GROUP16; r++)
-            v[r] = exchange16(v[r], net16_xor[s], net16_mask[s]);
+            v[r] = pv_exchange(v[r], net16_xor[s], net16_mask[s]);
     for (int r = 0; r < g->count; r++)
-        _mm512_mask_storeu_epi32(g->row[r], live[r], v[r]);
+        pv_store_n(g->row[r], v[r], g->n[r]);
     g->count = 0;
 }
 
 static void sort_group32(row_group *g)
 {
-    __m512i lo[GROUP32], hi[GROUP32];
-    __mmask16 live[GROUP32];
+    pv_i32 lo[GROUP32], hi[GROUP32];
     for (int r = 0; r < GROUP32; r++) {
         bool on = r < g->count;
-        live[r] = on ? lanes_upto16(g->n[r] - 16) : 0;
-        lo[r] = on ? _mm512_loadu_si512(g->row[r]) : _mm512_set1_epi32(-1);
-        hi[r] = load_padded(g->row[on ? r : 0] + 16, live[r]);
+        lo[r] = on ? pv_load_n(g->row[r], PV_W) : pv_set1_i32(-1);
+        hi[r] = load_padded(g->row[on ? r : 0] + 16, on ? g->n[r] - 16 : 0);
     }
 #pragma GCC unroll 15
     for (int s = 0; s < 15; s++)
 #pragma GCC unroll 4
         for (int r = 0; r < GROUP32; r++) {
             if (net32_xor[s] == 16) {
-                __m512i mn = _mm512_min_epu32(lo[r], hi[r]);
-                hi[r] = _mm512_max_epu32(lo[r], hi[r]);
-                lo[r] = mn;
+                exchange_registers(&lo[r], &hi[r]);
             } else {
-                lo[r] = exchange16(lo[r], net32_xor[s], net32_mask_lo[s]);
-                hi[r] = exchange16(hi[r], net32_xor[s], net32_mask_hi[s]);
+                lo[r] = pv_exchange(lo[r], net32_xor[s], net32_mask_lo[s]);
+                hi[r] = pv_exchange(hi[r], net32_xor[s], net32_mask_hi[s]);
             }
         }
     for (int r = 0; r < g->count; r++) {
-        _mm512_storeu_si512(g->row[r], lo[r]);
-        _mm512_mask_storeu_epi32(g->row[r] + 16, live[r], hi[r]);
+        pv_store(g->row[r], lo[r]);
+        pv_store_n(g->row[r] + 16, hi[r], g->n[r] - 16);
     }
     g->count = 0;
 }
 #endif
 
-#if !PROX_SIMD_AVX512 && PV_W >= 4
+#if !PV_ROW_NETWORK && PV_W >= 4
 /* Rows of 5 to RANK_ROW_MAX entries by rank: each entry's place is the
  * number of entries below it, plus those equal to it and before it
  * (stable), counted for PV_W entries at once against each entry of the
@@ -639,7 +606,7 @@ static void rank_sort_row(uint32_t *a, int64_t n)
 }
 #endif
 
-#if !PROX_SIMD_AVX512 && PV_TRANSPOSE
+#if !PV_ROW_NETWORK && PV_TRANSPOSE
 /* Rows of 5 to 32 entries, PV_W rows at once, one row a lane: the rows'
  * entries turned into columns a PV_W x PV_W block at a time
  * (pv_transpose), pads of UINT32_MAX past each row's end (they sort last,
@@ -737,7 +704,7 @@ static void (*const columns_sort_of[COLUMN_BUCKETS])(row_group *) = {
 
 static inline void sort_one_row(uint32_t *a, int64_t n)
 {
-#if !PROX_SIMD_AVX512 && PV_W >= 4
+#if !PV_ROW_NETWORK && PV_W >= 4
     if (n > 4 && n <= RANK_ROW_MAX) {
         rank_sort_row(a, n);
         return;
@@ -752,7 +719,7 @@ static inline void sort_one_row(uint32_t *a, int64_t n)
  * steps of four; other rows one at a time. */
 void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
 {
-#if PROX_SIMD_AVX512
+#if PV_ROW_NETWORK
     row_group g16 = {.count = 0}, g32 = {.count = 0};
     for (int64_t k = 0; k < rows; a += len[k], k++) {
         int64_t n = len[k];
@@ -798,7 +765,7 @@ static int compare_u32(const void *a, const void *b)
 
 void prox_sort_u32_long(uint32_t *a, int64_t n)
 {
-#if PROX_SIMD_AVX512
+#if PV_ROW_NETWORK
     /* up to 4: the insertion sort below (a network's loads, masks and
      * permutes cost more; sparse data's lists are mostly such rows) */
     if (n > 4 && n <= 16) {

@@ -86,6 +86,11 @@ static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm512_add_ps(a, b)
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return _mm512_mul_ps(a, b); }
 static inline pv_mask pv_bits(pv_i32 lanes) { return _mm512_movepi32_mask(lanes); }
 static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+static inline pv_mask pv_lt_f32(pv_f32 a, pv_f32 b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+static inline pv_f32 pv_load_f32_n(const float *p, int64_t n)
+{
+    return _mm512_maskz_loadu_ps((__mmask16)pv_live(n), p);
+}
 static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b) { return _mm512_cmple_epu32_mask(a, b); }
 static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return _mm512_cmpeq_epi32_mask(a, b); }
 /* The lanes of v that m keeps, in order: compressed in a register, then
@@ -93,6 +98,48 @@ static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return _mm512_cmpeq_epi32_
 static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 {
     _mm512_storeu_si512((void *)out, _mm512_maskz_compress_epi32((__mmask16)m, v));
+}
+/* Elements p[0 .. n) (n >= PV_W: all lanes), `pad` in the lanes past n;
+ * nothing past p[n - 1] read. */
+static inline pv_i32 pv_load_pad_n(const void *p, int64_t n, uint32_t pad)
+{
+    return _mm512_mask_loadu_epi32(_mm512_set1_epi32((int32_t)pad), (__mmask16)pv_live(n), p);
+}
+/* Lanes 0 .. n - 1 of v to p[0 .. n) (n >= PV_W: all); nothing past. */
+static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
+{
+    _mm512_mask_storeu_epi32(p, (__mmask16)pv_live(n), v);
+}
+/* A row of up to PV_W entries sorted inside one register by a network of
+ * pv_exchange steps (radix_sort.c). The levels below sort rows as columns
+ * (PV_TRANSPOSE): their registers hold too few entries for the rows that
+ * lists sort. */
+#define PV_ROW_NETWORK 1
+/* One compare-exchange step of a network within a register: lane i meets
+ * lane i ^ j (j = 1, 2, 4 or 8) and keeps the larger of the two where
+ * take_max has bit i, else the smaller. j must be a constant once inlined:
+ * it picks the shuffle. Distances 1 and 2 stay within 128-bit lanes, whose
+ * shuffles have a third of a full permute's latency; 4 and 8 move whole
+ * 128-bit lanes. */
+static PROX_ALWAYS_INLINE pv_i32 pv_exchange(pv_i32 v, int j, pv_mask take_max)
+{
+    __m512i partner;
+    switch (j) {
+    case 1:
+        partner = _mm512_shuffle_epi32(v, _MM_PERM_CDAB);
+        break;
+    case 2:
+        partner = _mm512_shuffle_epi32(v, _MM_PERM_BADC);
+        break;
+    case 4:
+        partner = _mm512_shuffle_i32x4(v, v, 0xb1); /* 128-bit lanes 1 0 3 2 */
+        break;
+    default:
+        partner = _mm512_shuffle_i32x4(v, v, 0x4e); /* 2 3 0 1 */
+        break;
+    }
+    return _mm512_mask_blend_epi32((__mmask16)take_max, _mm512_min_epu32(v, partner),
+                                   _mm512_max_epu32(v, partner));
 }
 
 #elif PROX_SIMD_AVX2 /* -------------------------------------------------- */
@@ -196,6 +243,14 @@ static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b)
 {
     return (pv_mask)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LE_OQ));
 }
+static inline pv_mask pv_lt_f32(pv_f32 a, pv_f32 b)
+{
+    return (pv_mask)_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ));
+}
+static inline pv_f32 pv_load_f32_n(const float *p, int64_t n)
+{
+    return _mm256_castsi256_ps(pv_load_n(p, n));
+}
 static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b)
 {
     return pv_bits(_mm256_cmpeq_epi32(_mm256_max_epu32(a, b), b));
@@ -259,6 +314,11 @@ static inline pv_mask pv_bits(pv_i32 lanes)
     return (pv_mask)_mm_movemask_ps(_mm_castsi128_ps(lanes));
 }
 static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b) { return (pv_mask)_mm_movemask_ps(_mm_cmple_ps(a, b)); }
+static inline pv_mask pv_lt_f32(pv_f32 a, pv_f32 b) { return (pv_mask)_mm_movemask_ps(_mm_cmplt_ps(a, b)); }
+static inline pv_f32 pv_load_f32_n(const float *p, int64_t n)
+{
+    return _mm_castsi128_ps(pv_load_n(p, n));
+}
 static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b) /* no unsigned compare: flip the sign bits */
 {
     const __m128i sign = _mm_set1_epi32(INT32_MIN);
@@ -366,6 +426,11 @@ static inline pv_mask pv_bits(pv_i32 lanes)
     return pv_bits_u32(vcltq_s32(lanes, vdupq_n_s32(0)));
 }
 static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b) { return pv_bits_u32(vcleq_f32(a, b)); }
+static inline pv_mask pv_lt_f32(pv_f32 a, pv_f32 b) { return pv_bits_u32(vcltq_f32(a, b)); }
+static inline pv_f32 pv_load_f32_n(const float *p, int64_t n)
+{
+    return vreinterpretq_f32_s32(pv_load_n(p, n));
+}
 static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b)
 {
     return pv_bits_u32(vcleq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b)));
@@ -423,6 +488,8 @@ static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return a + b; }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return a * b; }
 static inline pv_mask pv_bits(pv_i32 lanes) { return (uint32_t)lanes >> 31; }
 static inline pv_mask pv_le_f32(pv_f32 a, pv_f32 b) { return a <= b; }
+static inline pv_mask pv_lt_f32(pv_f32 a, pv_f32 b) { return a < b; }
+static inline pv_f32 pv_load_f32_n(const float *p, int64_t n) { return n > 0 ? p[0] : 0.0f; }
 static inline pv_mask pv_le_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a <= (uint32_t)b; }
 static inline pv_mask pv_eq_i32(pv_i32 a, pv_i32 b) { return a == b; }
 static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
@@ -472,6 +539,13 @@ static inline pv_i32 pv_pack_vec(const pv_pack *k)
     return pv_load_n(k->lane, PV_W);
 #endif
 }
+#endif
+
+#ifndef PV_ROW_NETWORK
+#define PV_ROW_NETWORK 0
+#endif
+#ifndef PV_TRANSPOSE
+#define PV_TRANSPOSE 0
 #endif
 
 /* ids above self (unsigned), as a mask. */
