@@ -536,14 +536,23 @@ _Static_assert(PV_W == PQ_W || PV_W == 2 * PQ_W, "a vector of 32-bit lanes widen
 /* Lanes of 32 bits per vector of 64-bit lanes' worth: pq_widen's halves. */
 #define PQ_HALVES (PV_W / PQ_W)
 
-/* Capabilities the kernels over these lanes are chosen by (set from
- * measurements; docs/design.md). */
-#ifndef PQ_RECORDS
-#define PQ_RECORDS 1
-#endif
-#ifndef PQ_SWEEP
-#define PQ_SWEEP 1
-#endif
+/* Where the kernels over these lanes beat the scalar code they stand
+ * beside, the one place that chooses (measured: docs/design.md).
+ * PQ_RECORDS: the kd-tree's records a group of boxes at a time
+ *   (kd_split.c), at AVX-512 and AVX2, where 64-bit compares, minimums and
+ *   shifts by lane are an instruction or two. Not at SSE2, which has none
+ *   of the three (each is several instructions here), nor at one lane
+ *   (scalar), where deciding every state of every box costs more than the
+ *   recursion's mispredicted branches over the states a box reaches; NEON
+ *   has SSE2's two lanes, and takes the recursion too (not measured on
+ *   AArch64 hardware).
+ * PQ_SWEEP: kd-tree-2's blocked sweep (linear_kdtree.c), at AVX-512 only:
+ *   its filter gathers both quantized boxes of every listed pair, where the
+ *   sweep a pair at a time keeps a record's box in registers and stops at
+ *   a pair's first failing compare; AVX2's gathers, and the loads a lane
+ *   below them, lose to that. */
+#define PQ_RECORDS (PROX_SIMD_AVX512 || PROX_SIMD_AVX2)
+#define PQ_SWEEP PROX_SIMD_AVX512
 
 /* Every lane. */
 static inline pq_cmp pq_cmp_all(void) { return pq_eq(pq_set1(0), pq_set1(0)); }
