@@ -13,12 +13,13 @@
  * disjoint cells.
  *
  * Two evaluations of the same rule: the paper's top-down recursion, a box
- * at a time (prox_kd_pieces_of), and, where the machine has AVX-512, eight
- * boxes at a time bottom-up over every piece a box could have (records8):
- * the recursion's decisions depend on the data at every level, and one box
- * at a time they were mispredicted branches. `records_s` of
- * prox_kdtree_info, printed by bench/broad_spheres.c, times this step;
- * docs/design.md compares the two. */
+ * at a time (prox_kd_pieces_of), and, where the level's 64-bit lanes pay
+ * (PQ_RECORDS, simd/vec_u64.h), a group of eight boxes at a time bottom-up
+ * over every piece a box could have (records_of_group), written once over
+ * those lanes: the recursion's decisions depend on the data at every
+ * level, and one box at a time they are mispredicted branches.
+ * `records_s` of prox_kdtree_info, printed by bench/broad_spheres.c, times
+ * this step; docs/design.md compares the two. */
 #include "broad/kd_split.h"
 
 #include <stddef.h>
@@ -177,8 +178,9 @@ int prox_kd_pieces_of(const prox_kd_geometry *g, const prox_aabb *box, bool spli
 /* ---- a group of eight boxes at a time ------------------------------------ */
 
 /* Boxes whose records come out together, state by state (records_of_group):
- * eight at every level, in vectors of PQ_W, so that the records, and the
- * sorted records' order among equal keys, are the same at every level. */
+ * eight at every level that takes this path, in vectors of PQ_W, so that
+ * all of them make the same records in the same order (and so sort equal
+ * keys alike). */
 #define GROUP 8
 #define VECTORS (GROUP / PQ_W)
 
