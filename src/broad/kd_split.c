@@ -13,15 +13,18 @@
  * disjoint cells.
  *
  * Two evaluations of the same rule: the paper's top-down recursion, a box
- * at a time (prox_kd_pieces_of), and, where the machine has AVX-512, eight
- * boxes at a time bottom-up over every piece a box could have (records8):
- * the recursion's decisions depend on the data at every level, and one box
- * at a time they were mispredicted branches. `records_s` of
- * prox_kdtree_info, printed by bench/broad_spheres.c, times this step;
- * docs/design.md compares the two. */
+ * at a time (prox_kd_pieces_of), and, where the level's 64-bit lanes pay
+ * (PQ_RECORDS, simd/vec_u64.h), a group of eight boxes at a time bottom-up
+ * over every piece a box could have (records_of_group), written once over
+ * those lanes: the recursion's decisions depend on the data at every
+ * level, and one box at a time they are mispredicted branches.
+ * `records_s` of prox_kdtree_info, printed by bench/broad_spheres.c, times
+ * this step; docs/design.md compares the two. */
 #include "broad/kd_split.h"
 
 #include <stddef.h>
+
+#include "simd/vec_u64.h"
 
 /* ---- one box at a time ---------------------------------------------------- */
 
@@ -172,80 +175,82 @@ int prox_kd_pieces_of(const prox_kd_geometry *g, const prox_aabb *box, bool spli
     return out.count;
 }
 
-/* ---- eight boxes at a time ------------------------------------------------ */
+/* ---- a group of eight boxes at a time ------------------------------------ */
 
-#if PROX_SIMD_AVX512
+/* Boxes whose records come out together, state by state (records_of_group):
+ * eight at every level that takes this path, in vectors of PQ_W, so that
+ * all of them make the same records in the same order (and so sort equal
+ * keys alike). */
+#define GROUP 8
+#define VECTORS (GROUP / PQ_W)
 
-/* box_sides for eight boxes, a lane each; code[k][1] is side 2's (sides 0
+/* box_sides for PQ_W boxes, a lane each; code[k][1] is side 2's (sides 0
  * and 1 share the lower end). */
-typedef struct sides8 {
-    __m512i cut[3][3];
-    __m512i code[3][2];
-} sides8;
+typedef struct sides_v {
+    pq_u64 cut[3][3];
+    pq_u64 code[3][2];
+} sides_v;
 
-/* prox_kd_quantize, lane by lane: the same operations, and the clamps give
- * the same integers (NaN, never seen here, would give 0 too). */
-static inline __m512i quantize8(const prox_kd_geometry *g, int k, __m512d a)
+/* prox_kd_quantize, lane by lane: the same operations and clamps. */
+static inline pq_u64 quantize_v(const prox_kd_geometry *g, int k, pd_f64 a)
 {
-    __m512d t = _mm512_mul_pd(_mm512_sub_pd(a, _mm512_set1_pd(g->lo[k])),
-                              _mm512_set1_pd(g->scale[k]));
-    t = _mm512_max_pd(t, _mm512_setzero_pd());
-    t = _mm512_min_pd(t, _mm512_set1_pd(g->max_qd));
-    return _mm512_cvtepu32_epi64(_mm512_cvttpd_epu32(t));
+    pd_f64 t = pd_mul(pd_sub(a, pd_set1(g->lo[k])), pd_set1(g->scale[k]));
+    return pq_quantize(t, g->max_qd);
 }
 
-/* prox_morton_spread3 / prox_morton_spread2 of each lane, shifted by k. */
-static inline __m512i spread8(int dim, int k, __m512i v)
+/* spread(), lane by lane. */
+static inline pq_u64 spread_v(int dim, int k, pq_u64 v)
 {
-    return _mm512_slli_epi64(prox_morton_spread_x8(dim, v), (unsigned)k);
+    return pq_shl(pq_morton_spread(dim, v), k);
 }
 
 /* first_cut of each lane: the leading zeros of lo ^ hi in 64 bits are
  * 32 more than in 32. */
-static inline __m512i first_cut8(const prox_kd_geometry *g, int dim, int k, __m512i lo,
-                                 __m512i hi)
+static inline pq_u64 first_cut_v(const prox_kd_geometry *g, int dim, int k, pq_u64 lo, pq_u64 hi)
 {
-    __m512i x = _mm512_xor_si512(lo, hi);
-    __m512i level = _mm512_sub_epi64(_mm512_lzcnt_epi64(x), _mm512_set1_epi64(64 - g->bits));
-    __m512i cut = dim == 3 ? _mm512_add_epi64(level, _mm512_slli_epi64(level, 1))
-                           : _mm512_slli_epi64(level, 1);
-    cut = _mm512_add_epi64(cut, _mm512_set1_epi64(dim - 1 - k));
-    __mmask8 same = _mm512_cmpeq_epi64_mask(x, _mm512_setzero_si512());
-    return _mm512_mask_blend_epi64(same, cut, _mm512_set1_epi64(g->depth));
+    pq_u64 x = pq_xor(lo, hi);
+    pq_u64 level = pq_sub(pq_lzcnt(x), pq_set1((uint64_t)(64 - g->bits)));
+    pq_u64 cut = dim == 3 ? pq_add(level, pq_shl(level, 1)) : pq_shl(level, 1);
+    cut = pq_add(cut, pq_set1((uint64_t)(dim - 1 - k)));
+    return pq_select(pq_eq(x, pq_set1(0)), pq_set1((uint64_t)g->depth), cut);
 }
 
 /* sides_of, lane by lane; lo and hi are the quantized corners. */
-static inline void sides8_of(const prox_kd_geometry *g, int dim, const __m512i lo[3],
-                             const __m512i hi[3], sides8 *s)
+static inline void sides_of_v(const prox_kd_geometry *g, int dim, const pq_u64 lo[3],
+                              const pq_u64 hi[3], sides_v *s)
 {
-    __m512i depth = _mm512_set1_epi64(g->depth), one = _mm512_set1_epi64(1);
+    pq_u64 depth = pq_set1((uint64_t)g->depth), one = pq_set1(1);
     for (int k = 0; k < dim; k++) {
-        __m512i x = _mm512_xor_si512(lo[k], hi[k]);
-        __mmask8 same = _mm512_cmpeq_epi64_mask(x, _mm512_setzero_si512());
+        pq_u64 x = pq_xor(lo[k], hi[k]);
+        pq_cmp same = pq_eq(x, pq_set1(0));
         /* the first differing bit; its lanes where lo == hi are unused */
-        __m512i bit = _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(x));
-        __m512i mid = _mm512_sllv_epi64(_mm512_srlv_epi64(hi[k], bit), bit);
-        s->cut[k][0] = first_cut8(g, dim, k, lo[k], hi[k]);
-        s->cut[k][1] = _mm512_mask_blend_epi64(
-            same, first_cut8(g, dim, k, lo[k], _mm512_sub_epi64(mid, one)), depth);
-        s->cut[k][2] = _mm512_mask_blend_epi64(same, first_cut8(g, dim, k, mid, hi[k]), depth);
-        s->code[k][0] = spread8(dim, k, lo[k]);
-        s->code[k][1] = _mm512_mask_blend_epi64(same, spread8(dim, k, mid), s->code[k][0]);
+        pq_u64 bit = pq_sub(pq_set1(63), pq_lzcnt(x));
+        pq_u64 mid = pq_shlv(pq_shrv(hi[k], bit), bit);
+        s->cut[k][0] = first_cut_v(g, dim, k, lo[k], hi[k]);
+        s->cut[k][1] = pq_select(same, depth, first_cut_v(g, dim, k, lo[k], pq_sub(mid, one)));
+        s->cut[k][2] = pq_select(same, depth, first_cut_v(g, dim, k, mid, hi[k]));
+        s->code[k][0] = spread_v(dim, k, lo[k]);
+        s->code[k][1] = pq_select(same, s->code[k][0], spread_v(dim, k, mid));
     }
 }
 
 /* The pieces as a table of every state a box's splitting can reach: state
  * s gives a side (0 whole, 1 lower half, 2 upper half) per axis, s = side0
- * + 3 side1 + 9 side2. In each lane, len is the state's cell, axis[k]
- * whether its next cut is along k, take whether it splits, cost the cost
- * (cost_of) of the records it ends in: the recursion of `place`, each state
- * decided once its children are (children have larger indices). */
+ * + 3 side1 + 9 side2. In each lane, len is the state's cell, cost the
+ * cost (cost_of) of the records it ends in; over the group, bit b of
+ * axis[k] says whether box b's next cut is along k, of take whether it
+ * splits: the recursion of `place`, each state decided once its children
+ * are (children have larger indices). */
 #define MAX_STATES 27
 
-typedef struct states8 {
-    __m512i len[MAX_STATES], cost[MAX_STATES];
-    __mmask8 axis[MAX_STATES][3], take[MAX_STATES];
-} states8;
+typedef struct states_v {
+    pq_u64 len[MAX_STATES], cost[MAX_STATES];
+} states_v;
+
+typedef struct group_states {
+    states_v v[VECTORS];
+    pq_mask axis[MAX_STATES][3], take[MAX_STATES];
+} group_states;
 
 static const int stride3[3] = {1, 3, 9};
 
@@ -254,114 +259,150 @@ static inline int side_in(int s, int k)
     return s / stride3[k] % 3;
 }
 
-static inline void decide8(const prox_kd_geometry *g, int dim, const sides8 *sd, states8 *st)
+/* The states of vector v of the group (its boxes' bits from v * PQ_W on). */
+static inline void decide_v(const prox_kd_geometry *g, int dim, const sides_v *sd, int v,
+                            group_states *gs)
 {
-    __m512i depth = _mm512_set1_epi64(g->depth), one = _mm512_set1_epi64(1);
+    states_v *st = &gs->v[v];
+    pq_u64 depth = pq_set1((uint64_t)g->depth), one = pq_set1(1);
+    pq_u64 record = pq_set1(g->record_cost);
+#pragma GCC unroll 27 /* unrolled, each state's sides are constants: no divisions by 3 */
     for (int s = (dim == 3 ? 27 : 9) - 1; s >= 0; s--) {
-        __m512i len = sd->cut[0][side_in(s, 0)];
+        pq_u64 len = sd->cut[0][side_in(s, 0)];
         for (int k = 1; k < dim; k++)
-            len = _mm512_min_epu64(len, sd->cut[k][side_in(s, k)]);
-        __mmask8 whole = _mm512_cmpeq_epi64_mask(len, depth), leaf = whole;
-        __m512i whole_cost = _mm512_add_epi64(_mm512_sllv_epi64(one, _mm512_sub_epi64(depth, len)),
-                                              _mm512_set1_epi64((long long)g->record_cost));
-        __m512i halves = _mm512_setzero_si512();
+            len = pq_min_u64(len, sd->cut[k][side_in(s, k)]);
+        pq_cmp whole = pq_eq(len, depth), leaf = whole;
+        pq_u64 whole_cost = pq_add(pq_shlv(one, pq_sub(depth, len)), record);
+        pq_u64 halves = pq_set1(0);
         for (int k = 0; k < dim; k++) {
             /* cuts differ between axes below depth: one axis a lane */
-            __mmask8 a = _mm512_mask_cmpeq_epi64_mask((__mmask8)~whole,
-                                                      sd->cut[k][side_in(s, k)], len);
-            st->axis[s][k] = a;
+            pq_cmp a = pq_cmp_andnot(pq_eq(sd->cut[k][side_in(s, k)], len), whole);
+            if (v == 0)
+                gs->axis[s][k] = 0;
+            gs->axis[s][k] |= pq_bits(a) << (v * PQ_W);
             if (side_in(s, k)) /* already split along k: the piece stays whole */
-                leaf |= a;
+                leaf = pq_cmp_or(leaf, a);
             else
-                halves = _mm512_mask_add_epi64(halves, a, st->cost[s + stride3[k]],
-                                               st->cost[s + 2 * stride3[k]]);
+                halves = pq_select(a, pq_add(st->cost[s + stride3[k]], st->cost[s + 2 * stride3[k]]),
+                                   halves);
         }
-        st->take[s] = (__mmask8)~leaf & _mm512_cmplt_epu64_mask(halves, whole_cost);
-        st->cost[s] = _mm512_mask_blend_epi64(st->take[s], whole_cost, halves);
+        pq_cmp take = pq_cmp_andnot(pq_lt_u64(halves, whole_cost), leaf);
+        if (v == 0)
+            gs->take[s] = 0;
+        gs->take[s] |= pq_bits(take) << (v * PQ_W);
+        st->cost[s] = pq_select(take, halves, whole_cost);
         st->len[s] = len;
     }
 }
 
-/* The keys of state s's cells, lanes `emit`, appended at key/id; returns
- * how many. */
-static inline int emit8(const prox_kd_geometry *g, int dim, const sides8 *sd, const states8 *st,
-                        int s, __mmask8 emit, uint32_t first_id, uint64_t *key, uint32_t *id)
+/* The keys of state s's cells for the lanes `emit` of one vector (its
+ * first box first_id), appended at key/id; returns how many. */
+static inline int emit_v(const prox_kd_geometry *g, int dim, const sides_v *sd, pq_u64 len,
+                         int s, pq_mask emit, uint32_t first_id, uint64_t *key, uint32_t *id)
 {
-    __m512i code = _mm512_setzero_si512();
+    pq_u64 code = pq_set1(0);
     for (int k = 0; k < dim; k++)
-        code = _mm512_or_si512(code, sd->code[k][side_in(s, k) == 2]);
-    __m512i free_bits = _mm512_sub_epi64(_mm512_set1_epi64(g->depth), st->len[s]);
-    __m512i path = _mm512_sllv_epi64(_mm512_srlv_epi64(code, free_bits), free_bits);
-    __m512i keys = _mm512_or_si512(_mm512_slli_epi64(path, PROX_KD_LEN_BITS), st->len[s]);
-    __m256i ids = _mm256_add_epi32(_mm256_set1_epi32((int)first_id),
-                                   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    /* compressed in registers and stored whole: a compressing store to
-     * memory is microcoded and slow on Zen 4 */
-    _mm512_storeu_si512(key, _mm512_maskz_compress_epi64(emit, keys));
-    _mm256_storeu_si256((__m256i *)id, _mm256_maskz_compress_epi32(emit, ids));
-    return __builtin_popcount(emit);
+        code = pq_or(code, sd->code[k][side_in(s, k) == 2]);
+    pq_u64 free_bits = pq_sub(pq_set1((uint64_t)g->depth), len);
+    pq_u64 path = pq_shlv(pq_shrv(code, free_bits), free_bits);
+    pq_compress(key, pq_or(pq_shl(path, PROX_KD_LEN_BITS), len), emit);
+    pd_compress_iota(id, first_id, emit);
+    return prox_lanes_popcount(emit);
 }
 
-/* The records of boxes i .. i + 7, state by state; returns how many. */
-static inline int64_t records8(const prox_kd_geometry *g, int dim, const prox_aabb *box,
-                               int64_t i, bool split, uint64_t *key, uint32_t *id,
-                               uint32_t *qbox)
+/* State s of the group, reached by the boxes of used[s]: the states its
+ * splits reach marked in used[], the records of the boxes it ends in
+ * appended at key/id; returns how many. */
+static inline int emit_state(const prox_kd_geometry *g, int dim, const sides_v sd[VECTORS],
+                             const group_states *gs, int s, pq_mask used[MAX_STATES],
+                             uint32_t first_id, uint64_t *key, uint32_t *id)
 {
-    const __m512i lanes = _mm512_setr_epi64(0, 6, 12, 18, 24, 30, 36, 42); /* doubles */
-    __m512i lo[3], hi[3];
-    for (int k = 0; k < dim; k++) {
-        lo[k] = quantize8(g, k, _mm512_i64gather_pd(lanes, &box[i].lo[k], 8));
-        hi[k] = quantize8(g, k, _mm512_i64gather_pd(lanes, &box[i].hi[k], 8));
-    }
-    if (qbox) {
-        uint32_t q[6][8];
-        for (int k = 0; k < dim; k++) {
-            _mm256_storeu_si256((__m256i *)q[k], _mm512_cvtepi64_epi32(lo[k]));
-            _mm256_storeu_si256((__m256i *)q[dim + k], _mm512_cvtepi64_epi32(hi[k]));
+    pq_mask splits = used[s] & gs->take[s];
+    for (int k = 0; k < dim; k++)
+        if (!side_in(s, k)) {
+            used[s + stride3[k]] |= splits & gs->axis[s][k];
+            used[s + 2 * stride3[k]] |= splits & gs->axis[s][k];
         }
-        for (int b = 0; b < 8; b++)
-            for (int c = 0; c < 2 * dim; c++)
-                qbox[2 * dim * (i + b) + c] = q[c][b];
-    }
-    sides8 sd;
-    sides8_of(g, dim, lo, hi, &sd);
-    states8 st;
-    if (!split) { /* the boxes' own cells: state 0 */
-        st.len[0] = sd.cut[0][0];
-        for (int k = 1; k < dim; k++)
-            st.len[0] = _mm512_min_epu64(st.len[0], sd.cut[k][0]);
-        return emit8(g, dim, &sd, &st, 0, 0xff, (uint32_t)i, key, id);
-    }
-    decide8(g, dim, &sd, &st);
-    int64_t at = 0;
-    __mmask8 used[MAX_STATES] = {0xff};
-    for (int s = 0; s < (dim == 3 ? 27 : 9); s++) {
-        if (!used[s])
-            continue;
-        __mmask8 splits = used[s] & st.take[s];
-        for (int k = 0; k < dim; k++)
-            if (!side_in(s, k)) {
-                used[s + stride3[k]] |= splits & st.axis[s][k];
-                used[s + 2 * stride3[k]] |= splits & st.axis[s][k];
-            }
-        __mmask8 emit = used[s] & (__mmask8)~st.take[s];
-        if (emit)
-            at += emit8(g, dim, &sd, &st, s, emit, (uint32_t)i, key + at, id + at);
+    pq_mask emit = used[s] & ~gs->take[s];
+    int at = 0;
+    for (int v = 0; v < VECTORS; v++) {
+        pq_mask lanes = emit >> (v * PQ_W) & pq_live(PQ_W);
+        if (lanes)
+            at += emit_v(g, dim, &sd[v], gs->v[v].len[s], s, lanes, first_id + (uint32_t)(v * PQ_W),
+                         key + at, id + at);
     }
     return at;
 }
-#define RECORDS8 1
-#endif
+
+/* The quantized corners of boxes i .. i + PQ_W - 1. */
+static inline void quantize_boxes_v(const prox_kd_geometry *g, int dim, const prox_aabb *box,
+                                    int64_t i, pq_u64 lo[3], pq_u64 hi[3])
+{
+    const int64_t stride = (int64_t)(sizeof(prox_aabb) / sizeof(double));
+    for (int k = 0; k < dim; k++) {
+        lo[k] = quantize_v(g, k, pq_gather_f64(&box[i].lo[k], stride));
+        hi[k] = quantize_v(g, k, pq_gather_f64(&box[i].hi[k], stride));
+    }
+}
+
+/* The quantized boxes of the group into qbox (lo[dim], hi[dim] a box). */
+static inline void store_qboxes(int dim, pq_u64 lo[VECTORS][3], pq_u64 hi[VECTORS][3],
+                                int64_t i, uint32_t *qbox)
+{
+    uint32_t q[6][GROUP];
+    for (int v = 0; v < VECTORS; v++)
+        for (int k = 0; k < dim; k++) {
+            pq_store_u32(q[k] + v * PQ_W, lo[v][k]);
+            pq_store_u32(q[dim + k] + v * PQ_W, hi[v][k]);
+        }
+    for (int b = 0; b < GROUP; b++)
+        for (int c = 0; c < 2 * dim; c++)
+            qbox[2 * dim * (i + b) + c] = q[c][b];
+}
+
+/* The records of boxes i .. i + GROUP - 1, state by state, each state's
+ * boxes in order; returns how many. */
+static inline int64_t records_of_group(const prox_kd_geometry *g, int dim, const prox_aabb *box,
+                                       int64_t i, bool split, uint64_t *key, uint32_t *id,
+                                       uint32_t *qbox)
+{
+    pq_u64 lo[VECTORS][3], hi[VECTORS][3];
+    sides_v sd[VECTORS];
+    for (int v = 0; v < VECTORS; v++) {
+        quantize_boxes_v(g, dim, box, i + v * PQ_W, lo[v], hi[v]);
+        sides_of_v(g, dim, lo[v], hi[v], &sd[v]);
+    }
+    if (qbox)
+        store_qboxes(dim, lo, hi, i, qbox);
+    int64_t at = 0;
+    if (!split) { /* the boxes' own cells: state 0 */
+        for (int v = 0; v < VECTORS; v++) {
+            pq_u64 len = sd[v].cut[0][0];
+            for (int k = 1; k < dim; k++)
+                len = pq_min_u64(len, sd[v].cut[k][0]);
+            at += emit_v(g, dim, &sd[v], len, 0, pq_live(PQ_W), (uint32_t)(i + v * PQ_W), key + at,
+                         id + at);
+        }
+        return at;
+    }
+    group_states gs;
+    for (int v = 0; v < VECTORS; v++)
+        decide_v(g, dim, &sd[v], v, &gs);
+    pq_mask used[MAX_STATES] = {(1u << GROUP) - 1};
+    for (int s = 0; s < (dim == 3 ? 27 : 9); s++)
+        if (used[s])
+            at += emit_state(g, dim, sd, &gs, s, used, (uint32_t)i, key + at, id + at);
+    return at;
+}
 
 int64_t prox_kd_records_of(const prox_kd_geometry *g, const prox_aabb *box, int64_t begin,
                            int64_t end, bool split, uint64_t *key, uint32_t *id, uint32_t *qbox)
 {
     int64_t at = 0, i = begin;
-#ifdef RECORDS8
-    for (; i + 8 <= end; i += 8)
-        at += g->dim == 3 ? records8(g, 3, box, i, split, key + at, id + at, qbox)
-                          : records8(g, 2, box, i, split, key + at, id + at, qbox);
-#endif
+    if (PQ_RECORDS)
+        for (; i + GROUP <= end; i += GROUP)
+            at += g->dim == 3 ? records_of_group(g, 3, box, i, split, key + at, id + at, qbox)
+                              : records_of_group(g, 2, box, i, split, key + at, id + at, qbox);
     uint64_t piece[PROX_KD_MAX_PIECES];
     for (; i < end; i++) {
         int count = prox_kd_pieces_of(g, &box[i], split, piece,

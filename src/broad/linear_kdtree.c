@@ -51,7 +51,6 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
-#include "simd/simd.h"
 
 #include "core/alloc.h"
 #include "broad/broad.h"
@@ -59,6 +58,7 @@
 #include "broad/kd_split.h"
 #include "broad/linear_kdtree.h"
 #include "core/radix_sort.h"
+#include "simd/vec_u64.h"
 
 #define BLOCK 4096      /* boxes per thread, at least, of the parallel record build */
 #define SMALL_RANGE 8   /* a query takes a subtree this small whole */
@@ -459,11 +459,10 @@ static inline int64_t sweep_unique_in(const kdtree *t, const prox_aabb *box, int
     return candidates;
 }
 
-#if PROX_SIMD_AVX512
 /* kd-tree-2's sweep in two passes with no branch on the data in either:
- * the first lists each record's pairs, finding its subtree eight keys at a
+ * the first lists each record's pairs, finding its subtree PQ_W keys at a
  * time (one vector compare; the keys ascend, so the subtree is a prefix);
- * the second filters the listed pairs sixteen at a time and hands on the
+ * the second filters the listed pairs PV_W at a time and hands on the
  * candidates, in order. Same candidates in the same order as
  * sweep_unique_in. Indices are 32-bit lanes: records and quantized boxes
  * below 2^31 (sweep_unique checks). */
@@ -471,78 +470,68 @@ static inline int64_t sweep_unique_in(const kdtree *t, const prox_aabb *box, int
 #define SWEEP_PAIRS 2048    /* pairs listed, at most, per filter */
 
 typedef struct sweep_pairs {
-    int32_t i[SWEEP_PAIRS + 8], j[SWEEP_PAIRS + 8];
+    int32_t i[SWEEP_PAIRS + PV_W], j[SWEEP_PAIRS + PV_W];
 } sweep_pairs;
 
-static inline __m512i gather_q(const uint32_t *qbox, __mmask16 live, __m512i at, int field)
+/* The first of a box's 2 dim quantized words, lane by lane: id * 2 dim. */
+static inline pv_i32 qbox_at(pv_i32 id, int dim)
 {
-    return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live,
-                                       _mm512_add_epi32(at, _mm512_set1_epi32(field)), qbox, 4);
+    pv_i32 two = pv_add_i32(id, id), four = pv_add_i32(two, two);
+    return dim == 3 ? pv_add_i32(four, two) : four;
 }
 
-/* Which of eight lanes (h = 0: lanes 0-7, 1: lanes 8-15) have p in the cell
- * of their record j's key: point_in_cell, lane by lane. */
-static inline __mmask16 in_cell_x8(const kdtree *t, const __m512i p[3], __m512i j,
-                                   __mmask16 lanes, int h, int dim)
+/* Which of the PQ_W lanes from half * PQ_W on have p in the cell of their
+ * record j's key: point_in_cell, lane by lane, for the lanes of `lanes`. */
+static inline pv_mask in_cell_v(const kdtree *t, const pv_i32 p[3], pv_i32 j, pv_mask lanes,
+                                int half, int dim)
 {
-    __mmask8 live = (__mmask8)(lanes >> (8 * h));
+    pq_mask live = lanes >> (half * PQ_W) & pq_live(PQ_W);
     if (!live)
         return 0;
-    __m512i code = _mm512_setzero_si512();
-    for (int x = 0; x < dim; x++) {
-        __m512i px = _mm512_cvtepu32_epi64(h ? _mm512_extracti64x4_epi64(p[x], 1)
-                                             : _mm512_castsi512_si256(p[x]));
-        code = _mm512_or_si512(code, _mm512_slli_epi64(prox_morton_spread_x8(dim, px),
-                                                       (unsigned)x));
-    }
-    __m256i jh = h ? _mm512_extracti64x4_epi64(j, 1) : _mm512_castsi512_si256(j);
-    __m512i key = _mm512_mask_i32gather_epi64(_mm512_setzero_si512(), live, jh,
-                                              (const long long *)t->rec.key, 8);
-    __m512i free_bits = _mm512_sub_epi64(
-        _mm512_set1_epi64(t->g.depth), _mm512_and_si512(key, _mm512_set1_epi64(PROX_KD_LEN_MASK)));
-    __m512i differ = _mm512_srlv_epi64(
-        _mm512_xor_si512(code, _mm512_srli_epi64(key, PROX_KD_LEN_BITS)), free_bits);
-    __mmask8 in = _mm512_mask_cmpeq_epi64_mask(live, differ, _mm512_setzero_si512());
-    return (__mmask16)((unsigned)in << (8 * h));
+    pq_u64 code = pq_set1(0);
+    for (int x = 0; x < dim; x++)
+        code = pq_or(code, pq_shl(pq_morton_spread(dim, pq_widen(p[x], half)), x));
+    pq_u64 key = pq_gather_u64(t->rec.key, j, half, live);
+    pq_u64 free_bits = pq_sub(pq_set1((uint64_t)t->g.depth), pq_and(key, pq_set1(PROX_KD_LEN_MASK)));
+    pq_u64 differ = pq_shrv(pq_xor(code, pq_shr(key, PROX_KD_LEN_BITS)), free_bits);
+    return (pv_mask)(pq_bits(pq_eq(differ, pq_set1(0))) & live) << (half * PQ_W);
 }
 
 /* The second pass over the `count` listed pairs: sweep_unique_in's filter
- * evaluated whole, without its short circuits, sixteen pairs at a time
+ * evaluated whole, without its short circuits, PV_W pairs at a time
  * (their ids and quantized boxes gathered, the reference point's code
- * spread in two halves of eight); the candidates are compressed out in
- * order and handed to the exact tests. One pair at a time this pass took
- * about half of the sweep (docs/design.md). */
+ * spread in vectors of PQ_W); the candidates are compressed out in order
+ * and handed to the exact tests. One pair at a time this pass took about
+ * half of the sweep (docs/design.md). */
 static inline int64_t filter_pairs(const kdtree *t, const prox_aabb *box, const sweep_pairs *sp,
                                    int count, exact_batch *batch, prox_emitter *e, int dim)
 {
-    uint32_t ca[SWEEP_PAIRS + 16], cb[SWEEP_PAIRS + 16];
-    uint8_t sure[SWEEP_PAIRS + 16];
+    uint32_t ca[SWEEP_PAIRS + PV_W], cb[SWEEP_PAIRS + PV_W], sure[SWEEP_PAIRS + PV_W];
     int found = 0;
-    const __m512i fields = _mm512_set1_epi32(2 * dim), zero = _mm512_setzero_si512();
-    for (int k = 0; k < count; k += 16) {
-        __mmask16 live = count - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (count - k)) - 1);
-        __m512i i = _mm512_maskz_loadu_epi32(live, sp->i + k);
-        __m512i j = _mm512_maskz_loadu_epi32(live, sp->j + k);
-        __m512i a = _mm512_mask_i32gather_epi32(zero, live, i, t->rec.id, 4);
-        __m512i b = _mm512_mask_i32gather_epi32(zero, live, j, t->rec.id, 4);
-        __m512i qa = _mm512_mullo_epi32(a, fields), qb = _mm512_mullo_epi32(b, fields);
-        __mmask16 overlap = _mm512_mask_cmpneq_epu32_mask(live, a, b), surely = overlap;
-        __m512i p[3];
+    for (int k = 0; k < count; k += PV_W) {
+        pv_mask live = pv_live(count - k);
+        pv_i32 i = pv_load_n(sp->i + k, count - k), j = pv_load_n(sp->j + k, count - k);
+        pv_i32 a = pq_gather_u32(t->rec.id, i, live), b = pq_gather_u32(t->rec.id, j, live);
+        pv_i32 qa = qbox_at(a, dim), qb = qbox_at(b, dim);
+        pv_mask overlap = live & ~pv_eq_i32(a, b);
+        pv_i32 surely = pv_set1_i32(-1), p[3];
         for (int x = 0; x < dim; x++) {
-            __m512i alo = gather_q(t->qbox, live, qa, x), ahi = gather_q(t->qbox, live, qa, dim + x);
-            __m512i blo = gather_q(t->qbox, live, qb, x), bhi = gather_q(t->qbox, live, qb, dim + x);
-            overlap &= _mm512_cmple_epu32_mask(alo, bhi) & _mm512_cmple_epu32_mask(blo, ahi);
-            surely &= _mm512_cmplt_epu32_mask(alo, bhi) & _mm512_cmplt_epu32_mask(blo, ahi);
-            p[x] = _mm512_max_epu32(alo, blo);
+            pv_i32 lo = pv_set1_i32(x), hi = pv_set1_i32(dim + x);
+            pv_i32 alo = pq_gather_u32(t->qbox, pv_add_i32(qa, lo), live);
+            pv_i32 ahi = pq_gather_u32(t->qbox, pv_add_i32(qa, hi), live);
+            pv_i32 blo = pq_gather_u32(t->qbox, pv_add_i32(qb, lo), live);
+            pv_i32 bhi = pq_gather_u32(t->qbox, pv_add_i32(qb, hi), live);
+            overlap &= pv_le_u32(alo, bhi) & pv_le_u32(blo, ahi);
+            surely = pv_and(surely, pv_and(pv_gtv_u32(bhi, alo), pv_gtv_u32(ahi, blo)));
+            p[x] = pq_max_u32(alo, blo);
         }
-        __mmask16 in = in_cell_x8(t, p, j, overlap, 0, dim) | in_cell_x8(t, p, j, overlap, 1, dim);
-        /* compressed in registers and stored whole (kd_split.c's emit8) */
-        _mm512_storeu_si512(ca + found, _mm512_maskz_compress_epi32(in, a));
-        _mm512_storeu_si512(cb + found, _mm512_maskz_compress_epi32(in, b));
-        __m512i one = _mm512_maskz_mov_epi32(surely, _mm512_set1_epi32(1));
-        _mm_storeu_si128((__m128i *)(sure + found),
-                         _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(in, one)));
-        found += __builtin_popcount(in);
+        pv_mask in = 0;
+        for (int half = 0; half < PQ_HALVES; half++)
+            in |= in_cell_v(t, p, j, overlap, half, dim);
+        pv_compress(ca + found, a, in);
+        pv_compress(cb + found, b, in);
+        pv_compress(sure + found, surely, in);
+        found += prox_lanes_popcount(in);
     }
     for (int k = 0; k < found && !e->stop; k++)
         add_candidate(box, batch, ca[k], cb[k], sure[k] != 0, e);
@@ -557,28 +546,25 @@ static inline int64_t sweep_unique_blocks(const kdtree *t, const prox_aabb *box,
     exact_batch batch = {.count = 0};
     sweep_pairs sp;
     int listed = 0;
-    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int64_t first = begin; first < end && !e->stop; first += SWEEP_BLOCK) {
         int64_t stop = first + SWEEP_BLOCK < end ? first + SWEEP_BLOCK : end;
         for (int64_t i = first; i < stop; i++) {
             if (i + 8 < count)
                 __builtin_prefetch(t->qbox + 2 * dim * (int64_t)t->rec.id[i + 8]);
-            __m512i last = _mm512_set1_epi64((long long)prox_kd_subtree_last(key[i], t->g.depth));
-            __m256i here = _mm256_set1_epi32((int32_t)i);
-            for (int64_t j = i + 1;; j += 8) { /* the subtree, eight keys at a time */
-                int64_t ahead = count - j;
-                __mmask8 live = ahead >= 8 ? 0xff : ahead > 0 ? (__mmask8)((1u << ahead) - 1) : 0;
-                __mmask8 in = _mm512_mask_cmple_epu64_mask(
-                    live, _mm512_maskz_loadu_epi64(live, key + j), last);
-                _mm256_storeu_si256((__m256i *)(sp.i + listed), here);
-                _mm256_storeu_si256((__m256i *)(sp.j + listed),
-                                    _mm256_add_epi32(_mm256_set1_epi32((int32_t)j), lanes));
-                listed += __builtin_popcount(in);
-                if (listed > SWEEP_PAIRS - 8) {
+            pq_u64 last = pq_set1(prox_kd_subtree_last(key[i], t->g.depth));
+            pv_i32 here = pv_set1_i32((int32_t)i);
+            /* the subtree, PQ_W keys at a time */
+            for (int64_t j = i + 1; j < count; j += PQ_W) {
+                pq_mask live = pq_live(count - j);
+                pq_mask in = pq_bits(pq_le_u64(pq_load_n(key + j, count - j), last)) & live;
+                pv_store(sp.i + listed, here);
+                pv_store(sp.j + listed, pv_iota(j));
+                listed += prox_lanes_popcount(in);
+                if (listed > SWEEP_PAIRS - PQ_W) {
                     candidates += filter_pairs(t, box, &sp, listed, &batch, e, dim);
                     listed = 0;
                 }
-                if (in != 0xff)
+                if (in != pq_live(PQ_W))
                     break;
             }
         }
@@ -588,16 +574,13 @@ static inline int64_t sweep_unique_blocks(const kdtree *t, const prox_aabb *box,
     test_batch(box, &batch, e);
     return candidates;
 }
-#endif
 
 static int64_t sweep_unique(const kdtree *t, const prox_aabb *box, int64_t begin, int64_t end,
                             prox_emitter *e)
 {
-#if PROX_SIMD_AVX512
-    if (t->count < INT32_MAX && 2 * t->g.dim * t->n < INT32_MAX)
+    if (PQ_SWEEP && t->count < INT32_MAX && 2 * t->g.dim * t->n < INT32_MAX)
         return t->g.dim == 3 ? sweep_unique_blocks(t, box, begin, end, e, 3)
                              : sweep_unique_blocks(t, box, begin, end, e, 2);
-#endif
     return t->g.dim == 3 ? sweep_unique_in(t, box, begin, end, e, 3)
                          : sweep_unique_in(t, box, begin, end, e, 2);
 }

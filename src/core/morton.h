@@ -5,7 +5,6 @@
 #define PROX_MORTON_H
 
 #include <stdint.h>
-#include "simd/simd.h"
 
 #define PROX_MORTON3_BITS 21
 #define PROX_MORTON2_BITS 32
@@ -13,7 +12,8 @@
 /* A spread is five steps v = (v | v << shift) & mask, after keeping the
  * low bits of one axis; the last mask marks that axis's bits in a code
  * (the bit deposit's mask). Written once for the scalar spreads below and
- * the eight-lane ones (prox_morton_spread_x8) of the kd-tree. */
+ * the lane by lane ones of the kd-tree (pq_morton_spread, simd/vec_u64.h,
+ * which this file includes once the steps are defined). */
 #define PROX_MORTON_STEPS 5
 
 typedef struct prox_morton_step {
@@ -30,6 +30,8 @@ static const prox_morton_step prox_morton2_steps[PROX_MORTON_STEPS] = {
 
 #define PROX_MORTON3_AXIS ((1ULL << PROX_MORTON3_BITS) - 1)
 #define PROX_MORTON2_AXIS 0xffffffffULL
+
+#include "simd/vec_u64.h" /* prox_pdep64; its pq_morton_spread reads the steps above */
 
 /* Spread the low 21 bits of v so that two zero bits separate each. */
 static inline uint64_t prox_morton_spread3(uint64_t v)
@@ -60,44 +62,24 @@ static inline uint64_t prox_morton2(uint32_t x, uint32_t y)
 }
 
 /* The same codes for a single point in scalar code: one bit deposit an
- * axis where every CPU of the level runs it fast (PROX_SIMD_FAST_PDEP). The
- * spreads above stay for loops the compiler vectorises. The kd-tree's
+ * axis where every CPU of the level runs it fast (PQ_PDEP, simd/vec_u64.h).
+ * The spreads above stay for loops the compiler vectorises. The kd-tree's
  * sweep computes a code per candidate's reference point with it. */
 static inline uint64_t prox_morton3_point(uint32_t x, uint32_t y, uint32_t z)
 {
-#if PROX_SIMD_FAST_PDEP
+    if (!PQ_PDEP)
+        return prox_morton3(x, y, z);
     uint64_t axis = prox_morton3_steps[PROX_MORTON_STEPS - 1].mask;
-    return _pdep_u64(x & PROX_MORTON3_AXIS, axis) | _pdep_u64(y & PROX_MORTON3_AXIS, axis << 1) |
-           _pdep_u64(z & PROX_MORTON3_AXIS, axis << 2);
-#else
-    return prox_morton3(x, y, z);
-#endif
+    return prox_pdep64(x & PROX_MORTON3_AXIS, axis) | prox_pdep64(y & PROX_MORTON3_AXIS, axis << 1) |
+           prox_pdep64(z & PROX_MORTON3_AXIS, axis << 2);
 }
 
 static inline uint64_t prox_morton2_point(uint32_t x, uint32_t y)
 {
-#if PROX_SIMD_FAST_PDEP
+    if (!PQ_PDEP)
+        return prox_morton2(x, y);
     uint64_t axis = prox_morton2_steps[PROX_MORTON_STEPS - 1].mask;
-    return _pdep_u64(x, axis) | _pdep_u64(y, axis << 1);
-#else
-    return prox_morton2(x, y);
-#endif
+    return prox_pdep64(x, axis) | prox_pdep64(y, axis << 1);
 }
-
-#if PROX_SIMD_AVX512
-/* prox_morton_spread3 (dim 3) or prox_morton_spread2 (dim 2) of each of
- * eight 64-bit lanes: the same steps. The kd-tree's record making and its
- * sweep's reference-point test (kd_split.c, linear_kdtree.c). */
-static inline __m512i prox_morton_spread_x8(int dim, __m512i v)
-{
-    const prox_morton_step *step = dim == 3 ? prox_morton3_steps : prox_morton2_steps;
-    v = _mm512_and_si512(v, _mm512_set1_epi64((long long)(dim == 3 ? PROX_MORTON3_AXIS
-                                                                     : PROX_MORTON2_AXIS)));
-    for (int s = 0; s < PROX_MORTON_STEPS; s++)
-        v = _mm512_and_si512(_mm512_or_si512(v, _mm512_slli_epi64(v, (unsigned)step[s].shift)),
-                             _mm512_set1_epi64((long long)step[s].mask));
-    return v;
-}
-#endif
 
 #endif
