@@ -49,10 +49,7 @@
 #include "core/error.h"
 #include "core/radix_sort.h"
 
-#include "simd/simd.h"
-#if PROX_SIMD_AVX512
-#define ROWS_AVX512 1
-#endif
+#include "simd/vec_u64.h"
 
 /* Rows at most max(n, MIN_ROWS): the cells grow (never shrink) to keep it. */
 #define MIN_ROWS 1024
@@ -547,6 +544,7 @@ prox_status prox_box_rows_build(box_rows *r, const broad_input *in)
 #define BATCH 512
 #define LANES 8                          /* candidates one store appends */
 #define BATCH_ROOM (BATCH + 5 * LANES)   /* a box adds at most 5 such stores */
+static const uint64_t LANE_INDEX[LANES] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 /* Where a candidate's row lies from box p's: its own row, then the half
  * stencil's neighbours (+1, 0), (-1, +1), (0, +1), (+1, +1) in cells along
@@ -576,19 +574,6 @@ static inline void row_overlap(const box_rows *r, uint32_t p, uint32_t q, const 
     float ka = r->key[p], kb = r->key[q], s = r->sure;
     bool sweep_maybe = (ka <= b->hi) & (kb <= a->hi);
     bool sweep_sure = (ka + s <= b->hi) & (kb + s <= a->hi);
-#if PROX_SIMD_AVX2 || PROX_SIMD_AVX512
-    /* lanes: a {lo1, lo2, hi1, hi2}, b likewise shifted into a's frame;
-     * the gaps hi - lo across the pair, all >= 0 (>= Q_SURE) */
-    __m128i qa = _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)a->q));
-    __m128i qb = _mm_add_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)b->q)),
-                               _mm_set_epi32(shift[1], shift[0], shift[1], shift[0]));
-    __m128i gap = _mm_sub_epi32(_mm_unpackhi_epi64(qb, qa), _mm_unpacklo_epi64(qa, qb));
-    int negative = _mm_movemask_ps(_mm_castsi128_ps(gap));
-    int short_of_sure =
-        _mm_movemask_ps(_mm_castsi128_ps(_mm_sub_epi32(gap, _mm_set1_epi32(Q_SURE))));
-    *maybe = sweep_maybe & (negative == 0);
-    *sure = sweep_sure & (short_of_sure == 0);
-#else
     int32_t d0 = b->q[2] + shift[0] - a->q[0], d1 = b->q[3] + shift[1] - a->q[1];
     int32_t d2 = a->q[2] - (b->q[0] + shift[0]), d3 = a->q[3] - (b->q[1] + shift[1]);
     int32_t least = d0 < d1 ? d0 : d1;
@@ -596,7 +581,6 @@ static inline void row_overlap(const box_rows *r, uint32_t p, uint32_t q, const 
     least = least < d3 ? least : d3;
     *maybe = sweep_maybe & (least >= 0);
     *sure = sweep_sure & (least >= Q_SURE);
-#endif
 }
 
 static void test_batch(sweeper *w)
@@ -627,16 +611,15 @@ static void test_batch(sweeper *w)
 static inline int add_candidates(sweeper *w, int filled, uint32_t p, int64_t at, int64_t count,
                                  int from)
 {
-#ifdef ROWS_AVX512
-    if (count <= LANES) {
-        const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-        __m512i first = _mm512_set1_epi64((int64_t)((uint64_t)p << 32 | (uint64_t)at));
-        _mm512_storeu_si512(w->pq + filled, _mm512_add_epi64(first, lane));
-        uint64_t eight = (uint64_t)from * 0x0101010101010101u;
-        memcpy(w->from + filled, &eight, sizeof eight);
+    /* A short window in vector stores (LANES written, count kept); at one
+     * lane, the loop below stores only what it keeps. */
+    if (PQ_W > 1 && count <= LANES && filled + LANES <= BATCH_ROOM) {
+        pq_u64 first = pq_set1((uint64_t)p << 32 | (uint64_t)at);
+        for (int k = 0; k < LANES; k += PQ_W)
+            pq_store(w->pq + filled + k, pq_add(first, pq_load_n(LANE_INDEX + k, PQ_W)));
+        memset(w->from + filled, from, LANES);
         return filled + (int)count;
     }
-#endif
     for (int64_t k = 0; k < count; k++) {
         if (filled == BATCH_ROOM) {
             w->count = filled;
@@ -676,25 +659,23 @@ static int neighbour_rows(const box_rows *r, int64_t row, window out[NEIGHBOUR_R
 
 /* The keys x[at .. end) of a row are sorted. Moves `at` past the keys
  * below `lower` and returns how many keys from there are <= hi (lower <=
- * hi). With AVX-512 one masked load of 16 keys (it never reads past end)
- * answers both where the window is that short, as in W3 nearly always: a
+ * hi). One vector of PV_W keys (it never reads past end) answers both
+ * where the window is that short, as in W3 nearly always at 16 lanes: a
  * sorted run of compares is a prefix of the mask, and its popcount
  * replaces a loop whose exit the branch predictor cannot guess. */
 static inline int64_t window_of(const float *x, int64_t *at, int64_t end, float lower, float hi)
 {
-#ifdef ROWS_AVX512
-    int64_t left = end - *at;
-    __mmask16 valid = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
-    __m512 keys = _mm512_maskz_loadu_ps(valid, x + *at);
-    int below = __builtin_popcount(
-        _mm512_mask_cmp_ps_mask(valid, keys, _mm512_set1_ps(lower), _CMP_LT_OQ));
-    int upto = __builtin_popcount(
-        _mm512_mask_cmp_ps_mask(valid, keys, _mm512_set1_ps(hi), _CMP_LE_OQ));
-    if (upto < 16) {
-        *at += below;
-        return upto - below;
+    if (PV_W > 1) { /* one lane tells no more than the loop below */
+        int64_t left = end - *at;
+        pv_mask live = pv_live(left);
+        pv_f32 keys = pv_load_f32_n(x + *at, left);
+        int below = prox_lanes_popcount(pv_lt_f32(keys, pv_set1_f32(lower)) & live);
+        int upto = prox_lanes_popcount(pv_le_f32(keys, pv_set1_f32(hi)) & live);
+        if (upto < PV_W) {
+            *at += below;
+            return upto - below;
+        }
     }
-#endif
     int64_t q = *at;
     while (q < end && x[q] < lower)
         q++;

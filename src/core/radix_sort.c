@@ -8,6 +8,7 @@
 #include "simd/simd.h"
 #include "simd/kernel.h"
 #include "simd/vec.h"
+#include "simd/vec_u64.h"
 
 #define NARROW_BITS 8
 #define WIDE_BITS 10
@@ -158,7 +159,7 @@ static void digit_pass(const void *keys, const uint32_t *values, void *out_keys,
  * LSD passes (docs/design.md). */
 #define MSD_MIN_DIGITS 5
 #define MSD_SMALL_INSERTION 16
-#if PROX_SIMD_AVX512 /* records (key, value) sorted by rank */
+#if PQ_RANK_SORT /* records (key, value) sorted by rank */
 #define MSD_SMALL_RANK 64
 #else
 #define MSD_SMALL_RANK MSD_SMALL_INSERTION
@@ -203,35 +204,33 @@ static void copy_records(uint64_t *to_k, uint32_t *to_v, const uint64_t *k, cons
         memcpy(to_v, v, (size_t)n * sizeof *v);
 }
 
-#if PROX_SIMD_AVX512
+#if PQ_RANK_SORT
 /* Records [0, n <= 64) of (k, v) into (to_k, to_v) sorted stably, without
  * a branch on the data: each record goes to its rank, the records before
  * it with keys <= its own plus those after it with smaller keys, counted
- * eight keys to a compare. Insertion sort's exits are mispredicted; the
+ * PQ_W keys to a compare. Insertion sort's exits are mispredicted; the
  * kd-tree's 6.0M records of W3 1M end in buckets of 6 on average, and its
  * build is a few percent faster this way. */
 static void rank_sort(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint32_t *to_v,
                       int64_t n)
 {
-    int blocks = (int)((n + 7) / 8);
-    __m512i key[8];
-    __mmask8 live[8];
+    enum { MAX_BLOCKS = MSD_SMALL_RANK / PQ_W };
+    int blocks = (int)((n + PQ_W - 1) / PQ_W);
+    pq_u64 key[MAX_BLOCKS];
+    pq_mask live[MAX_BLOCKS];
     for (int b = 0; b < blocks; b++) {
-        int64_t left = n - 8 * b;
-        live[b] = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
-        key[b] = _mm512_maskz_loadu_epi64(live[b], k + 8 * b);
+        live[b] = pq_live(n - PQ_W * b);
+        key[b] = pq_load_n(k + PQ_W * b, n - PQ_W * b);
     }
     for (int i = 0; i < n; i++) {
-        __m512i x = _mm512_set1_epi64((long long)k[i]);
+        pq_u64 x = pq_set1(k[i]);
         int rank = 0;
         for (int b = 0; b < blocks; b++) {
-            int before_lanes = i - 8 * b; /* lanes of block b before record i */
-            unsigned before = before_lanes >= 8   ? 0xff
-                              : before_lanes <= 0 ? 0
-                                                  : (1u << before_lanes) - 1;
-            unsigned less = _mm512_mask_cmplt_epu64_mask(live[b], key[b], x);
-            unsigned less_eq = _mm512_mask_cmple_epu64_mask(live[b], key[b], x);
-            rank += __builtin_popcount((less_eq & before) | (less & ~before));
+            int before_lanes = i - PQ_W * b; /* lanes of block b before record i */
+            pq_mask before = before_lanes <= 0 ? 0 : pq_live(before_lanes);
+            pq_mask less = pq_bits(pq_lt_u64(key[b], x)) & live[b];
+            pq_mask less_eq = pq_bits(pq_le_u64(key[b], x)) & live[b];
+            rank += prox_lanes_popcount((less_eq & before) | (less & ~before));
         }
         to_k[rank] = k[i];
         to_v[rank] = v[i];
@@ -245,7 +244,7 @@ static void rank_sort(const uint64_t *k, const uint32_t *v, uint64_t *to_k, uint
 static void sort_small(uint64_t *k, uint32_t *v, uint64_t *tk, uint32_t *tv, int64_t n,
                        bool varying, bool here)
 {
-#if PROX_SIMD_AVX512
+#if PQ_RANK_SORT
     if (varying && v && n <= MSD_SMALL_RANK) {
         rank_sort(k, v, tk, tv, n);
         if (here)

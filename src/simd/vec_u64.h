@@ -550,9 +550,15 @@ _Static_assert(PV_W == PQ_W || PV_W == 2 * PQ_W, "a vector of 32-bit lanes widen
  *   its filter gathers both quantized boxes of every listed pair, where the
  *   sweep a pair at a time keeps a record's box in registers and stops at
  *   a pair's first failing compare; AVX2's gathers, and the loads a lane
- *   below them, lose to that. */
+ *   below them, lose to that.
+ * PQ_RANK_SORT: the radix sort's small buckets of records by rank
+ *   (radix_sort.c), at AVX-512 only: at four lanes and fewer (AVX2's and
+ *   SSE2's unsigned 64-bit compares each several instructions) counting
+ *   every key against every key costs more than insertion's mispredicted
+ *   exits on the kd-tree's records. */
 #define PQ_RECORDS (PROX_SIMD_AVX512 || PROX_SIMD_AVX2)
 #define PQ_SWEEP PROX_SIMD_AVX512
+#define PQ_RANK_SORT PROX_SIMD_AVX512
 
 /* Every lane. */
 static inline pq_cmp pq_cmp_all(void) { return pq_eq(pq_set1(0), pq_set1(0)); }
