@@ -339,7 +339,7 @@ static float float_beyond(double v, int dir)
  * --coords fixed, then double, compares the two: query_s). */
 prox_coords prox_grid_coords_for_held_points(void)
 {
-    return PROX_SIMD_SCALAR ? PROX_COORDS_DOUBLE : PROX_COORDS_FIXED;
+    return PV_W == 1 ? PROX_COORDS_DOUBLE : PROX_COORDS_FIXED;
 }
 
 /* Fixed point when asked for, with linear keys, and when every axis has at
