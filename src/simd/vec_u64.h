@@ -12,8 +12,10 @@
  *
  * A comparison gives a pq_cmp, the level's own form of a lane mask (a mask
  * register, lanes of all ones, or a bool), which pq_select and the
- * pq_cmp_* operations take as it is; pq_bits turns it into a pq_mask, lane
- * k in bit k, for popcounts, compresses and the caller's loops. Loads of
+ * pq_cmp_* operations take as it is (AVX2's, SSE2's and NEON's selects
+ * take lanes: bits would be spread back into lanes at every select);
+ * pq_bits turns it into a pq_mask, lane k in bit k, for popcounts,
+ * compresses and the caller's loops. Loads of
  * n < PQ_W lanes never read past the n-th element (n >= 1); dead lanes
  * read as 0, so the caller masks them off (pq_live). pq_compress stores
  * PQ_W lanes whatever the mask, as vec.h's pv_compress: the caller
