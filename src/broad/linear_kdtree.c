@@ -513,8 +513,8 @@ static inline int64_t filter_pairs(const kdtree *t, const prox_aabb *box, const 
         pv_i32 i = pv_load_n(sp->i + k, count - k), j = pv_load_n(sp->j + k, count - k);
         pv_i32 a = pq_gather_u32(t->rec.id, i, live), b = pq_gather_u32(t->rec.id, j, live);
         pv_i32 qa = qbox_at(a, dim), qb = qbox_at(b, dim);
-        pv_mask overlap = live & ~pv_eq_i32(a, b);
-        pv_i32 surely = pv_set1_i32(-1), p[3];
+        pv_mask overlap = live & ~pv_eq_i32(a, b), surely = overlap;
+        pv_i32 p[3];
         for (int x = 0; x < dim; x++) {
             pv_i32 lo = pv_set1_i32(x), hi = pv_set1_i32(dim + x);
             pv_i32 alo = pq_gather_u32(t->qbox, pv_add_i32(qa, lo), live);
@@ -522,7 +522,7 @@ static inline int64_t filter_pairs(const kdtree *t, const prox_aabb *box, const 
             pv_i32 blo = pq_gather_u32(t->qbox, pv_add_i32(qb, lo), live);
             pv_i32 bhi = pq_gather_u32(t->qbox, pv_add_i32(qb, hi), live);
             overlap &= pv_le_u32(alo, bhi) & pv_le_u32(blo, ahi);
-            surely = pv_and(surely, pv_and(pv_gtv_u32(bhi, alo), pv_gtv_u32(ahi, blo)));
+            surely &= ~pv_le_u32(bhi, alo) & ~pv_le_u32(ahi, blo); /* alo < bhi, blo < ahi */
             p[x] = pq_max_u32(alo, blo);
         }
         pv_mask in = 0;
@@ -530,7 +530,7 @@ static inline int64_t filter_pairs(const kdtree *t, const prox_aabb *box, const 
             in |= in_cell_v(t, p, j, overlap, half, dim);
         pv_compress(ca + found, a, in);
         pv_compress(cb + found, b, in);
-        pv_compress(sure + found, surely, in);
+        pv_compress(sure + found, pq_lanes_u32(surely), in);
         found += prox_lanes_popcount(in);
     }
     for (int k = 0; k < found && !e->stop; k++)
@@ -557,8 +557,8 @@ static inline int64_t sweep_unique_blocks(const kdtree *t, const prox_aabb *box,
             for (int64_t j = i + 1; j < count; j += PQ_W) {
                 pq_mask live = pq_live(count - j);
                 pq_mask in = pq_bits(pq_le_u64(pq_load_n(key + j, count - j), last)) & live;
-                pv_store(sp.i + listed, here);
-                pv_store(sp.j + listed, pv_iota(j));
+                pq_store_first_u32(sp.i + listed, here);
+                pq_store_first_u32(sp.j + listed, pv_iota(j));
                 listed += prox_lanes_popcount(in);
                 if (listed > SWEEP_PAIRS - PQ_W) {
                     candidates += filter_pairs(t, box, &sp, listed, &batch, e, dim);

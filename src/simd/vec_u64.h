@@ -12,8 +12,10 @@
  *
  * A comparison gives a pq_cmp, the level's own form of a lane mask (a mask
  * register, lanes of all ones, or a bool), which pq_select and the
- * pq_cmp_* operations take as it is; pq_bits turns it into a pq_mask, lane
- * k in bit k, for popcounts, compresses and the caller's loops. Loads of
+ * pq_cmp_* operations take as it is (AVX2's, SSE2's and NEON's selects
+ * take lanes: bits would be spread back into lanes at every select);
+ * pq_bits turns it into a pq_mask, lane k in bit k, for popcounts,
+ * compresses and the caller's loops. Loads of
  * n < PQ_W lanes never read past the n-th element (n >= 1); dead lanes
  * read as 0, so the caller masks them off (pq_live). pq_compress stores
  * PQ_W lanes whatever the mask, as vec.h's pv_compress: the caller
@@ -150,6 +152,13 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
     return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), (__mmask16)live, index, base, 4);
 }
 static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return _mm512_max_epu32(a, b); }
+/* The 32-bit lanes of m as all ones, the others 0. */
+static inline pv_i32 pq_lanes_u32(pv_mask m) { return _mm512_movm_epi32((__mmask16)m); }
+/* The first PQ_W 32-bit lanes of v to p[0 .. PQ_W). */
+static inline void pq_store_first_u32(int32_t *p, pv_i32 v)
+{
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm512_castsi512_si256(v));
+}
 
 #elif PROX_SIMD_AVX2 /* -------------------------------------------------- */
 
@@ -254,6 +263,15 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
                                        lanes, 4);
 }
 static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return _mm256_max_epu32(a, b); }
+static inline pv_i32 pq_lanes_u32(pv_mask m)
+{
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)m), bit), bit);
+}
+static inline void pq_store_first_u32(int32_t *p, pv_i32 v)
+{
+    _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(v));
+}
 
 #elif PROX_SIMD_SSE2 /* -------------------------------------------------- */
 
@@ -375,6 +393,12 @@ static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) /* no unsigned max: a compar
     __m128i a_above = pv_gtv_u32(a, b);
     return _mm_or_si128(_mm_and_si128(a_above, a), _mm_andnot_si128(a_above, b));
 }
+static inline pv_i32 pq_lanes_u32(pv_mask m)
+{
+    const __m128i bit = _mm_setr_epi32(1, 2, 4, 8);
+    return _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((int)m), bit), bit);
+}
+static inline void pq_store_first_u32(int32_t *p, pv_i32 v) { _mm_storel_epi64((__m128i *)(void *)p, v); }
 
 #elif PROX_SIMD_NEON /* -------------------------------------------------- */
 
@@ -460,6 +484,12 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
     return vreinterpretq_s32_u32(vld1q_u32(w));
 }
 static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return pv_max_u32(a, b); }
+static inline pv_i32 pq_lanes_u32(pv_mask m)
+{
+    const uint32_t weight[4] = {1, 2, 4, 8};
+    return vreinterpretq_s32_u32(vtstq_u32(vdupq_n_u32(m), vld1q_u32(weight)));
+}
+static inline void pq_store_first_u32(int32_t *p, pv_i32 v) { vst1_s32(p, vget_low_s32(v)); }
 
 #else /* scalar: one lane ------------------------------------------------ */
 
@@ -527,6 +557,8 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
     return live ? (int32_t)base[(uint32_t)index] : 0;
 }
 static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a > (uint32_t)b ? a : b; }
+static inline pv_i32 pq_lanes_u32(pv_mask m) { return m & 1 ? -1 : 0; }
+static inline void pq_store_first_u32(int32_t *p, pv_i32 v) { p[0] = v; }
 
 #endif /* ------------------------------------------------------------------ */
 
