@@ -3,7 +3,8 @@
  * (tests/CMakeLists.txt), since the layer is a header of the engine: each
  * copy checks its own level's implementation, including the operations a
  * level emulates (AVX2's and SSE2's unsigned compares and leading zeros,
- * SSE2's shifts by lane, the gathers below AVX2). */
+ * SSE2's shifts by lane, the gathers below AVX2), and the operations of
+ * vec.h's 32-bit lanes that the box rows and the row networks use. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -266,6 +267,76 @@ static void morton_spreads_and_deposits(void **state)
     }
 }
 
+/* vec.h's float lanes as the box rows' window reads them: loads of the
+ * first n keys (0 to PV_W, dead lanes 0, nothing past read) and the
+ * ordered compares to bit masks, against C's < and <= (ties, signed
+ * zeros, a NaN). */
+static void float_windows(void **state)
+{
+    (void)state;
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, NAN, 3.0e38f, -3.0e38f};
+    for (int r = 0; r < 20000; r++) {
+        float key[PV_W], bound = special[next(&x) % 8];
+        for (int k = 0; k < PV_W; k++)
+            key[k] = r % 3 ? (float)(int)(next(&x) % 9) * 0.25f - 1.0f : special[next(&x) % 8];
+        if (r % 3)
+            bound = (float)(int)(next(&x) % 9) * 0.25f - 1.0f;
+        int n = (int)(next(&x) % (PV_W + 1));
+        pv_f32 v = pv_load_f32_n(key, n);
+        pv_mask lt = pv_lt_f32(v, pv_set1_f32(bound)), le = pv_le_f32(v, pv_set1_f32(bound));
+        for (int k = 0; k < PV_W; k++) {
+            float lane = k < n ? key[k] : 0.0f;
+            assert_true(((lt >> k) & 1) == (lane < bound));
+            assert_true(((le >> k) & 1) == (lane <= bound));
+        }
+    }
+}
+
+#if PV_ROW_NETWORK
+/* The row networks' step (pv_exchange: lane i meets lane i ^ j, keeps the
+ * max where take_max has bit i) for each distance, and the padded load and
+ * the store of the first n lanes that writes nothing past them. */
+static void check_exchange(const uint32_t *in, int j, pv_mask take_max, pv_i32 got)
+{
+    uint32_t out[PV_W];
+    pv_store(out, got);
+    for (int i = 0; i < PV_W; i++) {
+        uint32_t a = in[i], b = in[i ^ j];
+        uint32_t want = (take_max >> i) & 1 ? (a > b ? a : b) : (a < b ? a : b);
+        assert_true(out[i] == want);
+    }
+}
+
+static void network_steps(void **state)
+{
+    (void)state;
+    uint64_t x = 0x853c49e6748fea9bull;
+    for (int r = 0; r < 20000; r++) {
+        uint32_t in[PV_W];
+        for (int k = 0; k < PV_W; k++)
+            in[k] = r % 2 ? (uint32_t)next(&x) : (uint32_t)(next(&x) % 4); /* ties too */
+        pv_mask take_max = (pv_mask)next(&x) & pv_live(PV_W);
+        pv_i32 v = pv_load_n(in, PV_W);
+        check_exchange(in, 1, take_max, pv_exchange(v, 1, take_max));
+        check_exchange(in, 2, take_max, pv_exchange(v, 2, take_max));
+        check_exchange(in, 4, take_max, pv_exchange(v, 4, take_max));
+        check_exchange(in, 8, take_max, pv_exchange(v, 8, take_max));
+        int n = (int)(next(&x) % (PV_W + 1));
+        uint32_t padded[PV_W], stored[PV_W + 1];
+        pv_store(padded, pv_load_pad_n(in, n, UINT32_MAX));
+        for (int k = 0; k <= PV_W; k++)
+            stored[k] = 0x5a5a5a5au;
+        pv_store_n(stored, v, n);
+        for (int k = 0; k < PV_W; k++) {
+            assert_true(padded[k] == (k < n ? in[k] : UINT32_MAX));
+            assert_true(stored[k] == (k < n ? in[k] : 0x5a5a5a5au));
+        }
+        assert_true(stored[PV_W] == 0x5a5a5a5au);
+    }
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +348,10 @@ int main(void)
         cmocka_unit_test(loads_of_a_few_lanes),
         cmocka_unit_test(thirty_two_bit_lanes),
         cmocka_unit_test(morton_spreads_and_deposits),
+        cmocka_unit_test(float_windows),
+#if PV_ROW_NETWORK
+        cmocka_unit_test(network_steps),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
