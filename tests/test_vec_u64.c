@@ -195,8 +195,8 @@ static void loads_of_a_few_lanes(void **state)
 }
 
 /* The 32-bit helpers: widening halves, gathers of 64- and 32-bit words by
- * 32-bit indices, the unsigned max, masks as lanes, and the store of the
- * first PQ_W lanes (nothing past them). */
+ * 32-bit indices, the unsigned max, masks as lanes, and the stores of
+ * PQ_W lanes (nothing past them). */
 static void thirty_two_bit_lanes(void **state)
 {
     (void)state;
@@ -222,11 +222,14 @@ static void thirty_two_bit_lanes(void **state)
         pv_store(max, pq_max_u32(pv_load_n(a, PV_W), pv_load_n(b, PV_W)));
         pv_store(ones, pq_lanes_u32(live));
         pq_store_first_u32(first, pv_load_n(a, PV_W));
+        int32_t iota[PV_W] = {0};
+        pq_store_iota_u32(iota, (int64_t)index[0] - 3);
         for (int k = 0; k < PV_W; k++) {
             assert_int_equal(got[k], live >> k & 1 ? table32[index[k]] : 0);
             assert_int_equal(max[k], a[k] > b[k] ? a[k] : b[k]);
             assert_int_equal(ones[k], live >> k & 1 ? UINT32_MAX : 0);
             assert_int_equal((uint32_t)first[k], k < PQ_W ? a[k] : 0);
+            assert_int_equal(iota[k], k < PQ_W ? (int32_t)index[0] - 3 + k : 0);
         }
         for (int half = 0; half < PQ_HALVES; half++) {
             pq_mask half_live = live >> (half * PQ_W) & pq_live(PQ_W);

@@ -558,7 +558,7 @@ static inline int64_t sweep_unique_blocks(const kdtree *t, const prox_aabb *box,
                 pq_mask live = pq_live(count - j);
                 pq_mask in = pq_bits(pq_le_u64(pq_load_n(key + j, count - j), last)) & live;
                 pq_store_first_u32(sp.i + listed, here);
-                pq_store_first_u32(sp.j + listed, pv_iota(j));
+                pq_store_iota_u32(sp.j + listed, j);
                 listed += prox_lanes_popcount(in);
                 if (listed > SWEEP_PAIRS - PQ_W) {
                     candidates += filter_pairs(t, box, &sp, listed, &batch, e, dim);

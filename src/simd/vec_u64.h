@@ -159,6 +159,12 @@ static inline void pq_store_first_u32(int32_t *p, pv_i32 v)
 {
     _mm256_storeu_si256((__m256i *)(void *)p, _mm512_castsi512_si256(v));
 }
+/* first, first + 1, .. first + PQ_W - 1 to p[0 .. PQ_W), as 32 bits. */
+static inline void pq_store_iota_u32(int32_t *p, int64_t first)
+{
+    __m256i at = _mm256_add_epi32(_mm256_set1_epi32((int32_t)first), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_storeu_si256((__m256i *)(void *)p, at);
+}
 
 #elif PROX_SIMD_AVX2 /* -------------------------------------------------- */
 
@@ -271,6 +277,11 @@ static inline pv_i32 pq_lanes_u32(pv_mask m)
 static inline void pq_store_first_u32(int32_t *p, pv_i32 v)
 {
     _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(v));
+}
+static inline void pq_store_iota_u32(int32_t *p, int64_t first)
+{
+    __m128i at = _mm_add_epi32(_mm_set1_epi32((int32_t)first), _mm_setr_epi32(0, 1, 2, 3));
+    _mm_storeu_si128((__m128i *)(void *)p, at);
 }
 
 #elif PROX_SIMD_SSE2 /* -------------------------------------------------- */
@@ -399,6 +410,11 @@ static inline pv_i32 pq_lanes_u32(pv_mask m)
     return _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32((int)m), bit), bit);
 }
 static inline void pq_store_first_u32(int32_t *p, pv_i32 v) { _mm_storel_epi64((__m128i *)(void *)p, v); }
+static inline void pq_store_iota_u32(int32_t *p, int64_t first)
+{
+    p[0] = (int32_t)first;
+    p[1] = (int32_t)(first + 1);
+}
 
 #elif PROX_SIMD_NEON /* -------------------------------------------------- */
 
@@ -490,6 +506,11 @@ static inline pv_i32 pq_lanes_u32(pv_mask m)
     return vreinterpretq_s32_u32(vtstq_u32(vdupq_n_u32(m), vld1q_u32(weight)));
 }
 static inline void pq_store_first_u32(int32_t *p, pv_i32 v) { vst1_s32(p, vget_low_s32(v)); }
+static inline void pq_store_iota_u32(int32_t *p, int64_t first)
+{
+    p[0] = (int32_t)first;
+    p[1] = (int32_t)(first + 1);
+}
 
 #else /* scalar: one lane ------------------------------------------------ */
 
@@ -559,6 +580,7 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
 static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a > (uint32_t)b ? a : b; }
 static inline pv_i32 pq_lanes_u32(pv_mask m) { return m & 1 ? -1 : 0; }
 static inline void pq_store_first_u32(int32_t *p, pv_i32 v) { p[0] = v; }
+static inline void pq_store_iota_u32(int32_t *p, int64_t first) { p[0] = (int32_t)first; }
 
 #endif /* ------------------------------------------------------------------ */
 
