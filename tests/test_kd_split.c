@@ -1,6 +1,6 @@
-/* test_kd_split.c: the linear kd-tree's records (src/kd_split.c). Where
- * the machine has AVX-512, prox_kd_records_of splits eight boxes at a time
- * bottom-up; each box must get exactly the records of the paper's top-down
+/* test_kd_split.c: the linear kd-tree's records (src/broad/kd_split.c).
+ * At the levels that take the group (PQ_RECORDS in src/simd/vec_u64.h),
+ * prox_kd_records_of splits eight boxes at a time bottom-up; each box must get exactly the records of the paper's top-down
  * recursion (prox_kd_pieces_of), and the same quantized box. Boxes of every
  * scale, on cutting planes, degenerate, spanning and leaving the root; 2D
  * and 3D; splitting on and off, records costing nothing (Figure 7) or
