@@ -25,6 +25,7 @@ cd build-aarch64
 # qemu runs the suite some 20-100 times slower than the CPU: by default
 # test_levels (every grid configuration and sink on every adversarial
 # input class, checking the kernels and row sorts), at neon (the default
-# level) and scalar, and the byte filter of sweep and prune at both.
+# level) and scalar, the SIMD layer's own tests at both (sweep and prune's
+# byte filter, the 64-bit lanes) and the kd-tree's records at both.
 OMP_WAIT_POLICY=passive ctest --output-on-failure -j "$(nproc)" \
-    -R "${1:-^test_levels(_scalar)?$|^test_byte_filter_}"
+    -R "${1:-^test_levels(_scalar)?$|^test_byte_filter_|^test_vec_u64_|^test_kd_split(_scalar)?$}"
