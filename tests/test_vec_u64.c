@@ -195,7 +195,7 @@ static void loads_of_a_few_lanes(void **state)
 }
 
 /* The 32-bit helpers: widening halves, gathers of 64- and 32-bit words by
- * 32-bit indices, the unsigned max, masks as lanes, and the stores of
+ * 32-bit indices, vec.h's unsigned max and min, masks as lanes, and the stores of
  * PQ_W lanes (nothing past them). */
 static void thirty_two_bit_lanes(void **state)
 {
@@ -216,10 +216,11 @@ static void thirty_two_bit_lanes(void **state)
         }
         pv_mask live = (pv_mask)next(&x) & pv_live(PV_W);
         pv_i32 at = pv_load_n(index, PV_W);
-        uint32_t got[PV_W], max[PV_W], ones[PV_W];
+        uint32_t got[PV_W], max[PV_W], min[PV_W], ones[PV_W];
         int32_t first[PV_W] = {0};
         pv_store(got, pq_gather_u32(table32, at, live));
-        pv_store(max, pq_max_u32(pv_load_n(a, PV_W), pv_load_n(b, PV_W)));
+        pv_store(max, pv_max_u32(pv_load_n(a, PV_W), pv_load_n(b, PV_W)));
+        pv_store(min, pv_min_u32(pv_load_n(a, PV_W), pv_load_n(b, PV_W)));
         pv_store(ones, pq_lanes_u32(live));
         pq_store_first_u32(first, pv_load_n(a, PV_W));
         int32_t iota[PV_W] = {0};
@@ -227,6 +228,7 @@ static void thirty_two_bit_lanes(void **state)
         for (int k = 0; k < PV_W; k++) {
             assert_int_equal(got[k], live >> k & 1 ? table32[index[k]] : 0);
             assert_int_equal(max[k], a[k] > b[k] ? a[k] : b[k]);
+            assert_int_equal(min[k], a[k] < b[k] ? a[k] : b[k]);
             assert_int_equal(ones[k], live >> k & 1 ? UINT32_MAX : 0);
             assert_int_equal((uint32_t)first[k], k < PQ_W ? a[k] : 0);
             assert_int_equal(iota[k], k < PQ_W ? (int32_t)index[0] - 3 + k : 0);

@@ -523,7 +523,7 @@ static inline int64_t filter_pairs(const kdtree *t, const prox_aabb *box, const 
             pv_i32 bhi = pq_gather_u32(t->qbox, pv_add_i32(qb, hi), live);
             overlap &= pv_le_u32(alo, bhi) & pv_le_u32(blo, ahi);
             surely &= ~pv_le_u32(bhi, alo) & ~pv_le_u32(ahi, blo); /* alo < bhi, blo < ahi */
-            p[x] = pq_max_u32(alo, blo);
+            p[x] = pv_max_u32(alo, blo);
         }
         pv_mask in = 0;
         for (int half = 0; half < PQ_HALVES; half++)

@@ -419,18 +419,23 @@ PROX_SORT_INLINE void exchange_registers(pv_i32 *lo, pv_i32 *hi)
     *lo = mn;
 }
 
-/* The 32-lane network over two registers (lo: lanes 0-15). */
+/* Step s of the 32-lane network over two registers (lo: lanes 0-15). */
+PROX_SORT_INLINE void network32_step(pv_i32 *lo, pv_i32 *hi, int s)
+{
+    if (net32_xor[s] == 16) {
+        exchange_registers(lo, hi);
+    } else {
+        *lo = pv_exchange(*lo, net32_xor[s], net32_mask_lo[s]);
+        *hi = pv_exchange(*hi, net32_xor[s], net32_mask_hi[s]);
+    }
+}
+
+/* The 32-lane network over two registers. */
 PROX_SORT_INLINE void network32(pv_i32 *lo, pv_i32 *hi)
 {
 #pragma GCC unroll 15
-    for (int s = 0; s < 15; s++) {
-        if (net32_xor[s] == 16) {
-            exchange_registers(lo, hi);
-        } else {
-            *lo = pv_exchange(*lo, net32_xor[s], net32_mask_lo[s]);
-            *hi = pv_exchange(*hi, net32_xor[s], net32_mask_hi[s]);
-        }
-    }
+    for (int s = 0; s < 15; s++)
+        network32_step(lo, hi, s);
 }
 
 /* a[0 .. n) padded with UINT32_MAX, which no index reaches, so that the
@@ -551,14 +556,8 @@ static void sort_group32(row_group *g)
 #pragma GCC unroll 15
     for (int s = 0; s < 15; s++)
 #pragma GCC unroll 4
-        for (int r = 0; r < GROUP32; r++) {
-            if (net32_xor[s] == 16) {
-                exchange_registers(&lo[r], &hi[r]);
-            } else {
-                lo[r] = pv_exchange(lo[r], net32_xor[s], net32_mask_lo[s]);
-                hi[r] = pv_exchange(hi[r], net32_xor[s], net32_mask_hi[s]);
-            }
-        }
+        for (int r = 0; r < GROUP32; r++)
+            network32_step(&lo[r], &hi[r], s);
     for (int r = 0; r < g->count; r++) {
         pv_store(g->row[r], lo[r]);
         pv_store_n(g->row[r] + 16, hi[r], g->n[r] - 16);

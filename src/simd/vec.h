@@ -40,7 +40,6 @@ typedef uint32_t pv_mask;
 #if PROX_SIMD_AVX512 /* -------------------------------------------------- */
 
 #define PV_W 16
-#define PV_MINMAX_U32 1
 typedef __m512i pv_i32;
 typedef __m512 pv_f32;
 
@@ -145,7 +144,6 @@ static PROX_ALWAYS_INLINE pv_i32 pv_exchange(pv_i32 v, int j, pv_mask take_max)
 #elif PROX_SIMD_AVX2 /* -------------------------------------------------- */
 
 #define PV_W 8
-#define PV_MINMAX_U32 1 /* pv_min_u32, pv_max_u32: one instruction each */
 typedef __m256i pv_i32;
 typedef __m256 pv_f32;
 
@@ -267,7 +265,6 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 #elif PROX_SIMD_SSE2 /* ---------------------------------------------------- */
 
 #define PV_W 4
-#define PV_MINMAX_U32 0 /* SSE2 has no unsigned min or max */
 typedef __m128i pv_i32;
 typedef __m128 pv_f32;
 
@@ -306,6 +303,17 @@ static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b)
 static inline void pv_store(void *p, pv_i32 v) { _mm_storeu_si128((__m128i *)p, v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return _mm_sra_epi32(a, _mm_cvtsi32_si128(n)); }
 static inline pv_i32 pv_shl16(pv_i32 a) { return _mm_slli_epi32(a, 16); }
+/* No unsigned min or max (SSE4.1 has them): a compare, a select. */
+static inline pv_i32 pv_max_u32(pv_i32 a, pv_i32 b)
+{
+    __m128i a_above = pv_gtv_u32(a, b);
+    return _mm_or_si128(_mm_and_si128(a_above, a), _mm_andnot_si128(a_above, b));
+}
+static inline pv_i32 pv_min_u32(pv_i32 a, pv_i32 b)
+{
+    __m128i a_above = pv_gtv_u32(a, b);
+    return _mm_or_si128(_mm_and_si128(a_above, b), _mm_andnot_si128(a_above, a));
+}
 static inline pv_f32 pv_to_f32(pv_i32 a) { return _mm_cvtepi32_ps(a); }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return _mm_add_ps(a, b); }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return _mm_mul_ps(a, b); }
@@ -336,7 +344,6 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 #elif PROX_SIMD_NEON /* ---------------------------------------------------- */
 
 #define PV_W 4
-#define PV_MINMAX_U32 1
 typedef int32x4_t pv_i32;
 typedef float32x4_t pv_f32;
 
@@ -447,7 +454,6 @@ static inline void pv_compress(uint32_t *out, pv_i32 v, pv_mask m)
 #else /* scalar: one lane ---------------------------------------------------- */
 
 #define PV_W 1
-#define PV_MINMAX_U32 0
 typedef int32_t pv_i32;
 typedef float pv_f32;
 
@@ -483,6 +489,8 @@ static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a > (uint
 static inline void pv_store(void *p, pv_i32 v) { memcpy(p, &v, sizeof v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return a >= 0 ? a >> n : ~(~a >> n); } /* a floor */
 static inline pv_i32 pv_shl16(pv_i32 a) { return (int32_t)((uint32_t)a << 16); }
+static inline pv_i32 pv_max_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a > (uint32_t)b ? a : b; }
+static inline pv_i32 pv_min_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a < (uint32_t)b ? a : b; }
 static inline pv_f32 pv_to_f32(pv_i32 a) { return (float)a; }
 static inline pv_f32 pv_add_f32(pv_f32 a, pv_f32 b) { return a + b; }
 static inline pv_f32 pv_mul_f32(pv_f32 a, pv_f32 b) { return a * b; }

@@ -7,8 +7,8 @@
  * of doubles converts into one of these (pq_quantize), and PV_W is PQ_W
  * or twice it, so a vector of 32-bit lanes widens into one or two
  * (pq_widen). Beside the 64-bit lanes it gives the 32-bit helpers the
- * sweep's filter needs: gathers (pq_gather_u32) and an unsigned max
- * (pq_max_u32).
+ * sweep's filter needs: gathers (pq_gather_u32), masks as lanes and
+ * narrow stores (its unsigned max is vec.h's pv_max_u32).
  *
  * A comparison gives a pq_cmp, the level's own form of a lane mask (a mask
  * register, lanes of all ones, or a bool), which pq_select and the
@@ -151,7 +151,6 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
 {
     return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), (__mmask16)live, index, base, 4);
 }
-static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return _mm512_max_epu32(a, b); }
 /* The 32-bit lanes of m as all ones, the others 0. */
 static inline pv_i32 pq_lanes_u32(pv_mask m) { return _mm512_movm_epi32((__mmask16)m); }
 /* The first PQ_W 32-bit lanes of v to p[0 .. PQ_W). */
@@ -268,7 +267,6 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
     return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(const void *)base, index,
                                        lanes, 4);
 }
-static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return _mm256_max_epu32(a, b); }
 static inline pv_i32 pq_lanes_u32(pv_mask m)
 {
     const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
@@ -399,11 +397,6 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
         w[k] = live >> k & 1 ? base[at[k]] : 0;
     return _mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]);
 }
-static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) /* no unsigned max: a compare, a select */
-{
-    __m128i a_above = pv_gtv_u32(a, b);
-    return _mm_or_si128(_mm_and_si128(a_above, a), _mm_andnot_si128(a_above, b));
-}
 static inline pv_i32 pq_lanes_u32(pv_mask m)
 {
     const __m128i bit = _mm_setr_epi32(1, 2, 4, 8);
@@ -499,7 +492,6 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
         w[k] = live >> k & 1 ? base[at[k]] : 0;
     return vreinterpretq_s32_u32(vld1q_u32(w));
 }
-static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return pv_max_u32(a, b); }
 static inline pv_i32 pq_lanes_u32(pv_mask m)
 {
     const uint32_t weight[4] = {1, 2, 4, 8};
@@ -577,7 +569,6 @@ static inline pv_i32 pq_gather_u32(const uint32_t *base, pv_i32 index, pv_mask l
 {
     return live ? (int32_t)base[(uint32_t)index] : 0;
 }
-static inline pv_i32 pq_max_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a > (uint32_t)b ? a : b; }
 static inline pv_i32 pq_lanes_u32(pv_mask m) { return m & 1 ? -1 : 0; }
 static inline void pq_store_first_u32(int32_t *p, pv_i32 v) { p[0] = v; }
 static inline void pq_store_iota_u32(int32_t *p, int64_t first) { p[0] = (int32_t)first; }
