@@ -253,18 +253,53 @@ static bool bounding_box(const prox_points *p, const double *period, int threads
  *   110 * 2^-24 r^2 = 2^-17.2 r^2 for three terms of at most 4 r^2 each.
  *   2^-15 r^2 covers it with room, and the double's own rounding.
  * So tol = sum over axes of (4r + a) a, plus 2^-15 r^2. */
+/* e of axis k (below): how far a stored coordinate lies from its double,
+ * as a length. */
+static double fixed_coord_error(const prox_grid *g, int k)
+{
+    double cell = 1.0 / g->inv_cell[k];
+    double q = ldexp(cell, -g->fixed_shift[k]);
+    double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
+    return q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
+}
+
 static double fixed_tolerance(const prox_grid *g)
 {
     double r = g->desc.radius, tol = 0x1p-15;
     for (int k = 0; k < g->dim; k++) {
-        double cell = 1.0 / g->inv_cell[k];
-        double q = ldexp(cell, -g->fixed_shift[k]);
-        double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
-        double e = q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
-        double a = 2.0 * e / r; /* in radii */
+        double a = 2.0 * fixed_coord_error(g, k) / r; /* in radii */
         tol += (4.0 + a) * a;
     }
     return tol;
+}
+
+/* The bounds of the first recheck (grid_within): the squared difference of
+ * two points' fixed-point coordinates, an exact integer in 64 bits, for a
+ * grid of one scale on open axes. It is within eps sqrt(dim) units of the
+ * distance of the doubles, eps = 2e/q (two coordinates, each within e of
+ * its double; the triangle inequality), as rel16's bounds, with no bits
+ * dropped: so a value up to (R - eps sqrt(dim))^2 is within the radius R =
+ * r/q and one above (R + eps sqrt(dim))^2 is not, with a relative 2^-30 of
+ * room for the doubles' own rounding and the bounds' computation. The
+ * band between is some 2^-20 of r^2 on the standard workloads, a
+ * thousandth of rel16's; only it goes on to the doubles. Units stay below
+ * 2^30, so squares and their sum fit 64 bits. */
+static void choose_fixed_recheck(prox_grid *g)
+{
+    const prox_fixed_metric *m = &g->fixed_metric;
+    g->fixed_recheck = false;
+    if (!g->fixed_on || !m->unit_scale || m->periodic)
+        return;
+    double q = ldexp(1.0 / g->inv_cell[0], -g->fixed_shift[0]), e = 0.0;
+    for (int k = 0; k < g->dim; k++)
+        e = fixed_coord_error(g, k) > e ? fixed_coord_error(g, k) : e;
+    double eps = 2.0 * e / q * sqrt((double)g->dim), R = g->desc.radius / q;
+    if (R <= eps + 2.0 || R + eps >= 0x1p31)
+        return;
+    double in = (R - eps) * (R - eps) * (1.0 - 0x1p-30), out = (R + eps) * (R + eps) * (1.0 + 0x1p-30);
+    g->fixed_in2 = (uint64_t)floor(in) - 1;
+    g->fixed_out2 = (uint64_t)ceil(out) + 1;
+    g->fixed_recheck = true;
 }
 
 /* The rel16 coordinates of kernel_fixed.h: a cell spans 2^REL16_CELL_BITS
@@ -304,12 +339,8 @@ bool prox_grid_rel16_metric(const prox_grid *g, prox_rel16_metric *m)
         if (g->reach[k] != 1 || (g->periodic[k] && g->ncell[k] < REL16_MIN_PERIODIC_CELLS))
             return false;
     double cell = 1.0 / g->inv_cell[0], u = ldexp(cell, -REL16_CELL_BITS), e = 0.0;
-    for (int k = 0; k < g->dim; k++) {
-        double q = ldexp(cell, -g->fixed_shift[k]);
-        double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
-        double ek = q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
-        e = ek > e ? ek : e;
-    }
+    for (int k = 0; k < g->dim; k++)
+        e = fixed_coord_error(g, k) > e ? fixed_coord_error(g, k) : e;
     double eps = (1.0 + 2.0 * e / u) * sqrt((double)g->dim), R = g->desc.radius / u;
     if (R + eps >= 0x1p15 || R <= eps)
         return false;
@@ -384,6 +415,7 @@ static void choose_coords(prox_grid *g)
     m->in2 = float_beyond(bound2 * (1.0 - tol), -1);
     m->out2 = float_beyond(bound2 * (1.0 + tol), +1);
     g->fixed_on = true;
+    choose_fixed_recheck(g);
 }
 
 static bool cells_fit(const prox_grid *g, int64_t n, double per_point, double minimum)
@@ -819,10 +851,46 @@ static void gather_fixed(prox_grid *g, const prox_points *p)
         fixed_of_block(g, p, xyz, b);
 }
 
+/* Candidate k's sorted position: k itself, or its place in the ranges its
+ * block was gathered from; -1 where neither is known. */
+static int64_t candidate_position(const grid_recheck *c, int64_t k)
+{
+    if (!c->ids)
+        return k;
+    for (int r = 0; c->ranges && r < c->nranges; r++) {
+        int64_t len = c->ranges[r].end - c->ranges[r].begin;
+        if (k < len)
+            return c->ranges[r].begin + k;
+        k -= len;
+    }
+    return -1;
+}
+
+/* The first recheck, in exact integers (choose_fixed_recheck): 1 within,
+ * 0 beyond, -1 when the band between leaves it to the doubles, or when
+ * the grid or the points do not allow it. */
+static int fixed_verdict(const grid_recheck *c, int64_t k)
+{
+    const prox_grid *g = c->g;
+    int64_t t = c->query_pos >= 0 && g->fixed_recheck ? candidate_position(c, k) : -1;
+    if (t < 0)
+        return -1;
+    uint64_t d2 = 0;
+    for (int a = 0; a < g->dim; a++) {
+        int64_t d = (int64_t)g->fixed[a * g->n + c->query_pos] - g->fixed[a * g->n + t];
+        d2 += (uint64_t)(d * d);
+    }
+    return d2 <= g->fixed_in2 ? 1 : d2 > g->fixed_out2 ? 0 : -1;
+}
+
 static bool grid_within(prox_recheck *rc, int64_t k)
 {
     const grid_recheck *c = (const grid_recheck *)(void *)rc;
     const prox_grid *g = c->g;
+    int verdict = fixed_verdict(c, k);
+    if (verdict >= 0)
+        return verdict;
+    rc->calls++;
     const double *period = g->desc.period;
     prox_index j = c->ids ? c->ids[k] : g->id[k];
     double d[3] = {0.0, 0.0, 0.0};
@@ -833,7 +901,8 @@ static bool grid_within(prox_recheck *rc, int64_t k)
 
 void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries)
 {
-    *rc = (grid_recheck){.base = {.within = grid_within}, .g = g, .queries = queries};
+    *rc = (grid_recheck){.base = {.within = grid_within}, .g = g, .queries = queries,
+                         .query_pos = -1};
 }
 
 static void gather_positions(prox_grid *g, const prox_points *p)

@@ -57,6 +57,11 @@ struct prox_grid {
     int fixed_shift[3];
     prox_fixed_metric fixed_metric;
     prox_points source;
+    /* the recheck's first, exact-integer step (grid.c,
+     * choose_fixed_recheck): fixed-point squared distances up to fixed_in2
+     * are within, those above fixed_out2 beyond */
+    bool fixed_recheck;
+    uint64_t fixed_in2, fixed_out2;
 
     /* runs of points in one cell: points [run_start[r], run_start[r+1]);
      * run_cell only for Morton and hash keys (run_cell_of) */
@@ -123,6 +128,8 @@ typedef struct prox_fixed_gather {
     uint32_t *id;       /* input index of each candidate */
     uint32_t *pos;      /* sorted position of each, if asked for */
     int64_t count, cap;
+    const struct prox_range *from; /* the ranges gathered (the caller's), in order */
+    int from_count;
 } prox_fixed_gather;
 
 /* A chunk's working arrays in grid_fill.c, kept by the grid. */
@@ -412,11 +419,21 @@ struct grid_recheck {
     const prox_grid *g;
     const prox_points *queries;
     int64_t query;
+    int64_t query_pos;     /* a self pair's query: its sorted position; else -1 */
     const prox_index *ids; /* candidates' ids by their index (a gathered block's), or
                               NULL: the index is a sorted position */
+    const prox_range *ranges; /* with ids: the ranges the block was gathered from */
+    int nranges;
 };
 
 void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries);
+
+/* The recheck pointed at sorted point s as the query of self pairs. */
+static inline void prox_grid_recheck_self(grid_recheck *rc, const prox_grid *g, int64_t s)
+{
+    rc->query = g->id[s];
+    rc->query_pos = s;
+}
 
 /* rel16 (kernel_fixed.h): whether the grid's rows may use them, and their
  * bounds (grid.c). */
@@ -442,6 +459,8 @@ static inline int32_t prox_rel16_coord(const prox_grid *g, int k, int64_t c, int
 typedef struct prox_rel16_gather {
     uint32_t *xy, *z0, *id;
     int64_t count, cap;
+    const prox_range *from; /* the ranges gathered (the caller's), in order */
+    int from_count;
 } prox_rel16_gather;
 
 bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
@@ -468,8 +487,10 @@ static inline prox_fixed_block prox_gathered_query(const prox_grid *g, int64_t s
                                                    int32_t q[3])
 {
     fixed_point_of(g, s, q);
-    rc->query = g->id[s];
+    prox_grid_recheck_self(rc, g, s);
     rc->ids = b->id;
+    rc->ranges = b->from;
+    rc->nranges = b->from_count;
     return prox_fixed_gather_block(g, b);
 }
 
@@ -484,8 +505,10 @@ static inline prox_rel16_block prox_rel16_gathered_query(const prox_grid *g,
                                                          uint32_t *qz0)
 {
     prox_rel16_point(g, m, a, s, qxy, qz0);
-    rc->query = g->id[s];
+    prox_grid_recheck_self(rc, g, s);
     rc->ids = r16->id;
+    rc->ranges = r16->from;
+    rc->nranges = r16->from_count;
     return (prox_rel16_block){r16->xy, g->dim == 3 ? r16->z0 : NULL};
 }
 

@@ -338,7 +338,7 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
         prox_fixed_block b = fixed_block(g);
         int32_t q[3];
         fixed_point_of(g, s, q);
-        rc->query = g->id[s];
+        prox_grid_recheck_self(rc, g, s);
         for (int k = 0; k < c->count; k++)
             found += prox_fixed_ids(&b, c->ids, c->range[k].begin, c->range[k].end, q,
                                     &g->fixed_metric, &rc->base, g->id[s], rule, out + found);
@@ -693,6 +693,7 @@ static void query_range(const prox_grid *g, prox_index q, const query_at *at, in
         prox_fixed_block b = fixed_block(g);
         prox_recheck *rc = &qc->recheck.base;
         qc->recheck.query = q;
+        qc->recheck.query_pos = -1; /* a foreign point: the doubles decide */
         count = count_only ? prox_fixed_count(&b, j0, j1, at->fixed, &g->fixed_metric, rc)
                            : prox_fixed_hits(&b, j0, j1, at->fixed, &g->fixed_metric, rc, hits);
     } else {

@@ -182,7 +182,7 @@ bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bo
     }
     int32_t *w = block;
     *b = (prox_fixed_gather){w, w + cap, w + 2 * cap, (uint32_t *)(w + 3 * cap),
-                             (uint32_t *)(w + 4 * cap), 0, cap};
+                             (uint32_t *)(w + 4 * cap), 0, cap, rg, count};
     const int32_t *from[3] = {g->fixed, g->fixed + g->n, g->fixed + 2 * g->n};
     int32_t *to[3] = {b->x, b->y, b->z};
     int64_t at = 0;
@@ -234,7 +234,7 @@ bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, ce
         return false;
     }
     uint32_t *w = block;
-    *b = (prox_rel16_gather){w, w + cap, w + 2 * cap, 0, cap};
+    *b = (prox_rel16_gather){w, w + cap, w + 2 * cap, 0, cap, rg, count};
     int64_t n = g->n, at = 0;
     int32_t centre[3];
     for (int k = 0; k < 3; k++)
@@ -287,7 +287,7 @@ static inline int64_t point_hits(const prox_grid *g, int64_t s, const range *rg,
         const prox_fixed_metric *m = &g->fixed_metric;
         int32_t q[3];
         fixed_point_of(g, s, q);
-        rc->query = g->id[s];
+        prox_grid_recheck_self(rc, g, s);
         for (int k = 0; k < count; k++) {
             int64_t begin = k == 0 ? s + 1 : rg[k].begin;
             found += hits ? prox_fixed_hits(&b, begin, rg[k].end, q, m, &rc->base, hits + found)
@@ -363,7 +363,7 @@ void prox_grid_point_split(const prox_grid *g, int64_t s, const range *rg, int c
         prox_fixed_block b = fixed_block(g);
         int32_t q[3];
         fixed_point_of(g, s, q);
-        rc->query = self;
+        prox_grid_recheck_self(rc, g, s);
         for (int k = 0; k < count; k++)
             prox_fixed_split(&b, g->id, NULL, k == 0 ? s + 1 : rg[k].begin, rg[k].end, q,
                              &g->fixed_metric, &rc->base, self, both, ups, downs, nu, nd);

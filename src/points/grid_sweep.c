@@ -127,7 +127,7 @@ static PROX_ALWAYS_INLINE void sweep_point(sweep *w, int64_t s, const range *rg,
 {
     int32_t q[3];
     fixed_point_of(w->g, s, q);
-    w->rc->query = w->g->id[s];
+    prox_grid_recheck_self(w->rc, w->g, s);
     lanes l = {.filled = 0};
     int64_t total = 0;
     for (int k = 0; k < count; k++)
@@ -169,6 +169,7 @@ void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int6
 {
     sweep w = {.g = g, .block = fixed_block(g), .rc = rc, .e = e};
     rc->ids = w.ids;
+    rc->ranges = NULL; /* the lanes' positions are not kept: the doubles decide */
     int64_t *cells = &counters->cells_visited;
     bool sparse = g->sparse;
     if (g->dim == 2 && rows->count == 1 && !sparse)

@@ -39,7 +39,8 @@ typedef struct prox_fixed_metric {
 } prox_fixed_metric;
 
 /* The exact decision for the candidates the float value leaves open:
- * `within` gets the candidate's position in the block. */
+ * `within` gets the candidate's position in the block, and counts in
+ * `calls` those it had to decide from the caller's doubles. */
 typedef struct prox_recheck prox_recheck;
 struct prox_recheck {
     bool (*within)(prox_recheck *rc, int64_t k);
@@ -53,7 +54,6 @@ __attribute__((noinline)) static uint32_t prox_recheck_lanes(prox_recheck *rc, i
     uint32_t in = 0;
     for (uint32_t m = lanes; m; m &= m - 1) {
         int lane = __builtin_ctz(m);
-        rc->calls++;
         if (rc->within(rc, k + lane))
             in |= 1u << lane;
     }
