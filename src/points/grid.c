@@ -275,25 +275,36 @@ static double fixed_tolerance(const prox_grid *g)
 
 /* The bounds of the first recheck (grid_within): the squared difference of
  * two points' fixed-point coordinates, an exact integer in 64 bits, for a
- * grid of one scale on open axes. It is within eps sqrt(dim) units of the
- * distance of the doubles, eps = 2e/q (two coordinates, each within e of
- * its double; the triangle inequality), as rel16's bounds, with no bits
- * dropped: so a value up to (R - eps sqrt(dim))^2 is within the radius R =
- * r/q and one above (R + eps sqrt(dim))^2 is not, with a relative 2^-30 of
- * room for the doubles' own rounding and the bounds' computation. The
- * band between is some 2^-20 of r^2 on the standard workloads, a
- * thousandth of rel16's; only it goes on to the doubles. Units stay below
- * 2^30, so squares and their sum fit 64 bits. */
+ * grid of one scale. Along an axis the difference is within 2e of that of
+ * the doubles (two coordinates, each within e of its double); on a
+ * periodic axis the minimum image adds the period's rounding, a few 2^-52
+ * of it (period = cells times the cell length), for which 2^-48 of the
+ * period is taken. So the distance is within eps sqrt(dim) units of the
+ * doubles' (the triangle inequality), eps the largest axis's in units q,
+ * as rel16's bounds with no bits dropped: a value up to (R - eps
+ * sqrt(dim))^2 is within the radius R = r/q and one above (R + eps
+ * sqrt(dim))^2 is not, with a relative 2^-30 of room for the doubles' own
+ * rounding and the bounds' computation. Where the two minimum images
+ * differ, both differences lie near half the period, which a periodic
+ * axis of at least 4 radii puts beyond 2r: both say no. The band between
+ * the bounds is some 2^-20 of r^2 on the standard workloads, a thousandth
+ * of rel16's; only it goes on to the doubles. Units stay below 2^30, so
+ * squares and their sum fit 64 bits. */
 static void choose_fixed_recheck(prox_grid *g)
 {
     const prox_fixed_metric *m = &g->fixed_metric;
     g->fixed_recheck = false;
-    if (!g->fixed_on || !m->unit_scale || m->periodic)
+    if (!g->fixed_on || !m->unit_scale)
         return;
-    double q = ldexp(1.0 / g->inv_cell[0], -g->fixed_shift[0]), e = 0.0;
-    for (int k = 0; k < g->dim; k++)
-        e = fixed_coord_error(g, k) > e ? fixed_coord_error(g, k) : e;
-    double eps = 2.0 * e / q * sqrt((double)g->dim), R = g->desc.radius / q;
+    double q = ldexp(1.0 / g->inv_cell[0], -g->fixed_shift[0]), a = 0.0;
+    for (int k = 0; k < g->dim; k++) {
+        double period = (double)g->ncell[k] / g->inv_cell[k];
+        if (g->periodic[k] && period < 4.0 * g->desc.radius)
+            return;
+        double ak = 2.0 * fixed_coord_error(g, k) + (g->periodic[k] ? ldexp(period, -48) : 0.0);
+        a = ak > a ? ak : a;
+    }
+    double eps = a / q * sqrt((double)g->dim), R = g->desc.radius / q;
     if (R <= eps + 2.0 || R + eps >= 0x1p31)
         return;
     double in = (R - eps) * (R - eps) * (1.0 - 0x1p-30), out = (R + eps) * (R + eps) * (1.0 + 0x1p-30);
@@ -878,6 +889,9 @@ static int fixed_verdict(const grid_recheck *c, int64_t k)
     uint64_t d2 = 0;
     for (int a = 0; a < g->dim; a++) {
         int64_t d = (int64_t)g->fixed[a * g->n + c->query_pos] - g->fixed[a * g->n + t];
+        int64_t P = g->fixed_metric.period[a]; /* 0 on an open axis */
+        if (P) /* the minimum image, as pv_min_image takes it */
+            d = d > P / 2 ? d - P : d < -(P / 2) ? d + P : d;
         d2 += (uint64_t)(d * d);
     }
     return d2 <= g->fixed_in2 ? 1 : d2 > g->fixed_out2 ? 0 : -1;
