@@ -576,14 +576,62 @@ static void sort_group32(row_group *g)
  * nothing reads. */
 #define RANK_ROW_MAX 64
 
-static void rank_sort_row(uint32_t *a, int64_t n)
+/* The ranks of a row of distinct keys: each entry's place is the number
+ * of entries below it, all of the row's NV vectors counted against one
+ * broadcast entry at a time (NV a constant once inlined: the vectors and
+ * their counts stay in registers), half the work of the stable form below
+ * per entry and vector. Equal keys would share a rank; the caller sees it. */
+static PROX_ALWAYS_INLINE void distinct_ranks(const int32_t *key, int64_t n, int32_t *rank, int nv)
 {
-    int32_t key[RANK_ROW_MAX + PV_W], rank[RANK_ROW_MAX + PV_W];
-    uint32_t out[RANK_ROW_MAX];
-    for (int64_t j = 0; j < n; j++)
-        key[j] = (int32_t)(a[j] ^ 0x80000000u);
-    for (int64_t j = n; j < n + PV_W; j++)
-        key[j] = INT32_MAX;
+    pv_i32 x[RANK_ROW_MAX / PV_W], r[RANK_ROW_MAX / PV_W];
+    for (int v = 0; v < nv; v++) {
+        x[v] = pv_load_n(key + v * PV_W, PV_W);
+        r[v] = pv_set1_i32(0);
+    }
+    for (int64_t j = 0; j < n; j++) {
+        pv_i32 b = pv_set1_i32(key[j]);
+        for (int v = 0; v < nv; v++)
+            r[v] = pv_sub_i32(r[v], pv_gt_i32(x[v], b));
+    }
+    for (int v = 0; v < nv; v++)
+        pv_store(rank + v * PV_W, r[v]);
+}
+
+/* distinct_ranks for a row of n entries, its vector count made a constant. */
+static void ranks_of_distinct(const int32_t *key, int64_t n, int32_t *rank)
+{
+    switch ((n + PV_W - 1) / PV_W) {
+#define RANKS_CASE(nv)                                                                   \
+    case nv:                                                                             \
+        distinct_ranks(key, n, rank, nv);                                                \
+        return;
+        RANKS_CASE(1)
+        RANKS_CASE(2)
+        RANKS_CASE(3)
+        RANKS_CASE(4)
+        RANKS_CASE(5)
+        RANKS_CASE(6)
+        RANKS_CASE(7)
+        RANKS_CASE(8)
+#if PV_W < 8
+        RANKS_CASE(9)
+        RANKS_CASE(10)
+        RANKS_CASE(11)
+        RANKS_CASE(12)
+        RANKS_CASE(13)
+        RANKS_CASE(14)
+        RANKS_CASE(15)
+        RANKS_CASE(16)
+#endif
+#undef RANKS_CASE
+    default:
+        break;
+    }
+}
+
+/* The stable ranks, ties by position (rows with equal entries). */
+static void stable_ranks(const int32_t *key, int64_t n, int32_t *rank)
+{
     for (int64_t i0 = 0; i0 < n; i0 += PV_W) {
         int64_t end = i0 + PV_W < n ? i0 + PV_W : n;
         pv_i32 x = pv_load_n(key + i0, PV_W), lane = pv_iota(i0);
@@ -598,6 +646,22 @@ static void rank_sort_row(uint32_t *a, int64_t n)
             r = pv_sub_i32(r, pv_gt_i32(x, pv_set1_i32(key[j])));
         pv_store(rank + i0, r);
     }
+}
+
+static void rank_sort_row(uint32_t *a, int64_t n)
+{
+    int32_t key[RANK_ROW_MAX + PV_W], rank[RANK_ROW_MAX + PV_W];
+    uint32_t out[RANK_ROW_MAX];
+    for (int64_t j = 0; j < n; j++)
+        key[j] = (int32_t)(a[j] ^ 0x80000000u);
+    for (int64_t j = n; j < n + PV_W; j++)
+        key[j] = INT32_MAX;
+    ranks_of_distinct(key, n, rank);
+    uint64_t placed = 0; /* every place taken once: the entries were distinct */
+    for (int64_t i = 0; i < n; i++)
+        placed |= 1ull << rank[i];
+    if (placed != (n == 64 ? ~0ull : (1ull << n) - 1))
+        stable_ranks(key, n, rank);
     for (int64_t i = 0; i < n; i++)
         out[rank[i]] = a[i];
     memcpy(a, out, (size_t)n * sizeof *a);
