@@ -298,6 +298,30 @@ static void float_windows(void **state)
     }
 }
 
+/* vec.h's compress of kept lanes, for every mask: the kept lanes in
+ * order, then PV_W stores in all (nothing past them). */
+static void compress_of_every_mask(void **state)
+{
+    (void)state;
+    uint32_t in[PV_W];
+    for (int k = 0; k < PV_W; k++)
+        in[k] = 0x80000000u + 7u * (uint32_t)k; /* above 2^31 too */
+    pv_i32 v = pv_load_n(in, PV_W);
+    for (uint32_t m = 0; m < (1u << PV_W); m++) {
+        uint32_t out[2 * PV_W];
+        for (int k = 0; k < 2 * PV_W; k++)
+            out[k] = 0xdeadbeefu;
+        pv_compress(out, v, (pv_mask)m);
+        int kept = 0;
+        for (int k = 0; k < PV_W; k++)
+            if (m >> k & 1)
+                assert_int_equal(out[kept++], in[k]);
+        assert_int_equal(kept, prox_lanes_popcount(m));
+        for (int k = PV_W; k < 2 * PV_W; k++)
+            assert_int_equal(out[k], 0xdeadbeefu);
+    }
+}
+
 #if PV_ROW_NETWORK
 /* The row networks' step (pv_exchange: lane i meets lane i ^ j, keeps the
  * max where take_max has bit i) for each distance, and the padded load and
@@ -354,6 +378,7 @@ int main(void)
         cmocka_unit_test(thirty_two_bit_lanes),
         cmocka_unit_test(morton_spreads_and_deposits),
         cmocka_unit_test(float_windows),
+        cmocka_unit_test(compress_of_every_mask),
 #if PV_ROW_NETWORK
         cmocka_unit_test(network_steps),
 #endif

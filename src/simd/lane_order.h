@@ -1,6 +1,6 @@
-/* lane_order.h: the tables behind the compress of kept lanes at AVX2
- * (vec.h's pv_compress, vec_f64.h's pd_compress_u32 and pd_compress_iota),
- * which has no compress instruction.
+/* lane_order.h: the tables behind the compress of kept lanes below
+ * AVX-512 (vec.h's pv_compress, vec_f64.h's pd_compress_u32 and
+ * pd_compress_iota), which has no compress instruction.
  *
  * Entry m lists the lanes whose bits m sets, lowest first, one lane index
  * a byte from the lowest byte up, zero bytes after them: the index vector
