@@ -879,16 +879,20 @@ static int64_t candidate_position(const grid_recheck *c, int64_t k)
 
 /* The first recheck, in exact integers (choose_fixed_recheck): 1 within,
  * 0 beyond, -1 when the band between leaves it to the doubles, or when
- * the grid or the points do not allow it. */
+ * the grid or the points do not allow it. The query is a point of the
+ * grid (query_pos) or a ball query's point in fixed point (query_fixed),
+ * within e of its double as the grid's are. */
 static int fixed_verdict(const grid_recheck *c, int64_t k)
 {
     const prox_grid *g = c->g;
-    int64_t t = c->query_pos >= 0 && g->fixed_recheck ? candidate_position(c, k) : -1;
+    bool known = c->query_pos >= 0 || c->query_fixed;
+    int64_t t = known && g->fixed_recheck ? candidate_position(c, k) : -1;
     if (t < 0)
         return -1;
     uint64_t d2 = 0;
     for (int a = 0; a < g->dim; a++) {
-        int64_t d = (int64_t)g->fixed[a * g->n + c->query_pos] - g->fixed[a * g->n + t];
+        int64_t q = c->query_fixed ? c->query_fixed[a] : g->fixed[a * g->n + c->query_pos];
+        int64_t d = q - g->fixed[a * g->n + t];
         int64_t P = g->fixed_metric.period[a]; /* 0 on an open axis */
         if (P) /* the minimum image, as pv_min_image takes it */
             d = d > P / 2 ? d - P : d < -(P / 2) ? d + P : d;

@@ -420,6 +420,7 @@ struct grid_recheck {
     const prox_points *queries;
     int64_t query;
     int64_t query_pos;     /* a self pair's query: its sorted position; else -1 */
+    const int32_t *query_fixed; /* a ball query's fixed-point coordinates, or NULL */
     const prox_index *ids; /* candidates' ids by their index (a gathered block's), or
                               NULL: the index is a sorted position */
     const prox_range *ranges; /* with ids: the ranges the block was gathered from */
@@ -433,6 +434,7 @@ static inline void prox_grid_recheck_self(grid_recheck *rc, const prox_grid *g, 
 {
     rc->query = g->id[s];
     rc->query_pos = s;
+    rc->query_fixed = NULL;
 }
 
 /* rel16 (kernel_fixed.h): whether the grid's rows may use them, and their

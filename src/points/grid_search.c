@@ -693,7 +693,8 @@ static void query_range(const prox_grid *g, prox_index q, const query_at *at, in
         prox_fixed_block b = fixed_block(g);
         prox_recheck *rc = &qc->recheck.base;
         qc->recheck.query = q;
-        qc->recheck.query_pos = -1; /* a foreign point: the doubles decide */
+        qc->recheck.query_pos = -1; /* not the grid's: its fixed point given */
+        qc->recheck.query_fixed = at->fixed;
         count = count_only ? prox_fixed_count(&b, j0, j1, at->fixed, &g->fixed_metric, rc)
                            : prox_fixed_hits(&b, j0, j1, at->fixed, &g->fixed_metric, rc, hits);
     } else {
