@@ -353,7 +353,7 @@ bool prox_grid_rel16_metric(const prox_grid *g, prox_rel16_metric *m)
     for (int k = 0; k < g->dim; k++)
         e = fixed_coord_error(g, k) > e ? fixed_coord_error(g, k) : e;
     double eps = (1.0 + 2.0 * e / u) * sqrt((double)g->dim), R = g->desc.radius / u;
-    if (R + eps >= 0x1p15 || R <= eps)
+    if (R + eps >= 0x1p15 || R <= eps + 2.0) /* in2 >= 2: no wrap below 0 */
         return false;
     double in = (R - eps) * (R - eps) * (1.0 - 0x1p-30), out = (R + eps) * (R + eps) * (1.0 + 0x1p-30);
     m->drop = g->fixed_shift[0] - REL16_CELL_BITS;
@@ -910,7 +910,8 @@ static bool grid_within(prox_recheck *rc, int64_t k)
         return verdict;
     rc->calls++;
     const double *period = g->desc.period;
-    prox_index j = c->ids ? c->ids[k] : g->id[k];
+    int64_t t = candidate_position(c, k);
+    prox_index j = t >= 0 ? g->id[t] : c->ids[k];
     double d[3] = {0.0, 0.0, 0.0};
     for (int a = 0; a < g->dim; a++)
         d[a] = prox_coord(c->queries, c->query, a, period) - prox_coord(&g->source, j, a, period);

@@ -423,7 +423,8 @@ struct grid_recheck {
     const int32_t *query_fixed; /* a ball query's fixed-point coordinates, or NULL */
     const prox_index *ids; /* candidates' ids by their index (a gathered block's), or
                               NULL: the index is a sorted position */
-    const prox_range *ranges; /* with ids: the ranges the block was gathered from */
+    const prox_range *ranges; /* with ids: the ranges the block was gathered from (the
+                                 ids are then read through them), or NULL */
     int nranges;
 };
 
@@ -457,7 +458,9 @@ static inline int32_t prox_rel16_coord(const prox_grid *g, int k, int64_t c, int
     return d >= 0 ? d >> drop : ~(~d >> drop);
 }
 
-/* A run's candidates gathered as rel16 coordinates around its cell a. */
+/* A run's candidates gathered as rel16 coordinates around its cell a
+ * (their ids too, unless the gather was told they are not wanted: a
+ * count's recheck finds them through `from`). */
 typedef struct prox_rel16_gather {
     uint32_t *xy, *z0, *id;
     int64_t count, cap;
@@ -466,7 +469,7 @@ typedef struct prox_rel16_gather {
 } prox_rel16_gather;
 
 bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
-                              const prox_range *rg, int count, prox_rel16_gather *b);
+                              const prox_range *rg, int count, bool ids, prox_rel16_gather *b);
 void prox_rel16_gather_free(const prox_allocator *alloc, prox_rel16_gather *b);
 
 /* Sorted point s's rel16 coordinates around cell a, packed as a block's. */

@@ -283,7 +283,7 @@ static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_ro
             c->rel16_metric = b->rel16_metric;
             c->rel16 = &b->rel16;
             return prox_rel16_gather_ranges(g, b->rel16_metric, c->cell, c->range, c->count,
-                                            &b->rel16);
+                                            true, &b->rel16);
         }
         if (g->fixed_on) {
             if (!prox_fixed_gather_ranges(g, c->range, c->count, false, &b->fixed))

@@ -225,7 +225,7 @@ static PROX_ALWAYS_INLINE void rel16_words(const int32_t *fx, const int32_t *fy,
 }
 
 bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
-                              const range *rg, int count, prox_rel16_gather *b)
+                              const range *rg, int count, bool ids, prox_rel16_gather *b)
 {
     int64_t total = prox_ranges_length(rg, count), cap = b->cap;
     void *block = b->xy;
@@ -247,7 +247,8 @@ bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, ce
         if (g->dim == 3)
             rel16_words(g->fixed + 2 * n + begin, NULL, centre[2], 0, p[2], 0, m->drop,
                         b->z0 + at, len);
-        copy_words(b->id + at, g->id + begin, len);
+        if (ids)
+            copy_words(b->id + at, g->id + begin, len);
         at += len;
     }
     b->count = total;
@@ -397,15 +398,38 @@ static int64_t gathered_rel16_hits(const prox_grid *g, int64_t s, int64_t own_be
     return found;
 }
 
+/* The count of the run's points [own_begin, own_end) two at a time over
+ * its gathered rel16 block (others: the block's candidates past the run's
+ * own points), a point whose band was met counted again with the
+ * recheck; returns the point where an odd one is left. */
+static int64_t count_pairs_of_points(const prox_grid *g, int64_t own_begin, int64_t own_end,
+                                     int64_t others, cell3 a, const half_scratch *hs,
+                                     grid_recheck *rc, prox_emitter *e, prox_stats *counters)
+{
+    prox_rel16_block b = {hs->rel16.xy, g->dim == 3 ? hs->rel16.z0 : NULL};
+    int64_t s = own_begin;
+    for (; s + 2 <= own_end; s += 2) {
+        int64_t count[2];
+        bool band[2];
+        prox_rel16_count_two(&b, s - own_begin, hs->rel16.count, hs->rel16_metric, count, band);
+        for (int t = 0; t < 2; t++) {
+            counters->candidates += own_end - (s + t + 1) + others;
+            e->count += band[t] ? gathered_rel16_hits(g, s + t, own_begin, a, hs, rc, NULL)
+                                : count[t];
+        }
+    }
+    return s;
+}
+
 /* Run r's ranges gathered into the scratch: rel16 coordinates where the
- * grid allows them, else fixed-point ones. Returns the ids of the block's
- * candidates, or NULL when out of memory. */
+ * grid allows them (their ids too unless only counted), else fixed-point
+ * ones. Returns the block's ids, or NULL when out of memory. */
 static const prox_index *gather_half_ranges(const prox_grid *g, int64_t r, const range *rg,
-                                            int count, half_scratch *hs)
+                                            int count, bool counted, half_scratch *hs)
 {
     if (hs->rel16_metric)
         return prox_rel16_gather_ranges(g, hs->rel16_metric, run_cell_of(g, r), rg, count,
-                                        &hs->rel16)
+                                        !counted, &hs->rel16)
                    ? hs->rel16.id
                    : NULL;
     return prox_fixed_gather_ranges(g, rg, count, false, &hs->fixed) ? hs->fixed.id : NULL;
@@ -431,13 +455,18 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
     const prox_index *ids = g->id;
     bool gathered = g->fixed_on &&
                     prox_gather_pays(own_end - own_begin, rg[0].end - rg[0].begin + others);
-    if (gathered && !(ids = gather_half_ranges(g, r, rg, count, hs))) {
+    if (gathered &&
+        !(ids = gather_half_ranges(g, r, rg, count, e->kind == PROX_SINK_COUNT, hs))) {
         e->stop = e->failed = true;
         return;
     }
     cell3 a = run_cell_of(g, r);
     uint32_t *hits = e->kind == PROX_SINK_COUNT ? NULL : hs->hits;
-    for (int64_t s = own_begin; s < own_end && !e->stop; s++) {
+    int64_t s = own_begin;
+    if (gathered && hs->rel16_metric && !hits)
+        s = count_pairs_of_points(g, own_begin, own_end, others + (rg[0].end - own_end), a, hs,
+                                  rc, e, counters);
+    for (; s < own_end && !e->stop; s++) {
         counters->candidates += rg[0].end - (s + 1) + others;
         int64_t found = !gathered          ? point_hits(g, s, rg, count, rc, hits)
                         : hs->rel16_metric ? gathered_rel16_hits(g, s, own_begin, a, hs, rc, hits)

@@ -414,6 +414,78 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_count(const prox_rel16_block *b, int6
     return count;
 }
 
+/* Squared distances of loaded candidates (cxy, cz) to the query (vxy, vz),
+ * as pv_rel16_d2 takes them. */
+static PROX_ALWAYS_INLINE pv_i32 pv_rel16_d2_of(pv_i32 cxy, pv_i32 cz, pv_i32 vxy, pv_i32 vz,
+                                                bool three)
+{
+    pv_i32 dxy = pv_sub_i16(vxy, cxy);
+    pv_i32 d2 = pv_madd_i16(dxy, dxy);
+    if (three) {
+        pv_i32 dz = pv_sub_i16(vz, cz);
+        d2 = pv_add_i32(d2, pv_madd_i16(dz, dz));
+    }
+    return d2;
+}
+
+/* The count of two queries that lead a block, p and p + 1 (a run's own
+ * points, which the half stencil gathers first): each meets the
+ * candidates after it, which the two share but for p + 1 itself, so each
+ * candidate vector is loaded once for both. Sums kept in vectors as in
+ * pv_rel16_count; no recheck here: band[t] says that some candidate of
+ * query t fell between in2 and out2, and its count[t] must then be taken
+ * again by a kernel that rechecks. */
+static PROX_ALWAYS_INLINE void pv_rel16_count_two(const prox_rel16_block *b, int64_t p,
+                                                  int64_t end, const prox_rel16_metric *m,
+                                                  int64_t count[2], bool band[2], bool three)
+{
+    const pv_i32 in2 = pv_set1_i32((int32_t)m->in2), out2 = pv_set1_i32((int32_t)m->out2);
+    const pv_i32 vxy0 = pv_set1_i32((int32_t)b->xy[p]), vxy1 = pv_set1_i32((int32_t)b->xy[p + 1]);
+    const pv_i32 vz0 = pv_set1_i32(three ? (int32_t)b->z0[p] : 0);
+    const pv_i32 vz1 = pv_set1_i32(three ? (int32_t)b->z0[p + 1] : 0);
+    pv_i32 in0 = pv_set1_i32(0), out0 = in0, in1 = in0, out1 = in0, none = in0;
+    int64_t k = p + 1;
+    for (; k + PV_W <= end; k += PV_W) {
+        pv_i32 cxy = pv_load_n(b->xy + k, PV_W), cz = three ? pv_load_n(b->z0 + k, PV_W) : none;
+        pv_i32 d0 = pv_rel16_d2_of(cxy, cz, vxy0, vz0, three);
+        pv_i32 d1 = pv_rel16_d2_of(cxy, cz, vxy1, vz1, three);
+        in0 = pv_sub_i32(in0, pv_gtv_u32(d0, in2));
+        out0 = pv_sub_i32(out0, pv_gtv_u32(d0, out2));
+        in1 = pv_sub_i32(in1, pv_gtv_u32(d1, in2));
+        out1 = pv_sub_i32(out1, pv_gtv_u32(d1, out2));
+    }
+    int32_t far0 = pv_hsum(in0), far1 = pv_hsum(in1);
+    band[0] = far0 != pv_hsum(out0);
+    band[1] = far1 != pv_hsum(out1);
+    count[0] = (k - (p + 1)) - far0;
+    count[1] = (k - (p + 1)) - far1 - 1; /* p + 1 met itself, at distance 0 */
+    if (k < end) {
+        pv_mask live = pv_live(end - k);
+        pv_i32 cxy = pv_load_n(b->xy + k, end - k);
+        pv_i32 cz = three ? pv_load_n(b->z0 + k, end - k) : none;
+        pv_i32 d0 = pv_rel16_d2_of(cxy, cz, vxy0, vz0, three);
+        pv_i32 d1 = pv_rel16_d2_of(cxy, cz, vxy1, vz1, three);
+        pv_mask hit0 = pv_le_u32(d0, in2) & live, hit1 = pv_le_u32(d1, in2) & live;
+        band[0] |= (pv_le_u32(d0, out2) & live & ~hit0) != 0;
+        band[1] |= (pv_le_u32(d1, out2) & live & ~hit1) != 0;
+        count[0] += prox_lanes_popcount(hit0);
+        count[1] += prox_lanes_popcount(hit1);
+    }
+}
+
+/* pv_rel16_count_two over the block's local copy (prox_rel16_hits). */
+static inline void prox_rel16_count_two(const prox_rel16_block *b, int64_t p, int64_t end,
+                                        const prox_rel16_metric *m, int64_t count[2],
+                                        bool band[2])
+{
+    const prox_rel16_block lb = *b;
+    const prox_rel16_metric lm = *m;
+    if (lb.z0)
+        pv_rel16_count_two(&lb, p, end, &lm, count, band, true);
+    else
+        pv_rel16_count_two(&lb, p, end, &lm, count, band, false);
+}
+
 /* Candidates [begin, end) of a rel16 block within the radius of (qxy,
  * qz0): their positions to hits[] (room for end - begin +
  * PROX_KERNEL_SLACK), or with hits NULL only counted; returns how many. */
