@@ -236,6 +236,16 @@ static bool bounding_box(const prox_points *p, const double *period, int threads
  * side) stay below 2^30, so that differences and periods fit in 32 bits. */
 #define FIXED_UNITS_LOG2 30
 
+/* e of axis k (fixed_tolerance, below): how far a stored coordinate lies
+ * from its double, as a length. */
+static double fixed_coord_error(const prox_grid *g, int k)
+{
+    double cell = 1.0 / g->inv_cell[k];
+    double q = ldexp(cell, -g->fixed_shift[k]);
+    double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
+    return q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
+}
+
 /* The bound `tol` (in radii^2) on the difference between the squared
  * distance the fixed-point kernel computes in float and the one brute force
  * computes in double (kernel_fixed.h), for candidates whose offsets along
@@ -253,16 +263,6 @@ static bool bounding_box(const prox_points *p, const double *period, int threads
  *   110 * 2^-24 r^2 = 2^-17.2 r^2 for three terms of at most 4 r^2 each.
  *   2^-15 r^2 covers it with room, and the double's own rounding.
  * So tol = sum over axes of (4r + a) a, plus 2^-15 r^2. */
-/* e of axis k (below): how far a stored coordinate lies from its double,
- * as a length. */
-static double fixed_coord_error(const prox_grid *g, int k)
-{
-    double cell = 1.0 / g->inv_cell[k];
-    double q = ldexp(cell, -g->fixed_shift[k]);
-    double spanned = (double)(g->ncell[k] + 2 * g->reach[k] + 2);
-    return q * (1.0 + 0x1p-20) + cell * spanned * 0x1p-50;
-}
-
 static double fixed_tolerance(const prox_grid *g)
 {
     double r = g->desc.radius, tol = 0x1p-15;
