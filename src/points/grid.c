@@ -191,22 +191,64 @@ static bool packed_box_pass(const double *xyz, int64_t n, int threads, int dim,
     return finite;
 }
 
-/* The caller's points as packed doubles (prox_points_f64's layout) on open
- * axes only: the passes over them then read one flat array, without the
- * view's tests of scalar type and period per coordinate. NULL otherwise. */
-static const double *packed_open_f64(const prox_points *p, const double *period)
+/* The caller's points as packed doubles (prox_points_f64's layout): the
+ * passes over them then read one flat array, without the view's tests of
+ * scalar type and period per coordinate. NULL otherwise. */
+static const double *packed_f64(const prox_points *p)
 {
     const double *x = p->axis[0];
     bool fits = p->scalar == PROX_F64 && p->stride == p->dim * (ptrdiff_t)sizeof(double);
     for (int k = 0; k < p->dim; k++)
-        fits = fits && !(period[k] > 0) && p->axis[k] == (const void *)(x + k);
+        fits = fits && p->axis[k] == (const void *)(x + k);
     return fits ? x : NULL;
 }
 
+/* packed_f64 on open axes only. */
+static const double *packed_open_f64(const prox_points *p, const double *period)
+{
+    for (int k = 0; k < p->dim; k++)
+        if (period[k] > 0)
+            return NULL;
+    return packed_f64(p);
+}
+
+/* The wrap of periodic axes (prox_wrap) for the passes over packed
+ * doubles: a coordinate in [0, top] is its own wrap (top: the largest
+ * double below L whose quotient by L rounds below 1), so that most points
+ * of a periodic box skip prox_wrap's division; others take it. The same
+ * bits as prox_coord gives, -0.0 included (made +0.0). */
+typedef struct axis_wrap {
+    double period[3], top[3]; /* period 0: an open axis */
+} axis_wrap;
+
+static axis_wrap axis_wrap_of(const prox_grid *g)
+{
+    axis_wrap w = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+    for (int k = 0; k < 3; k++) {
+        double L = g->desc.period[k] > 0 ? g->desc.period[k] : 0.0, top = L;
+        while (top > 0.0 && !(prox_wrap(top, L) == top && top < L))
+            top = nextafter(top, 0.0);
+        w.period[k] = L;
+        w.top[k] = top;
+    }
+    return w;
+}
+
+static inline double wrapped(const axis_wrap *w, int k, double v)
+{
+    if (!(w->period[k] > 0))
+        return v;
+    return v >= 0.0 && v <= w->top[k] ? v + 0.0 : prox_wrap(v, w->period[k]);
+}
+
+/* Periodic axes' lo and hi are not read (periodic_axis), so the box of
+ * packed doubles serves them unwrapped: a value is finite exactly when its
+ * wrap is. */
 static bool bounding_box(const prox_points *p, const double *period, int threads, double lo[3],
                          double hi[3])
 {
-    const double *x = packed_open_f64(p, period);
+    (void)period;
+    const double *x = packed_f64(p);
     /* (a constant dim would not reach the loops: OpenMP outlines each
      * parallel loop into one function that reads dim at run time) */
     if (x)
@@ -822,7 +864,8 @@ static void fixed_block_of(const prox_grid *g, int k, const double *restrict v,
 /* Sorted points [s0, s0 + count) from packed doubles (dim a constant once
  * inlined: no OpenMP region in here) or from any view. */
 static inline void gather_block(const prox_grid *g, const prox_points *p, const double *xyz,
-                                int dim, int64_t s0, int64_t count, double v[3][FIXED_BLOCK])
+                                const axis_wrap *w, int dim, int64_t s0, int64_t count,
+                                double v[3][FIXED_BLOCK])
 {
     int64_t n = g->n;
     for (int64_t j = 0; j < count; j++) {
@@ -833,21 +876,25 @@ static inline void gather_block(const prox_grid *g, const prox_points *p, const 
             __builtin_prefetch(ahead + (dim - 1) * sizeof(double)); /* of packed 3D straddle) */
         }
         for (int k = 0; k < dim; k++)
-            v[k][j] = xyz ? xyz[dim * i + k] : prox_coord(p, i, k, g->desc.period);
+            v[k][j] = !xyz ? prox_coord(p, i, k, g->desc.period)
+                      : w  ? wrapped(w, k, xyz[dim * i + k])
+                           : xyz[dim * i + k];
     }
 }
 
-static void fixed_of_block(prox_grid *g, const prox_points *p, const double *xyz, int64_t b)
+/* w: NULL on open axes (no wrap). */
+static void fixed_of_block(prox_grid *g, const prox_points *p, const double *xyz,
+                           const axis_wrap *w, int64_t b)
 {
     double v[3][FIXED_BLOCK];
     int64_t n = g->n, s0 = b * FIXED_BLOCK;
     int64_t count = n - s0 < FIXED_BLOCK ? n - s0 : FIXED_BLOCK;
     if (xyz && p->dim == 3)
-        gather_block(g, p, xyz, 3, s0, count, v);
+        gather_block(g, p, xyz, w, 3, s0, count, v);
     else if (xyz)
-        gather_block(g, p, xyz, 2, s0, count, v);
+        gather_block(g, p, xyz, w, 2, s0, count, v);
     else
-        gather_block(g, p, NULL, p->dim, s0, count, v);
+        gather_block(g, p, NULL, NULL, p->dim, s0, count, v);
     for (int k = 0; k < p->dim; k++)
         fixed_block_of(g, k, v[k], g->fixed + k * n + s0, count);
 }
@@ -855,11 +902,13 @@ static void fixed_of_block(prox_grid *g, const prox_points *p, const double *xyz
 static void gather_fixed(prox_grid *g, const prox_points *p)
 {
     int64_t n = g->n, blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
-    const double *xyz = packed_open_f64(p, g->desc.period);
+    const double *xyz = packed_f64(p);
+    const axis_wrap w = axis_wrap_of(g);
+    const axis_wrap *wrap = packed_open_f64(p, g->desc.period) ? NULL : &w;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t b = 0; b < blocks; b++)
-        fixed_of_block(g, p, xyz, b);
+        fixed_of_block(g, p, xyz, wrap, b);
 }
 
 /* Candidate k's sorted position: k itself, or its place in the ranges its
@@ -1205,6 +1254,22 @@ static void packed_linear_keys(const prox_grid *g, const double *xyz, int dim, i
             g, cell_of_point(g, xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]));
 }
 
+/* Linear keys of packed doubles with periodic axes, each coordinate
+ * wrapped (axis_wrap). */
+static void packed_periodic_keys(const prox_grid *g, const double *xyz, int dim, int64_t n,
+                                 uint32_t *keys)
+{
+    const axis_wrap w = axis_wrap_of(g);
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        const double *q = xyz + (int64_t)dim * i;
+        keys[i] = (uint32_t)linear_key_of(
+            g, cell_of_point(g, wrapped(&w, 0, q[0]), wrapped(&w, 1, q[1]),
+                             dim == 3 ? wrapped(&w, 2, q[2]) : 0.0));
+    }
+}
+
 static void compute_linear_keys(prox_grid *g, const prox_points *p)
 {
     uint32_t *keys = linear_keys(g);
@@ -1212,6 +1277,10 @@ static void compute_linear_keys(prox_grid *g, const prox_points *p)
     const double *xyz = packed_open_f64(p, g->desc.period);
     if (xyz) {
         packed_linear_keys(g, xyz, p->dim, n, keys);
+        return;
+    }
+    if ((xyz = packed_f64(p))) {
+        packed_periodic_keys(g, xyz, p->dim, n, keys);
         return;
     }
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
