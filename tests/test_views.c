@@ -1,7 +1,9 @@
 /* test_views.c: the same points through every kind of prox_points view
  * (packed, array of structs, separate arrays, f64 and f32, negative and zero
- * strides) give the same, exact results. */
+ * strides) give the same, exact results; and the wrap every view applies
+ * on a periodic axis (prox_wrap) agrees with the oracle's. */
 #include "check.h"
+#include "core/exact.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -301,6 +303,28 @@ static void views_grid_object_reads_structs(void **state)
     test_case_free(&tc);
 }
 
+/* prox_wrap against the oracle's fmod-based wrap, bit for bit, on values
+ * inside [0, L) (which prox_wrap returns without its division), at its
+ * edges (0, -0.0, the double below L, L itself) and outside, for periods
+ * of many scales. */
+static void views_wrap_matches_the_oracle(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(91);
+    for (int t = 0; t < 20000; t++) {
+        double L = ldexp(1.0 + rng_uniform(&r), (int)(rng_next(&r) % 120) - 60);
+        double u = rng_uniform(&r);
+        const double x[] = {0.0, -0.0, L, nextafter(L, 0.0), nextafter(L, 2.0 * L), u * L,
+                            -u * L, L + u * L, -ldexp(1.0, -1074), -1e-300};
+        for (size_t k = 0; k < sizeof x / sizeof x[0]; k++) {
+            double got = prox_wrap(x[k], L), want = oracle_wrap(x[k], L);
+            if (want == 0.0)
+                want = 0.0; /* +0.0, as prox_wrap gives */
+            assert_memory_equal(&got, &want, sizeof got);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +335,7 @@ int main(void)
         cmocka_unit_test(views_zero_stride_repeats_one_point),
         cmocka_unit_test(views_points_and_queries_may_differ_in_scalar_type),
         cmocka_unit_test(views_grid_object_reads_structs),
+        cmocka_unit_test(views_wrap_matches_the_oracle),
     };
     return cmocka_run_group_tests_name("views", tests, NULL, NULL);
 }

@@ -8,9 +8,14 @@
 #include <stdbool.h>
 
 /* x wrapped into [0, L): x - L*floor(x/L); a result that rounds to L is
- * mapped to 0 (the same place on the circle). */
+ * mapped to 0 (the same place on the circle). An x already in [0, L) is
+ * its own wrap, and skips the division: L - x >= ulp(L) > 2^-53 L, so x/L
+ * lies below 1 - 2^-53, a double, rounds below 1 and floors to 0; -0.0
+ * gives +0.0, as the formula does. */
 static inline double prox_wrap(double x, double L)
 {
+    if (x >= 0.0 && x < L)
+        return x + 0.0;
     double w = x - L * floor(x / L);
     return (w >= L || w < 0) ? 0.0 : w;
 }

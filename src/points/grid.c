@@ -110,15 +110,14 @@ static prox_status open_axis(prox_grid *g, int k, double lo, double hi, double m
     return PROX_OK;
 }
 
-/* Bounding box of the wrapped coordinates (open axes only matter), and
+/* Bounding box of the coordinates as given (only open axes' are read), and
  * whether every coordinate is finite: one pass over the points, where the
  * box took one per axis and the finiteness check another (the build reads
  * the caller's points twice more: keys, then coordinates in cell order).
  * v - v is +0 for a finite v and NaN for an infinite or NaN one, so the OR
  * of its bits is 0 exactly when all are finite: no branch, and an integer
  * chain instead of a floating-point sum's. */
-static bool box_pass(const prox_points *p, const double *period, int threads, int dim,
-                     double lo[3], double hi[3])
+static bool box_pass(const prox_points *p, int threads, int dim, double lo[3], double hi[3])
 {
     double mn[3] = {INFINITY, INFINITY, INFINITY}, mx[3] = {-INFINITY, -INFINITY, -INFINITY};
     uint64_t nonfinite = 0;
@@ -127,7 +126,7 @@ static bool box_pass(const prox_points *p, const double *period, int threads, in
     reduction(min : mn[:3]) reduction(max : mx[:3]) reduction(| : nonfinite) schedule(static)
     for (int64_t i = 0; i < n; i++)
         for (int k = 0; k < dim; k++) {
-            double v = prox_coord(p, i, k, period), zero = v - v;
+            double v = prox_points_get(p, i, k), zero = v - v;
             uint64_t bits;
             memcpy(&bits, &zero, sizeof bits);
             mn[k] = v < mn[k] ? v : mn[k];
@@ -212,48 +211,17 @@ static const double *packed_open_f64(const prox_points *p, const double *period)
     return packed_f64(p);
 }
 
-/* The wrap of periodic axes (prox_wrap) for the passes over packed
- * doubles: a coordinate in [0, top] is its own wrap (top: the largest
- * double below L whose quotient by L rounds below 1), so that most points
- * of a periodic box skip prox_wrap's division; others take it. The same
- * bits as prox_coord gives, -0.0 included (made +0.0). */
-typedef struct axis_wrap {
-    double period[3], top[3]; /* period 0: an open axis */
-} axis_wrap;
-
-static axis_wrap axis_wrap_of(const prox_grid *g)
+/* The box of the caller's values, unwrapped: periodic axes' lo and hi are
+ * not read (periodic_axis), and a value is finite exactly when its wrap
+ * is. */
+static bool bounding_box(const prox_points *p, int threads, double lo[3], double hi[3])
 {
-    axis_wrap w = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
-    for (int k = 0; k < 3; k++) {
-        double L = g->desc.period[k] > 0 ? g->desc.period[k] : 0.0, top = L;
-        while (top > 0.0 && !(prox_wrap(top, L) == top && top < L))
-            top = nextafter(top, 0.0);
-        w.period[k] = L;
-        w.top[k] = top;
-    }
-    return w;
-}
-
-static inline double wrapped(const axis_wrap *w, int k, double v)
-{
-    if (!(w->period[k] > 0))
-        return v;
-    return v >= 0.0 && v <= w->top[k] ? v + 0.0 : prox_wrap(v, w->period[k]);
-}
-
-/* Periodic axes' lo and hi are not read (periodic_axis), so the box of
- * packed doubles serves them unwrapped: a value is finite exactly when its
- * wrap is. */
-static bool bounding_box(const prox_points *p, const double *period, int threads, double lo[3],
-                         double hi[3])
-{
-    (void)period;
     const double *x = packed_f64(p);
     /* (a constant dim would not reach the loops: OpenMP outlines each
      * parallel loop into one function that reads dim at run time) */
     if (x)
         return packed_box_pass(x, p->count, threads, p->dim, lo, hi);
-    return box_pass(p, period, threads, p->dim, lo, hi);
+    return box_pass(p, threads, p->dim, lo, hi);
 }
 
 /* Linear keys index every cell of the box: a table entry per cell (4 bytes)
@@ -340,10 +308,10 @@ static void choose_fixed_recheck(prox_grid *g)
         return;
     double q = ldexp(1.0 / g->inv_cell[0], -g->fixed_shift[0]), a = 0.0;
     for (int k = 0; k < g->dim; k++) {
-        double period = (double)g->ncell[k] / g->inv_cell[k];
+        double period = g->periodic[k] ? g->desc.period[k] : 0.0;
         if (g->periodic[k] && period < 4.0 * g->desc.radius)
             return;
-        double ak = 2.0 * fixed_coord_error(g, k) + (g->periodic[k] ? ldexp(period, -48) : 0.0);
+        double ak = 2.0 * fixed_coord_error(g, k) + ldexp(period, -48);
         a = ak > a ? ak : a;
     }
     double eps = a / q * sqrt((double)g->dim), R = g->desc.radius / q;
@@ -484,7 +452,7 @@ static prox_status choose_geometry(prox_grid *g, const prox_points *p)
     double min_cell = g->desc.radius * CELL_MARGIN / d;
     double lo[3], hi[3];
     reset_geometry(g);
-    if (!bounding_box(p, g->desc.period, g->threads, lo, hi))
+    if (!bounding_box(p, g->threads, lo, hi))
         return prox_points_check_finite(p, "points", g->threads); /* names the point */
     for (int k = 0; k < p->dim; k++) {
         if (g->desc.period[k] > 0) {
@@ -864,7 +832,7 @@ static void fixed_block_of(const prox_grid *g, int k, const double *restrict v,
 /* Sorted points [s0, s0 + count) from packed doubles (dim a constant once
  * inlined: no OpenMP region in here) or from any view. */
 static inline void gather_block(const prox_grid *g, const prox_points *p, const double *xyz,
-                                const axis_wrap *w, int dim, int64_t s0, int64_t count,
+                                const double *period, int dim, int64_t s0, int64_t count,
                                 double v[3][FIXED_BLOCK])
 {
     int64_t n = g->n;
@@ -876,23 +844,23 @@ static inline void gather_block(const prox_grid *g, const prox_points *p, const 
             __builtin_prefetch(ahead + (dim - 1) * sizeof(double)); /* of packed 3D straddle) */
         }
         for (int k = 0; k < dim; k++)
-            v[k][j] = !xyz ? prox_coord(p, i, k, g->desc.period)
-                      : w  ? wrapped(w, k, xyz[dim * i + k])
-                           : xyz[dim * i + k];
+            v[k][j] = !xyz    ? prox_coord(p, i, k, g->desc.period)
+                      : period ? prox_wrap_axis(xyz[dim * i + k], k, period)
+                               : xyz[dim * i + k];
     }
 }
 
-/* w: NULL on open axes (no wrap). */
+/* period: NULL on open axes (no wrap). */
 static void fixed_of_block(prox_grid *g, const prox_points *p, const double *xyz,
-                           const axis_wrap *w, int64_t b)
+                           const double *period, int64_t b)
 {
     double v[3][FIXED_BLOCK];
     int64_t n = g->n, s0 = b * FIXED_BLOCK;
     int64_t count = n - s0 < FIXED_BLOCK ? n - s0 : FIXED_BLOCK;
     if (xyz && p->dim == 3)
-        gather_block(g, p, xyz, w, 3, s0, count, v);
+        gather_block(g, p, xyz, period, 3, s0, count, v);
     else if (xyz)
-        gather_block(g, p, xyz, w, 2, s0, count, v);
+        gather_block(g, p, xyz, period, 2, s0, count, v);
     else
         gather_block(g, p, NULL, NULL, p->dim, s0, count, v);
     for (int k = 0; k < p->dim; k++)
@@ -903,8 +871,7 @@ static void gather_fixed(prox_grid *g, const prox_points *p)
 {
     int64_t n = g->n, blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
     const double *xyz = packed_f64(p);
-    const axis_wrap w = axis_wrap_of(g);
-    const axis_wrap *wrap = packed_open_f64(p, g->desc.period) ? NULL : &w;
+    const double *wrap = packed_open_f64(p, g->desc.period) ? NULL : g->desc.period;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t b = 0; b < blocks; b++)
@@ -926,17 +893,16 @@ static int64_t candidate_position(const grid_recheck *c, int64_t k)
     return -1;
 }
 
-/* The first recheck, in exact integers (choose_fixed_recheck): 1 within,
- * 0 beyond, -1 when the band between leaves it to the doubles, or when
- * the grid or the points do not allow it. The query is a point of the
+/* The first recheck, in exact integers (choose_fixed_recheck), of the
+ * candidate at sorted position t (-1: unknown): 1 within, 0 beyond, -1
+ * when the band between leaves it to the doubles, or when the grid or the
+ * points do not allow it. The query is a point of the
  * grid (query_pos) or a ball query's point in fixed point (query_fixed),
  * within e of its double as the grid's are. */
-static int fixed_verdict(const grid_recheck *c, int64_t k)
+static int fixed_verdict(const grid_recheck *c, int64_t t)
 {
     const prox_grid *g = c->g;
-    bool known = c->query_pos >= 0 || c->query_fixed;
-    int64_t t = known && g->fixed_recheck ? candidate_position(c, k) : -1;
-    if (t < 0)
+    if (t < 0 || !g->fixed_recheck || (c->query_pos < 0 && !c->query_fixed))
         return -1;
     uint64_t d2 = 0;
     for (int a = 0; a < g->dim; a++) {
@@ -954,12 +920,12 @@ static bool grid_within(prox_recheck *rc, int64_t k)
 {
     const grid_recheck *c = (const grid_recheck *)(void *)rc;
     const prox_grid *g = c->g;
-    int verdict = fixed_verdict(c, k);
+    int64_t t = candidate_position(c, k);
+    int verdict = fixed_verdict(c, t);
     if (verdict >= 0)
         return verdict;
     rc->calls++;
     const double *period = g->desc.period;
-    int64_t t = candidate_position(c, k);
     prox_index j = t >= 0 ? g->id[t] : c->ids[k];
     double d[3] = {0.0, 0.0, 0.0};
     for (int a = 0; a < g->dim; a++)
@@ -1255,18 +1221,18 @@ static void packed_linear_keys(const prox_grid *g, const double *xyz, int dim, i
 }
 
 /* Linear keys of packed doubles with periodic axes, each coordinate
- * wrapped (axis_wrap). */
+ * wrapped as prox_coord wraps it. */
 static void packed_periodic_keys(const prox_grid *g, const double *xyz, int dim, int64_t n,
                                  uint32_t *keys)
 {
-    const axis_wrap w = axis_wrap_of(g);
+    const double *period = g->desc.period;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t i = 0; i < n; i++) {
         const double *q = xyz + (int64_t)dim * i;
         keys[i] = (uint32_t)linear_key_of(
-            g, cell_of_point(g, wrapped(&w, 0, q[0]), wrapped(&w, 1, q[1]),
-                             dim == 3 ? wrapped(&w, 2, q[2]) : 0.0));
+            g, cell_of_point(g, prox_wrap_axis(q[0], 0, period), prox_wrap_axis(q[1], 1, period),
+                             dim == 3 ? prox_wrap_axis(q[2], 2, period) : 0.0));
     }
 }
 

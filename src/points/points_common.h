@@ -12,12 +12,18 @@ prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim);
 
 prox_metric prox_metric_of(const prox_grid_desc *desc, int dim);
 
+/* Value v of coordinate `axis` wrapped into [0, period) on a periodic
+ * axis (period 0: open). */
+static inline double prox_wrap_axis(double v, int axis, const double *period)
+{
+    return period[axis] > 0 ? prox_wrap(v, period[axis]) : v;
+}
+
 /* Coordinate `axis` of point i, widened to double and wrapped into
  * [0, period) on a periodic axis. */
 static inline double prox_coord(const prox_points *p, int64_t i, int axis, const double *period)
 {
-    double v = prox_points_get(p, i, axis);
-    return period[axis] > 0 ? prox_wrap(v, period[axis]) : v;
+    return prox_wrap_axis(prox_points_get(p, i, axis), axis, period);
 }
 
 #endif
