@@ -1,14 +1,14 @@
 /* test_kd_split.c: the linear kd-tree's records (src/broad/kd_split.c).
  * At the levels that take the group (PQ_RECORDS in src/simd/vec_u64.h),
- * prox_kd_records_of splits eight boxes at a time bottom-up; each box must get exactly the records of the paper's top-down
- * recursion (prox_kd_pieces_of), and the same quantized box. Boxes of every
- * scale, on cutting planes, degenerate, spanning and leaving the root; 2D
- * and 3D; splitting on and off, records costing nothing (Figure 7) or
- * more, up to the cap; ranges that start off a multiple of eight and end
- * in a partial group. The records must also partition each box: disjoint
- * cells whose volumes, with the records' cost, never exceed the unsplit
- * cell's. And the
- * scalar point codes of morton.h match its spreads. */
+ * prox_kd_records_of splits eight boxes at a time bottom-up; each box must
+ * get exactly the records of the paper's top-down recursion
+ * (prox_kd_pieces_of), and the same quantized box. Boxes of every scale,
+ * on cutting planes, degenerate, spanning and leaving the root; 2D and 3D;
+ * splitting on and off, records costing nothing (Figure 7) or more, up to
+ * the cap; ranges that start off a multiple of eight and end in a partial
+ * group. The records must also partition each box: disjoint cells whose
+ * volumes, with the records' cost, never exceed the unsplit cell's. And
+ * the scalar point codes of morton.h match its spreads. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

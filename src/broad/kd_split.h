@@ -66,9 +66,10 @@ int prox_kd_pieces_of(const prox_kd_geometry *g, const prox_aabb *box, bool spli
 /* The records (key, box id) of boxes [begin, end), from key[0] and id[0]
  * on, boxes in order; each box's keys are prox_kd_pieces_of's, in an order
  * that depends only on begin (eight boxes at a time at the levels that
- * take the group, PQ_RECORDS in simd/vec_u64.h). qbox, when given, receives every box's quantized box at
- * qbox + 2 * dim * i. Returns the number of records; up to
- * PROX_KD_RECORD_SLACK more may have been written. */
+ * take the group, PQ_RECORDS in simd/vec_u64.h). qbox, when given,
+ * receives every box's quantized box at qbox + 2 * dim * i. Returns the
+ * number of records; up to PROX_KD_RECORD_SLACK more may have been
+ * written. */
 int64_t prox_kd_records_of(const prox_kd_geometry *g, const prox_aabb *box, int64_t begin,
                            int64_t end, bool split, uint64_t *key, uint32_t *id, uint32_t *qbox);
 

@@ -1,5 +1,6 @@
 #include "core/radix_sort.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -597,9 +598,11 @@ static PROX_ALWAYS_INLINE void distinct_ranks(const int32_t *key, int64_t n, int
         pv_store(rank + v * PV_W, r[v]);
 }
 
-/* distinct_ranks for a row of n entries, its vector count made a constant. */
+/* distinct_ranks for a row of n <= RANK_ROW_MAX entries, its vector
+ * count made a constant. */
 static void ranks_of_distinct(const int32_t *key, int64_t n, int32_t *rank)
 {
+    assert(n <= RANK_ROW_MAX);
     switch ((n + PV_W - 1) / PV_W) {
 #define RANKS_CASE(nv)                                                                   \
     case nv:                                                                             \

@@ -299,18 +299,26 @@ static inline bool prox_fixed_within(const prox_fixed_block *b, int64_t k, const
     return prox_fixed_count(b, k, k + 1, q, m, rc) != 0;
 }
 
-/* Squared distances in rel16 units of candidates k .. k + PV_W - 1 (left
- * of them live) to the query (vxy, vz), as unsigned lanes (below 2^32). */
-static PROX_ALWAYS_INLINE pv_i32 pv_rel16_d2(const prox_rel16_block *b, int64_t k, int64_t left,
-                                             pv_i32 vxy, pv_i32 vz, bool three)
+/* Squared distances in rel16 units of candidates (cxy, cz), loaded, to
+ * the query (vxy, vz), as unsigned lanes (below 2^32). */
+static PROX_ALWAYS_INLINE pv_i32 pv_rel16_d2_of(pv_i32 cxy, pv_i32 cz, pv_i32 vxy, pv_i32 vz,
+                                                bool three)
 {
-    pv_i32 dxy = pv_sub_i16(vxy, pv_load_n(b->xy + k, left));
+    pv_i32 dxy = pv_sub_i16(vxy, cxy);
     pv_i32 d2 = pv_madd_i16(dxy, dxy); /* dx^2 + dy^2 < 2^31 */
     if (three) {
-        pv_i32 dz = pv_sub_i16(vz, pv_load_n(b->z0 + k, left));
+        pv_i32 dz = pv_sub_i16(vz, cz);
         d2 = pv_add_i32(d2, pv_madd_i16(dz, dz)); /* < 2^32: compared unsigned */
     }
     return d2;
+}
+
+/* pv_rel16_d2_of for candidates k .. k + PV_W - 1 (left of them live). */
+static PROX_ALWAYS_INLINE pv_i32 pv_rel16_d2(const prox_rel16_block *b, int64_t k, int64_t left,
+                                             pv_i32 vxy, pv_i32 vz, bool three)
+{
+    pv_i32 cz = three ? pv_load_n(b->z0 + k, left) : pv_set1_i32(0);
+    return pv_rel16_d2_of(pv_load_n(b->xy + k, left), cz, vxy, vz, three);
 }
 
 /* The decision on d2 for the candidates in `lanes`: within by in2, beyond
@@ -412,20 +420,6 @@ static PROX_ALWAYS_INLINE int64_t pv_rel16_count(const prox_rel16_block *b, int6
         count += prox_lanes_popcount(pv_rel16_decide(pv_rel16_d2(b, k, end - k, vxy, vz, three), k,
                                                     pv_live(end - k), in2, out2, rc));
     return count;
-}
-
-/* Squared distances of loaded candidates (cxy, cz) to the query (vxy, vz),
- * as pv_rel16_d2 takes them. */
-static PROX_ALWAYS_INLINE pv_i32 pv_rel16_d2_of(pv_i32 cxy, pv_i32 cz, pv_i32 vxy, pv_i32 vz,
-                                                bool three)
-{
-    pv_i32 dxy = pv_sub_i16(vxy, cxy);
-    pv_i32 d2 = pv_madd_i16(dxy, dxy);
-    if (three) {
-        pv_i32 dz = pv_sub_i16(vz, cz);
-        d2 = pv_add_i32(d2, pv_madd_i16(dz, dz));
-    }
-    return d2;
 }
 
 /* The count of two queries that lead a block, p and p + 1 (a run's own
