@@ -667,8 +667,9 @@ static int64_t coordinate_slots(const prox_grid *g, int64_t n)
 
 static prox_status reserve_points(prox_grid *g, int64_t n)
 {
-    if (reserve(g, &g->id, &g->id_cap, n, sizeof *g->id) &&
-        reserve(g, &g->pos, &g->pos_cap, coordinate_slots(g, n), sizeof *g->pos))
+    int64_t slack_slots = (GRID_READ_SLACK + 1) / 2; /* pos[] holds 2 words a slot */
+    if (reserve(g, &g->id, &g->id_cap, n + GRID_READ_SLACK, sizeof *g->id) &&
+        reserve(g, &g->pos, &g->pos_cap, coordinate_slots(g, n) + slack_slots, sizeof *g->pos))
         return PROX_OK;
     return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld points", (long long)n);
 }
@@ -1388,6 +1389,17 @@ static prox_status check_build_input(prox_grid *g, const prox_points *p, bool fi
     return st;
 }
 
+/* The words a whole-vector gather reads past id[n) and past the last
+ * fixed-point axis (prox_grid.id): zero, so that they are defined. An
+ * update that moves points keeps them (it writes id[0, n) alone, and a
+ * grid in fixed point rebuilds). */
+static void clear_read_slack(prox_grid *g)
+{
+    memset(g->id + g->n, 0, GRID_READ_SLACK * sizeof *g->id);
+    if (g->fixed_on)
+        memset(g->fixed + (int64_t)g->dim * g->n, 0, GRID_READ_SLACK * sizeof *g->fixed);
+}
+
 prox_status prox_grid_build(prox_grid *g, const prox_points *p)
 {
     if (!g)
@@ -1415,6 +1427,8 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
         prox_radix_sort64(sort_keys(g), g->id, scratch_keys(g), scratch_ids(g), g->n, g->threads);
         st = index_runs(g, p);
     }
+    if (!st)
+        clear_read_slack(g);
     g->built = st == PROX_OK;
     return st;
 }

@@ -22,6 +22,10 @@ typedef struct cell3 {
     int32_t c[3];
 } cell3;
 
+/* Words readable past the grid's per-point arrays: a whole vector at the
+ * widest level (see prox_grid.id). */
+#define GRID_READ_SLACK PROX_KERNEL_SLACK
+
 struct prox_grid {
     prox_grid_desc desc;
     prox_allocator allocator;
@@ -39,7 +43,12 @@ struct prox_grid {
     bool periodic[3];
     uint64_t hash_mask; /* PROX_KEYS_HASH: table slots - 1 */
 
-    /* points in cell order */
+    /* points in cell order. id[] and, with fixed point on, fixed[] (each
+     * axis) keep GRID_READ_SLACK readable words past their last point, so
+     * that a strip's gather loads whole vectors (pv_load): the lanes past
+     * the strip's end are read, then overwritten or left in the block's
+     * own slack. Past the last axis and past id[n) the words are zero,
+     * written by each build (grid.c, clear_read_slack). */
     int64_t n;
     prox_index *id;
     double *pos; /* axis-major: x[0..n), y[0..n), z[0..n); before the

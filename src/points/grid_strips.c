@@ -148,13 +148,15 @@ int prox_grid_strip_ranges(const prox_grid *g, const strip_rows *rows, cell3 a, 
 }
 
 /* Strips are short (W1: about 21 points): a call to memcpy for each of
- * their four arrays cost more than the copy. Whole vectors are stored
- * (to[] has PROX_KERNEL_SLACK words of room past the block); the reads
- * stop at the strip's end. */
+ * their four arrays cost more than the copy. Whole vectors are loaded and
+ * stored: from[] is one of the grid's arrays, readable GRID_READ_SLACK
+ * words past its end (prox_grid.id), and to[] has PROX_KERNEL_SLACK words
+ * of room past the block; the words past the strip's end are overwritten
+ * by the next strip or left in that room. */
 static inline void copy_words(uint32_t *to, const uint32_t *from, int64_t len)
 {
     for (int64_t t = 0; t < len; t += PV_W)
-        pv_store(to + t, pv_load_n(from + t, len - t));
+        pv_store(to + t, pv_load(from + t));
 }
 
 /* Room in *block for `arrays` arrays of `need` words each, laid one after
@@ -202,20 +204,20 @@ bool prox_fixed_gather_ranges(const prox_grid *g, const range *rg, int count, bo
 /* len rel16 coordinates of one axis pair from fixed-point arrays fx, fy
  * (fy NULL: z alone, with 0 above) around centres cx, cy, each difference
  * taken to its image nearest the centre on a periodic axis (px, py: the
- * periods, 0 when open), packed into to[] (whole vectors stored: to[] has
- * PROX_KERNEL_SLACK words of room). */
+ * periods, 0 when open), packed into to[]. Whole vectors are loaded and
+ * stored, as in copy_words. */
 static PROX_ALWAYS_INLINE void rel16_words(const int32_t *fx, const int32_t *fy, int32_t cx,
                                            int32_t cy, int32_t px, int32_t py, int drop,
                                            uint32_t *to, int64_t len)
 {
     const pv_i32 vx = pv_set1_i32(cx), vy = pv_set1_i32(cy), low = pv_set1_i32(0xffff);
     for (int64_t t = 0; t < len; t += PV_W) { /* arithmetic shifts: floors */
-        pv_i32 dx = pv_sub_i32(pv_load_n(fx + t, len - t), vx);
+        pv_i32 dx = pv_sub_i32(pv_load(fx + t), vx);
         if (px)
             dx = pv_min_image(dx, px);
         pv_i32 w = pv_and(pv_sra_i32(dx, drop), low);
         if (fy) {
-            pv_i32 dy = pv_sub_i32(pv_load_n(fy + t, len - t), vy);
+            pv_i32 dy = pv_sub_i32(pv_load(fy + t), vy);
             if (py)
                 dy = pv_min_image(dy, py);
             w = pv_or(w, pv_shl16(pv_sra_i32(dy, drop)));

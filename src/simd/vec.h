@@ -9,7 +9,9 @@
  * ones or zeros instead, for sums kept in vectors.
  *
  * Loads of n < PV_W lanes never read past the n-th element; dead lanes
- * read as 0. A pv_pack collects words into the lanes of one vector, a few
+ * read as 0. pv_load reads a whole vector, PV_W words, for arrays that
+ * keep room past their last element (the grid's fixed-point coordinates
+ * and ids: grid_private.h, GRID_READ_SLACK). A pv_pack collects words into the lanes of one vector, a few
  * at a time (the point sweep packs ranges into one vector): a vector
  * filled by masked loads where they exist, else a small array that
  * pv_pack_vec reads once. pv_compress stores PV_W lanes whatever the mask,
@@ -89,6 +91,7 @@ static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return _mm512_movm_epi32(_mm51
 static inline int32_t pv_hsum(pv_i32 a) { return _mm512_reduce_add_epi32(a); }
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return _mm512_movm_epi32(_mm512_cmpgt_epi32_mask(a, b)); }
 static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b) { return _mm512_movm_epi32(_mm512_cmpgt_epu32_mask(a, b)); }
+static inline pv_i32 pv_load(const void *p) { return _mm512_loadu_si512(p); }
 static inline void pv_store(void *p, pv_i32 v) { _mm512_storeu_si512(p, v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return _mm512_sra_epi32(a, _mm_cvtsi32_si128(n)); }
 static inline pv_i32 pv_shl16(pv_i32 a) { return _mm512_slli_epi32(a, 16); }
@@ -239,6 +242,7 @@ static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b) /* flipped signs, compared s
     const __m256i sign = _mm256_set1_epi32(INT32_MIN);
     return _mm256_cmpgt_epi32(_mm256_xor_si256(a, sign), _mm256_xor_si256(b, sign));
 }
+static inline pv_i32 pv_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline void pv_store(void *p, pv_i32 v) { _mm256_storeu_si256((__m256i *)p, v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return _mm256_sra_epi32(a, _mm_cvtsi32_si128(n)); }
 static inline pv_i32 pv_shl16(pv_i32 a) { return _mm256_slli_epi32(a, 16); }
@@ -314,6 +318,7 @@ static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b)
     const __m128i sign = _mm_set1_epi32(INT32_MIN);
     return _mm_cmpgt_epi32(_mm_xor_si128(a, sign), _mm_xor_si128(b, sign));
 }
+static inline pv_i32 pv_load(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 static inline void pv_store(void *p, pv_i32 v) { _mm_storeu_si128((__m128i *)p, v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return _mm_sra_epi32(a, _mm_cvtsi32_si128(n)); }
 static inline pv_i32 pv_shl16(pv_i32 a) { return _mm_slli_epi32(a, 16); }
@@ -422,6 +427,7 @@ static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b)
 {
     return vreinterpretq_s32_u32(vcgtq_u32(vreinterpretq_u32_s32(a), vreinterpretq_u32_s32(b)));
 }
+static inline pv_i32 pv_load(const void *p) { return vld1q_s32((const int32_t *)p); }
 static inline void pv_store(void *p, pv_i32 v) { vst1q_s32((int32_t *)p, v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return vshlq_s32(a, vdupq_n_s32(-n)); }
 static inline pv_i32 pv_shl16(pv_i32 a) { return vshlq_n_s32(a, 16); }
@@ -498,6 +504,7 @@ static inline pv_i32 pv_eqv(pv_i32 a, pv_i32 b) { return a == b ? -1 : 0; }
 static inline int32_t pv_hsum(pv_i32 a) { return a; }
 static inline pv_i32 pv_gt_i32(pv_i32 a, pv_i32 b) { return a > b ? -1 : 0; }
 static inline pv_i32 pv_gtv_u32(pv_i32 a, pv_i32 b) { return (uint32_t)a > (uint32_t)b ? -1 : 0; }
+static inline pv_i32 pv_load(const void *p) { return pv_load_n(p, 1); }
 static inline void pv_store(void *p, pv_i32 v) { memcpy(p, &v, sizeof v); }
 static inline pv_i32 pv_sra_i32(pv_i32 a, int n) { return a >= 0 ? a >> n : ~(~a >> n); } /* a floor */
 static inline pv_i32 pv_shl16(pv_i32 a) { return (int32_t)((uint32_t)a << 16); }
