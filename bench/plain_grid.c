@@ -4,7 +4,7 @@
  * prox counts the same pairs on the same points, alternately, RUNS rounds
  * each; prints both medians, their ratio and the SIMD level prox ran.
  *
- *   build/prox gen sph3d --format f64 -o /tmp/w1.f64
+ *   build/prox gen sph3d -o /tmp/w1.f64
  *   build/bench_plain_grid /tmp/w1.f64 3 RADIUS [RUNS]
  *
  * FILE: raw little-endian doubles, packed points of DIM (2 or 3). prox runs
