@@ -4,6 +4,7 @@
 // Boundary: nanoflann's RadiusResultSet keeps dist < radius (strict), with
 // dist the squared distance summed x, y, z as prox does; the bound passed is
 // the next double above r*r, which accepts exactly dist <= r*r.
+#include <cstdint> // nanoflann 1.4's header uses uint32_t without it (an error from g++ 13 on)
 #include <nanoflann.hpp>
 
 #include "peer_common.hpp"
