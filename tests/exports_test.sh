@@ -12,8 +12,8 @@
 lib=$1 inc=$2 nm=${3:-nm}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v "$nm" >/dev/null 2>&1 || fail "no $nm to list the symbols of $lib"
-exported=$("$nm" -D --defined-only "$lib" | awk 'NF == 3 && $3 !~ /^\.gomp_critical_user_/ { print $3 }' |
-    sort -u) || fail "$nm could not read $lib"
+symbols=$("$nm" -D --defined-only "$lib") || fail "$nm could not read $lib"
+exported=$(printf '%s\n' "$symbols" | awk 'NF == 3 && $3 !~ /^\.gomp_critical_user_/ { print $3 }' | sort -u)
 [ -n "$exported" ] || fail "$lib exports nothing"
 # The name before the first '(' of each declaration: a line that starts
 # with PROX_API, joined with the lines that follow it up to its ';'.

@@ -214,7 +214,7 @@ static void copy_boxes(const prox_broad *b, const prox_boxes *boxes, prox_aabb *
                 measure_box(&mine, &a, i);
             }
         }
-#pragma omp critical /* unnamed: gcc gives a named one a lock symbol of its own */
+#pragma omp critical(prox_broad_measure)
         {
             all.first_bad = mine.first_bad < all.first_bad ? mine.first_bad : all.first_bad;
             for (int k = 0; k < 3; k++) {

@@ -11,14 +11,15 @@
  * Loads of n < PV_W lanes never read past the n-th element; dead lanes
  * read as 0. pv_load reads a whole vector, PV_W words, for arrays that
  * keep room past their last element (the grid's fixed-point coordinates
- * and ids: grid_private.h, GRID_READ_SLACK). A pv_pack collects words into the lanes of one vector, a few
- * at a time (the point sweep packs ranges into one vector): a vector
- * filled by masked loads where they exist, else a small array that
- * pv_pack_vec reads once. pv_compress stores PV_W lanes whatever the mask,
- * so its output needs PV_W entries of room past the last kept one
- * (PROX_KERNEL_SLACK). Where PV_TRANSPOSE is 1 (AVX2, NEON: the levels
- * whose row sort works on columns), pv_transpose turns PV_W rows into
- * PV_W columns and pv_store_n stores the first n lanes and nothing past.
+ * and ids: grid_private.h, GRID_READ_SLACK). A pv_pack collects words
+ * into the lanes of one vector, a few at a time (the point sweep packs
+ * ranges into one vector): a vector filled by masked loads where they
+ * exist, else a small array that pv_pack_vec reads once. pv_compress
+ * stores PV_W lanes whatever the mask, so its output needs PV_W entries
+ * of room past the last kept one (PROX_KERNEL_SLACK). Where PV_TRANSPOSE
+ * is 1 (AVX2, NEON: the levels whose row sort works on columns),
+ * pv_transpose turns PV_W rows into PV_W columns and pv_store_n stores
+ * the first n lanes and nothing past.
  *
  * Exactness: every float operation is the scalar one lane by lane (IEEE
  * single, round to nearest, no contraction), so each level decides as the
