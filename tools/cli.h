@@ -98,7 +98,8 @@ double median(double *values, int n);
 double peak_rss_mb(void);          /* getrusage ru_maxrss */
 int effective_threads(int threads); /* what threads = 0 means here */
 /* threads > 0: every OpenMP region of the tool (output formatting too) uses
- * at most that many threads, not only the library's calls. */
+ * at most that many threads, not only the library's calls. Starts OpenMP's
+ * threads, so that no timed phase pays for their start. */
 void set_thread_limit(int threads);
 bool has_suffix(const char *text, const char *suffix);
 
