@@ -55,7 +55,7 @@ void prox_free(const prox_allocator *a, void *ptr)
  * microseconds, and W1's first sorted buffer on a fresh grid takes tens of
  * thousands (docs/design.md, "Fresh pages are faulted in by one call").
  * The kernel clears each page as it faults it in, the larger part of the
- * cost: `threads` threads each take a slice of a large block (W1's sorted
+ * cost: `threads` threads share a large block's slices (W1's sorted
  * buffer is 117 MB). A caller's own allocator is left alone: its memory
  * may be meant to be touched later or elsewhere. */
 static void populate(const prox_allocator *a, void *p, size_t bytes, int threads)
@@ -72,7 +72,9 @@ static void populate(const prox_allocator *a, void *p, size_t bytes, int threads
         return;
     uintptr_t pages = (hi - lo) / (uintptr_t)page;
     int parts = threads > 1 && hi - lo >= 2 * POPULATE_MIN ? threads : 1;
-#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+    if (parts > 1 && hi - lo >= 16 * POPULATE_MIN * (uintptr_t)threads)
+        parts *= 8; /* handed out as threads ask: one the machine slows takes fewer */
+#pragma omp parallel for num_threads(threads) if (parts > 1) schedule(dynamic, 1)
     for (int k = 0; k < parts; k++) {
         uintptr_t from = lo + pages * (uintptr_t)k / (uintptr_t)parts * (uintptr_t)page;
         uintptr_t to = lo + pages * (uintptr_t)(k + 1) / (uintptr_t)parts * (uintptr_t)page;
