@@ -30,7 +30,8 @@
     DEFINE_ONE_CLASS_TEST(prefix, tiny_radius, INPUT_TINY_RADIUS, configs, count)          \
     DEFINE_ONE_CLASS_TEST(prefix, huge_radius, INPUT_HUGE_RADIUS, configs, count)          \
     DEFINE_ONE_CLASS_TEST(prefix, far_outlier, INPUT_OUTLIER, configs, count)              \
-    DEFINE_ONE_CLASS_TEST(prefix, narrow_period, INPUT_NARROW_PERIOD, configs, count)
+    DEFINE_ONE_CLASS_TEST(prefix, narrow_period, INPUT_NARROW_PERIOD, configs, count)      \
+    DEFINE_ONE_CLASS_TEST(prefix, seam, INPUT_SEAM, configs, count)
 
 #define CLASS_TEST_ENTRIES(prefix)                                                         \
     cmocka_unit_test(prefix##_matches_oracle_on_uniform),                                  \
@@ -48,6 +49,7 @@
         cmocka_unit_test(prefix##_matches_oracle_on_tiny_radius),                          \
         cmocka_unit_test(prefix##_matches_oracle_on_huge_radius),                          \
         cmocka_unit_test(prefix##_matches_oracle_on_far_outlier),                          \
-        cmocka_unit_test(prefix##_matches_oracle_on_narrow_period)
+        cmocka_unit_test(prefix##_matches_oracle_on_narrow_period),                         \
+        cmocka_unit_test(prefix##_matches_oracle_on_seam)
 
 #endif

@@ -252,6 +252,24 @@ static void gen_narrow_period(cloud *c, int dim, prox_scalar scalar, rng *r)
     cloud_uniform(c, dim, 300, 0.0, 2.0625, r);
 }
 
+/* The lattice k / 10 for k = 1 .. 13 along each axis. Periodic, its period
+ * is 13 / 10 = 1.3: the last slice lies exactly on the period, which wraps
+ * to 0, r = 0.1 from the first slice. The distance across the seam then
+ * ties with r only when that slice is taken as 0: from 1.3 itself it
+ * rounds beyond r (1.3 - 0.1 - 1.3 squares to more than 0.1 * 0.1). */
+static void gen_seam(cloud *c, int dim, prox_scalar scalar, rng *r)
+{
+    (void)scalar;
+    (void)r;
+    const int side = 13;
+    cloud_alloc(c, dim, lattice_count(dim, side));
+    for (int64_t n = 0; n < c->count; n++) {
+        int64_t rest = n;
+        for (int k = 0; k < dim; k++, rest /= side)
+            cloud_point(c, n)[k] = (double)(1 + rest % side) / 10.0;
+    }
+}
+
 /* ---- the class table --------------------------------------------------- */
 
 typedef struct class_spec {
@@ -281,6 +299,7 @@ static const class_spec CLASSES[INPUT_CLASS_COUNT] = {
     [INPUT_OUTLIER] = {"outlier", gen_outlier, {1, 1}, {0.01, 0.01}, false},
     [INPUT_NARROW_PERIOD] = {"narrow_period", gen_narrow_period, {2.0625, 2.0625},
                              {1.0, 1.0}, true},
+    [INPUT_SEAM] = {"seam", gen_seam, {1.3, 1.3}, {0.1, 0.1}, false},
 };
 
 const char *input_class_name(input_class cls)

@@ -55,6 +55,7 @@ typedef enum input_class {
     INPUT_HUGE_RADIUS,     /* r = 1e6 on unit data: every pair */
     INPUT_OUTLIER,         /* unit data plus two points near 1e7 */
     INPUT_NARROW_PERIOD,   /* box of 2r + 1/16: two cells along each axis */
+    INPUT_SEAM,            /* lattice k / 10 up to the period 1.3, r = 0.1: ties across the seam */
     INPUT_CLASS_COUNT
 } input_class;
 

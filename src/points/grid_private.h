@@ -41,6 +41,11 @@ struct prox_grid {
     int64_t ncell[3];
     int reach[3];
     bool periodic[3];
+    /* no axis is periodic, or every value of the points being built lies
+     * in [0, period) on the periodic ones: the build reads them unwrapped
+     * (grid.c, packed_unwrapped_f64). An update, whose points may have
+     * left, clears it. */
+    bool inside_periods;
     uint64_t hash_mask; /* PROX_KEYS_HASH: table slots - 1 */
 
     /* points in cell order. id[] and, with fixed point on, fixed[] (each

@@ -226,6 +226,16 @@ static PROX_ALWAYS_INLINE void rel16_words(const int32_t *fx, const int32_t *fy,
     }
 }
 
+/* Whether a run in cell c of axis k has stencil cells across a periodic
+ * axis's seam: with rel16's reach of one cell, only in the first or the
+ * last cell. Elsewhere every candidate lies within 1.5 cells of the centre,
+ * less than half a period (rel16 takes periods of 4 cells and more), so its
+ * difference is already its nearest image and needs no wrap. */
+static bool seam_in_reach(const prox_grid *g, int k, int32_t c)
+{
+    return g->periodic[k] && (c == 0 || c == g->ncell[k] - 1);
+}
+
 bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
                               const range *rg, int count, bool ids, prox_rel16_gather *b)
 {
@@ -238,10 +248,11 @@ bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, ce
     uint32_t *w = block;
     *b = (prox_rel16_gather){w, w + cap, w + 2 * cap, 0, cap, rg, count};
     int64_t n = g->n, at = 0;
-    int32_t centre[3];
-    for (int k = 0; k < 3; k++)
+    int32_t centre[3], p[3]; /* p: the period where a candidate may lie across the seam, else 0 */
+    for (int k = 0; k < 3; k++) {
         centre[k] = k < g->dim ? prox_rel16_centre(g, k, a.c[k]) : 0;
-    const int32_t *p = g->fixed_metric.period; /* 0 on open axes */
+        p[k] = k < g->dim && seam_in_reach(g, k, a.c[k]) ? g->fixed_metric.period[k] : 0;
+    }
     for (int k = 0; k < count; k++) {
         int64_t begin = rg[k].begin, len = rg[k].end - begin;
         rel16_words(g->fixed + begin, g->fixed + n + begin, centre[0], centre[1], p[0], p[1],
