@@ -676,14 +676,13 @@ static void rank_sort_row(uint32_t *a, int64_t n)
  * entries turned into columns a PV_W x PV_W block at a time
  * (pv_transpose), pads of UINT32_MAX past each row's end (they sort last,
  * and ties with real entries of that value change nothing), then
- * Batcher's bitonic network on the columns in its all-ascending form
- * (each merge opens with the comparators of mirrored columns), every
- * comparator a lane-wise min and max of two columns, and the blocks turned
- * back into rows. Rows are grouped by length in steps of four
- * (COLUMN_BUCKETS); a group of rows of at most m entries holds nothing but
- * pads in the columns from m up, and there a comparator of the ascending
- * form changes nothing, so the network keeps only those below m
- * (20 entries: 134 comparators of the 32-column network's 240). The
+ * Batcher's odd-even merge sort on the columns (every comparator puts the
+ * min in the lower column), each comparator a lane-wise min and max of two
+ * columns, and the blocks turned back into rows. Rows are grouped by
+ * length in steps of four (COLUMN_BUCKETS); a group of rows of at most m
+ * entries holds nothing but pads in the columns from m up, and there a
+ * comparator changes nothing, so the network keeps only those below m
+ * (20 entries: 103 comparators of the 32-column network's 191). The
  * network is fully unrolled over constant indices, so that the columns
  * stay in registers as far as there are registers. */
 _Static_assert(PV_W <= ROW_GROUP_MAX, "a row group holds a row per lane");
@@ -697,19 +696,62 @@ static PROX_ALWAYS_INLINE void columns_compare(pv_i32 *e, int i, int l, int m)
     e[l] = pv_max_u32(a, b);
 }
 
-/* The network on columns e[0 .. n), n a power of two, of which m live. */
-static PROX_ALWAYS_INLINE void columns_bitonic(pv_i32 *e, int n, int m)
+/* Batcher's odd-even merge sort (Batcher 1968) on 8, 16 and 32 columns,
+ * as (lower, upper) pairs in the order they run: for p = 1, 2, 4, ... and
+ * k = p, p/2, ..., 1, the pairs (i + j, i + j + k) for j = k % p,
+ * k % p + 2k, ... and i < k whose two ends lie in one block of 2p columns.
+ * Written out, so that every index is a constant once the loop over a
+ * table unrolls: those loops, nested four deep, do not unroll fully, and
+ * the columns then leave the registers. */
+static const uint8_t merge_network8[19][2] = {
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 2}, {5, 6}, {0, 4},
+    {1, 5}, {2, 6}, {3, 7}, {2, 4}, {3, 5}, {1, 2}, {3, 4}, {5, 6}};
+static const uint8_t merge_network16[63][2] = {
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}, {0, 2}, {1, 3},
+    {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}, {1, 2}, {5, 6}, {9, 10}, {13, 14},
+    {0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}, {2, 4}, {3, 5},
+    {10, 12}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {9, 10}, {11, 12}, {13, 14}, {0, 8}, {1, 9},
+    {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}, {4, 8}, {5, 9}, {6, 10}, {7, 11},
+    {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10},
+    {11, 12}, {13, 14}};
+static const uint8_t merge_network32[191][2] = {
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}, {16, 17}, {18, 19},
+    {20, 21}, {22, 23}, {24, 25}, {26, 27}, {28, 29}, {30, 31}, {0, 2}, {1, 3}, {4, 6}, {5, 7},
+    {8, 10}, {9, 11}, {12, 14}, {13, 15}, {16, 18}, {17, 19}, {20, 22}, {21, 23}, {24, 26},
+    {25, 27}, {28, 30}, {29, 31}, {1, 2}, {5, 6}, {9, 10}, {13, 14}, {17, 18}, {21, 22},
+    {25, 26}, {29, 30}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15},
+    {16, 20}, {17, 21}, {18, 22}, {19, 23}, {24, 28}, {25, 29}, {26, 30}, {27, 31}, {2, 4},
+    {3, 5}, {10, 12}, {11, 13}, {18, 20}, {19, 21}, {26, 28}, {27, 29}, {1, 2}, {3, 4}, {5, 6},
+    {9, 10}, {11, 12}, {13, 14}, {17, 18}, {19, 20}, {21, 22}, {25, 26}, {27, 28}, {29, 30},
+    {0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}, {16, 24}, {17, 25},
+    {18, 26}, {19, 27}, {20, 28}, {21, 29}, {22, 30}, {23, 31}, {4, 8}, {5, 9}, {6, 10},
+    {7, 11}, {20, 24}, {21, 25}, {22, 26}, {23, 27}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12},
+    {11, 13}, {18, 20}, {19, 21}, {22, 24}, {23, 25}, {26, 28}, {27, 29}, {1, 2}, {3, 4},
+    {5, 6}, {7, 8}, {9, 10}, {11, 12}, {13, 14}, {17, 18}, {19, 20}, {21, 22}, {23, 24},
+    {25, 26}, {27, 28}, {29, 30}, {0, 16}, {1, 17}, {2, 18}, {3, 19}, {4, 20}, {5, 21}, {6, 22},
+    {7, 23}, {8, 24}, {9, 25}, {10, 26}, {11, 27}, {12, 28}, {13, 29}, {14, 30}, {15, 31},
+    {8, 16}, {9, 17}, {10, 18}, {11, 19}, {12, 20}, {13, 21}, {14, 22}, {15, 23}, {4, 8},
+    {5, 9}, {6, 10}, {7, 11}, {12, 16}, {13, 17}, {14, 18}, {15, 19}, {20, 24}, {21, 25},
+    {22, 26}, {23, 27}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {11, 13}, {14, 16}, {15, 17},
+    {18, 20}, {19, 21}, {22, 24}, {23, 25}, {26, 28}, {27, 29}, {1, 2}, {3, 4}, {5, 6}, {7, 8},
+    {9, 10}, {11, 12}, {13, 14}, {15, 16}, {17, 18}, {19, 20}, {21, 22}, {23, 24}, {25, 26},
+    {27, 28}, {29, 30}};
+
+/* The network on columns e[0 .. n), n = 8, 16 or 32, of which m live. */
+static PROX_ALWAYS_INLINE void columns_network(pv_i32 *e, int n, int m)
 {
-#pragma GCC unroll 8
-    for (int k = 2; k <= n; k <<= 1) {
-#pragma GCC unroll 32
-        for (int i = 0; i < n; i++)
-            columns_compare(e, i, i ^ (k - 1), m);
-#pragma GCC unroll 8
-        for (int j = k >> 2; j > 0; j >>= 1)
-#pragma GCC unroll 32
-            for (int i = 0; i < n; i++)
-                columns_compare(e, i, i ^ j, m);
+    if (n == 8) {
+#pragma GCC unroll 200
+        for (int c = 0; c < 19; c++)
+            columns_compare(e, merge_network8[c][0], merge_network8[c][1], m);
+    } else if (n == 16) {
+#pragma GCC unroll 200
+        for (int c = 0; c < 63; c++)
+            columns_compare(e, merge_network16[c][0], merge_network16[c][1], m);
+    } else {
+#pragma GCC unroll 200
+        for (int c = 0; c < 191; c++)
+            columns_compare(e, merge_network32[c][0], merge_network32[c][1], m);
     }
 }
 
@@ -745,7 +787,7 @@ static PROX_ALWAYS_INLINE void columns_sort(row_group *c, int n, int m)
 #pragma GCC unroll 8
     for (int at = 0; at < m; at += PV_W)
         rows_to_columns(c, at, e);
-    columns_bitonic(e, n, m);
+    columns_network(e, n, m);
 #pragma GCC unroll 8
     for (int at = 0; at < m; at += PV_W)
         columns_to_rows(e, at, c);
