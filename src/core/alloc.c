@@ -1,6 +1,7 @@
 /* madvise and MADV_POPULATE_WRITE (glibc shows them to strict C11 only on request) */
 #define _DEFAULT_SOURCE
 #include "core/alloc.h"
+#include "core/threads.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +73,8 @@ static void populate(const prox_allocator *a, void *p, size_t bytes, int threads
         return;
     uintptr_t pages = (hi - lo) / (uintptr_t)page;
     int parts = threads > 1 && hi - lo >= 2 * POPULATE_MIN ? threads : 1;
-    if (parts > 1 && hi - lo >= 16 * POPULATE_MIN * (uintptr_t)threads)
-        parts *= 8; /* handed out as threads ask: one the machine slows takes fewer */
+    if (parts > 1 && hi - lo >= 2 * PROX_PARTS_PER_THREAD * POPULATE_MIN * (uintptr_t)threads)
+        parts *= PROX_PARTS_PER_THREAD; /* slices of 2 MiB and up */
 #pragma omp parallel for num_threads(threads) if (parts > 1) schedule(dynamic, 1)
     for (int k = 0; k < parts; k++) {
         uintptr_t from = lo + pages * (uintptr_t)k / (uintptr_t)parts * (uintptr_t)page;

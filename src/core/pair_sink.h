@@ -11,6 +11,7 @@
 #ifndef PROX_PAIR_SINK_H
 #define PROX_PAIR_SINK_H
 
+#include "core/threads.h"
 #include "prox/pairs.h"
 
 typedef struct prox_emitter {
@@ -170,6 +171,6 @@ static inline int prox_chunk_count(prox_sink sink, int threads, int64_t work)
 {
     if (sink.kind == PROX_SINK_CALLBACK || threads <= 1 || work < 4096)
         return 1;
-    return threads * 8;
+    return threads * PROX_PARTS_PER_THREAD;
 }
 #endif

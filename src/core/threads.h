@@ -5,6 +5,13 @@
 
 #include <omp.h>
 
+/* Parts per thread of a parallel pass whose threads take parts as they ask
+ * (schedule(dynamic, 1)): the query's chunks, the rows' placement, the
+ * page faulting of a large block. Several, so that a thread the machine
+ * slows (a virtual CPU its host runs late) leaves its share to the others;
+ * few, so that each part stays long. */
+#define PROX_PARTS_PER_THREAD 8
+
 static inline int prox_threads_resolve(int requested)
 {
     if (requested > 0)

@@ -503,7 +503,7 @@ static prox_status deliver_rows(prox_grid *g, const row_chunk *rows, int count,
         index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
                          g->run_start[runs * (k + 1) / count], row_len, offsets, row_at);
     prox_prefix_sums(offsets, n, g->threads);
-    int parts = n > 65536 ? 8 * g->threads : 1; /* handed out as threads ask, as the chunks */
+    int parts = n > 65536 ? PROX_PARTS_PER_THREAD * g->threads : 1;
 #pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(dynamic, 1)
     for (int k = 0; k < parts; k++)
         place_rows(offsets, row_at, n * k / parts, n * (k + 1) / parts, sink);
