@@ -388,10 +388,10 @@ static void start_thread_team(void)
 #ifdef _OPENMP
     if (omp_get_max_threads() < 2)
         return;
-    int started = 0;
-#pragma omp parallel reduction(+ : started)
-    started++;
-    (void)started;
+    int joined = 0; /* a region with no work is one the compiler may drop */
+#pragma omp parallel reduction(+ : joined)
+    joined++;
+    (void)joined;
 #endif
 }
 
