@@ -263,11 +263,9 @@ static void gen_seam(cloud *c, int dim, prox_scalar scalar, rng *r)
     (void)r;
     const int side = 13;
     cloud_alloc(c, dim, lattice_count(dim, side));
-    for (int64_t n = 0; n < c->count; n++) {
-        int64_t rest = n;
-        for (int k = 0; k < dim; k++, rest /= side)
-            cloud_point(c, n)[k] = (double)(1 + rest % side) / 10.0;
-    }
+    fill_lattice(c, dim, side, 1, 1.0, 0);
+    for (int64_t i = 0; i < c->count * dim; i++)
+        c->xyz[i] /= 10.0; /* divided, not times 0.1: 13 * 0.1 is not 1.3 */
 }
 
 /* ---- the class table --------------------------------------------------- */
