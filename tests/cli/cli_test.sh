@@ -345,10 +345,25 @@ t_pairs_f32() {
 t_pairs_stats() {
     run "$PROX" pairs --radius 1 --stats tiny.txt
     expect_exit 0 || return 1
-    for key in algo= keys= coords=fixed n=6 radius=1 threads= read_s= build_s= query_s= write_s= \
+    for key in algo= keys= coords=fixed n=6 radius=1 threads= read_s= runs=1 first_s= build_s= \
+        query_s= write_s= \
         pairs=4 candidates= rechecked= cells= rows=staged kept_mb= peak_rss_mb=; do
         expect_stderr_has "$key" || return 1
     done
+}
+
+# --runs: every run on the one grid and output gives the first run's bytes;
+# --stats names the runs and the first run's time apart from the medians.
+t_pairs_runs() {
+    "$PROX" gen sph3d --n 3000 -o s3000.txt || { why="gen failed"; return 1; }
+    for task in "" --lists --count "--unsorted" "--algo brute"; do
+        "$PROX" pairs $task s3000.txt >once.out || { why="pairs $task failed"; return 1; }
+        run "$PROX" pairs --runs 3 --threads 2 --stats $task s3000.txt
+        expect_exit 0 && expect_stderr_has "runs=3" && expect_stderr_has "first_s=" || return 1
+        expect_stdout once.out || return 1
+    done
+    expect_fail 2 "--runs" out.txt "$PROX" pairs --runs 0 -o out.txt s3000.txt || return 1
+    expect_fail 2 "not with --stream" out.txt "$PROX" pairs --runs 2 --stream -o out.txt s3000.txt
 }
 
 t_pairs_write_in_place() {
@@ -705,6 +720,7 @@ check pairs_unsorted t_pairs_unsorted
 check pairs_text_equals_f64 t_pairs_text_equals_f64
 check pairs_f32 t_pairs_f32
 check pairs_stats t_pairs_stats
+check pairs_runs t_pairs_runs
 check pairs_device_written_in_place t_pairs_write_in_place
 check err_missing_file t_err_missing_file
 check err_hierarchical_periodic t_err_hierarchical_periodic
