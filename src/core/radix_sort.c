@@ -697,62 +697,31 @@ static PROX_ALWAYS_INLINE void columns_compare(pv_i32 *e, int i, int l, int m)
 }
 
 /* Batcher's odd-even merge sort (Batcher 1968) on 8, 16 and 32 columns,
- * as (lower, upper) pairs in the order they run: for p = 1, 2, 4, ... and
- * k = p, p/2, ..., 1, the pairs (i + j, i + j + k) for j = k % p,
- * k % p + 2k, ... and i < k whose two ends lie in one block of 2p columns.
- * Written out, so that every index is a constant once the loop over a
- * table unrolls: those loops, nested four deep, do not unroll fully, and
- * the columns then leave the registers. */
+ * as (lower, upper) pairs in the order they run, depth first: each half
+ * sorted, then the two merged (the even-indexed and odd-indexed columns
+ * merged, then the neighbours compared). So the comparators of columns 0-7
+ * come first (19), then those of 8-15 (19), the merge of 0-15 (25), and so
+ * on up: columns_sort loads a block of 8 columns just before the first
+ * comparator that reads it, and fewer columns are live at once than in the
+ * network's level order (which left more of them on the stack at AVX2's 16
+ * registers: rejected.md). Written out, so that every index is a constant
+ * once the loop over a table unrolls: the recursion written as loops,
+ * nested four deep, does not unroll fully, and the columns then leave the
+ * registers. */
 static const uint8_t merge_network8[19][2] = {
-    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 2}, {5, 6}, {0, 4},
-    {1, 5}, {2, 6}, {3, 7}, {2, 4}, {3, 5}, {1, 2}, {3, 4}, {5, 6}};
+    {0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}, {4, 5}, {6, 7}, {4, 6}, {5, 7}, {5, 6}, {0, 4}, {2, 6}, {2, 4}, {1, 5}, {3, 7}, {3, 5}, {1, 2}, {3, 4}, {5, 6}};
 static const uint8_t merge_network16[63][2] = {
-    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}, {0, 2}, {1, 3},
-    {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}, {1, 2}, {5, 6}, {9, 10}, {13, 14},
-    {0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}, {2, 4}, {3, 5},
-    {10, 12}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {9, 10}, {11, 12}, {13, 14}, {0, 8}, {1, 9},
-    {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}, {4, 8}, {5, 9}, {6, 10}, {7, 11},
-    {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10},
-    {11, 12}, {13, 14}};
+    {0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}, {4, 5}, {6, 7}, {4, 6}, {5, 7}, {5, 6}, {0, 4}, {2, 6}, {2, 4}, {1, 5}, {3, 7}, {3, 5}, {1, 2}, {3, 4}, {5, 6}, {8, 9}, {10, 11}, {8, 10}, {9, 11}, {9, 10}, {12, 13}, {14, 15}, {12, 14}, {13, 15}, {13, 14}, {8, 12}, {10, 14}, {10, 12}, {9, 13}, {11, 15}, {11, 13}, {9, 10}, {11, 12}, {13, 14}, {0, 8}, {4, 12}, {4, 8}, {2, 10}, {6, 14}, {6, 10}, {2, 4}, {6, 8}, {10, 12}, {1, 9}, {5, 13}, {5, 9}, {3, 11}, {7, 15}, {7, 11}, {3, 5}, {7, 9}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}, {13, 14}};
 static const uint8_t merge_network32[191][2] = {
-    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}, {16, 17}, {18, 19},
-    {20, 21}, {22, 23}, {24, 25}, {26, 27}, {28, 29}, {30, 31}, {0, 2}, {1, 3}, {4, 6}, {5, 7},
-    {8, 10}, {9, 11}, {12, 14}, {13, 15}, {16, 18}, {17, 19}, {20, 22}, {21, 23}, {24, 26},
-    {25, 27}, {28, 30}, {29, 31}, {1, 2}, {5, 6}, {9, 10}, {13, 14}, {17, 18}, {21, 22},
-    {25, 26}, {29, 30}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15},
-    {16, 20}, {17, 21}, {18, 22}, {19, 23}, {24, 28}, {25, 29}, {26, 30}, {27, 31}, {2, 4},
-    {3, 5}, {10, 12}, {11, 13}, {18, 20}, {19, 21}, {26, 28}, {27, 29}, {1, 2}, {3, 4}, {5, 6},
-    {9, 10}, {11, 12}, {13, 14}, {17, 18}, {19, 20}, {21, 22}, {25, 26}, {27, 28}, {29, 30},
-    {0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}, {16, 24}, {17, 25},
-    {18, 26}, {19, 27}, {20, 28}, {21, 29}, {22, 30}, {23, 31}, {4, 8}, {5, 9}, {6, 10},
-    {7, 11}, {20, 24}, {21, 25}, {22, 26}, {23, 27}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12},
-    {11, 13}, {18, 20}, {19, 21}, {22, 24}, {23, 25}, {26, 28}, {27, 29}, {1, 2}, {3, 4},
-    {5, 6}, {7, 8}, {9, 10}, {11, 12}, {13, 14}, {17, 18}, {19, 20}, {21, 22}, {23, 24},
-    {25, 26}, {27, 28}, {29, 30}, {0, 16}, {1, 17}, {2, 18}, {3, 19}, {4, 20}, {5, 21}, {6, 22},
-    {7, 23}, {8, 24}, {9, 25}, {10, 26}, {11, 27}, {12, 28}, {13, 29}, {14, 30}, {15, 31},
-    {8, 16}, {9, 17}, {10, 18}, {11, 19}, {12, 20}, {13, 21}, {14, 22}, {15, 23}, {4, 8},
-    {5, 9}, {6, 10}, {7, 11}, {12, 16}, {13, 17}, {14, 18}, {15, 19}, {20, 24}, {21, 25},
-    {22, 26}, {23, 27}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {11, 13}, {14, 16}, {15, 17},
-    {18, 20}, {19, 21}, {22, 24}, {23, 25}, {26, 28}, {27, 29}, {1, 2}, {3, 4}, {5, 6}, {7, 8},
-    {9, 10}, {11, 12}, {13, 14}, {15, 16}, {17, 18}, {19, 20}, {21, 22}, {23, 24}, {25, 26},
-    {27, 28}, {29, 30}};
+    {0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}, {4, 5}, {6, 7}, {4, 6}, {5, 7}, {5, 6}, {0, 4}, {2, 6}, {2, 4}, {1, 5}, {3, 7}, {3, 5}, {1, 2}, {3, 4}, {5, 6}, {8, 9}, {10, 11}, {8, 10}, {9, 11}, {9, 10}, {12, 13}, {14, 15}, {12, 14}, {13, 15}, {13, 14}, {8, 12}, {10, 14}, {10, 12}, {9, 13}, {11, 15}, {11, 13}, {9, 10}, {11, 12}, {13, 14}, {0, 8}, {4, 12}, {4, 8}, {2, 10}, {6, 14}, {6, 10}, {2, 4}, {6, 8}, {10, 12}, {1, 9}, {5, 13}, {5, 9}, {3, 11}, {7, 15}, {7, 11}, {3, 5}, {7, 9}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}, {13, 14}, {16, 17}, {18, 19}, {16, 18}, {17, 19}, {17, 18}, {20, 21}, {22, 23}, {20, 22}, {21, 23}, {21, 22}, {16, 20}, {18, 22}, {18, 20}, {17, 21}, {19, 23}, {19, 21}, {17, 18}, {19, 20}, {21, 22}, {24, 25}, {26, 27}, {24, 26}, {25, 27}, {25, 26}, {28, 29}, {30, 31}, {28, 30}, {29, 31}, {29, 30}, {24, 28}, {26, 30}, {26, 28}, {25, 29}, {27, 31}, {27, 29}, {25, 26}, {27, 28}, {29, 30}, {16, 24}, {20, 28}, {20, 24}, {18, 26}, {22, 30}, {22, 26}, {18, 20}, {22, 24}, {26, 28}, {17, 25}, {21, 29}, {21, 25}, {19, 27}, {23, 31}, {23, 27}, {19, 21}, {23, 25}, {27, 29}, {17, 18}, {19, 20}, {21, 22}, {23, 24}, {25, 26}, {27, 28}, {29, 30}, {0, 16}, {8, 24}, {8, 16}, {4, 20}, {12, 28}, {12, 20}, {4, 8}, {12, 16}, {20, 24}, {2, 18}, {10, 26}, {10, 18}, {6, 22}, {14, 30}, {14, 22}, {6, 10}, {14, 18}, {22, 26}, {2, 4}, {6, 8}, {10, 12}, {14, 16}, {18, 20}, {22, 24}, {26, 28}, {1, 17}, {9, 25}, {9, 17}, {5, 21}, {13, 29}, {13, 21}, {5, 9}, {13, 17}, {21, 25}, {3, 19}, {11, 27}, {11, 19}, {7, 23}, {15, 31}, {15, 23}, {7, 11}, {15, 19}, {23, 27}, {3, 5}, {7, 9}, {11, 13}, {15, 17}, {19, 21}, {23, 25}, {27, 29}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}, {13, 14}, {15, 16}, {17, 18}, {19, 20}, {21, 22}, {23, 24}, {25, 26}, {27, 28}, {29, 30}};
 
-/* The network on columns e[0 .. n), n = 8, 16 or 32, of which m live. */
-static PROX_ALWAYS_INLINE void columns_network(pv_i32 *e, int n, int m)
+/* Comparators [from, to) of a network's table on columns e[], of which m live. */
+static PROX_ALWAYS_INLINE void columns_run(pv_i32 *e, const uint8_t (*table)[2], int from, int to,
+                                           int m)
 {
-    if (n == 8) {
 #pragma GCC unroll 200
-        for (int c = 0; c < 19; c++)
-            columns_compare(e, merge_network8[c][0], merge_network8[c][1], m);
-    } else if (n == 16) {
-#pragma GCC unroll 200
-        for (int c = 0; c < 63; c++)
-            columns_compare(e, merge_network16[c][0], merge_network16[c][1], m);
-    } else {
-#pragma GCC unroll 200
-        for (int c = 0; c < 191; c++)
-            columns_compare(e, merge_network32[c][0], merge_network32[c][1], m);
-    }
+    for (int c = from; c < to; c++)
+        columns_compare(e, table[c][0], table[c][1], m);
 }
 
 /* Columns [at, at + PV_W) of the group's rows into e[at ..]: padded. */
@@ -769,6 +738,15 @@ static PROX_ALWAYS_INLINE void rows_to_columns(const row_group *c, int at, pv_i3
         e[at + j] = v[j];
 }
 
+/* Columns [from, to) of the group's rows, those below m, into e[]. */
+static PROX_ALWAYS_INLINE void columns_load(const row_group *c, int from, int to, int m,
+                                            pv_i32 *e)
+{
+#pragma GCC unroll 8
+    for (int at = from; at < to && at < m; at += PV_W)
+        rows_to_columns(c, at, e);
+}
+
 static PROX_ALWAYS_INLINE void columns_to_rows(const pv_i32 *e, int at, row_group *c)
 {
     pv_i32 v[PV_W];
@@ -780,14 +758,27 @@ static PROX_ALWAYS_INLINE void columns_to_rows(const pv_i32 *e, int at, row_grou
 }
 
 /* The group's rows, each of at most m entries; n: m rounded up to a power
- * of two. */
+ * of two. The split points are those of the depth-first tables: 19
+ * comparators sort columns 0-7, 63 sort 0-15, 82 add 16-23. */
 static PROX_ALWAYS_INLINE void columns_sort(row_group *c, int n, int m)
 {
     pv_i32 e[32];
-#pragma GCC unroll 8
-    for (int at = 0; at < m; at += PV_W)
-        rows_to_columns(c, at, e);
-    columns_network(e, n, m);
+    columns_load(c, 0, 8, m, e);
+    if (n == 8) {
+        columns_run(e, merge_network8, 0, 19, m);
+    } else if (n == 16) {
+        columns_run(e, merge_network16, 0, 19, m);
+        columns_load(c, 8, 16, m, e);
+        columns_run(e, merge_network16, 19, 63, m);
+    } else {
+        columns_run(e, merge_network32, 0, 19, m);
+        columns_load(c, 8, 16, m, e);
+        columns_run(e, merge_network32, 19, 63, m);
+        columns_load(c, 16, 24, m, e);
+        columns_run(e, merge_network32, 63, 82, m);
+        columns_load(c, 24, 32, m, e);
+        columns_run(e, merge_network32, 82, 191, m);
+    }
 #pragma GCC unroll 8
     for (int at = 0; at < m; at += PV_W)
         columns_to_rows(e, at, c);
