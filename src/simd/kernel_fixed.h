@@ -507,8 +507,16 @@ static inline int64_t prox_rel16_ids(const prox_rel16_block *b, const uint32_t *
 {
     const prox_rel16_block lb = *b; /* local copies, as prox_rel16_hits */
     const prox_rel16_metric lm = *m;
-    return lb.z0 ? pv_rel16_ids(&lb, ids, begin, end, qxy, qz0, &lm, rc, self, rule, out, true)
-                 : pv_rel16_ids(&lb, ids, begin, end, qxy, qz0, &lm, rc, self, rule, out, false);
+    /* the rule a constant in each copy: no test of it in the loop */
+    if (rule == PROX_IDS_ABOVE)
+        return lb.z0 ? pv_rel16_ids(&lb, ids, begin, end, qxy, qz0, &lm, rc, self,
+                                    PROX_IDS_ABOVE, out, true)
+                     : pv_rel16_ids(&lb, ids, begin, end, qxy, qz0, &lm, rc, self,
+                                    PROX_IDS_ABOVE, out, false);
+    return lb.z0 ? pv_rel16_ids(&lb, ids, begin, end, qxy, qz0, &lm, rc, self, PROX_IDS_OTHER,
+                                out, true)
+                 : pv_rel16_ids(&lb, ids, begin, end, qxy, qz0, &lm, rc, self, PROX_IDS_OTHER,
+                                out, false);
 }
 
 #endif

@@ -576,10 +576,13 @@ static inline pv_i32 pv_pack_vec(const pv_pack *k)
 #define PV_TRANSPOSE 0
 #endif
 
-/* ids above self (unsigned), as a mask. */
+/* ids above self (unsigned), as a mask: self + 1 <= id, which on AVX2
+ * takes a max, a compare and a movemask, where ~(id <= self) needs two
+ * more steps for the complement. self is a point's index, below
+ * PROX_MAX_POINTS (UINT32_MAX), so self + 1 does not wrap. */
 static inline pv_mask pv_above(pv_i32 ids, uint32_t self)
 {
-    return ~pv_le_u32(ids, pv_set1_i32((int32_t)self)) & pv_live(PV_W);
+    return pv_le_u32(pv_set1_i32((int32_t)(self + 1)), ids);
 }
 
 /* The minimum image of each lane's difference along a periodic axis of P
