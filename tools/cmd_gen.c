@@ -1,5 +1,7 @@
 /* cmd_gen.c: `prox gen`: the standard workloads into files. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,11 @@ static const char usage[] =
     "      --queries-out SEG  mixed2d: segments file (default: FILE with '.segments'\n"
     "                         inserted before its extension: boxes.txt ->\n"
     "                         boxes.segments.txt)\n"
+    "      --order input|z    sph3d, nns2d, spheres3d: the points as drawn (input,\n"
+    "                         the default) or in Z-order (Morton order of their\n"
+    "                         cells on a 2^21 (3D) or 2^32 (2D) grid over their\n"
+    "                         box, ties kept as drawn), as codes that sort their\n"
+    "                         particles in space hold them\n"
     "  -o, --output FILE      output (default stdout); FILE appears only when complete\n"
     "  -h, --help             this help\n"
     "\n"
@@ -54,9 +61,13 @@ typedef struct gen_options {
     const char *output;
     const char *queries_output;
     bool n_set, k_set, d_set, queries_set;
+    bool z_order; /* --order z */
 } gen_options;
 
-enum { OPT_N = 1, OPT_SEED, OPT_K, OPT_D, OPT_QUERIES, OPT_QUERIES_OUT, OPT_OUTPUT, OPT_HELP };
+enum {
+    OPT_N = 1, OPT_SEED, OPT_K, OPT_D, OPT_QUERIES, OPT_QUERIES_OUT, OPT_ORDER, OPT_OUTPUT,
+    OPT_HELP
+};
 
 static const opt_spec gen_specs[] = {
     { "n", 'n', true, OPT_N },
@@ -65,6 +76,7 @@ static const opt_spec gen_specs[] = {
     { "d", 0, true, OPT_D },
     { "queries", 'q', true, OPT_QUERIES },
     { "queries-out", 0, true, OPT_QUERIES_OUT },
+    { "order", 0, true, OPT_ORDER },
     { "output", 'o', true, OPT_OUTPUT },
     { "help", 'h', false, OPT_HELP },
 };
@@ -95,6 +107,8 @@ static void check_applicable(const gen_options *o)
         die_usage("gen", "--d applies to spheres3d only");
     if ((o->queries_set || o->queries_output != NULL) && o->wl != WL_MIXED2D)
         die_usage("gen", "--queries and --queries-out apply to mixed2d only");
+    if (o->z_order && o->wl == WL_MIXED2D)
+        die_usage("gen", "--order applies to point workloads (sph3d, nns2d, spheres3d)");
     if (o->wl == WL_MIXED2D && o->queries > 0 && o->queries_output == NULL
         && (o->output == NULL || strcmp(o->output, "-") == 0))
         die_usage("gen", "mixed2d writing to stdout needs --queries-out SEG (or --queries 0)");
@@ -122,6 +136,11 @@ static bool apply_option(opt_parser *p, gen_options *o, int id, const char *v)
         o->queries_set = true;
         break;
     case OPT_QUERIES_OUT: o->queries_output = v; break;
+    case OPT_ORDER:
+        if (strcmp(v, "z") != 0 && strcmp(v, "input") != 0)
+            die_usage("gen", "--order must be input or z, not '%s'", v);
+        o->z_order = strcmp(v, "z") == 0;
+        break;
     case OPT_OUTPUT: o->output = v; break;
     case OPT_HELP: return false;
     }
@@ -208,8 +227,70 @@ static int describe(char *buf, size_t size, const gen_options *o)
         n += snprintf(buf + n, size - (size_t)n, " d=%.17g", o->d);
     if (o->wl == WL_MIXED2D)
         n += snprintf(buf + n, size - (size_t)n, " queries=%lld", (long long)o->queries);
+    if (o->z_order)
+        n += snprintf(buf + n, size - (size_t)n, " order=z");
     n += snprintf(buf + n, size - (size_t)n, "\n");
     return n;
+}
+
+/* ---- Z-order ----------------------------------------------------------- */
+
+/* The low `bits` bits of v spread to every dim-th bit (bit b to bit b * dim). */
+static uint64_t spread_bits(uint64_t v, int bits, int dim)
+{
+    uint64_t out = 0;
+    for (int b = 0; b < bits; b++)
+        out |= ((v >> b) & 1u) << (b * dim);
+    return out;
+}
+
+typedef struct z_key {
+    uint64_t code;
+    int64_t index;
+} z_key;
+
+static int compare_z_keys(const void *a, const void *b)
+{
+    const z_key *x = a, *y = b;
+    if (x->code != y->code)
+        return x->code < y->code ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The n points of v (dim doubles each) reordered along the Z-order curve:
+ * each coordinate as a cell of a grid of 2^bits steps over the points'
+ * box (bits = 64 / dim, at most 32), the cells' bits interleaved x first;
+ * equal codes keep their drawn order, so the result is the same on every
+ * machine. */
+static void reorder_z(double *v, int64_t n, int dim)
+{
+    int bits = 64 / dim > 32 ? 32 : 64 / dim;
+    double lo[3], hi[3];
+    for (int k = 0; k < dim; k++) {
+        lo[k] = hi[k] = n ? v[k] : 0.0;
+        for (int64_t i = 1; i < n; i++) {
+            lo[k] = v[i * dim + k] < lo[k] ? v[i * dim + k] : lo[k];
+            hi[k] = v[i * dim + k] > hi[k] ? v[i * dim + k] : hi[k];
+        }
+    }
+    double steps = ldexp(1.0, bits);
+    z_key *key = xmalloc(checked_size(n, sizeof *key));
+    for (int64_t i = 0; i < n; i++) {
+        key[i] = (z_key){0, i};
+        for (int k = 0; k < dim; k++) {
+            double span = hi[k] - lo[k];
+            double c = span > 0 ? (v[i * dim + k] - lo[k]) / span * steps : 0.0;
+            uint64_t cell = c >= steps - 1 ? (uint64_t)(steps - 1) : (uint64_t)c;
+            key[i].code |= spread_bits(cell, bits, dim) << k;
+        }
+    }
+    qsort(key, (size_t)n, sizeof *key, compare_z_keys);
+    double *sorted = xmalloc(checked_size(n * dim, sizeof *sorted));
+    for (int64_t i = 0; i < n; i++)
+        memcpy(sorted + i * dim, v + key[i].index * dim, (size_t)dim * sizeof *v);
+    memcpy(v, sorted, checked_size(n * dim, sizeof *v));
+    free(sorted);
+    free(key);
 }
 
 /* ---- workloads --------------------------------------------------------- */
@@ -236,6 +317,8 @@ static void gen_points(const gen_options *o)
                  " apart (prox pairs --radius 2)\n",
                  prox_wl_spheres3d_side(o->n, o->d));
     }
+    if (o->z_order)
+        reorder_z(v, o->n, dim);
     output out;
     output_open(&out, o->output);
     write_rows(&out, o->output, header, v, o->n, dim);

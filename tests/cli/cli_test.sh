@@ -186,6 +186,26 @@ t_gen_deterministic() {
         same_files det1.txt det2.txt
 }
 
+# --order z: the same points, reordered along the curve, so that
+# consecutive points lie close; the same pairs.
+t_gen_order_z() {
+    "$PROX" gen sph3d --n 4000 -o drawn.txt && "$PROX" gen sph3d --n 4000 --order z -o z.txt ||
+        { why="gen failed"; return 1; }
+    grep -q '^# prox gen sph3d n=4000 seed=1 order=z$' z.txt || { why="no order=z in the header"; return 1; }
+    ! cmp -s drawn.txt z.txt || { why="--order z changed nothing"; return 1; }
+    grep -v '^#' drawn.txt | sort >drawn.sorted && grep -v '^#' z.txt | sort >z.sorted
+    same_files drawn.sorted z.sorted || return 1
+    # mean step between consecutive points: the curve's is far shorter
+    step() { awk '!/^#/ { if (NR > 4) s += sqrt(($1-x)^2 + ($2-y)^2 + ($3-z)^2); x = $1; y = $2; z = $3; n++ }
+                  END { print s / (n - 1) }' "$1"; }
+    awk -v d="$(step drawn.txt)" -v z="$(step z.txt)" 'BEGIN { exit !(z < d / 5) }' ||
+        { why="z-order steps $(step z.txt) against $(step drawn.txt) drawn: not along a curve"; return 1; }
+    "$PROX" pairs --count drawn.txt >drawn.count && "$PROX" pairs --count z.txt >z.count ||
+        { why="pairs --count failed"; return 1; }
+    same_files drawn.count z.count || return 1
+    expect_fail 2 "--order must be input or z" out.txt "$PROX" gen sph3d --order y -o out.txt
+}
+
 t_gen_binary() {
     run "$PROX" gen nns2d --n 5 -o five.f64
     expect_exit 0 || return 1
@@ -704,6 +724,7 @@ check gen_mixed2d_known_values t_gen_mixed2d_values
 check gen_sph3d_20000_checksum t_gen_many_blocks
 check gen_deterministic t_gen_deterministic
 check gen_binary_f64_f32 t_gen_binary
+check gen_order_z t_gen_order_z
 check pairs_tiny_closed_ball t_pairs_tiny
 check pairs_rows_in_place t_pairs_rows_in_place
 check pairs_tiny_brute t_pairs_tiny_brute
