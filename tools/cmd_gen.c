@@ -1,7 +1,5 @@
 /* cmd_gen.c: `prox gen`: the standard workloads into files. */
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,66 +231,6 @@ static int describe(char *buf, size_t size, const gen_options *o)
     return n;
 }
 
-/* ---- Z-order ----------------------------------------------------------- */
-
-/* The low `bits` bits of v spread to every dim-th bit (bit b to bit b * dim). */
-static uint64_t spread_bits(uint64_t v, int bits, int dim)
-{
-    uint64_t out = 0;
-    for (int b = 0; b < bits; b++)
-        out |= ((v >> b) & 1u) << (b * dim);
-    return out;
-}
-
-typedef struct z_key {
-    uint64_t code;
-    int64_t index;
-} z_key;
-
-static int compare_z_keys(const void *a, const void *b)
-{
-    const z_key *x = a, *y = b;
-    if (x->code != y->code)
-        return x->code < y->code ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
-/* The n points of v (dim doubles each) reordered along the Z-order curve:
- * each coordinate as a cell of a grid of 2^bits steps over the points'
- * box (bits = 64 / dim, at most 32), the cells' bits interleaved x first;
- * equal codes keep their drawn order, so the result is the same on every
- * machine. */
-static void reorder_z(double *v, int64_t n, int dim)
-{
-    int bits = 64 / dim > 32 ? 32 : 64 / dim;
-    double lo[3], hi[3];
-    for (int k = 0; k < dim; k++) {
-        lo[k] = hi[k] = n ? v[k] : 0.0;
-        for (int64_t i = 1; i < n; i++) {
-            lo[k] = v[i * dim + k] < lo[k] ? v[i * dim + k] : lo[k];
-            hi[k] = v[i * dim + k] > hi[k] ? v[i * dim + k] : hi[k];
-        }
-    }
-    double steps = ldexp(1.0, bits);
-    z_key *key = xmalloc(checked_size(n, sizeof *key));
-    for (int64_t i = 0; i < n; i++) {
-        key[i] = (z_key){0, i};
-        for (int k = 0; k < dim; k++) {
-            double span = hi[k] - lo[k];
-            double c = span > 0 ? (v[i * dim + k] - lo[k]) / span * steps : 0.0;
-            uint64_t cell = c >= steps - 1 ? (uint64_t)(steps - 1) : (uint64_t)c;
-            key[i].code |= spread_bits(cell, bits, dim) << k;
-        }
-    }
-    qsort(key, (size_t)n, sizeof *key, compare_z_keys);
-    double *sorted = xmalloc(checked_size(n * dim, sizeof *sorted));
-    for (int64_t i = 0; i < n; i++)
-        memcpy(sorted + i * dim, v + key[i].index * dim, (size_t)dim * sizeof *v);
-    memcpy(v, sorted, checked_size(n * dim, sizeof *v));
-    free(sorted);
-    free(key);
-}
-
 /* ---- workloads --------------------------------------------------------- */
 
 static void gen_points(const gen_options *o)
@@ -317,8 +255,8 @@ static void gen_points(const gen_options *o)
                  " apart (prox pairs --radius 2)\n",
                  prox_wl_spheres3d_side(o->n, o->d));
     }
-    if (o->z_order)
-        reorder_z(v, o->n, dim);
+    if (o->z_order && !prox_wl_order_z(v, o->n, dim))
+        die(EXIT_NO_MEMORY, "out of memory for the Z-order of %lld points", (long long)o->n);
     output out;
     output_open(&out, o->output);
     write_rows(&out, o->output, header, v, o->n, dim);

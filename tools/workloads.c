@@ -3,6 +3,8 @@
 #include "workloads.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Not in strict C11's math.h. */
 static const double pi = 3.14159265358979323846;
@@ -127,4 +129,69 @@ void prox_wl_fluid3d(int64_t n_particles, uint64_t seed, double *spheres, double
         particles[3 * i + 1] = prox_wl_uniform(&rng, 0.0, side);
         particles[3 * i + 2] = prox_wl_uniform(&rng, 0.5 * side, side);
     }
+}
+
+/* ---- Z-order (docs/workloads.md, "sph3d --order z") ------------------- */
+
+/* The low `bits` bits of v spread to every dim-th bit (bit b to bit b * dim). */
+static uint64_t spread_bits(uint64_t v, int bits, int dim)
+{
+    uint64_t out = 0;
+    for (int b = 0; b < bits; b++)
+        out |= ((v >> b) & 1u) << (b * dim);
+    return out;
+}
+
+typedef struct z_key {
+    uint64_t code;
+    int64_t index;
+} z_key;
+
+static int compare_z_keys(const void *a, const void *b)
+{
+    const z_key *x = a, *y = b;
+    if (x->code != y->code)
+        return x->code < y->code ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The point's cell along axis k of a grid of `steps` cells over [lo, hi]. */
+static uint64_t z_cell(double v, double lo, double hi, double steps)
+{
+    double c = hi > lo ? (v - lo) / (hi - lo) * steps : 0.0;
+    return c >= steps - 1 ? (uint64_t)(steps - 1) : (uint64_t)c;
+}
+
+bool prox_wl_order_z(double *xyz, int64_t n, int dim)
+{
+    int bits = 64 / dim > 32 ? 32 : 64 / dim;
+    double steps = ldexp(1.0, bits), lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int k = 0; k < dim && n > 0; k++) {
+        lo[k] = hi[k] = xyz[k];
+        for (int64_t i = 1; i < n; i++) {
+            lo[k] = xyz[i * dim + k] < lo[k] ? xyz[i * dim + k] : lo[k];
+            hi[k] = xyz[i * dim + k] > hi[k] ? xyz[i * dim + k] : hi[k];
+        }
+    }
+    size_t bytes = (size_t)n * (size_t)dim * sizeof *xyz;
+    z_key *key = malloc((size_t)n * sizeof *key + 1);
+    double *sorted = malloc(bytes + 1);
+    if (!key || !sorted) {
+        free(key);
+        free(sorted);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        key[i] = (z_key){0, i};
+        for (int k = 0; k < dim; k++)
+            key[i].code |= spread_bits(z_cell(xyz[i * dim + k], lo[k], hi[k], steps), bits, dim)
+                           << k;
+    }
+    qsort(key, (size_t)n, sizeof *key, compare_z_keys);
+    for (int64_t i = 0; i < n; i++)
+        memcpy(sorted + i * dim, xyz + key[i].index * dim, (size_t)dim * sizeof *xyz);
+    memcpy(xyz, sorted, bytes);
+    free(sorted);
+    free(key);
+    return true;
 }

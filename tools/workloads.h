@@ -9,6 +9,7 @@
 #ifndef PROX_TOOLS_WORKLOADS_H
 #define PROX_TOOLS_WORKLOADS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -45,6 +46,14 @@ double prox_wl_nns2d_radius(int64_t n, double k);
 void prox_wl_spheres3d(int64_t n, double d, uint64_t seed, double *xyz);
 /* The cube side L = cbrt(n * 4/3 * pi / d). */
 double prox_wl_spheres3d_side(int64_t n, double d);
+
+/* The n points of xyz (dim = 2 or 3 doubles each) reordered along the
+ * Z-order curve (`prox gen --order z`): each coordinate taken to a cell of
+ * a grid of 2^(64 / dim) steps (2^21 in 3D, 2^32 in 2D) over the points'
+ * box, the cells' bits interleaved x first, the points in increasing code,
+ * equal codes in their given order. False, xyz unchanged, when out of
+ * memory. */
+bool prox_wl_order_z(double *xyz, int64_t n, int dim);
 
 /* W4 mixed2d: n_boxes boxes in [0, 8192)^2 as (minx, miny, maxx, maxy),
  * then n_segments segments as (x0, y0, x1, y1) where (x0, y0) is the drawn
