@@ -687,9 +687,10 @@ static void rank_sort_row(uint32_t *a, int64_t n)
  * stay in registers as far as there are registers. */
 _Static_assert(PV_W <= ROW_GROUP_MAX, "a row group holds a row per lane");
 
+/* Comparator (i, l), i < l as the tables give it: the min to column i. */
 static PROX_ALWAYS_INLINE void columns_compare(pv_i32 *e, int i, int l, int m)
 {
-    if (l <= i || l >= m) /* each pair once; nothing but pads from m up */
+    if (l >= m) /* nothing but pads from m up */
         return;
     pv_i32 a = e[i], b = e[l];
     e[i] = pv_min_u32(a, b);
