@@ -1,13 +1,24 @@
 /* sort_rows.c: the row sort alone (docs/design.md, "The row sort"), in
- * cache: ROWS rows of random indices whose lengths follow W1's sorted
- * buffer (30 tries at p = 0.49: about 14.7 entries, 15 to 45% of rows past
- * 16), sorted one at a time (prox_sort_u32) and together
- * (prox_sort_u32_rows), 1,000 passes, best of 7; prints ns per row. Each
- * pass sorts a fresh copy of the shuffled rows (the copy is timed too, the
- * same for both: sorted input would flatter the insertion sort). TRIES 60
- * gives rows like W1's full lists (about 29.4 entries, a fifth past 32).
+ * cache: passes of ROWS rows of random indices, sorted one at a time
+ * (prox_sort_u32) and together (prox_sort_u32_rows), 1,000 passes, best of
+ * 7; prints ns per row.
  *
- *   build/bench_sort_rows [ROWS [TRIES]]      (defaults 1000 and 30) */
+ * Row lengths: TRIES tries at p = 0.49 (30: about 14.7 entries, as W1's
+ * sorted buffer holds on average; 60: about 29.4, like its full lists,
+ * a fifth past 32). With `above`, each row's p is 0.49 times a uniform
+ * draw, as a buffer's row keeps the neighbours above its point: lengths
+ * spread from 0 to the full row's, as they do in the grid (TRIES 60
+ * above: about 14.7 entries, a sixth of rows up to 4). With `exact`,
+ * every row holds TRIES entries.
+ *
+ * Each pass sorts a fresh copy of rows (the copy is timed too, the same
+ * for both) taken from pools of 64 passes' lengths and 2^20 entries at an
+ * offset that moves each pass: rows a pass repeated would let the branch
+ * predictor learn them, which flatters the insertion sort. With `repeat`,
+ * every pass sorts the same rows (how the figures of docs/rejected.md
+ * that name it were taken; fair between branch-free networks only).
+ *
+ *   build/bench_sort_rows [ROWS [TRIES [above|exact|repeat]]]   (defaults 1000 and 30) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +26,8 @@
 #include <time.h>
 
 #include "core/radix_sort.h"
+
+enum { LENGTH_SETS = 64, POOL = 1 << 20 };
 
 static double now(void)
 {
@@ -31,61 +44,84 @@ static uint64_t next(uint64_t *s) /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-/* Best ns per row over 7 rounds of 1,000 passes, each over a fresh copy of
- * the shuffled rows `given`. */
-static double time_rows(uint32_t *a, const uint32_t *given, const uint32_t *len, int64_t rows,
-                        int64_t total, int together)
+typedef struct rows_pool {
+    const uint32_t *len;     /* LENGTH_SETS sets of `rows` lengths */
+    const int64_t *total;    /* each set's entries */
+    const uint32_t *entries; /* POOL random indices, and room past */
+    int64_t rows;
+    int repeat; /* every pass the first set's rows */
+} rows_pool;
+
+/* Best ns per row over 7 rounds of 1,000 passes, each over a fresh copy
+ * of one set's rows. */
+static double time_rows(uint32_t *a, const rows_pool *p, int together)
 {
     double best = 1e30;
     for (int round = 0; round < 7; round++) {
+        int64_t from = 0;
         double t0 = now();
         for (int pass = 0; pass < 1000; pass++) {
-            memcpy(a, given, (size_t)total * sizeof *a);
+            int set = p->repeat ? 0 : pass % LENGTH_SETS;
+            const uint32_t *len = p->len + set * p->rows;
+            int64_t total = p->total[set];
+            if (!p->repeat)
+                from = from + total + 1 <= POOL - total ? from + total + 1 : 0;
+            memcpy(a, p->entries + from, (size_t)total * sizeof *a);
             if (together) {
-                prox_sort_u32_rows(a, len, rows);
+                prox_sort_u32_rows(a, len, p->rows);
                 continue;
             }
-            uint32_t *p = a;
-            for (int64_t k = 0; k < rows; p += len[k], k++)
-                prox_sort_u32(p, len[k]);
+            uint32_t *row = a;
+            for (int64_t k = 0; k < p->rows; row += len[k], k++)
+                prox_sort_u32(row, len[k]);
         }
         double t = now() - t0;
         best = t < best ? t : best;
     }
-    return best * 1e9 / (1000.0 * (double)rows);
+    return best * 1e9 / (1000.0 * (double)p->rows);
 }
 
 int main(int argc, char **argv)
 {
     int64_t rows = argc > 1 ? atoll(argv[1]) : 1000;
     int tries = argc > 2 ? atoi(argv[2]) : 30;
-    if (rows < 1 || tries < 1 || tries > 1000) {
-        fprintf(stderr, "usage: bench_sort_rows [ROWS >= 1 [TRIES 1..1000]]\n");
+    int above = argc > 3 && strcmp(argv[3], "above") == 0;
+    int exact = argc > 3 && strcmp(argv[3], "exact") == 0;
+    int repeat = argc > 3 && strcmp(argv[3], "repeat") == 0;
+    if (rows < 1 || tries < 1 || tries > 1000 || (argc > 3 && !above && !exact && !repeat) ||
+        argc > 4 || rows * tries > POOL / 2) {
+        fprintf(stderr, "usage: bench_sort_rows [ROWS >= 1 [TRIES 1..1000 [above|exact|repeat]]]"
+                        " (ROWS x TRIES up to %d)\n", POOL / 2);
         return 2;
     }
     uint64_t seed = 1;
-    uint32_t *len = malloc((size_t)rows * sizeof *len);
-    int64_t total = 0;
-    for (int64_t k = 0; len && k < rows; k++) {
-        uint32_t l = 0;
-        for (int t = 0; t < tries; t++)
-            l += next(&seed) % 100 < 49;
-        len[k] = l;
-        total += l;
-    }
-    uint32_t *given = malloc((size_t)total * sizeof *given + 64);
-    uint32_t *a = malloc((size_t)total * sizeof *a + 64);
-    if (!len || !given || !a) {
+    uint32_t *len = malloc((size_t)(rows * LENGTH_SETS) * sizeof *len);
+    int64_t total[LENGTH_SETS], sum = 0;
+    uint32_t *entries = malloc((size_t)(POOL + PROX_SORT_ROWS_SLACK) * sizeof *entries);
+    uint32_t *a = malloc((size_t)(POOL + PROX_SORT_ROWS_SLACK) * sizeof *a);
+    if (!len || !entries || !a) {
         fprintf(stderr, "bench_sort_rows: out of memory\n");
         return 3;
     }
-    for (int64_t i = 0; i < total; i++)
-        given[i] = (uint32_t)(next(&seed) % 1000000);
-    printf("rows=%lld entries=%lld one_at_a_time_ns=%.2f together_ns=%.2f\n", (long long)rows,
-           (long long)total, time_rows(a, given, len, rows, total, 0),
-           time_rows(a, given, len, rows, total, 1));
+    for (int set = 0; set < LENGTH_SETS; set++) {
+        total[set] = 0;
+        for (int64_t k = 0; k < rows; k++) {
+            uint64_t p = above ? 49 * (next(&seed) % 1001) : 49 * 1000; /* in 1/100000 */
+            uint32_t l = exact ? (uint32_t)tries : 0;
+            for (int t = 0; t < tries && !exact; t++)
+                l += next(&seed) % 100000 < p;
+            len[set * rows + k] = l;
+            total[set] += l;
+        }
+        sum += total[set];
+    }
+    for (int64_t i = 0; i < POOL + PROX_SORT_ROWS_SLACK; i++)
+        entries[i] = (uint32_t)(next(&seed) % 1000000);
+    rows_pool pool = {len, total, entries, rows, repeat};
+    printf("rows=%lld entries=%.1f one_at_a_time_ns=%.2f together_ns=%.2f\n", (long long)rows,
+           (double)sum / LENGTH_SETS, time_rows(a, &pool, 0), time_rows(a, &pool, 1));
     free(len);
-    free(given);
+    free(entries);
     free(a);
     return 0;
 }

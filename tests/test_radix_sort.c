@@ -286,13 +286,14 @@ static void small_sort_matches_qsort(void **state)
 }
 
 /* Rows of mixed lengths laid end to end, sorted together: each row as qsort
- * sorts it, and nothing written past the last. The lengths cycle through
+ * sorts it, and the slack past the last (PROX_SORT_ROWS_SLACK words and
+ * more) as it was. The lengths cycle through
  * every class (short, one register, two, longer) in runs long and short, so
  * that partly filled groups of rows are sorted too. */
 static void rows_sorted_together_match_qsort(void **state)
 {
     (void)state;
-    enum { ROWS = 700, MAX_LEN = 70, GUARD = 20 };
+    enum { ROWS = 700, MAX_LEN = 70, GUARD = PROX_SORT_ROWS_SLACK + 4 };
     const uint32_t mark = 0xdeadbeefu;
     rng r = rng_seeded(78);
     uint32_t *len = malloc(ROWS * sizeof *len);

@@ -725,70 +725,111 @@ static PROX_ALWAYS_INLINE void columns_run(pv_i32 *e, const uint8_t (*table)[2],
         columns_compare(e, table[c][0], table[c][1], m);
 }
 
-/* Columns [at, at + PV_W) of the group's rows into e[at ..]: padded. */
-static PROX_ALWAYS_INLINE void rows_to_columns(const row_group *c, int at, pv_i32 *e)
+/* Words [at, at + PV_W) of each of the group's rows, read whole: past a
+ * row's end they belong to the rows after it or to the slack past the
+ * last (PROX_SORT_ROWS_SLACK), and columns_store_last writes them back as
+ * read. */
+static PROX_ALWAYS_INLINE void rows_read(const row_group *c, int at, pv_i32 *raw)
 {
+    for (int r = 0; r < PV_W; r++)
+        raw[r] = r < c->count ? pv_load(c->row[r] + at) : pv_set1_i32(0);
+}
+
+/* Columns [at, at + PV_W) of the group's rows into e[at ..], padded with
+ * UINT32_MAX past each row's end; the words read go to raw[]. */
+static PROX_ALWAYS_INLINE void rows_to_columns(const row_group *c, int at, pv_i32 *e, pv_i32 *raw)
+{
+    rows_read(c, at, raw);
     pv_i32 v[PV_W];
     for (int r = 0; r < PV_W; r++) {
         int64_t len = r < c->count ? c->n[r] : 0;
-        pv_i32 x = r < c->count ? pv_load_n(c->row[r] + at, len - at) : pv_set1_i32(0);
-        v[r] = pv_or(x, pv_gt_i32(pv_iota(at), pv_set1_i32((int32_t)len - 1)));
+        v[r] = pv_or(raw[r], pv_gt_i32(pv_iota(at), pv_set1_i32((int32_t)len - 1)));
     }
     pv_transpose(v);
     for (int j = 0; j < PV_W; j++)
         e[at + j] = v[j];
 }
 
-/* Columns [from, to) of the group's rows, those below m, into e[]. */
-static PROX_ALWAYS_INLINE void columns_load(const row_group *c, int from, int to, int m,
-                                            pv_i32 *e)
+/* Columns [from, to) of the group's rows, those below m, into e[]; the
+ * words of block `last` stay in raw[]. */
+static PROX_ALWAYS_INLINE void columns_load(const row_group *c, int from, int to, int m, int last,
+                                            pv_i32 *e, pv_i32 *raw)
 {
+    pv_i32 unused[PV_W];
 #pragma GCC unroll 8
     for (int at = from; at < to && at < m; at += PV_W)
-        rows_to_columns(c, at, e);
+        rows_to_columns(c, at, e, at == last ? raw : unused);
 }
 
-static PROX_ALWAYS_INLINE void columns_to_rows(const pv_i32 *e, int at, row_group *c)
+/* Columns [at, at + PV_W) back into rows, each row's words whole: a block
+ * that every row of the group fills. */
+static PROX_ALWAYS_INLINE void columns_store(const pv_i32 *e, int at, row_group *c)
 {
     pv_i32 v[PV_W];
     for (int j = 0; j < PV_W; j++)
         v[j] = e[at + j];
     pv_transpose(v);
     for (int r = 0; r < c->count; r++)
-        pv_store_n(c->row[r] + at, v[r], c->n[r] - at);
+        pv_store(c->row[r] + at, v[r]);
 }
 
-/* The group's rows, each of at most m entries; n: m rounded up to a power
- * of two. The split points are those of the depth-first tables: 19
- * comparators sort columns 0-7, 63 sort 0-15, 82 add 16-23. */
+/* The block the rows end in, a whole vector a row: the row's sorted words
+ * to its end, then the words past it as rows_read found them. Rows go in
+ * the order they lie in memory, and before any of the earlier blocks
+ * (columns_sort): the words a row writes back past its end are the start
+ * of a later row of the group, or of a row no sort is writing. A masked
+ * store would write less but costs more on AMD's cores. */
+static PROX_ALWAYS_INLINE void columns_store_last(const pv_i32 *e, int at, const pv_i32 *raw,
+                                                  row_group *c)
+{
+    pv_i32 v[PV_W];
+    for (int j = 0; j < PV_W; j++)
+        v[j] = e[at + j];
+    pv_transpose(v);
+    for (int r = 0; r < c->count; r++) {
+        pv_i32 sorted = pv_gt_i32(pv_set1_i32((int32_t)(c->n[r] - at)), pv_iota(0));
+        pv_store(c->row[r] + at, pv_select(sorted, v[r], raw[r]));
+    }
+}
+
+/* The group's rows, each of m - 3 to m entries; n: m rounded up to a
+ * power of two. Every row ends in block `last`, the one that holds entry
+ * m - 1 (the buckets are four entries wide and start past a multiple of
+ * four), and fills the blocks below it. The split points are those of the
+ * depth-first tables: 19 comparators sort columns 0-7, 63 sort 0-15, 82
+ * add 16-23. */
 static PROX_ALWAYS_INLINE void columns_sort(row_group *c, int n, int m)
 {
-    pv_i32 e[32];
-    columns_load(c, 0, 8, m, e);
+    pv_i32 e[32], raw[PV_W];
+    int last = (m - 1) / PV_W * PV_W;
+    columns_load(c, 0, 8, m, last, e, raw);
     if (n == 8) {
         columns_run(e, merge_network8, 0, 19, m);
     } else if (n == 16) {
         columns_run(e, merge_network16, 0, 19, m);
-        columns_load(c, 8, 16, m, e);
+        columns_load(c, 8, 16, m, last, e, raw);
         columns_run(e, merge_network16, 19, 63, m);
     } else {
         columns_run(e, merge_network32, 0, 19, m);
-        columns_load(c, 8, 16, m, e);
+        columns_load(c, 8, 16, m, last, e, raw);
         columns_run(e, merge_network32, 19, 63, m);
-        columns_load(c, 16, 24, m, e);
+        columns_load(c, 16, 24, m, last, e, raw);
         columns_run(e, merge_network32, 63, 82, m);
-        columns_load(c, 24, 32, m, e);
+        columns_load(c, 24, 32, m, last, e, raw);
         columns_run(e, merge_network32, 82, 191, m);
     }
+    columns_store_last(e, last, raw, c);
 #pragma GCC unroll 8
-    for (int at = 0; at < m; at += PV_W)
-        columns_to_rows(e, at, c);
+    for (int at = last - PV_W; at >= 0; at -= PV_W)
+        columns_store(e, at, c);
     c->count = 0;
 }
 
-/* Row lengths 5 to 32 in buckets of four: bucket q holds lengths
- * 4q + 1 .. 4q + 4 (q = 1 .. 7); lengths up to 4 are sorted one by one. */
+/* Row lengths 3 to 32 in buckets of four: bucket q holds lengths
+ * 4q + 1 .. 4q + 4 (q = 0 .. 7; bucket 0 from 3). Rows of 2 take one
+ * compare-exchange, which needs no vectors. */
 #define COLUMN_BUCKETS 8
+static void columns_sort4(row_group *c) { columns_sort(c, 8, 4); }
 static void columns_sort8(row_group *c) { columns_sort(c, 8, 8); }
 static void columns_sort12(row_group *c) { columns_sort(c, 16, 12); }
 static void columns_sort16(row_group *c) { columns_sort(c, 16, 16); }
@@ -797,7 +838,7 @@ static void columns_sort24(row_group *c) { columns_sort(c, 32, 24); }
 static void columns_sort28(row_group *c) { columns_sort(c, 32, 28); }
 static void columns_sort32(row_group *c) { columns_sort(c, 32, 32); }
 static void (*const columns_sort_of[COLUMN_BUCKETS])(row_group *) = {
-    NULL, columns_sort8, columns_sort12, columns_sort16,
+    columns_sort4, columns_sort8, columns_sort12, columns_sort16,
     columns_sort20, columns_sort24, columns_sort28, columns_sort32};
 #endif
 
@@ -839,14 +880,14 @@ void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
         g[q].count = 0;
     for (int64_t k = 0; k < rows; a += len[k], k++) {
         int64_t n = len[k];
-        if (n > 4 && n <= 32) {
+        if (n > 2 && n <= 32) {
             int q = (int)(n - 1) / 4;
             group_add(&g[q], a, n, PV_W, columns_sort_of[q]);
         } else {
             sort_one_row(a, n);
         }
     }
-    for (int q = 1; q < COLUMN_BUCKETS; q++)
+    for (int q = 0; q < COLUMN_BUCKETS; q++)
         if (g[q].count)
             columns_sort_of[q](&g[q]);
 #else

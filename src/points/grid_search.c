@@ -222,7 +222,8 @@ typedef struct row_chunk {
 } row_chunk;
 
 /* Sort the rows of points [rc->sort_s, s_end), whose entries end the
- * chunk's entries. */
+ * chunk's entries: the chunk keeps PROX_KERNEL_SLACK words past them. */
+_Static_assert(PROX_KERNEL_SLACK >= PROX_SORT_ROWS_SLACK, "the row sort's slack");
 static void sort_pending_rows(row_chunk *rc, const uint32_t *row_len, int64_t s_end)
 {
     if (rc->count > rc->sort_at) /* else every row is empty, and entries may be NULL */

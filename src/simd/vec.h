@@ -18,8 +18,9 @@
  * stores PV_W lanes whatever the mask, so its output needs PV_W entries
  * of room past the last kept one (PROX_KERNEL_SLACK). Where PV_TRANSPOSE
  * is 1 (AVX2, NEON: the levels whose row sort works on columns),
- * pv_transpose turns PV_W rows into PV_W columns and pv_store_n stores
- * the first n lanes and nothing past.
+ * pv_transpose turns PV_W rows into PV_W columns and pv_select blends two
+ * vectors lane by lane; pv_store_n stores the first n lanes and nothing
+ * past.
  *
  * Exactness: every float operation is the scalar one lane by lane (IEEE
  * single, round to nearest, no contraction), so each level decides as the
@@ -191,6 +192,12 @@ static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
     __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n),
                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     _mm256_maskstore_epi32((int *)p, live, v);
+}
+/* Lanes of a where take is all ones, of b where it is zero (take from a
+ * ...v comparison). */
+static inline pv_i32 pv_select(pv_i32 take, pv_i32 a, pv_i32 b)
+{
+    return _mm256_blendv_epi8(b, a, take);
 }
 /* Rows v[0 .. PV_W) become columns: lane c of v[r] goes to lane r of v[c].
  * Pairs of lanes, then pairs of pairs, interleaved, then the halves. */
@@ -392,6 +399,11 @@ static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
     vst1q_s32(lane, v);
     if (n > 0)
         memcpy(p, lane, (size_t)n * sizeof lane[0]);
+}
+/* Lanes of a where take is all ones, of b where it is zero. */
+static inline pv_i32 pv_select(pv_i32 take, pv_i32 a, pv_i32 b)
+{
+    return vbslq_s32(vreinterpretq_u32_s32(take), a, b);
 }
 /* Rows to columns: lanes paired (trn1, trn2), then pairs of pairs. */
 #define PV_TRANSPOSE 1
