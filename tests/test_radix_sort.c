@@ -287,13 +287,13 @@ static void small_sort_matches_qsort(void **state)
 
 /* Rows of mixed lengths laid end to end, sorted together: each row as qsort
  * sorts it, and the slack past the last (PROX_SORT_ROWS_SLACK words and
- * more) as it was. The lengths cycle through
- * every class (short, one register, two, longer) in runs long and short, so
- * that partly filled groups of rows are sorted too. */
+ * more) as it was. The lengths cycle through every class (short, one
+ * register, two, 33 to 64, longer) in runs long and short, so that partly
+ * filled groups of rows are sorted too. */
 static void rows_sorted_together_match_qsort(void **state)
 {
     (void)state;
-    enum { ROWS = 700, MAX_LEN = 70, GUARD = PROX_SORT_ROWS_SLACK + 4 };
+    enum { ROWS = 1400, MAX_LEN = 70, GUARD = PROX_SORT_ROWS_SLACK + 4 };
     const uint32_t mark = 0xdeadbeefu;
     rng r = rng_seeded(78);
     uint32_t *len = malloc(ROWS * sizeof *len);
@@ -306,8 +306,9 @@ static void rows_sorted_together_match_qsort(void **state)
         int64_t total = 0;
         for (int k = 0; k < take; k++) {
             int cls = (int)(rng_next(&r) % 8);
-            len[k] = cls < 3 ? (uint32_t)(rng_next(&r) % 17)         /* up to 16 */
+            len[k] = cls < 3   ? (uint32_t)(rng_next(&r) % 17)      /* up to 16 */
                      : cls < 6 ? 17 + (uint32_t)(rng_next(&r) % 16) /* 17 to 32 */
+                     : cls < 7 ? 33 + (uint32_t)(rng_next(&r) % 32) /* 33 to 64 */
                                : (uint32_t)(rng_next(&r) % MAX_LEN);
             for (uint32_t t = 0; t < len[k]; t++)
                 rows[total + t] = expect[total + t] =
