@@ -365,10 +365,9 @@ bool prox_radix_sort64_either(uint64_t *keys, uint32_t *values, uint64_t *tmp_ke
 }
 
 
-/* Rows of one size class gathered to be sorted together, `size` at a time
- * (prox_sort_u32_rows: AVX-512's interleaved networks, the column
- * networks below it). */
-#define ROW_GROUP_MAX 8
+/* Rows of one size class gathered to be sorted together, a row a lane
+ * (prox_sort_u32_rows: the column networks). */
+#define ROW_GROUP_MAX 16
 
 typedef struct row_group {
     uint32_t *row[ROW_GROUP_MAX];
@@ -376,7 +375,7 @@ typedef struct row_group {
     int count;
 } row_group;
 
-#if PV_ROW_NETWORK || PV_TRANSPOSE /* the levels that sort rows in groups */
+#if PV_TRANSPOSE /* the levels that sort rows in groups */
 static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
                              void (*sort)(row_group *))
 {
@@ -522,49 +521,6 @@ static void sort_upto64(uint32_t *a, int64_t n)
     for (int r = 0; r < 4; r++)
         pv_store_n(a + 16 * r, v[r], live[r]);
 }
-
-/* Rows sorted several at a time, their networks interleaved: one row's
- * network is a chain of dependent steps, which leaves the vector units
- * idle; GROUP rows keep them busy (eight measured best for 16 lanes,
- * which take one register a row, four for 32). The slots past count load
- * and store nothing. */
-#define GROUP16 8
-#define GROUP32 4
-
-static void sort_group16(row_group *g)
-{
-    pv_i32 v[GROUP16];
-    for (int r = 0; r < GROUP16; r++)
-        v[r] = load_padded(g->row[r < g->count ? r : 0], r < g->count ? g->n[r] : 0);
-#pragma GCC unroll 10
-    for (int s = 0; s < 10; s++)
-#pragma GCC unroll 8
-        for (int r = 0; r < GROUP16; r++)
-            v[r] = pv_exchange(v[r], net16_xor[s], net16_mask[s]);
-    for (int r = 0; r < g->count; r++)
-        pv_store_n(g->row[r], v[r], g->n[r]);
-    g->count = 0;
-}
-
-static void sort_group32(row_group *g)
-{
-    pv_i32 lo[GROUP32], hi[GROUP32];
-    for (int r = 0; r < GROUP32; r++) {
-        bool on = r < g->count;
-        lo[r] = on ? pv_load_n(g->row[r], PV_W) : pv_set1_i32(-1);
-        hi[r] = load_padded(g->row[on ? r : 0] + 16, on ? g->n[r] - 16 : 0);
-    }
-#pragma GCC unroll 15
-    for (int s = 0; s < 15; s++)
-#pragma GCC unroll 4
-        for (int r = 0; r < GROUP32; r++)
-            network32_step(&lo[r], &hi[r], s);
-    for (int r = 0; r < g->count; r++) {
-        pv_store(g->row[r], lo[r]);
-        pv_store_n(g->row[r] + 16, hi[r], g->n[r] - 16);
-    }
-    g->count = 0;
-}
 #endif
 
 #if !PV_ROW_NETWORK && PV_W >= 4
@@ -671,8 +627,8 @@ static void rank_sort_row(uint32_t *a, int64_t n)
 }
 #endif
 
-#if !PV_ROW_NETWORK && PV_TRANSPOSE
-/* Rows of 5 to 32 entries, PV_W rows at once, one row a lane: the rows'
+#if PV_TRANSPOSE
+/* Rows of 3 to 32 entries, PV_W rows at once, one row a lane: the rows'
  * entries turned into columns a PV_W x PV_W block at a time
  * (pv_transpose), pads of UINT32_MAX past each row's end (they sort last,
  * and ties with real entries of that value change nothing), then
@@ -702,7 +658,7 @@ static PROX_ALWAYS_INLINE void columns_compare(pv_i32 *e, int i, int l, int m)
  * sorted, then the two merged (the even-indexed and odd-indexed columns
  * merged, then the neighbours compared). So the comparators of columns 0-7
  * come first (19), then those of 8-15 (19), the merge of 0-15 (25), and so
- * on up: columns_sort loads a block of 8 columns just before the first
+ * on up: columns_sort loads a block of PV_W columns just before the first
  * comparator that reads it, and fewer columns are live at once than in the
  * network's level order (which left more of them on the stack at AVX2's 16
  * registers: rejected.md). Written out, so that every index is a constant
@@ -750,14 +706,15 @@ static PROX_ALWAYS_INLINE void rows_to_columns(const row_group *c, int at, pv_i3
         e[at + j] = v[j];
 }
 
-/* Columns [from, to) of the group's rows, those below m, into e[]; the
- * words of block `last` stay in raw[]. */
+/* The blocks of PV_W columns that start in [from, to), those below m,
+ * into e[] (at 16 lanes, columns 8-15 came with 0-7); the words of block
+ * `last` stay in raw[]. */
 static PROX_ALWAYS_INLINE void columns_load(const row_group *c, int from, int to, int m, int last,
                                             pv_i32 *e, pv_i32 *raw)
 {
     pv_i32 unused[PV_W];
 #pragma GCC unroll 8
-    for (int at = from; at < to && at < m; at += PV_W)
+    for (int at = (from + PV_W - 1) / PV_W * PV_W; at < to && at < m; at += PV_W)
         rows_to_columns(c, at, e, at == last ? raw : unused);
 }
 
@@ -853,28 +810,13 @@ static inline void sort_one_row(uint32_t *a, int64_t n)
     prox_sort_u32(a, n);
 }
 
-/* Each level's sorts of rows by length: AVX-512, 16- and 32-entry rows in
- * groups of interleaved in-register networks; AVX2 and NEON, rows of up
- * to 32 entries in column networks, a row a lane, grouped by length in
- * steps of four; other rows one at a time. */
+/* Each level's sorts of rows by length: where vectors transpose
+ * (AVX-512, AVX2, NEON), rows of 3 to 32 entries in column networks, a
+ * row a lane, grouped by length in steps of four; other rows one at a
+ * time. */
 void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
 {
-#if PV_ROW_NETWORK
-    row_group g16 = {.count = 0}, g32 = {.count = 0};
-    for (int64_t k = 0; k < rows; a += len[k], k++) {
-        int64_t n = len[k];
-        if (n > 4 && n <= 16)
-            group_add(&g16, a, n, GROUP16, sort_group16);
-        else if (n > 16 && n <= 32)
-            group_add(&g32, a, n, GROUP32, sort_group32);
-        else
-            sort_one_row(a, n);
-    }
-    if (g16.count)
-        sort_group16(&g16);
-    if (g32.count)
-        sort_group32(&g32);
-#elif PV_TRANSPOSE
+#if PV_TRANSPOSE
     row_group g[COLUMN_BUCKETS];
     for (int q = 0; q < COLUMN_BUCKETS; q++)
         g[q].count = 0;

@@ -101,12 +101,10 @@ static inline void prox_sort_u32(uint32_t *a, int64_t n)
  * cores). Nothing else may write them meanwhile. */
 void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows);
 #define PROX_SORT_ROWS_SLACK 16 /* the widest vector's words */
-/* Rows a caller should hand prox_sort_u32_rows at once, at this level:
- * enough to fill its groups, few enough to stay in cache. The in-register
- * networks (PV_ROW_NETWORK) group rows in two classes of length (8 or 4
- * rows a group), the column networks in seven (PV_W rows a group), which
- * fill from more rows (docs/design.md, "The row sort"). */
-#define PROX_SORT_ROWS_BATCH (PV_ROW_NETWORK ? 64 : 256) /* where simd/vec.h is included */
+/* Rows a caller should hand prox_sort_u32_rows at once: enough to fill
+ * its groups (eight classes of length, PV_W rows a group), few enough to
+ * stay in cache (docs/design.md, "The row sort"). */
+#define PROX_SORT_ROWS_BATCH 256
 
 /* How prox_heap_sort reads and moves the caller's items: whether item a
  * comes before item b, and their exchange; ctx is the caller's. */

@@ -17,7 +17,7 @@
  * exist, else a small array that pv_pack_vec reads once. pv_compress
  * stores PV_W lanes whatever the mask, so its output needs PV_W entries
  * of room past the last kept one (PROX_KERNEL_SLACK). Where PV_TRANSPOSE
- * is 1 (AVX2, NEON: the levels whose row sort works on columns),
+ * is 1 (AVX-512, AVX2, NEON: the levels whose row sort works on columns),
  * pv_transpose turns PV_W rows into PV_W columns and pv_select blends two
  * vectors lane by lane; pv_store_n stores the first n lanes and nothing
  * past.
@@ -128,10 +128,43 @@ static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
 {
     _mm512_mask_storeu_epi32(p, (__mmask16)pv_live(n), v);
 }
-/* A row of up to PV_W entries sorted inside one register by a network of
- * pv_exchange steps (radix_sort.c). The levels below sort rows as columns
- * (PV_TRANSPOSE): their registers hold too few entries for the rows that
- * lists sort. */
+/* Rows v[0 .. 16) become columns: lane c of v[r] goes to lane r of v[c].
+ * Pairs of lanes, pairs of pairs, then 128-bit quarters twice. */
+#define PV_TRANSPOSE 1
+static inline void pv_transpose(pv_i32 v[PV_W])
+{
+    __m512i t[16], u[16];
+    for (int r = 0; r < 16; r += 2) {
+        t[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
+        t[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
+    }
+    for (int r = 0; r < 16; r += 4)
+        for (int h = 0; h < 2; h++) {
+            u[r + h] = _mm512_unpacklo_epi64(t[r + h], t[r + 2 + h]);
+            u[r + 2 + h] = _mm512_unpackhi_epi64(t[r + h], t[r + 2 + h]);
+        }
+    /* Quarter q of u[4g + j] holds column 4q + c of rows 4g .. 4g + 3,
+     * with j = 0, 2, 1, 3 for c = 0 .. 3; the quarters are then
+     * transposed as a 4 x 4 block, twice two-source shuffles. */
+    static const int order[4] = {0, 2, 1, 3};
+    for (int c = 0; c < 4; c++) {
+        const __m512i *w = u + order[c];
+        __m512i x0 = _mm512_shuffle_i32x4(w[0], w[4], 0x88), x1 = _mm512_shuffle_i32x4(w[0], w[4], 0xdd);
+        __m512i y0 = _mm512_shuffle_i32x4(w[8], w[12], 0x88), y1 = _mm512_shuffle_i32x4(w[8], w[12], 0xdd);
+        v[c] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+        v[8 + c] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+        v[4 + c] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+        v[12 + c] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+    }
+}
+/* Lanes of a where take is all ones, of b where it is zero. */
+static inline pv_i32 pv_select(pv_i32 take, pv_i32 a, pv_i32 b)
+{
+    return _mm512_mask_blend_epi32(_mm512_movepi32_mask(take), b, a);
+}
+/* A row of up to 64 entries sorted inside registers by networks of
+ * pv_exchange steps (radix_sort.c, prox_sort_u32_long): a row alone, where
+ * no group of rows fills the columns (PV_TRANSPOSE). */
 #define PV_ROW_NETWORK 1
 /* One compare-exchange step of a network within a register: lane i meets
  * lane i ^ j (j = 1, 2, 4 or 8) and keeps the larger of the two where
