@@ -21,7 +21,10 @@ set -eu
 rounds=${1:-5}
 prox=build/prox plain=build/bench_plain_grid nanoflann=build-peers-drivers/peer_nanoflann
 work=build-targets
-[ -x "$prox" ] && [ -x "$plain" ] || { echo "cpu-targets: run 'make' first" >&2; exit 2; }
+if [ ! -x "$prox" ] || [ ! -x "$plain" ]; then
+    echo "cpu-targets: run 'make' first" >&2
+    exit 2
+fi
 mkdir -p "$work"
 
 gen() { # NAME GEN_ARGS...: FILE.f64 and FILE.txt in the work folder, once
