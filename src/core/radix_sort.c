@@ -735,7 +735,7 @@ static PROX_ALWAYS_INLINE void columns_store(const pv_i32 *e, int at, row_group 
  * the order they lie in memory, and before any of the earlier blocks
  * (columns_sort): the words a row writes back past its end are the start
  * of a later row of the group, or of a row no sort is writing. A masked
- * store would write less but costs more on AMD's cores. */
+ * store would write less but costs more on Zen 4 (rejected.md). */
 static PROX_ALWAYS_INLINE void columns_store_last(const pv_i32 *e, int at, const pv_i32 *raw,
                                                   row_group *c)
 {

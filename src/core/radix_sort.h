@@ -97,8 +97,8 @@ static inline void prox_sort_u32(uint32_t *a, int64_t n)
  * networks (their chains of steps interleaved). The PROX_SORT_ROWS_SLACK
  * words past the last row must be readable and writable: the column
  * networks read whole vectors and write the words past a row's end back
- * as they found them (whole stores; masked ones cost more on AMD's
- * cores). Nothing else may write them meanwhile. */
+ * as they found them (whole stores; masked ones cost more on Zen 4).
+ * Nothing else may write them meanwhile. */
 void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows);
 #define PROX_SORT_ROWS_SLACK 16 /* the widest vector's words */
 /* Rows a caller should hand prox_sort_u32_rows at once: enough to fill
