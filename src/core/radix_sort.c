@@ -743,10 +743,8 @@ static PROX_ALWAYS_INLINE void columns_store_last(const pv_i32 *e, int at, const
     for (int j = 0; j < PV_W; j++)
         v[j] = e[at + j];
     pv_transpose(v);
-    for (int r = 0; r < c->count; r++) {
-        pv_i32 sorted = pv_gt_i32(pv_set1_i32((int32_t)(c->n[r] - at)), pv_iota(0));
-        pv_store(c->row[r] + at, pv_select(sorted, v[r], raw[r]));
-    }
+    for (int r = 0; r < c->count; r++)
+        pv_store(c->row[r] + at, pv_blend_n(v[r], raw[r], (int32_t)(c->n[r] - at)));
 }
 
 /* The group's rows, each of m - 3 to m entries; n: m rounded up to a

@@ -18,9 +18,8 @@
  * stores PV_W lanes whatever the mask, so its output needs PV_W entries
  * of room past the last kept one (PROX_KERNEL_SLACK). Where PV_TRANSPOSE
  * is 1 (AVX-512, AVX2, NEON: the levels whose row sort works on columns),
- * pv_transpose turns PV_W rows into PV_W columns and pv_select blends two
- * vectors lane by lane; pv_store_n stores the first n lanes and nothing
- * past.
+ * pv_transpose turns PV_W rows into PV_W columns and pv_blend_n takes the
+ * first n lanes of one vector and the rest of another.
  *
  * Exactness: every float operation is the scalar one lane by lane (IEEE
  * single, round to nearest, no contraction), so each level decides as the
@@ -157,10 +156,10 @@ static inline void pv_transpose(pv_i32 v[PV_W])
         v[12 + c] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
     }
 }
-/* Lanes of a where take is all ones, of b where it is zero. */
-static inline pv_i32 pv_select(pv_i32 take, pv_i32 a, pv_i32 b)
+/* Lanes below n of a, the others of b (n any int32: none of a below 1). */
+static inline pv_i32 pv_blend_n(pv_i32 a, pv_i32 b, int32_t n)
 {
-    return _mm512_mask_blend_epi32(_mm512_movepi32_mask(take), b, a);
+    return _mm512_mask_blend_epi32(_mm512_cmpgt_epi32_mask(_mm512_set1_epi32(n), pv_iota(0)), b, a);
 }
 /* A row of up to 64 entries sorted inside registers by networks of
  * pv_exchange steps (radix_sort.c, prox_sort_u32_long): a row alone, where
@@ -226,11 +225,12 @@ static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     _mm256_maskstore_epi32((int *)p, live, v);
 }
-/* Lanes of a where take is all ones, of b where it is zero (take from a
- * ...v comparison). */
-static inline pv_i32 pv_select(pv_i32 take, pv_i32 a, pv_i32 b)
+/* Lanes below n of a, the others of b (n any int32: none of a below 1). */
+static inline pv_i32 pv_blend_n(pv_i32 a, pv_i32 b, int32_t n)
 {
-    return _mm256_blendv_epi8(b, a, take);
+    __m256i below = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_blendv_epi8(b, a, below);
 }
 /* Rows v[0 .. PV_W) become columns: lane c of v[r] goes to lane r of v[c].
  * Pairs of lanes, then pairs of pairs, interleaved, then the halves. */
@@ -433,10 +433,12 @@ static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
     if (n > 0)
         memcpy(p, lane, (size_t)n * sizeof lane[0]);
 }
-/* Lanes of a where take is all ones, of b where it is zero. */
-static inline pv_i32 pv_select(pv_i32 take, pv_i32 a, pv_i32 b)
+/* Lanes below n of a, the others of b (n any int32: none of a below 1). */
+static inline pv_i32 pv_blend_n(pv_i32 a, pv_i32 b, int32_t n)
 {
-    return vbslq_s32(vreinterpretq_u32_s32(take), a, b);
+    static const int32_t lane[4] = {0, 1, 2, 3};
+    uint32x4_t below = vcgtq_s32(vdupq_n_s32(n), vld1q_s32(lane));
+    return vbslq_s32(below, a, b);
 }
 /* Rows to columns: lanes paired (trn1, trn2), then pairs of pairs. */
 #define PV_TRANSPOSE 1
