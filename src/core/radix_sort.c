@@ -642,6 +642,7 @@ static void rank_sort_row(uint32_t *a, int64_t n)
  * network is fully unrolled over constant indices, so that the columns
  * stay in registers as far as there are registers. */
 _Static_assert(PV_W <= ROW_GROUP_MAX, "a row group holds a row per lane");
+_Static_assert(PV_W <= PROX_SORT_ROWS_SLACK, "a whole vector read at a row's last entry stays in the slack");
 
 /* Comparator (i, l), i < l as the tables give it: the min to column i. */
 static PROX_ALWAYS_INLINE void columns_compare(pv_i32 *e, int i, int l, int m)
