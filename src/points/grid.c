@@ -1617,14 +1617,9 @@ static prox_status rebuild(prox_grid *g, const prox_points *p, prox_stats *stats
 {
     prox_status st = prox_grid_build(g, p);
     if (stats) {
-        *stats = (prox_stats){0};
+        prox_grid_base_stats(g, stats);
         stats->rebuilt = true;
         stats->relocated = p->count;
-        stats->cells = g->nruns;
-        stats->bytes = prox_grid_bytes(g);
-        stats->kept_bytes = prox_grid_kept_bytes(g);
-        stats->keys = g->keys;
-        stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
     }
     return st;
 }
@@ -1654,13 +1649,8 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
     st = index_runs(g, p);
     g->built = st == PROX_OK;
     if (stats) {
-        *stats = (prox_stats){0};
+        prox_grid_base_stats(g, stats);
         stats->relocated = moved;
-        stats->cells = g->nruns;
-        stats->bytes = prox_grid_bytes(g);
-        stats->kept_bytes = prox_grid_kept_bytes(g);
-        stats->keys = g->keys;
-        stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
     }
     return st;
 }

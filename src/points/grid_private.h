@@ -171,6 +171,17 @@ int64_t prox_grid_bytes(const prox_grid *g);
 /* Memory it keeps for the next query (stats.kept_bytes). */
 int64_t prox_grid_kept_bytes(const prox_grid *g);
 
+/* *stats zeroed, then what every grid call reports: the grid's cells,
+ * memory, keys and coordinates. */
+static inline void prox_grid_base_stats(const prox_grid *g, prox_stats *stats)
+{
+    *stats = (prox_stats){0};
+    stats->cells = g->nruns;
+    stats->bytes = prox_grid_bytes(g);
+    stats->kept_bytes = prox_grid_kept_bytes(g);
+    stats->keys = g->keys;
+    stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
+}
 
 /* A search's stats (NULL: none wanted), `method` from prox_grid_method. */
 void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,

@@ -579,15 +579,10 @@ void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
 {
     if (!stats)
         return;
-    *stats = (prox_stats){0};
+    prox_grid_base_stats(g, stats);
     stats->pairs = pairs;
     stats->candidates = candidates;
     stats->cells_visited = cells_visited;
-    stats->cells = g->nruns;
-    stats->bytes = prox_grid_bytes(g);
-    stats->kept_bytes = prox_grid_kept_bytes(g);
-    stats->keys = g->keys;
-    stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
     stats->method = method;
 }
 
