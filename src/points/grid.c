@@ -658,11 +658,13 @@ static bool builds_by_counting(const prox_grid *g)
  * 2.5 per point with doubles (an update's scratch: 20 bytes), and the room
  * the sort's keys and scratch need meanwhile: 20 bytes for the radix sort,
  * about 12 for the counting sort (build_by_counting). Fixed point takes 4
- * bytes per axis and point. */
+ * bytes per axis and point, and 4 more when the keys' pass converts the
+ * points (converts_with_keys). */
 static int64_t coordinate_slots(const prox_grid *g, int64_t n)
 {
     int64_t cells = linear_cells(g);
-    int64_t coords = g->fixed_on ? (g->dim * n + 1) / 2 : g->dim == 3 ? 3 * n : (5 * n + 1) / 2;
+    int64_t fixed_words = g->fixed_with_keys ? (g->dim + 1) * n : g->dim * n;
+    int64_t coords = g->fixed_on ? (fixed_words + 1) / 2 : g->dim == 3 ? 3 * n : (5 * n + 1) / 2;
     int64_t sort = !builds_by_counting(g) ? (5 * n + 1) / 2
                    : g->sparse            ? (n + 1) / 2 + prox_sparse_sort_words(n, cells)
                                           : (n + 1) / 2 + prox_counting_sort_sliced_words(n, cells);
@@ -1359,16 +1361,100 @@ static prox_status table_by_counting(prox_grid *g, int64_t cells)
     return runs_from_table(g, cells);
 }
 
+/* ---- fixed point converted with the keys ---------------------------------
+ *
+ * The pass that computes the keys reads every point in input order. With
+ * packed doubles it can convert each point to fixed point as well, into
+ * one array of n words per axis above the keys in the coordinate array;
+ * after the sort, each axis is gathered in cell order from its array (4
+ * bytes a point, which the caches hold at sizes where the caller's points,
+ * 16 or 24 bytes a point, and their random order in the gather would reach
+ * memory). Gathering axis k writes the words of the array of axis k - 1,
+ * or of the keys, both done with. The coordinate array grows by the keys'
+ * 4 bytes a point, so a grid that asks for the least memory (rows in
+ * place) gathers from the caller's points instead; so do the sliced and
+ * sparse sorts, which keep their scratch above the keys. The values are
+ * fixed_block_of's, as gather_fixed computes them. */
+
+static bool converts_with_keys(const prox_grid *g, const prox_points *p)
+{
+    return g->fixed_on && builds_by_counting(g) && !g->sparse &&
+           linear_cells(g) <= SLICED_COUNT_MIN_CELLS && packed_f64(p) != NULL &&
+           g->desc.rows != PROX_ROWS_IN_PLACE; /* asked for the least memory */
+}
+
+/* Axis k's fixed-point array in input order, while the grid builds. */
+static int32_t *input_order_axis(const prox_grid *g, int k)
+{
+    return g->fixed + (k + 1) * g->n;
+}
+
+/* Keys and fixed-point coordinates of input points [i0, i0 + count)
+ * (dim a constant once inlined), each value wrapped as gather_block wraps
+ * it (period NULL: none). */
+static inline void keys_and_fixed_block(prox_grid *g, const double *xyz, const double *period,
+                                        int dim, int64_t i0, int64_t count)
+{
+    double v[3][FIXED_BLOCK];
+    uint32_t *keys = linear_keys(g);
+    for (int64_t j = 0; j < count; j++) {
+        int64_t i = i0 + j;
+        for (int k = 0; k < dim; k++)
+            v[k][j] = period ? prox_wrap_axis(xyz[dim * i + k], k, period) : xyz[dim * i + k];
+        keys[i] = (uint32_t)linear_key_of(
+            g, cell_of_point(g, v[0][j], v[1][j], dim == 3 ? v[2][j] : 0.0));
+    }
+    for (int k = 0; k < dim; k++)
+        fixed_block_of(g, k, v[k], input_order_axis(g, k) + i0, count);
+}
+
+static void keys_and_fixed(prox_grid *g, const prox_points *p)
+{
+    int64_t n = g->n, blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
+    const double *xyz = packed_f64(p);
+    const double *wrap = packed_unwrapped_f64(g, p) ? NULL : g->desc.period;
+    int dim = p->dim;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t i0 = b * FIXED_BLOCK, count = n - i0 < FIXED_BLOCK ? n - i0 : FIXED_BLOCK;
+        if (dim == 3)
+            keys_and_fixed_block(g, xyz, wrap, 3, i0, count);
+        else
+            keys_and_fixed_block(g, xyz, wrap, 2, i0, count);
+    }
+}
+
+/* Each axis from its input-order array into cell order, axis 0 first. */
+static void gather_fixed_axes(prox_grid *g)
+{
+    int64_t n = g->n;
+    for (int k = 0; k < g->dim; k++) {
+        const int32_t *from = input_order_axis(g, k);
+        int32_t *to = g->fixed + k * n;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
+    schedule(static)
+        for (int64_t s = 0; s < n; s++)
+            to[s] = from[g->id[s]];
+    }
+}
+
 /* Linear keys: sorted by counting into the table or the occupancy bits,
  * then the coordinates gathered in cell order. */
 static prox_status build_by_counting(prox_grid *g, const prox_points *p)
 {
     int64_t cells = linear_cells(g);
-    compute_linear_keys(g, p);
+    if (g->fixed_with_keys)
+        keys_and_fixed(g, p);
+    else
+        compute_linear_keys(g, p);
     prox_status st = g->sparse ? sparse_by_counting(g, cells) : table_by_counting(g, cells);
     if (st)
         return st;
-    gather_positions(g, p); /* overwrites the keys */
+    if (g->fixed_with_keys)
+        gather_fixed_axes(g); /* overwrites the keys */
+    else
+        gather_positions(g, p); /* overwrites the keys */
     describe_runs(g);
     return PROX_OK;
 }
@@ -1417,6 +1503,7 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
     g->metric = prox_metric_of(&g->desc, p->dim);
     g->n = p->count;
     choose_hash_table(g, g->n);
+    g->fixed_with_keys = converts_with_keys(g, p);
     st = reserve_points(g, g->n);
     if (!st)
         st = build_stencil(g);

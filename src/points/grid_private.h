@@ -67,6 +67,10 @@ struct prox_grid {
      * candidates the fixed-point distance leaves open are decided in
      * double from it (kernel_fixed.h). */
     bool fixed_on;
+    /* the keys' pass also converts the points to fixed point, an array
+     * per axis above the keys, gathered by axis after the sort (grid.c,
+     * converts_with_keys); pos then holds 4 more bytes a point */
+    bool fixed_with_keys;
     int32_t *fixed;
     int fixed_shift[3];
     prox_fixed_metric fixed_metric;
