@@ -60,7 +60,10 @@ typedef enum prox_coords {
     /* a copy in double: 8 bytes per axis and point; nothing of the
      * caller's is kept */
     PROX_COORDS_DOUBLE = 1,
-    /* 32-bit fixed point within each cell: 4 bytes per axis and point.
+    /* 32-bit fixed point within each cell: 4 bytes per axis and point,
+     * and 4 more per point where the build converts packed doubles while
+     * it computes the keys (tables of up to 2^18 cells; not with
+     * PROX_ROWS_IN_PLACE).
      * Distances computed from them settle all candidates but those within
      * about 2^-15 of the radius, which are decided again in double from
      * the caller's points: the results are the same as with doubles, but
