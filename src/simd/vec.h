@@ -205,14 +205,17 @@ static inline pv_i32 pv_iota(int64_t first)
     return _mm256_add_epi32(_mm256_set1_epi32((int32_t)first),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
+/* All ones in the lanes below n, zeros above (n any int32). */
+static inline __m256i pv_lanes_below(int32_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 /* Elements p[0 .. n) (n >= PV_W: all lanes). */
 static inline pv_i32 pv_load_n(const void *p, int64_t n)
 {
     if (n >= PV_W)
         return _mm256_loadu_si256((const __m256i *)p);
-    __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n),
-                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    return _mm256_maskload_epi32((const int *)p, live);
+    return _mm256_maskload_epi32((const int *)p, pv_lanes_below((int32_t)n));
 }
 /* Lanes 0 .. n - 1 of v to p[0 .. n) (n >= PV_W: all); nothing past. */
 static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
@@ -221,16 +224,12 @@ static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
         _mm256_storeu_si256((__m256i *)p, v);
         return;
     }
-    __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)n),
-                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm256_maskstore_epi32((int *)p, live, v);
+    _mm256_maskstore_epi32((int *)p, pv_lanes_below((int32_t)n), v);
 }
 /* Lanes below n of a, the others of b (n any int32: none of a below 1). */
 static inline pv_i32 pv_blend_n(pv_i32 a, pv_i32 b, int32_t n)
 {
-    __m256i below = _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    return _mm256_blendv_epi8(b, a, below);
+    return _mm256_blendv_epi8(b, a, pv_lanes_below(n));
 }
 /* Rows v[0 .. PV_W) become columns: lane c of v[r] goes to lane r of v[c].
  * Pairs of lanes, then pairs of pairs, interleaved, then the halves. */
@@ -436,9 +435,7 @@ static inline void pv_store_n(void *p, pv_i32 v, int64_t n)
 /* Lanes below n of a, the others of b (n any int32: none of a below 1). */
 static inline pv_i32 pv_blend_n(pv_i32 a, pv_i32 b, int32_t n)
 {
-    static const int32_t lane[4] = {0, 1, 2, 3};
-    uint32x4_t below = vcgtq_s32(vdupq_n_s32(n), vld1q_s32(lane));
-    return vbslq_s32(below, a, b);
+    return vbslq_s32(vcgtq_s32(vdupq_n_s32(n), pv_iota(0)), a, b);
 }
 /* Rows to columns: lanes paired (trn1, trn2), then pairs of pairs. */
 #define PV_TRANSPOSE 1
