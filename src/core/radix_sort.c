@@ -376,12 +376,13 @@ typedef struct row_group {
 } row_group;
 
 #if PV_TRANSPOSE /* the levels that sort rows in groups */
-static inline void group_add(row_group *g, uint32_t *row, int64_t n, int size,
-                             void (*sort)(row_group *))
+/* Row `row` of n entries into group g, which `sort` sorts once it holds a
+ * row a lane. */
+static inline void group_add(row_group *g, uint32_t *row, int64_t n, void (*sort)(row_group *))
 {
     g->row[g->count] = row;
     g->n[g->count] = n;
-    if (++g->count == size)
+    if (++g->count == PV_W)
         sort(g);
 }
 #endif
@@ -823,7 +824,7 @@ void prox_sort_u32_rows(uint32_t *a, const uint32_t *len, int64_t rows)
         int64_t n = len[k];
         if (n > 2 && n <= 32) {
             int q = (int)(n - 1) / 4;
-            group_add(&g[q], a, n, PV_W, columns_sort_of[q]);
+            group_add(&g[q], a, n, columns_sort_of[q]);
         } else {
             sort_one_row(a, n);
         }

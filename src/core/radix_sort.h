@@ -93,9 +93,10 @@ static inline void prox_sort_u32(uint32_t *a, int64_t n)
 }
 
 /* Rows laid end to end from a, row k of len[k] entries: each sorted
- * ascending in place, several at a time where they fit the vector
- * networks (their chains of steps interleaved). The PROX_SORT_ROWS_SLACK
- * words past the last row must be readable and writable: the column
+ * ascending in place; rows of 3 to 32 entries a row a lane in column
+ * networks where vectors transpose (AVX-512, AVX2, NEON). The
+ * PROX_SORT_ROWS_SLACK words past the last row must be readable and
+ * writable: the column
  * networks read whole vectors and write the words past a row's end back
  * as they found them (whole stores; masked ones cost more on Zen 4).
  * Nothing else may write them meanwhile. */
