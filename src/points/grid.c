@@ -212,6 +212,15 @@ static const double *packed_unwrapped_f64(const prox_grid *g, const prox_points 
     return g->inside_periods ? packed_f64(p) : NULL;
 }
 
+/* Coordinate k of packed point i, wrapped as prox_coord wraps it, or as
+ * it is with period NULL (packed_unwrapped_f64). */
+static inline double packed_coord(const double *xyz, int dim, int64_t i, int k,
+                                  const double *period)
+{
+    double v = xyz[dim * i + k];
+    return period ? prox_wrap_axis(v, k, period) : v;
+}
+
 /* The box of the caller's values, unwrapped: periodic axes' lo and hi are
  * not read (periodic_axis), and a value is finite exactly when its wrap
  * is. */
@@ -851,9 +860,7 @@ static inline void gather_block(const prox_grid *g, const prox_points *p, const 
             __builtin_prefetch(ahead + (dim - 1) * sizeof(double)); /* of packed 3D straddle) */
         }
         for (int k = 0; k < dim; k++)
-            v[k][j] = !xyz    ? prox_coord(p, i, k, g->desc.period)
-                      : period ? prox_wrap_axis(xyz[dim * i + k], k, period)
-                               : xyz[dim * i + k];
+            v[k][j] = xyz ? packed_coord(xyz, dim, i, k, period) : prox_coord(p, i, k, g->desc.period);
     }
 }
 
@@ -1236,10 +1243,10 @@ static void packed_periodic_keys(const prox_grid *g, const double *xyz, int dim,
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t i = 0; i < n; i++) {
-        const double *q = xyz + (int64_t)dim * i;
         keys[i] = (uint32_t)linear_key_of(
-            g, cell_of_point(g, prox_wrap_axis(q[0], 0, period), prox_wrap_axis(q[1], 1, period),
-                             dim == 3 ? prox_wrap_axis(q[2], 2, period) : 0.0));
+            g, cell_of_point(g, packed_coord(xyz, dim, i, 0, period),
+                             packed_coord(xyz, dim, i, 1, period),
+                             dim == 3 ? packed_coord(xyz, dim, i, 2, period) : 0.0));
     }
 }
 
@@ -1267,6 +1274,11 @@ static void compute_linear_keys(prox_grid *g, const prox_points *p)
  * array after the keys: 6 bytes a point and a word per slice (a sparse
  * box's sort, two words a slice; coordinate_slots). */
 #define SLICED_COUNT_MIN_CELLS (1 << 18)
+
+static bool counts_in_slices(const prox_grid *g)
+{
+    return linear_cells(g) > SLICED_COUNT_MIN_CELLS;
+}
 
 static uint64_t *sliced_count_scratch(const prox_grid *g)
 {
@@ -1346,7 +1358,7 @@ static prox_status table_by_counting(prox_grid *g, int64_t cells)
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %lld cells",
                          (long long)cells);
     g->table_len = cells + 1;
-    if (cells > SLICED_COUNT_MIN_CELLS) {
+    if (counts_in_slices(g)) {
         prox_counting_sort_u32_sliced(linear_keys(g), n, cells, g->table, g->id,
                                       sliced_count_scratch(g), g->threads);
     } else {
@@ -1378,8 +1390,8 @@ static prox_status table_by_counting(prox_grid *g, int64_t cells)
 
 static bool converts_with_keys(const prox_grid *g, const prox_points *p)
 {
-    return g->fixed_on && builds_by_counting(g) && !g->sparse &&
-           linear_cells(g) <= SLICED_COUNT_MIN_CELLS && packed_f64(p) != NULL &&
+    return g->fixed_on && builds_by_counting(g) && !g->sparse && !counts_in_slices(g) &&
+           packed_f64(p) != NULL &&
            g->desc.rows != PROX_ROWS_IN_PLACE; /* asked for the least memory */
 }
 
@@ -1389,23 +1401,29 @@ static int32_t *input_order_axis(const prox_grid *g, int k)
     return g->fixed + (k + 1) * g->n;
 }
 
-/* Keys and fixed-point coordinates of input points [i0, i0 + count)
- * (dim a constant once inlined), each value wrapped as gather_block wraps
- * it (period NULL: none). */
+/* Fixed-point coordinates and keys of input points [i0, i0 + count) (dim
+ * a constant once inlined; period as packed_coord takes it). Each key
+ * comes from the cells in the coordinates' high bits, as run_cell_of
+ * reads them back: fixed_block_of computes the cell as cell_of does. */
 static inline void keys_and_fixed_block(prox_grid *g, const double *xyz, const double *period,
                                         int dim, int64_t i0, int64_t count)
 {
     double v[3][FIXED_BLOCK];
-    uint32_t *keys = linear_keys(g);
-    for (int64_t j = 0; j < count; j++) {
-        int64_t i = i0 + j;
+    for (int64_t j = 0; j < count; j++)
         for (int k = 0; k < dim; k++)
-            v[k][j] = period ? prox_wrap_axis(xyz[dim * i + k], k, period) : xyz[dim * i + k];
-        keys[i] = (uint32_t)linear_key_of(
-            g, cell_of_point(g, v[0][j], v[1][j], dim == 3 ? v[2][j] : 0.0));
+            v[k][j] = packed_coord(xyz, dim, i0 + j, k, period);
+    const int32_t *f[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < dim; k++) {
+        int32_t *to = input_order_axis(g, k) + i0;
+        fixed_block_of(g, k, v[k], to, count);
+        f[k] = to;
     }
-    for (int k = 0; k < dim; k++)
-        fixed_block_of(g, k, v[k], input_order_axis(g, k) + i0, count);
+    uint32_t *keys = linear_keys(g) + i0;
+    for (int64_t j = 0; j < count; j++) {
+        cell3 c = {{f[0][j] >> g->fixed_shift[0], f[1][j] >> g->fixed_shift[1],
+                    dim == 3 ? f[2][j] >> g->fixed_shift[2] : 0}};
+        keys[j] = (uint32_t)linear_key_of(g, c);
+    }
 }
 
 static void keys_and_fixed(prox_grid *g, const prox_points *p)
