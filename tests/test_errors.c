@@ -306,6 +306,36 @@ static void queries_must_have_the_points_dimension(void **state)
     prox_grid_destroy(grid);
 }
 
+/* An input with two faults, one every structure refuses (a NaN query, a
+ * sink without its buffer) and one only the grid does (points spanning
+ * more than 2^31 cells), is refused alike by every structure: the one-shot
+ * calls check their arguments in one order before any structure looks. */
+static void a_fault_every_structure_refuses_comes_first(void **state)
+{
+    (void)state;
+    prox_grid_desc desc = desc_with_radius(1e-6);
+    double wide[2][3] = {{-1e300, 0.0, 0.0}, {1e300, 0.0, 0.0}};
+    double nan_query[2][3] = {{0.0, 0.0, 0.0}, {NAN, 0.0, 0.0}};
+    prox_points points = prox_points_f64(&wide[0][0], 2, 3);
+    prox_points queries = prox_points_f64(&nan_query[0][0], 2, 3);
+    prox_sink no_buffer = prox_sink_buffer(NULL);
+    static const prox_algo algos[3] = {PROX_ALGO_GRID, PROX_ALGO_BRUTE, PROX_ALGO_HIERARCHICAL};
+    CHECK_STATUS(prox_pairs(&points, &desc, PROX_ALGO_GRID, prox_sink_count(), NULL),
+                 PROX_ERR_RANGE, "the grid alone refuses the points");
+    char context[128];
+    for (int a = 0; a < 3; a++) {
+        snprintf(context, sizeof context, "a NaN query, algo=%d", (int)algos[a]);
+        CHECK_STATUS(prox_query(&points, &queries, &desc, algos[a], prox_sink_count(), NULL),
+                     PROX_ERR_DATA, context);
+        expect_message(context);
+        snprintf(context, sizeof context, "a sink without a buffer, algo=%d", (int)algos[a]);
+        CHECK_STATUS(prox_pairs(&points, &desc, algos[a], no_buffer, NULL), PROX_ERR_INVALID,
+                     context);
+        CHECK_STATUS(prox_query(&points, &points, &desc, algos[a], no_buffer, NULL),
+                     PROX_ERR_INVALID, context);
+    }
+}
+
 /* prox_grid_update is for the same points: given another count it must
  * either refuse (PROX_ERR_INVALID) or rebuild, never keep stale points. */
 static void update_with_another_count_rebuilds_or_is_rejected(void **state)
@@ -838,6 +868,7 @@ int main(void)
         cmocka_unit_test(bad_grid_options_are_rejected),
         cmocka_unit_test(default_desc_is_documented),
         cmocka_unit_test(queries_must_have_the_points_dimension),
+        cmocka_unit_test(a_fault_every_structure_refuses_comes_first),
         cmocka_unit_test(update_with_another_count_rebuilds_or_is_rejected),
         cmocka_unit_test(negative_or_nan_skin_is_rejected),
         cmocka_unit_test(nan_or_infinite_coordinate_is_a_data_error_naming_the_point),

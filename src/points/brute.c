@@ -60,16 +60,8 @@ static prox_status brute_run(const prox_points *points, const prox_points *queri
                              const prox_grid_desc *desc, prox_sink sink, prox_stats *stats)
 {
     bool self = queries == NULL;
-    prox_status st = prox_grid_desc_check(desc, points ? points->dim : 3);
-    if (!st) st = prox_points_check(points, "points");
-    if (!st && !self) st = prox_points_check(queries, "queries");
-    if (!st && !self && queries->dim != points->dim)
-        st = prox_fail(PROX_ERR_INVALID, "queries are %dD but points are %dD", queries->dim,
-                       points->dim);
-    if (!st) st = prox_sink_check(sink);
-    int threads = prox_threads_resolve(desc ? desc->threads : 0);
-    if (!st) st = prox_points_check_finite(points, "points", threads);
-    if (!st && !self) st = prox_points_check_finite(queries, "queries", threads);
+    prox_status st = prox_search_check(points, queries, desc, sink, true);
+    int threads = st ? 1 : prox_threads_resolve(desc->threads);
     if (st)
         return st;
 

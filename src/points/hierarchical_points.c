@@ -363,26 +363,13 @@ static double *load(const prox_points *p, const prox_allocator *al)
 static prox_status check(const prox_points *points, const prox_points *queries,
                          const prox_grid_desc *desc, prox_sink sink)
 {
-    prox_status st = prox_grid_desc_check(desc, points ? points->dim : 3);
-    if (!st)
-        st = prox_points_check(points, "points");
-    if (!st && queries)
-        st = prox_points_check(queries, "queries");
-    if (!st && queries && queries->dim != points->dim)
-        st = prox_fail(PROX_ERR_INVALID, "queries are %dD but points are %dD", queries->dim,
-                       points->dim);
+    prox_status st = prox_search_check(points, queries, desc, sink, true);
     for (int k = 0; !st && k < 3; k++)
         if (desc->period[k] > 0)
             st = prox_fail(PROX_ERR_INVALID,
                            "the hierarchical hash does not support periodic axes; use grid");
     if (!st && points->count >= (int64_t)UINT32_MAX)
         st = prox_fail(PROX_ERR_RANGE, "hierarchical: at most 2^32 - 2 points");
-    if (!st)
-        st = prox_sink_check(sink);
-    if (!st)
-        st = prox_points_check_finite(points, "points", 1);
-    if (!st && queries)
-        st = prox_points_check_finite(queries, "queries", 1);
     return st;
 }
 

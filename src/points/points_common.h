@@ -12,6 +12,16 @@ prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim);
 
 prox_metric prox_metric_of(const prox_grid_desc *desc, int dim);
 
+/* The one-shot searches' arguments (queries NULL: pairs within `points`),
+ * checked in one order by every structure, so that an input with several
+ * faults is refused with the same status whichever structure runs it:
+ * options, views, their dimensions, the sink, then whether every
+ * coordinate is finite (the points' only when `points_finite`: the grid's
+ * build finds a non-finite point itself, in the pass that takes the box).
+ * A structure checks what only it refuses (too many cells) afterwards. */
+prox_status prox_search_check(const prox_points *points, const prox_points *queries,
+                              const prox_grid_desc *desc, prox_sink sink, bool points_finite);
+
 /* Value v of coordinate `axis` wrapped into [0, period) on a periodic
  * axis (period 0: open). */
 static inline double prox_wrap_axis(double v, int axis, const double *period)

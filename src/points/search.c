@@ -6,8 +6,10 @@
 #include <math.h>
 
 #include "core/error.h"
-#include "points/hierarchical_points.h"
+#include "core/pair_sink.h"
+#include "core/threads.h"
 #include "core/views.h"
+#include "points/hierarchical_points.h"
 
 prox_grid_desc prox_default_grid_desc(void)
 {
@@ -84,6 +86,27 @@ prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim)
     return PROX_OK;
 }
 
+prox_status prox_search_check(const prox_points *points, const prox_points *queries,
+                              const prox_grid_desc *desc, prox_sink sink, bool points_finite)
+{
+    prox_status st = prox_grid_desc_check(desc, points ? points->dim : 3);
+    if (!st)
+        st = prox_points_check(points, "points");
+    if (!st && queries)
+        st = prox_points_check(queries, "queries");
+    if (!st && queries && queries->dim != points->dim)
+        st = prox_fail(PROX_ERR_INVALID, "queries are %dD but points are %dD", queries->dim,
+                       points->dim);
+    if (!st)
+        st = prox_sink_check(sink);
+    int threads = st ? 1 : prox_threads_resolve(desc->threads);
+    if (!st && points_finite)
+        st = prox_points_check_finite(points, "points", threads);
+    if (!st && queries)
+        st = prox_points_check_finite(queries, "queries", threads);
+    return st;
+}
+
 prox_metric prox_metric_of(const prox_grid_desc *desc, int dim)
 {
     prox_metric m = {{0, 0, 0}, desc->radius * desc->radius, false};
@@ -109,7 +132,9 @@ static prox_status grid_pairs_once(const prox_points *points, const prox_grid_de
 {
     prox_grid *grid = NULL;
     prox_grid_desc d = once_desc(desc);
-    prox_status st = prox_grid_create(&d, &grid);
+    prox_status st = prox_search_check(points, NULL, &d, sink, false);
+    if (!st)
+        st = prox_grid_create(&d, &grid);
     if (!st)
         st = prox_grid_build(grid, points);
     if (!st)
@@ -123,7 +148,9 @@ static prox_status grid_query_once(const prox_points *points, const prox_points 
 {
     prox_grid *grid = NULL;
     prox_grid_desc d = once_desc(desc);
-    prox_status st = prox_grid_create(&d, &grid);
+    prox_status st = prox_search_check(points, queries, &d, sink, false);
+    if (!st)
+        st = prox_grid_create(&d, &grid);
     if (!st)
         st = prox_grid_build(grid, points);
     if (!st)

@@ -152,13 +152,7 @@ prox_status prox_skin_list_pairs(prox_skin_list *l, const prox_points *p, prox_s
 {
     if (!l)
         return prox_fail(PROX_ERR_INVALID, "skin list is NULL");
-    prox_status st = prox_points_check(p, "points");
-    if (!st)
-        st = prox_grid_desc_check(&l->desc, p->dim);
-    if (!st)
-        st = prox_sink_check(sink);
-    if (!st)
-        st = prox_points_check_finite(p, "points", prox_threads_resolve(l->desc.threads));
+    prox_status st = prox_search_check(p, NULL, &l->desc, sink, true);
     if (st)
         return st;
     bool rebuilt = needs_rebuild(l, p);
