@@ -61,9 +61,9 @@ static prox_status brute_run(const prox_points *points, const prox_points *queri
 {
     bool self = queries == NULL;
     prox_status st = prox_search_check(points, queries, desc, sink, true);
-    int threads = st ? 1 : prox_threads_resolve(desc->threads);
     if (st)
         return st;
+    int threads = prox_threads_resolve(desc->threads);
 
     const prox_allocator *al = &desc->allocator;
     prox_metric m = prox_metric_of(desc, points->dim);
