@@ -234,10 +234,17 @@ done
 elapsed=$(( $(date -u +%s) - started ))
 cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
 cc=$(c++ --version | head -1)
+prox_version=$("$prox" --version 2>/dev/null | head -1 || true)
+case "$prox_version" in
+*simd=native*) prox_build="a PROX_NATIVE build (Release, -O3 -march=native)" ;;
+*) prox_build="the default build (Release, -O3, every SIMD level, one chosen at run time)" ;;
+esac
+# the environment that changed what ran: sizes and a forced SIMD level
+overrides=$(env | grep -E '^(PEERS_[A-Z0-9_]+|PROX_SIMD)=' | sort | tr '\n' ' ' || true)
 /usr/bin/python3 "$here/report.py" "$csv" "$base" \
     --machine "$host: $cpu, $(nproc) CPUs, $(free -g | awk '/^Mem:/ {print $2}') GiB" \
-    --compiler "$cc; drivers -O3 -march=native -ffp-contract=off; prox: $("$prox" --version 2>/dev/null | head -1 || true) built by 'make' (Release, -O3 -march=native)" \
-    --command "bench/peers/run.sh --$mode --only $only --reps $reps" \
+    --compiler "$cc; drivers -O3 -march=native -ffp-contract=off; prox: $prox_version, $prox_build" \
+    --command "${overrides}bench/peers/run.sh --$mode --only $only --reps $reps" \
     --commit "$commit" --elapsed "$elapsed" --skipped "$skipped" \
     --load "load average $load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 log "done in ${elapsed}s: $csv, $base.md"
