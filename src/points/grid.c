@@ -212,6 +212,13 @@ static const double *packed_unwrapped_f64(const prox_grid *g, const prox_points 
     return g->inside_periods ? packed_f64(p) : NULL;
 }
 
+/* The periods packed_coord wraps packed doubles by: NULL where
+ * packed_unwrapped_f64 reads them as they are. */
+static const double *packed_wrap(const prox_grid *g, const prox_points *p)
+{
+    return packed_unwrapped_f64(g, p) ? NULL : g->desc.period;
+}
+
 /* Coordinate k of packed point i, wrapped as prox_coord wraps it, or as
  * it is with period NULL (packed_unwrapped_f64). */
 static inline double packed_coord(const double *xyz, int dim, int64_t i, int k,
@@ -885,7 +892,7 @@ static void gather_fixed(prox_grid *g, const prox_points *p)
 {
     int64_t n = g->n, blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
     const double *xyz = packed_f64(p);
-    const double *wrap = packed_unwrapped_f64(g, p) ? NULL : g->desc.period;
+    const double *wrap = packed_wrap(g, p);
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)
     for (int64_t b = 0; b < blocks; b++)
@@ -1403,8 +1410,8 @@ static int32_t *input_order_axis(const prox_grid *g, int k)
 
 /* Fixed-point coordinates and keys of input points [i0, i0 + count) (dim
  * a constant once inlined; period as packed_coord takes it). Each key
- * comes from the cells in the coordinates' high bits, as run_cell_of
- * reads them back: fixed_block_of computes the cell as cell_of does. */
+ * comes from the coordinates' cells (cell_of_fixed), as run_cell_of reads
+ * them back: fixed_block_of computes the cell as cell_of does. */
 static inline void keys_and_fixed_block(prox_grid *g, const double *xyz, const double *period,
                                         int dim, int64_t i0, int64_t count)
 {
@@ -1412,25 +1419,18 @@ static inline void keys_and_fixed_block(prox_grid *g, const double *xyz, const d
     for (int64_t j = 0; j < count; j++)
         for (int k = 0; k < dim; k++)
             v[k][j] = packed_coord(xyz, dim, i0 + j, k, period);
-    const int32_t *f[3] = {NULL, NULL, NULL};
-    for (int k = 0; k < dim; k++) {
-        int32_t *to = input_order_axis(g, k) + i0;
-        fixed_block_of(g, k, v[k], to, count);
-        f[k] = to;
-    }
-    uint32_t *keys = linear_keys(g) + i0;
-    for (int64_t j = 0; j < count; j++) {
-        cell3 c = {{f[0][j] >> g->fixed_shift[0], f[1][j] >> g->fixed_shift[1],
-                    dim == 3 ? f[2][j] >> g->fixed_shift[2] : 0}};
-        keys[j] = (uint32_t)linear_key_of(g, c);
-    }
+    for (int k = 0; k < dim; k++)
+        fixed_block_of(g, k, v[k], input_order_axis(g, k) + i0, count);
+    uint32_t *keys = linear_keys(g);
+    for (int64_t i = i0; i < i0 + count; i++)
+        keys[i] = (uint32_t)linear_key_of(g, cell_of_fixed(g, dim, input_order_axis(g, 0), g->n, i));
 }
 
 static void keys_and_fixed(prox_grid *g, const prox_points *p)
 {
     int64_t n = g->n, blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
     const double *xyz = packed_f64(p);
-    const double *wrap = packed_unwrapped_f64(g, p) ? NULL : g->desc.period;
+    const double *wrap = packed_wrap(g, p);
     int dim = p->dim;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && n > 65536) \
     schedule(static)

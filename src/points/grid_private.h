@@ -298,19 +298,25 @@ static inline uint64_t sparse_rank(const prox_grid *g, uint64_t c)
     return g->rank[w] + (uint64_t)prox_popcount64(g->occupied[w] & below);
 }
 
+/* The cell of point i of fixed-point axes laid `stride` words apart from
+ * f (axis k at f[k * stride + i]; z read in 3D only): the coordinates'
+ * high bits, where fixed_coord puts the cell (grid.c). */
+static inline cell3 cell_of_fixed(const prox_grid *g, int dim, const int32_t *f, int64_t stride,
+                                  int64_t i)
+{
+    cell3 c = {{f[i] >> g->fixed_shift[0], f[stride + i] >> g->fixed_shift[1],
+                dim == 3 ? f[2 * stride + i] >> g->fixed_shift[2] : 0}};
+    return c;
+}
+
 /* The cell of run r: kept per run for Morton and hash keys; with linear
  * keys computed from the run's first point instead (12 bytes a run less).
  * During an update this reads the old coordinates of the run's first
  * point, which the update's scratch has not reached yet (grid.c). */
 static inline cell3 run_cell_of(const prox_grid *g, int64_t r)
 {
-    if (g->fixed_on) { /* the cell is the high bits */
-        int64_t s = g->run_start[r], n = g->n;
-        const int32_t *f = g->fixed;
-        cell3 c = {{f[s] >> g->fixed_shift[0], f[n + s] >> g->fixed_shift[1],
-                    g->dim == 3 ? f[2 * n + s] >> g->fixed_shift[2] : 0}};
-        return c;
-    }
+    if (g->fixed_on)
+        return cell_of_fixed(g, g->dim, g->fixed, g->n, g->run_start[r]);
     if (g->keys == PROX_KEYS_LINEAR) {
         int64_t s = g->run_start[r], n = g->n;
         return cell_of_point(g, g->pos[s], g->pos[n + s], g->dim == 3 ? g->pos[2 * n + s] : 0.0);

@@ -51,10 +51,9 @@ static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_stri
                                              int nrows, int64_t s, bool three, bool sparse,
                                              range *rg, int64_t *cells)
 {
-    const int32_t *f = g->fixed;
-    int64_t n = g->n, nx = g->ncell[0], ny = g->ncell[1], nz = g->ncell[2];
-    int64_t cx = f[s] >> g->fixed_shift[0], cy = f[n + s] >> g->fixed_shift[1];
-    int64_t cz = three ? f[2 * n + s] >> g->fixed_shift[2] : 0;
+    int64_t nx = g->ncell[0], ny = g->ncell[1], nz = g->ncell[2];
+    cell3 c = cell_of_fixed(g, three ? 3 : 2, g->fixed, g->n, s);
+    int64_t cx = c.c[0], cy = c.c[1], cz = c.c[2];
     int64_t own_end = min64(cx + rows->own_reach, nx - 1) + 1;
     rg[0] = (range){s + 1, cell_start(g, (cz * ny + cy) * nx + own_end, sparse)};
     int64_t looked = 1 + rows->own_reach;
