@@ -208,7 +208,7 @@ static inline pv_i32 pv_iota(int64_t first)
 /* All ones in the lanes below n, zeros above (n any int32). */
 static inline __m256i pv_lanes_below(int32_t n)
 {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), pv_iota(0));
 }
 /* Elements p[0 .. n) (n >= PV_W: all lanes). */
 static inline pv_i32 pv_load_n(const void *p, int64_t n)
