@@ -5,7 +5,8 @@
  * The kernels over each level's vectors (simd/vec.h, kernel.h) are what it
  * checks; the other unit tests go deeper into each structure. A second
  * test runs each of the grid planner's methods (src/points/grid_plan.c) on
- * purpose, asserts the method stats names, and checks its output. A third
+ * purpose, asserts the method stats names and that its traversal is the
+ * one that ran, and checks its output. A third
  * checks every entry of the AVX2 compress's lane tables. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,29 @@ static const method_case METHOD_CASES[] = {
     {"grid.query.cells.double", PROX_KEYS_HASH, PROX_COORDS_AUTO, PROX_ROWS_STAGED, 1, 0, 0, SINK_QUERY, false},
 };
 
+/* The traversal whose methods start with each prefix (grid_plan.h). */
+static const char *const TRAVERSAL_PREFIX[GRID_TRAVERSALS] = {
+    [GRID_ROWS] = "grid.rows.",         [GRID_FILL] = "grid.fill.",
+    [GRID_SWEEP] = "grid.sweep.",       [GRID_STRIPS] = "grid.strips.",
+    [GRID_CELLS] = "grid.cells.",       [GRID_QUERY_STRIPS] = "grid.query.strips.",
+    [GRID_QUERY_CELLS] = "grid.query.cells.",
+};
+
+/* The method stats names is the traversal that ran: its own record
+ * (grid_work.ran) counts it, and no other traversal's does. */
+static void method_is_what_ran(const prox_grid *g, const char *method, const char *context)
+{
+    int named = -1;
+    for (int t = 0; t < GRID_TRAVERSALS; t++)
+        if (strncmp(method, TRAVERSAL_PREFIX[t], strlen(TRAVERSAL_PREFIX[t])) == 0)
+            named = t;
+    CHECK(named >= 0, context, "method %s names no traversal", method);
+    for (int t = 0; t < GRID_TRAVERSALS; t++)
+        CHECK((g->work.ran[t] > 0) == (t == named), context,
+              "method %s, but traversal %s ran %lld times", method, TRAVERSAL_PREFIX[t],
+              (long long)g->work.ran[t]);
+}
+
 /* The output of method case mc on grid g, against the oracle's. */
 static void method_output_matches(prox_grid *g, const method_case *mc, const test_case *tc,
                                   const expectation *e, const char *context)
@@ -131,6 +155,7 @@ static void method_output_matches(prox_grid *g, const method_case *mc, const tes
     prox_lists lists;
     prox_lists_init(&lists, NULL);
     prox_points queries = test_case_queries(tc);
+    memset(g->work.ran, 0, sizeof g->work.ran);
     switch (mc->sink) {
     case SINK_SORTED:
     case SINK_UNSORTED:
@@ -160,6 +185,7 @@ static void method_output_matches(prox_grid *g, const method_case *mc, const tes
     }
     CHECK(stats.method && strcmp(stats.method, mc->method) == 0, context,
           "method %s ran, expected %s", stats.method ? stats.method : "(none)", mc->method);
+    method_is_what_ran(g, stats.method, context);
     prox_pair_buffer_free(&buffer);
     prox_lists_free(&lists);
 }

@@ -1,5 +1,6 @@
-/* broad.c: the prox_broad object: checks, the built copy of the boxes, and
- * one query driver for every structure and every query kind.
+/* broad.c: the prox_broad object: checks, the built copy of the boxes and
+ * its measures (the choice of structure for PROX_BROAD_AUTO), and one
+ * query driver for every structure and every query kind.
  *
  * Each query (a box of the built set for self pairs, a query box, a
  * segment's bounding box, a swept box) asks the structure for candidates:
@@ -13,6 +14,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -245,6 +247,45 @@ static broad_input input_of(const prox_broad *b)
     memcpy(in.hi, b->hi, sizeof in.hi);
     memcpy(in.longest, b->longest, sizeof in.longest);
     return in;
+}
+
+/* Boxes sampled for the median longest edge. */
+#define SAMPLE 4096
+/* Rows serve self pairs when the longest extent along each axis is at most
+ * this many median longest edges: beyond, a few big boxes would make every
+ * cell large. */
+#define ROWS_MAX_EXTENT_IN_EDGES 4.0
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median longest edge (of at most SAMPLE evenly spaced boxes). */
+double prox_median_longest_edge(const broad_input *in)
+{
+    double sample[SAMPLE];
+    int64_t step = in->n > SAMPLE ? in->n / SAMPLE : 1;
+    int count = 0;
+    for (int64_t i = 0; i < in->n && count < SAMPLE; i += step)
+        sample[count++] = prox_longest_edge(&in->box[i], in->dim);
+    if (count == 0)
+        return 0.0;
+    qsort(sample, (size_t)count, sizeof sample[0], compare_double);
+    return sample[count / 2];
+}
+
+/* Whether the boxes are of similar sizes (rows serve their self pairs,
+ * and PROX_BROAD_AUTO picks this structure): no box much longer along an
+ * axis than the median box's longest edge. */
+bool prox_boxes_similar_sizes(const broad_input *in)
+{
+    double limit = ROWS_MAX_EXTENT_IN_EDGES * prox_median_longest_edge(in);
+    for (int k = 0; k < in->dim; k++)
+        if (!(in->longest[k] <= limit))
+            return false;
+    return true;
 }
 
 /* The hash structures measure cells from the data's minimum corner: the

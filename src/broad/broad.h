@@ -171,8 +171,11 @@ extern const broad_ops prox_broad_sap_ops;
 /* The structure behind a built object if it is `ops`' (diagnostics), else NULL. */
 const void *prox_broad_impl(const prox_broad *broad, const broad_ops *ops);
 
-/* Whether the boxes are of similar sizes (broad_grid.c). */
+/* Measures of the built set (broad.c), for the choice of structure and the
+ * uniform grid's cell: whether the boxes are of similar sizes, and the
+ * median longest edge of a sample of them. */
 bool prox_boxes_similar_sizes(const broad_input *in);
+double prox_median_longest_edge(const broad_input *in);
 
 /* ---- shared helpers of the hash structures ------------------------------ */
 

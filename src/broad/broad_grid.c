@@ -14,7 +14,6 @@
  *   (prepare_queries). */
 #include <assert.h>
 #include <math.h>
-#include <stdlib.h>
 
 #include "core/alloc.h"
 #include "broad/box_rows.h"
@@ -23,11 +22,6 @@
 
 /* At most 2^40 cells along an axis of the data. */
 #define MAX_SPAN_BITS 40
-#define SAMPLE 4096
-/* Rows serve self pairs when the longest extent along each axis is at most
- * this many median longest edges: beyond, a few big boxes would make every
- * cell large. */
-#define ROWS_MAX_EXTENT_IN_EDGES 4.0
 
 typedef struct uniform_grid {
     void *levels;      /* the per-cell engine (prox_levels_*) */
@@ -36,32 +30,12 @@ typedef struct uniform_grid {
     bool rows_ready; /* self pairs by rows (boxes of similar sizes) */
 } uniform_grid;
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median longest edge (of at most SAMPLE evenly spaced boxes). */
-static double median_longest_edge(const broad_input *in)
-{
-    double sample[SAMPLE];
-    int64_t step = in->n > SAMPLE ? in->n / SAMPLE : 1;
-    int count = 0;
-    for (int64_t i = 0; i < in->n && count < SAMPLE; i += step)
-        sample[count++] = prox_longest_edge(&in->box[i], in->dim);
-    if (count == 0)
-        return 0.0;
-    qsort(sample, (size_t)count, sizeof sample[0], compare_double);
-    return sample[count / 2];
-}
-
 static prox_status build_levels(uniform_grid *u, const broad_input *in)
 {
     double extent = 0.0;
     for (int k = 0; k < in->dim; k++)
         extent = in->hi[k] - in->lo[k] > extent ? in->hi[k] - in->lo[k] : extent;
-    double cell = in->desc->cell_size > 0 ? in->desc->cell_size : median_longest_edge(in);
+    double cell = in->desc->cell_size > 0 ? in->desc->cell_size : prox_median_longest_edge(in);
     if (!(cell > 0))
         cell = extent > 0 ? extent / 64 : 1.0;
     double finest = ldexp(extent, -MAX_SPAN_BITS);
@@ -69,18 +43,6 @@ static prox_status build_levels(uniform_grid *u, const broad_input *in)
     prox_status st = prox_levels_build(&u->levels, in, &cell, 1, 0, false);
     u->levels_ready = st == PROX_OK;
     return st;
-}
-
-/* Whether the boxes are of similar sizes (rows serve their self pairs,
- * and PROX_BROAD_AUTO picks this structure): no box much longer along an
- * axis than the median box's longest edge. */
-bool prox_boxes_similar_sizes(const broad_input *in)
-{
-    double limit = ROWS_MAX_EXTENT_IN_EDGES * median_longest_edge(in);
-    for (int k = 0; k < in->dim; k++)
-        if (!(in->longest[k] <= limit))
-            return false;
-    return true;
 }
 
 static prox_status grid_build(void **impl, const broad_input *in)

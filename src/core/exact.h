@@ -61,4 +61,25 @@ static inline double prox_metric_dist2(const prox_metric *m, double dx, double d
     return prox_dist2(dx, dy, dz);
 }
 
+/* The neighbour rule: the one definition of whether a candidate is a
+ * neighbour. A pair at squared distance d2 (prox_metric_dist2: minimum
+ * images on periodic axes) is one when d2 <= the pair's squared threshold.
+ * Every pair's threshold is r*r today; per-pair radii, type cutoffs and
+ * cell images are what it grows into, here. Every path carries it out:
+ * brute force and the exact rechecks through prox_metric_within; the
+ * double kernels compare whole vectors against the same threshold
+ * (simd/kernel.h, pd_metric_within); the fixed-point and rel16 kernels
+ * decide from bounds below and above it (prox_fixed_metric's in2 and
+ * out2, derived from it in points/grid.c) and leave the band between to
+ * prox_metric_within. The oracle in tests/ is written apart from it. */
+static inline double prox_metric_threshold2(const prox_metric *m)
+{
+    return m->r2;
+}
+
+static inline bool prox_metric_within(const prox_metric *m, double d2)
+{
+    return d2 <= prox_metric_threshold2(m);
+}
+
 #endif

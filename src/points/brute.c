@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/pair_sink.h"
 #include "points/brute.h"
+#include "points/drive.h"
 #include "points/points_common.h"
 #include "core/threads.h"
 #include "core/views.h"
@@ -39,7 +40,7 @@ static void brute_rows(const brute_set *a, const brute_set *b, bool self, int64_
         for (int64_t j = self ? i + 1 : 0; j < b->n; j++) {
             double d2 = prox_metric_dist2(m, a->x[i] - b->x[j], a->y[i] - b->y[j],
                                           a->z[i] - b->z[j]);
-            if (d2 <= m->r2) {
+            if (prox_metric_within(m, d2)) {
                 prox_emit(e, (prox_index)i, (prox_index)j);
                 if (e->stop)
                     return;
@@ -56,6 +57,21 @@ static int64_t chunk_begin(int64_t n, int chunks, int k, bool self)
     return (int64_t)((double)n * (1.0 - sqrt(1.0 - frac)));
 }
 
+/* One chunk of rows of the triangle (self) or of the query matrix. */
+typedef struct brute_job {
+    brute_set a, b;
+    bool self;
+    prox_metric metric;
+} brute_job;
+
+static void brute_step(const void *job, points_chunk *chunk)
+{
+    const brute_job *j = job;
+    brute_rows(&j->a, &j->b, j->self, chunk_begin(j->a.n, chunk->count, chunk->index, j->self),
+               chunk_begin(j->a.n, chunk->count, chunk->index + 1, j->self), &j->metric,
+               chunk->emitter);
+}
+
 static prox_status brute_run(const prox_points *points, const prox_points *queries,
                              const prox_grid_desc *desc, prox_sink sink, prox_stats *stats)
 {
@@ -66,37 +82,28 @@ static prox_status brute_run(const prox_points *points, const prox_points *queri
     int threads = prox_threads_resolve(desc->threads);
 
     const prox_allocator *al = &desc->allocator;
-    prox_metric m = prox_metric_of(desc, points->dim);
     double *pc = load_coords(points, desc->period, al);
     double *qc = self ? pc : load_coords(queries, desc->period, al);
-    prox_chunks chunks = {0};
     prox_workspace work; /* one call: its memory goes with it */
     prox_workspace_init(&work, al);
     const prox_points *rows_of = self ? points : queries;
-    if (!pc || !qc) {
-        st = prox_fail(PROX_ERR_NO_MEMORY, "brute force: out of memory for coordinates");
-    } else {
-        int count = prox_chunk_count(sink, threads, rows_of->count);
-        st = prox_chunks_init(&chunks, count, sink, &work);
-        chunks.threads = threads;
-    }
-    int64_t pairs = 0;
-    if (!st) {
-        brute_set a = set_of(qc, rows_of->count), b = set_of(pc, points->count);
-#pragma omp parallel for num_threads(threads) if (chunks.count > 1) schedule(dynamic, 1)
-        for (int k = 0; k < chunks.count; k++)
-            brute_rows(&a, &b, self, chunk_begin(a.n, chunks.count, k, self),
-                       chunk_begin(a.n, chunks.count, k + 1, self), &m, &chunks.emitter[k]);
-        st = prox_chunks_deliver(&chunks, sink, rows_of->count, self, &pairs);
-    }
     if (stats) {
         *stats = (prox_stats){0};
         stats->method = "brute";
-        stats->pairs = pairs;
+    }
+    if (!pc || !qc) {
+        st = prox_fail(PROX_ERR_NO_MEMORY, "brute force: out of memory for coordinates");
+    } else {
+        brute_job job = {set_of(qc, rows_of->count), set_of(pc, points->count), self,
+                         prox_metric_of(desc, points->dim)};
+        points_drive d = {.step = brute_step, .job = &job, .threads = threads,
+                          .work = rows_of->count, .rows = rows_of->count, .symmetric = self,
+                          .workspace = &work, .method = "brute"};
+        st = points_drive_run(&d, sink, stats);
+    }
+    if (stats)
         stats->candidates = self ? points->count * (points->count - 1) / 2
                                  : points->count * queries->count;
-    }
-    prox_chunks_free(&chunks);
     prox_workspace_free(&work);
     if (qc != pc)
         prox_free(al, qc);

@@ -437,7 +437,9 @@ static void choose_coords(prox_grid *g)
             m->unit_scale &= g->inv_cell[k] == g->inv_cell[0];
         }
     }
-    double r = g->desc.radius, bound2 = 1.0; /* r^2 in the units compared */
+    /* the neighbour rule's threshold, r^2 (core/exact.h), in the units
+     * compared: in2 and out2 bound it from below and above */
+    double r = g->desc.radius, bound2 = 1.0;
     for (int k = 0; k < g->dim; k++) {
         if (m->unit_scale)
             g->fixed_shift[k] = least;
@@ -583,8 +585,7 @@ prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out)
     g->desc = *desc;
     g->allocator = al;
     g->threads = prox_threads_resolve(desc->threads);
-    prox_workspace_init(&g->work, &al);
-    g->work.threads = g->threads;
+    grid_work_init(&g->work, &al, g->threads);
     *out = g;
     return PROX_OK;
 }
@@ -604,19 +605,7 @@ void prox_grid_destroy(prox_grid *g)
 
 void prox_grid_free_kept(prox_grid *g)
 {
-    for (int k = 0; k < g->row_chunks; k++)
-        prox_free(&g->allocator, g->row_entries[k]);
-    prox_free(&g->allocator, g->row_entries);
-    prox_free(&g->allocator, g->row_entries_cap);
-    g->row_entries = NULL;
-    g->row_entries_cap = NULL;
-    g->row_chunks = 0;
-    for (int k = 0; k < g->fill_chunks; k++)
-        prox_fill_arrays_free(&g->allocator, &g->fill[k]);
-    prox_free(&g->allocator, g->fill);
-    g->fill = NULL;
-    g->fill_chunks = 0;
-    prox_workspace_free(&g->work);
+    grid_work_free(&g->work);
 }
 
 void prox_grid_trim(prox_grid *g)
@@ -627,14 +616,7 @@ void prox_grid_trim(prox_grid *g)
 
 int64_t prox_grid_kept_bytes(const prox_grid *g)
 {
-    int64_t bytes = prox_workspace_bytes(&g->work) +
-                    g->row_chunks * (int64_t)(sizeof *g->row_entries + sizeof *g->row_entries_cap);
-    for (int k = 0; k < g->row_chunks; k++)
-        bytes += g->row_entries_cap[k] * (int64_t)sizeof(prox_index);
-    bytes += g->fill_chunks * (int64_t)sizeof *g->fill;
-    for (int k = 0; k < g->fill_chunks; k++)
-        bytes += prox_fill_arrays_bytes(&g->fill[k]);
-    return bytes;
+    return grid_work_bytes(&g->work);
 }
 
 int64_t prox_grid_bytes(const prox_grid *g)
@@ -951,7 +933,7 @@ static bool grid_within(prox_recheck *rc, int64_t k)
     double d[3] = {0.0, 0.0, 0.0};
     for (int a = 0; a < g->dim; a++)
         d[a] = prox_coord(c->queries, c->query, a, period) - prox_coord(&g->source, j, a, period);
-    return prox_metric_dist2(&g->metric, d[0], d[1], d[2]) <= g->metric.r2;
+    return prox_metric_within(&g->metric, prox_metric_dist2(&g->metric, d[0], d[1], d[2]));
 }
 
 void prox_grid_recheck_init(grid_recheck *rc, const prox_grid *g, const prox_points *queries)

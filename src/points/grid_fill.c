@@ -44,7 +44,9 @@
 #define MAX_ENTRIES INT32_MAX /* row starts, 31 bits */
 
 typedef struct fill_job {
-    prox_grid *g;
+    const prox_grid *g;
+    grid_work *w;           /* the query's: scratch, and each chunk's arrays */
+    const grid_plan *plan;  /* its gather rule (grid_plan_gathers) */
     bool lists;
     const prox_strip_rows *rows;
     uint32_t *word;         /* the buffer's, per sorted point: row length, then row start */
@@ -57,6 +59,8 @@ typedef struct fill_job {
     prox_index *indices;    /* the lists' output */
     int64_t cursor_ring;    /* ring sizes: exactly what the fill holds at most */
     uint32_t pending_ring;
+    struct fill_chunk *chunks; /* the pass under way (visit_chunks) */
+    bool filling;
 } fill_job;
 
 typedef struct fill_chunk {
@@ -125,23 +129,6 @@ static int64_t farthest_end(const prox_range *rg, int count)
     for (int k = 0; k < count; k++)
         far = rg[k].end > far ? rg[k].end : far;
     return far;
-}
-
-void prox_fill_arrays_free(const prox_allocator *alloc, prox_fill_arrays *f)
-{
-    uint32_t *arrays[] = {f->hits, f->ups,   f->downs,   f->row,   f->placed,
-                          f->aside, f->late, f->pending, f->cursor};
-    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
-        prox_free(alloc, arrays[k]);
-    prox_fixed_gather_free(alloc, &f->gather);
-    *f = (prox_fill_arrays){0};
-}
-
-int64_t prox_fill_arrays_bytes(const prox_fill_arrays *f)
-{
-    int64_t words = 3 * f->hits_cap + f->row_cap + f->placed_cap + f->aside_cap + f->late_cap +
-                    f->pending_cap + f->cursor_cap + 5 * f->gather.cap; /* hits, ups, downs share a cap */
-    return words * (int64_t)sizeof(uint32_t);
 }
 
 /* ---- pass 1: the count --------------------------------------------------- */
@@ -358,7 +345,7 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
             c->reach = far - own > c->reach ? far - own : c->reach;
         }
         const prox_fixed_gather *block = NULL;
-        if (g->fixed_on && prox_gather_pays(own_end - own, rg[0].end - rg[0].begin + others)) {
+        if (grid_plan_gathers(j->plan, own_end - own, rg[0].end - rg[0].begin + others)) {
             if (!prox_fixed_gather_ranges(g, rg, count, true, &c->a.gather)) {
                 c->failed = true;
                 break;
@@ -386,14 +373,21 @@ static void visit_chunk(const fill_job *j, fill_chunk *c, bool fill)
     }
 }
 
-static void visit_chunks(const fill_job *j, fill_chunk *chunks, int count, bool fill)
+static void fill_step(const void *job, points_chunk *chunk)
 {
-#pragma omp parallel for num_threads(j->g->threads) if (count > 1) schedule(dynamic, 1)
-    for (int k = 0; k < count; k++) {
-        fill_chunk c = chunks[k]; /* a local copy: chunks[] neighbours share cache lines */
-        visit_chunk(j, &c, fill);
-        chunks[k] = c;
-    }
+    const fill_job *j = job;
+    fill_chunk c = j->chunks[chunk->index]; /* a local copy: chunks[] neighbours share cache lines */
+    visit_chunk(j, &c, j->filling);
+    j->chunks[chunk->index] = c;
+}
+
+/* One pass over every chunk, through the chunk driver. */
+static void visit_chunks(fill_job *j, fill_chunk *chunks, int count, bool fill)
+{
+    points_chunk unused;
+    j->chunks = chunks;
+    j->filling = fill;
+    points_drive_steps(fill_step, j, count, j->g->threads, &unused);
 }
 
 /* ---- between the passes ----------------------------------------------------- */
@@ -420,7 +414,7 @@ static bool count_aside(fill_job *j, fill_chunk *chunks, int count)
     if (aside == 0)
         return true;
     int64_t words = (n + 63) / 64;
-    j->late = prox_workspace_scratch(&j->g->work, PROX_SCRATCH_OWNER + 2,
+    j->late = prox_workspace_scratch(&j->w->chunks, PROX_SCRATCH_OWNER + 2,
                                      words * (int64_t)sizeof *j->late);
     if (!j->late)
         return false;
@@ -525,7 +519,7 @@ static bool finish_late_rows(const fill_job *j, fill_chunk *chunks, int count)
 static prox_status reserve_output(const fill_job *j, prox_sink sink, int64_t total,
                                   int64_t **offsets)
 {
-    prox_grid *g = j->g;
+    const prox_grid *g = j->g;
     int64_t n = g->n;
     if (j->lists) {
         prox_status st = prox_lists_reserve(sink.lists, total, n, g->threads);
@@ -539,38 +533,39 @@ static prox_status reserve_output(const fill_job *j, prox_sink sink, int64_t tot
     /* the offsets by input index live in the output while it is that
      * large (the rows overwrite them later); else in scratch */
     *offsets = total >= n + 1 ? (int64_t *)sink.buffer->pairs
-                              : prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 3,
+                              : prox_workspace_scratch(&j->w->chunks, PROX_SCRATCH_OWNER + 3,
                                                        (n + 1) * (int64_t)sizeof **offsets);
     return *offsets ? PROX_OK : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row offsets");
 }
 
-/* The chunks' arrays back to the grid (perhaps grown), for the next query. */
-static void free_chunks(prox_grid *g, fill_chunk *chunks, int count)
+/* The chunks' arrays back to the workspace (perhaps grown), for the next
+ * query. */
+static void free_chunks(const prox_grid *g, grid_work *w, fill_chunk *chunks, int count)
 {
     for (int k = 0; chunks && k < count; k++)
-        g->fill[k] = chunks[k].a;
+        w->fill[k] = chunks[k].a;
     prox_free(&g->allocator, chunks);
 }
 
-/* `count` chunks of runs, with the arrays the grid kept (grown to `count`
- * sets the first time). */
-static fill_chunk *make_chunks(prox_grid *g, int count)
+/* `count` chunks of runs, with the arrays the workspace kept (grown to
+ * `count` sets the first time). */
+static fill_chunk *make_chunks(const prox_grid *g, grid_work *w, int count)
 {
-    if (count > g->fill_chunks) {
+    if (count > w->fill_chunks) {
         prox_fill_arrays *grown = prox_alloc_array(&g->allocator, count, sizeof *grown);
         if (!grown)
             return NULL;
         for (int k = 0; k < count; k++)
-            grown[k] = k < g->fill_chunks ? g->fill[k] : (prox_fill_arrays){0};
-        prox_free(&g->allocator, g->fill);
-        g->fill = grown;
-        g->fill_chunks = count;
+            grown[k] = k < w->fill_chunks ? w->fill[k] : (prox_fill_arrays){0};
+        prox_free(&g->allocator, w->fill);
+        w->fill = grown;
+        w->fill_chunks = count;
     }
     fill_chunk *chunks = prox_alloc_array(&g->allocator, count, sizeof *chunks);
     for (int k = 0; chunks && k < count; k++) {
         int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
         chunks[k] = (fill_chunk){.r0 = r0, .r1 = r1, .p0 = g->run_start[r0],
-                                 .p1 = g->run_start[r1], .a = g->fill[k]};
+                                 .p1 = g->run_start[r1], .a = w->fill[k]};
     }
     return chunks;
 }
@@ -621,16 +616,17 @@ static prox_status count_then_fill(fill_job *j, fill_chunk *chunks, int count, p
     return PROX_OK;
 }
 
-prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats, bool *done)
+prox_status prox_grid_fill_rows(const prox_grid *g, grid_work *w, prox_sink sink,
+                                prox_stats *stats, grid_plan plan, bool *done)
 {
-    assert(g->keys == PROX_KEYS_LINEAR);
+    assert(plan.traversal == GRID_FILL && plan.strips);
     *done = true;
     int64_t n = g->n;
     /* a chunk per thread: each boundary sets a slab of downs aside */
     int count = g->threads > 1 && n >= 4096 ? g->threads : 1;
     prox_strip_rows rows;
     prox_grid_strip_rows(g, true, &rows);
-    fill_job j = {.g = g, .lists = sink.kind == PROX_SINK_LISTS, .rows = &rows,
+    fill_job j = {.g = g, .w = w, .plan = &plan, .lists = sink.kind == PROX_SINK_LISTS, .rows = &rows,
                   .max_downs = g->fill_max_downs ? g->fill_max_downs : MAX_DOWNS,
                   .max_entries = g->fill_max_entries ? g->fill_max_entries : MAX_ENTRIES};
     bool ready;
@@ -640,29 +636,28 @@ prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats,
                              sizeof *l->offsets);
         j.offsets = l->offsets;
     } else {
-        j.word = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER,
+        j.word = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER,
                                         n * (int64_t)sizeof *j.word);
         ready = j.word != NULL;
     }
-    j.downs = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 1,
+    j.downs = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER + 1,
                                      n * (int64_t)sizeof *j.downs);
-    fill_chunk *chunks = ready && j.downs ? make_chunks(g, count) : NULL;
+    fill_chunk *chunks = ready && j.downs ? make_chunks(g, w, count) : NULL;
     if (!chunks)
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for row counts");
     int64_t total = 0;
     prox_status st = count_then_fill(&j, chunks, count, sink, &total, done);
-    int64_t candidates = 0, cells = 0, rechecked = 0;
+    points_chunk counted = {0}; /* the fill's, kept in its chunks */
     for (int k = 0; k < count; k++) {
-        candidates += chunks[k].candidates;
-        cells += chunks[k].cells;
-        rechecked += chunks[k].rechecked;
+        counted.candidates += chunks[k].candidates;
+        counted.cells_visited += chunks[k].cells;
+        counted.rechecked += chunks[k].rechecked;
     }
-    free_chunks(g, chunks, count);
+    free_chunks(g, w, chunks, count);
     if (*done) {
-        prox_grid_fill_stats(g, stats, j.lists ? total / 2 : total, candidates, cells,
-                             prox_grid_method(g, (grid_plan){GRID_FILL, false}));
-        if (stats)
-            stats->rechecked = rechecked;
+        prox_grid_ran(w, GRID_FILL);
+        prox_grid_search_stats(g, stats, j.lists ? total / 2 : total, &counted,
+                               prox_grid_method(g, plan));
     }
     return st;
 }

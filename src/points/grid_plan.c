@@ -6,6 +6,8 @@
 
 #include "points/grid_private.h"
 
+_Static_assert(GRID_TRAVERSALS <= GRID_WORK_TRAVERSALS, "grid_work.ran counts every traversal");
+
 /* Points per occupied cell up to which the sweep beats the search run by
  * run, whose gathered candidates serve every point of a run: measured with
  * `build/bench_grid_limits` (SWEEP_RUN), figures in docs/design.md, "The
@@ -48,17 +50,23 @@ static bool rows_in_place(const prox_grid *g, prox_sink sink)
            (sink.kind == PROX_SINK_LISTS || (sink.kind == PROX_SINK_BUFFER && !sink.unsorted));
 }
 
-/* rel16 coordinates (kernel_fixed.h): linear keys' strips, and a grid
- * whose bounds allow them (grid.c, prox_grid_rel16_metric). */
-static bool rel16_allowed(const prox_grid *g)
+/* A plan of `traversal` over this grid's candidates: strips with linear
+ * keys; rel16 coordinates (kernel_fixed.h) where `rel16_wanted`, with
+ * linear keys' strips, and a grid whose bounds allow them (grid.c,
+ * prox_grid_rel16_metric). */
+static grid_plan plan_of(const prox_grid *g, grid_traversal traversal, bool rel16_wanted)
 {
-    prox_rel16_metric unused;
-    return g->keys == PROX_KEYS_LINEAR && prox_grid_rel16_metric(g, &unused);
+    grid_plan p = {.traversal = traversal, .strips = g->keys == PROX_KEYS_LINEAR};
+    p.rel16 = rel16_wanted && p.strips && prox_grid_rel16_metric(g, &p.rel16_metric);
+    /* sorted rows gather doubles too; the half stencil and the fill gather
+     * fixed-point coordinates only */
+    p.gather = p.strips && (traversal == GRID_ROWS || g->fixed_on);
+    return p;
 }
 
 grid_plan prox_grid_rows_plan(const prox_grid *g)
 {
-    return (grid_plan){GRID_ROWS, rel16_allowed(g)};
+    return plan_of(g, GRID_ROWS, true);
 }
 
 /* Sorted output (every buffer but the unsorted one, and lists where cells
@@ -69,20 +77,20 @@ grid_plan prox_grid_rows_plan(const prox_grid *g)
 grid_plan prox_grid_plan_pairs(const prox_grid *g, prox_sink sink)
 {
     if (rows_in_place(g, sink))
-        return (grid_plan){GRID_FILL, false};
+        return plan_of(g, GRID_FILL, false);
     if ((sink.kind == PROX_SINK_LISTS && !lists_from_half_pairs(g)) ||
         (sink.kind == PROX_SINK_BUFFER && !sink.unsorted))
         return prox_grid_rows_plan(g);
     if (g->keys != PROX_KEYS_LINEAR)
-        return (grid_plan){GRID_CELLS, false};
+        return plan_of(g, GRID_CELLS, false);
     if (prox_grid_sweeps(g))
-        return (grid_plan){GRID_SWEEP, false};
-    return (grid_plan){GRID_STRIPS, rel16_allowed(g)};
+        return plan_of(g, GRID_SWEEP, false);
+    return plan_of(g, GRID_STRIPS, true);
 }
 
 grid_plan prox_grid_plan_query(const prox_grid *g)
 {
-    return (grid_plan){g->keys == PROX_KEYS_LINEAR ? GRID_QUERY_STRIPS : GRID_QUERY_CELLS, false};
+    return plan_of(g, g->keys == PROX_KEYS_LINEAR ? GRID_QUERY_STRIPS : GRID_QUERY_CELLS, false);
 }
 
 const char *prox_grid_method(const prox_grid *g, grid_plan plan)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "prox/grid.h"
+#include "simd/kernel_fixed.h"
 
 
 /* The ways a grid answers a query: each is named in stats.method as
@@ -29,9 +30,17 @@ typedef enum grid_traversal {
 
 typedef struct grid_plan {
     grid_traversal traversal;
+    /* candidates as ranges of the stencil's strips (linear keys), else
+     * looked up cell by cell (Morton and hash keys) */
+    bool strips;
     /* rows and strips: runs' candidates gathered as rel16 coordinates
-     * (kernel_fixed.h) where the gather pays (prox_gather_pays) */
+     * (kernel_fixed.h) where the gather pays (prox_gather_pays), with the
+     * bounds in rel16_metric */
     bool rel16;
+    prox_rel16_metric rel16_metric;
+    /* rows, strips and fill: a run's candidates gathered into one block
+     * where the run pays (grid_plan_gathers), else read in place */
+    bool gather;
 } grid_plan;
 
 /* Self pairs of the built points into `sink`. GRID_FILL may still decline
@@ -52,10 +61,17 @@ const char *prox_grid_method(const prox_grid *g, grid_plan plan);
  * block (fixed point, and doubles for sorted rows) rather than read the
  * grid's strips in place: it pays on W1 (sorted buffer and count), and
  * would lose on W2 at k = 1 (3 to 5 candidates a run) for the copies'
- * calls (docs/design.md). Asked run by run, so inline. */
+ * calls (docs/design.md). */
 static inline bool prox_gather_pays(int64_t points, int64_t candidates)
 {
     return points >= 2 && candidates >= 16;
+}
+
+/* The plan's gather rule, which a traversal applies run by run (so
+ * inline): the planner's choice, then the run's sizes. */
+static inline bool grid_plan_gathers(const grid_plan *p, int64_t points, int64_t candidates)
+{
+    return p->gather && prox_gather_pays(points, candidates);
 }
 
 #endif

@@ -1,5 +1,9 @@
-/* grid_private.h: the uniform grid's data, shared by grid.c (geometry,
- * build, update) and grid_search.c (pairs, lists, queries). */
+/* grid_private.h: the built uniform grid (what grid.c's build and update
+ * make: geometry, keys, cell table, sorted coordinates, runs) and the
+ * traversals' shared declarations. A traversal (grid_search.c,
+ * grid_strips.c, grid_fill.c, grid_sweep.c) reads a const grid and carries
+ * out a plan (grid_plan.h) through the chunk driver (drive.h), into the
+ * query's workspace (grid_work.h). */
 #ifndef PROX_GRID_PRIVATE_H
 #define PROX_GRID_PRIVATE_H
 
@@ -12,7 +16,9 @@
 #include "simd/kernel_fixed.h"
 #include "core/morton.h"
 #include "core/pair_sink.h"
+#include "points/drive.h"
 #include "points/grid_plan.h"
+#include "points/grid_work.h"
 #include "prox/grid.h"
 
 /* How many iterations ahead random reads are prefetched. */
@@ -110,14 +116,11 @@ struct prox_grid {
     cell3 *stencil;
     int stencil_forward, stencil_full;
 
-    /* kept from one query to the next (pair_sink.h): the chunks' pair
-     * arrays and scratch, and the row entries of each chunk of grid_rows */
-    prox_workspace work;
-    prox_index **row_entries;
-    int64_t *row_entries_cap;
-    int row_chunks;
-    struct prox_fill_arrays *fill; /* grid_fill.c's, one set per chunk */
-    int fill_chunks;
+    /* Not part of the built grid: what its queries keep for the next one
+     * (grid_work.h). The handle carries it for the caller, who reuses it
+     * query after query; build and update never touch it, and a traversal
+     * gets it beside a const grid. */
+    grid_work work;
     /* grid_fill.c's limits: the most downs a point takes (< 2^16) and the
      * most entries an output holds (< 2^31); tests lower them */
     uint32_t fill_max_downs;
@@ -135,37 +138,6 @@ struct prox_grid {
  * half stencil's pairs (grid_search.c). */
 void prox_grid_set_density_limits(prox_grid *g, double table_cells_per_point,
                                   double sweep_points_per_run, double half_pairs_points_per_run);
-
-/* A run's candidate strips copied into one block (fixed-point coordinates):
- * each of the run's points then runs one long vector loop over them instead
- * of a short one per strip, whose many loop exits cost more than the copy
- * once a run holds two points or more (W1: 7) and its strips a vector's
- * worth of candidates (prox_gather_pays). */
-typedef struct prox_fixed_gather {
-    int32_t *x, *y, *z; /* z: 3D only */
-    uint32_t *id;       /* input index of each candidate */
-    uint32_t *pos;      /* sorted position of each, if asked for */
-    int64_t count, cap;
-    const struct prox_range *from; /* the ranges gathered (the caller's), in order */
-    int from_count;
-} prox_fixed_gather;
-
-/* A chunk's working arrays in grid_fill.c, kept by the grid. */
-typedef struct prox_fill_arrays {
-    uint32_t *hits, *ups, *downs; /* a point's hits, split */
-    uint32_t *row;                /* finished rows on their way to the output */
-    uint32_t *placed;             /* those rows: index, start, length each */
-    uint32_t *aside;              /* entries set aside for later rows */
-    uint32_t *late;               /* rows finished after the others */
-    uint32_t *pending;            /* a ring of the rows' entries ahead */
-    uint32_t *cursor;             /* a ring of the points' places in it */
-    int64_t hits_cap, row_cap, placed_cap, aside_cap, late_cap, pending_cap, cursor_cap;
-    prox_fixed_gather gather;     /* a run's candidates */
-} prox_fill_arrays;
-
-/* A set of grid_fill.c's arrays released, and the bytes it holds. */
-void prox_fill_arrays_free(const prox_allocator *a, prox_fill_arrays *f);
-int64_t prox_fill_arrays_bytes(const prox_fill_arrays *f);
 
 /* Releases what the grid keeps between queries. */
 void prox_grid_free_kept(prox_grid *g);
@@ -187,9 +159,40 @@ static inline void prox_grid_base_stats(const prox_grid *g, prox_stats *stats)
     stats->coords = g->fixed_on ? PROX_COORDS_FIXED : PROX_COORDS_DOUBLE;
 }
 
-/* A search's stats (NULL: none wanted), `method` from prox_grid_method. */
-void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
-                          int64_t candidates, int64_t cells_visited, const char *method);
+/* A search's stats (NULL: none wanted): what every grid call reports,
+ * then the search's own (drive.h), `method` from prox_grid_method. */
+static inline void prox_grid_search_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
+                                          const points_chunk *total, const char *method)
+{
+    if (!stats)
+        return;
+    prox_grid_base_stats(g, stats);
+    points_drive_report(stats, pairs, total, method);
+}
+
+/* A traversal's own record that it ran (grid_work.ran); chunks of one query
+ * may count at once on several threads. */
+static inline void prox_grid_ran(grid_work *w, grid_traversal t)
+{
+    __atomic_fetch_add(&w->ran[t], 1, __ATOMIC_RELAXED);
+}
+
+/* A grid traversal through the chunk driver, its stats as above. */
+static inline prox_status prox_grid_drive(const prox_grid *g, const points_drive *d,
+                                          prox_sink sink, prox_stats *stats)
+{
+    prox_stats search = {0};
+    prox_status st = points_drive_run(d, sink, &search);
+    if (stats) {
+        prox_grid_base_stats(g, stats);
+        stats->pairs = search.pairs;
+        stats->candidates = search.candidates;
+        stats->cells_visited = search.cells_visited;
+        stats->rechecked = search.rechecked;
+        stats->method = search.method;
+    }
+    return st;
+}
 
 /* ---- strips (grid_strips.c): linear keys only ---- */
 
@@ -228,9 +231,10 @@ static inline int64_t prox_ranges_length(const prox_range *r, int count)
  * the reach outside an open axis (ball queries). */
 int prox_grid_strip_ranges_around(const prox_grid *g, const prox_strip_rows *rows,
                                   const int64_t base[3], prox_range *out, int64_t *cells);
-/* Self pairs into a count or callback sink, each pair once. */
-prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats,
-                                  grid_plan plan);
+/* Self pairs into a count, callback or unsorted sink, each pair once
+ * (GRID_STRIPS, GRID_SWEEP). */
+prox_status prox_grid_strip_pairs(const prox_grid *g, grid_work *w, prox_sink sink,
+                                  prox_stats *stats, grid_plan plan);
 /* The forward half of run r's stencil (the hash-multimap article: each pair once) as
  * ranges: rg[0] the run's own cell (a point meets its later points only:
  * from s + 1 on), then its row's forward cells and the forward rows.
@@ -249,7 +253,6 @@ void prox_grid_sweep_pairs(const prox_grid *g, const prox_strip_rows *rows, int6
  * false when out of memory. */
 bool prox_fixed_gather_ranges(const prox_grid *g, const prox_range *rg, int count, bool positions,
                               prox_fixed_gather *b);
-void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b);
 static inline prox_fixed_block prox_fixed_gather_block(const prox_grid *g,
                                                        const prox_fixed_gather *b)
 {
@@ -259,7 +262,8 @@ static inline prox_fixed_block prox_fixed_gather_block(const prox_grid *g,
 /* The sorted buffer or full lists of a grid with linear keys, counted, then
  * filled in place (grid_fill.c). *done false: past its limits (2^31
  * entries, or a point taking 65,535 downs); nothing was written. */
-prox_status prox_grid_fill_rows(prox_grid *g, prox_sink sink, prox_stats *stats, bool *done);
+prox_status prox_grid_fill_rows(const prox_grid *g, grid_work *w, prox_sink sink,
+                                prox_stats *stats, grid_plan plan, bool *done);
 /* For tests: lower grid_fill.c's limits (0 keeps one) to reach the staged
  * fallback with small inputs. */
 void prox_grid_set_fill_limits(prox_grid *g, uint32_t max_downs, int64_t max_entries);
@@ -493,19 +497,8 @@ static inline int32_t prox_rel16_coord(const prox_grid *g, int k, int64_t c, int
     return d >= 0 ? d >> drop : ~(~d >> drop);
 }
 
-/* A run's candidates gathered as rel16 coordinates around its cell a
- * (their ids too, unless the gather was told they are not wanted: a
- * count's recheck finds them through `from`). */
-typedef struct prox_rel16_gather {
-    uint32_t *xy, *z0, *id;
-    int64_t count, cap;
-    const prox_range *from; /* the ranges gathered (the caller's), in order */
-    int from_count;
-} prox_rel16_gather;
-
 bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, cell3 a,
                               const prox_range *rg, int count, bool ids, prox_rel16_gather *b);
-void prox_rel16_gather_free(const prox_allocator *alloc, prox_rel16_gather *b);
 
 /* Sorted point s's rel16 coordinates around cell a, packed as a block's. */
 static inline void prox_rel16_point(const prox_grid *g, const prox_rel16_metric *m, cell3 a,

@@ -1,11 +1,15 @@
-/* grid_search.c: searching the uniform grid: self pairs through the half
- * stencil (the hash-multimap article: each pair once) for counts and callbacks, rows through
- * the full stencil for sorted buffers and full lists, and ball queries of a
- * second point set. The structure itself is built in grid.c. */
+/* grid_search.c: the grid's queries: prox_grid_pairs carries out the
+ * planner's choice (grid_plan.c), prox_grid_query the ball queries of a
+ * second point set. Here too are two traversals: rows through the full
+ * stencil for sorted buffers and full lists (GRID_ROWS), and self pairs
+ * over the stencil's cells for Morton and hash keys (GRID_CELLS); the
+ * strips' and the fill's are in grid_strips.c and grid_fill.c. The grid
+ * itself is built in grid.c. */
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "points/drive.h"
 #include "points/grid_private.h"
 #include "simd/kernel.h"
 #include "core/pair_sink.h"
@@ -40,6 +44,7 @@ typedef struct gathered {
     prox_fixed_gather fixed; /* linear keys, fixed point: a run's strips */
     prox_rel16_gather rel16; /* or as rel16 coordinates, with these bounds (else NULL) */
     const prox_rel16_metric *rel16_metric;
+    bool gather; /* rows: the plan's gather rule (grid_plan_gathers) is on */
 } gathered;
 
 static void gathered_free(gathered *b)
@@ -276,8 +281,8 @@ static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_ro
         c->block = grid_block(g);
         c->ids = g->id;
         c->count = prox_grid_strip_ranges(g, strips, run_cell_of(g, r), c->range, &qc->cells_visited);
-        if (!prox_gather_pays(g->run_start[r + 1] - g->run_start[r],
-                              prox_ranges_length(c->range, c->count)))
+        if (!(b->gather && prox_gather_pays(g->run_start[r + 1] - g->run_start[r],
+                                            prox_ranges_length(c->range, c->count))))
             return true;
         if (b->rel16_metric) {
             c->cell = run_cell_of(g, r);
@@ -431,8 +436,8 @@ static void place_rows(const int64_t *offsets, const prox_index *const *row_at, 
     }
 }
 
-static prox_status reserve_rows_output(prox_grid *g, prox_sink sink, int64_t total,
-                                       int64_t **offsets)
+static prox_status reserve_rows_output(const prox_grid *g, grid_work *w, prox_sink sink,
+                                       int64_t total, int64_t **offsets)
 {
     if (sink.kind == PROX_SINK_LISTS) {
         prox_status st = prox_lists_reserve(sink.lists, total, g->n, g->threads);
@@ -443,16 +448,16 @@ static prox_status reserve_rows_output(prox_grid *g, prox_sink sink, int64_t tot
     prox_status st = prox_pair_buffer_reserve_threads(sink.buffer, total, g->threads);
     if (st)
         return st;
-    *offsets = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 1,
+    *offsets = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER + 1,
                                       (g->n + 1) * (int64_t)sizeof **offsets);
     return *offsets ? PROX_OK : prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row offsets");
 }
 
-/* rows[0 .. count) with the entry arrays the grid kept from its last
+/* rows[0 .. count) with the entry arrays the workspace kept from its last
  * query (none the first time); false when out of memory. */
-static bool take_row_chunks(prox_grid *g, row_chunk *rows, int count)
+static bool take_row_chunks(const prox_grid *g, grid_work *w, row_chunk *rows, int count)
 {
-    if (count > g->row_chunks) {
+    if (count > w->row_chunks) {
         prox_index **entries = prox_alloc_array(&g->allocator, count, sizeof *entries);
         int64_t *cap = prox_alloc_array(&g->allocator, count, sizeof *cap);
         if (!entries || !cap) {
@@ -461,41 +466,42 @@ static bool take_row_chunks(prox_grid *g, row_chunk *rows, int count)
             return false;
         }
         for (int k = 0; k < count; k++) {
-            entries[k] = k < g->row_chunks ? g->row_entries[k] : NULL;
-            cap[k] = k < g->row_chunks ? g->row_entries_cap[k] : 0;
+            entries[k] = k < w->row_chunks ? w->row_entries[k] : NULL;
+            cap[k] = k < w->row_chunks ? w->row_entries_cap[k] : 0;
         }
-        prox_free(&g->allocator, g->row_entries);
-        prox_free(&g->allocator, g->row_entries_cap);
-        g->row_entries = entries;
-        g->row_entries_cap = cap;
-        g->row_chunks = count;
+        prox_free(&g->allocator, w->row_entries);
+        prox_free(&g->allocator, w->row_entries_cap);
+        w->row_entries = entries;
+        w->row_entries_cap = cap;
+        w->row_chunks = count;
     }
     for (int k = 0; k < count; k++)
-        rows[k] = (row_chunk){.entries = g->row_entries[k], .cap = g->row_entries_cap[k]};
+        rows[k] = (row_chunk){.entries = w->row_entries[k], .cap = w->row_entries_cap[k]};
     return true;
 }
 
-/* The chunks' entry arrays (perhaps grown) back to the grid. */
-static void keep_row_chunks(prox_grid *g, const row_chunk *rows, int count)
+/* The chunks' entry arrays (perhaps grown) back to the workspace. */
+static void keep_row_chunks(grid_work *w, const row_chunk *rows, int count)
 {
     for (int k = 0; k < count; k++) {
-        g->row_entries[k] = rows[k].entries;
-        g->row_entries_cap[k] = rows[k].cap;
+        w->row_entries[k] = rows[k].entries;
+        w->row_entries_cap[k] = rows[k].cap;
     }
 }
 
 /* The chunks' rows (total entries, lengths in row_len by sorted position)
  * into the sink, in input order: each id's row length and place noted,
  * the offsets summed, then the rows copied. */
-static prox_status deliver_rows(prox_grid *g, const row_chunk *rows, int count,
-                                const uint32_t *row_len, int64_t total, prox_sink sink)
+static prox_status deliver_rows(const prox_grid *g, grid_work *w, const row_chunk *rows,
+                                int count, const uint32_t *row_len, int64_t total,
+                                prox_sink sink)
 {
     int64_t n = g->n, runs = g->nruns, *offsets = NULL;
-    prox_status st = reserve_rows_output(g, sink, total, &offsets);
+    prox_status st = reserve_rows_output(g, w, sink, total, &offsets);
     if (st)
         return st;
     const prox_index **row_at =
-        prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER + 2, n * (int64_t)sizeof *row_at);
+        prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER + 2, n * (int64_t)sizeof *row_at);
     if (!row_at)
         return prox_fail(PROX_ERR_NO_MEMORY, "out of memory for row places");
     offsets[0] = 0;
@@ -515,75 +521,80 @@ static prox_status deliver_rows(prox_grid *g, const row_chunk *rows, int count,
     return PROX_OK;
 }
 
-static prox_status grid_rows(prox_grid *g, prox_sink sink, prox_stats *stats, grid_plan plan)
+/* One chunk of the sorted rows: its runs' rows into rows[chunk]. */
+typedef struct rows_job {
+    const prox_grid *g;
+    grid_work *w;
+    const prox_strip_rows *strips; /* GRID_ROWS over strips: linear keys */
+    const prox_rel16_metric *rel16; /* the runs' candidates as rel16 coordinates, or NULL */
+    row_chunk *rows;
+    uint32_t *row_len;
+    prox_id_rule rule;
+    bool sorted;
+    bool gather; /* the plan's gather rule is on */
+} rows_job;
+
+static void rows_step(const void *job, points_chunk *chunk)
 {
+    const rows_job *j = job;
+    const prox_grid *g = j->g;
+    int64_t runs = g->nruns, k = chunk->index, count = chunk->count;
+    query_counters qc = counters_for(g, &g->source);
+    gathered scratch = {.allocator = &g->allocator, .rel16_metric = j->rel16,
+                        .gather = j->gather};
+    row_chunk rc = j->rows[k]; /* a local copy: rows[] neighbours share cache lines */
+    prox_grid_ran(j->w, GRID_ROWS);
+    int64_t s0 = g->run_start[runs * k / count], s1 = g->run_start[runs * (k + 1) / count];
+    rc.points_left = s1 - s0;
+    rc.sort_s = s0;
+    for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
+        rows_of_run(g, r, j->strips, &scratch, &rc, j->row_len, j->rule, j->sorted, &qc);
+    if (j->sorted && !rc.failed)
+        sort_pending_rows(&rc, j->row_len, s1);
+    j->rows[k] = rc;
+    gathered_free(&scratch);
+    chunk->candidates += qc.candidates;
+    chunk->cells_visited += qc.cells_visited;
+    chunk->rechecked += qc.recheck.base.calls;
+}
+
+/* GRID_ROWS: each point's full row, chunk by chunk (rows_step), then the
+ * rows placed in input order (deliver_rows). */
+static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, prox_stats *stats,
+                             grid_plan plan)
+{
+    assert(plan.traversal == GRID_ROWS);
     int count = prox_chunk_count(sink, g->threads, g->n);
     row_chunk *rows = prox_alloc_array(&g->allocator, count, sizeof *rows);
-    if (rows && !take_row_chunks(g, rows, count)) {
+    if (rows && !take_row_chunks(g, w, rows, count)) {
         prox_free(&g->allocator, rows);
         rows = NULL;
     }
-    uint32_t *row_len = prox_workspace_scratch(&g->work, PROX_SCRATCH_OWNER,
+    uint32_t *row_len = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER,
                                                g->n * (int64_t)sizeof(uint32_t));
-    int64_t candidates = 0, cells_visited = 0, rechecked = 0, runs = g->nruns;
     bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
-    prox_id_rule rule = lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE;
-    prox_strip_rows strip_rows, *strips = NULL;
-    prox_rel16_metric rel16;
-    bool use_rel16 = plan.rel16 && prox_grid_rel16_metric(g, &rel16);
-    if (g->keys == PROX_KEYS_LINEAR) {
+    prox_strip_rows strip_rows;
+    if (plan.strips)
         prox_grid_strip_rows(g, false, &strip_rows);
-        strips = &strip_rows;
-    }
-    if (!failed) {
-#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited, rechecked)
-        for (int k = 0; k < count; k++) {
-            query_counters qc = counters_for(g, &g->source);
-            gathered scratch = {.allocator = &g->allocator,
-                                .rel16_metric = use_rel16 ? &rel16 : NULL};
-            row_chunk rc = rows[k]; /* a local copy: rows[] neighbours share cache lines */
-            int64_t s0 = g->run_start[runs * k / count], s1 = g->run_start[runs * (k + 1) / count];
-            rc.points_left = s1 - s0;
-            rc.sort_s = s0;
-            for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
-                rows_of_run(g, r, strips, &scratch, &rc, row_len, rule, !sink.unsorted, &qc);
-            if (!sink.unsorted && !rc.failed)
-                sort_pending_rows(&rc, row_len, s1);
-            rows[k] = rc;
-            gathered_free(&scratch);
-            candidates += qc.candidates;
-            cells_visited += qc.cells_visited;
-            rechecked += qc.recheck.base.calls;
-        }
-    }
-    int64_t total = 0;
+    rows_job job = {g, w, plan.strips ? &strip_rows : NULL, plan.rel16 ? &plan.rel16_metric : NULL,
+                    rows, row_len, lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE, !sink.unsorted,
+                    plan.gather};
+    points_chunk total = {0};
+    if (!failed)
+        points_drive_steps(rows_step, &job, count, g->threads, &total);
+    int64_t entries = 0;
     for (int k = 0; rows && k < count; k++) {
         failed |= rows[k].failed;
-        total += rows[k].count;
+        entries += rows[k].count;
     }
     prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
-                            : deliver_rows(g, rows, count, row_len, total, sink);
+                            : deliver_rows(g, w, rows, count, row_len, entries, sink);
     if (rows)
-        keep_row_chunks(g, rows, count);
+        keep_row_chunks(w, rows, count);
     prox_free(&g->allocator, rows);
-    prox_grid_fill_stats(g, stats, lists ? total / 2 : total, candidates, cells_visited,
-                         prox_grid_method(g, plan));
-    if (stats)
-        stats->rechecked = rechecked;
+    prox_grid_search_stats(g, stats, lists ? entries / 2 : entries, &total,
+                           prox_grid_method(g, plan));
     return st;
-}
-
-void prox_grid_fill_stats(const prox_grid *g, prox_stats *stats, int64_t pairs,
-                          int64_t candidates, int64_t cells_visited, const char *method)
-{
-    if (!stats)
-        return;
-    prox_grid_base_stats(g, stats);
-    stats->pairs = pairs;
-    stats->candidates = candidates;
-    stats->cells_visited = cells_visited;
-    stats->method = method;
 }
 
 static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
@@ -596,33 +607,36 @@ static prox_status check_query_ready(const prox_grid *g, prox_sink sink)
 }
 
 /* GRID_CELLS: each run against the stencil's cells, gathered. */
-static prox_status cell_pairs(prox_grid *g, prox_sink sink, prox_stats *stats, grid_plan plan)
+typedef struct cells_job {
+    const prox_grid *g;
+    grid_work *w;
+} cells_job;
+
+static void cells_step(const void *job, points_chunk *chunk)
 {
-    prox_chunks chunks = {0};
-    prox_status st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink, &g->work);
-    if (st)
-        return st;
-    chunks.threads = g->threads;
-    int64_t candidates = 0, cells_visited = 0;
-    int64_t runs = g->nruns;
-#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited)
-    for (int k = 0; k < chunks.count; k++) {
-        query_counters qc = counters_for(g, &g->source);
-        prox_emitter *e = &chunks.emitter[k];
-        gathered scratch = {.allocator = &g->allocator};
-        int64_t r1 = runs * (k + 1) / chunks.count;
-        for (int64_t r = runs * k / chunks.count; r < r1 && !e->stop; r++)
-            pairs_of_run(g, r, &scratch, e, &qc);
-        gathered_free(&scratch);
-        candidates += qc.candidates;
-        cells_visited += qc.cells_visited;
-    }
-    int64_t pairs = 0;
-    st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
-    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited, prox_grid_method(g, plan));
-    prox_chunks_free(&chunks);
-    return st;
+    const cells_job *j = job;
+    const prox_grid *g = j->g;
+    query_counters qc = counters_for(g, &g->source);
+    prox_emitter *e = chunk->emitter;
+    gathered scratch = {.allocator = &g->allocator};
+    prox_grid_ran(j->w, GRID_CELLS);
+    int64_t runs = g->nruns, r1 = runs * (chunk->index + 1) / chunk->count;
+    for (int64_t r = runs * chunk->index / chunk->count; r < r1 && !e->stop; r++)
+        pairs_of_run(g, r, &scratch, e, &qc);
+    gathered_free(&scratch);
+    chunk->candidates += qc.candidates;
+    chunk->cells_visited += qc.cells_visited;
+}
+
+static prox_status cell_pairs(const prox_grid *g, grid_work *w, prox_sink sink,
+                              prox_stats *stats, grid_plan plan)
+{
+    assert(plan.traversal == GRID_CELLS);
+    cells_job job = {g, w};
+    points_drive d = {.step = cells_step, .job = &job, .threads = g->threads, .work = g->n,
+                      .rows = g->n, .symmetric = true, .workspace = &w->chunks,
+                      .method = prox_grid_method(g, plan)};
+    return prox_grid_drive(g, &d, sink, stats);
 }
 
 prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
@@ -631,20 +645,20 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     if (st)
         return st;
     grid_plan plan = prox_grid_plan_pairs(g, sink);
+    grid_work *w = &g->work;
     switch (plan.traversal) {
     case GRID_FILL: {
         bool done;
-        st = prox_grid_fill_rows(g, sink, stats, &done);
-        return done ? st : grid_rows(g, sink, stats, prox_grid_rows_plan(g));
+        st = prox_grid_fill_rows(g, w, sink, stats, plan, &done);
+        return done ? st : grid_rows(g, w, sink, stats, prox_grid_rows_plan(g));
     }
     case GRID_ROWS:
-        return grid_rows(g, sink, stats, plan);
+        return grid_rows(g, w, sink, stats, plan);
     case GRID_SWEEP:
     case GRID_STRIPS:
-        return prox_grid_strip_pairs(g, sink, stats, plan);
+        return prox_grid_strip_pairs(g, w, sink, stats, plan);
     default:
-        assert(plan.traversal == GRID_CELLS);
-        return cell_pairs(g, sink, stats, plan);
+        return cell_pairs(g, w, sink, stats, plan);
     }
 }
 
@@ -747,6 +761,38 @@ static prox_status check_queries(const prox_grid *g, const prox_points *queries)
     return st;
 }
 
+/* One chunk of the ball queries: its query points, in input order. */
+typedef struct query_job {
+    const prox_grid *g;
+    grid_work *w;
+    const prox_points *queries;
+    const prox_strip_rows *strips; /* GRID_QUERY_STRIPS, else NULL */
+    int64_t most;                  /* the most points one kernel call meets */
+} query_job;
+
+static void query_step(const void *job, points_chunk *chunk)
+{
+    const query_job *j = job;
+    const prox_grid *g = j->g;
+    query_counters qc = counters_for(g, j->queries);
+    prox_emitter *e = chunk->emitter;
+    prox_grid_ran(j->w, j->strips ? GRID_QUERY_STRIPS : GRID_QUERY_CELLS);
+    uint32_t *hits = prox_alloc_array(&g->allocator, j->most + PROX_KERNEL_SLACK, sizeof *hits);
+    if (!hits)
+        e->stop = e->failed = true;
+    int64_t nq = j->queries->count, q1 = nq * (chunk->index + 1) / chunk->count;
+    for (int64_t q = nq * chunk->index / chunk->count; q < q1 && !e->stop; q++) {
+        query_at at = {{0, 0, 0}, {0, 0, 0}};
+        for (int a = 0; a < g->dim; a++)
+            at.p[a] = prox_coord(j->queries, q, a, g->desc.period);
+        query_point(g, j->strips, (prox_index)q, &at, hits, e, &qc);
+    }
+    prox_free(&g->allocator, hits);
+    chunk->candidates += qc.candidates;
+    chunk->cells_visited += qc.cells_visited;
+    chunk->rechecked += qc.recheck.base.calls;
+}
+
 prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink sink,
                             prox_stats *stats)
 {
@@ -755,47 +801,15 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
         st = check_queries(g, queries);
     if (st)
         return st;
-    prox_chunks chunks = {0};
-    int64_t nq = queries->count;
-    st = prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, nq), sink, &g->work);
-    if (st)
-        return st;
-    chunks.threads = g->threads;
     grid_plan plan = prox_grid_plan_query(g);
-    prox_strip_rows strip_rows, *strips = NULL;
-    if (plan.traversal == GRID_QUERY_STRIPS) {
+    prox_strip_rows strip_rows;
+    if (plan.strips)
         prox_grid_strip_rows(g, false, &strip_rows);
-        strips = &strip_rows;
-    }
     /* the most points one kernel call meets: a run, or a strip of runs */
-    int64_t most = strips ? (2 * (int64_t)g->reach[0] + 1) * g->max_run : g->max_run;
-    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
-#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited, rechecked)
-    for (int k = 0; k < chunks.count; k++) {
-        query_counters qc = counters_for(g, queries);
-        prox_emitter *e = &chunks.emitter[k];
-        uint32_t *hits = prox_alloc_array(&g->allocator, most + PROX_KERNEL_SLACK, sizeof *hits);
-        if (!hits)
-            e->stop = e->failed = true;
-        int64_t q1 = nq * (k + 1) / chunks.count;
-        for (int64_t q = nq * k / chunks.count; q < q1 && !e->stop; q++) {
-            query_at at = {{0, 0, 0}, {0, 0, 0}};
-            for (int a = 0; a < g->dim; a++)
-                at.p[a] = prox_coord(queries, q, a, g->desc.period);
-            query_point(g, strips, (prox_index)q, &at, hits, e, &qc);
-        }
-        prox_free(&g->allocator, hits);
-        candidates += qc.candidates;
-        cells_visited += qc.cells_visited;
-        rechecked += qc.recheck.base.calls;
-    }
-    int64_t pairs = 0;
-    st = prox_chunks_deliver(&chunks, sink, nq, false, &pairs);
-    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
-                         prox_grid_method(g, plan));
-    if (stats)
-        stats->rechecked = rechecked;
-    prox_chunks_free(&chunks);
-    return st;
+    int64_t most = plan.strips ? (2 * (int64_t)g->reach[0] + 1) * g->max_run : g->max_run;
+    query_job job = {g, &g->work, queries, plan.strips ? &strip_rows : NULL, most};
+    points_drive d = {.step = query_step, .job = &job, .threads = g->threads,
+                      .work = queries->count, .rows = queries->count, .symmetric = false,
+                      .workspace = &g->work.chunks, .method = prox_grid_method(g, plan)};
+    return prox_grid_drive(g, &d, sink, stats);
 }

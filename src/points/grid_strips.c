@@ -11,6 +11,7 @@
  * points and the cells x+1 .. x+m of its row (one range), then the 4
  * forward rows in 3D (1 in 2D). The sorted buffer and full lists take the
  * full stencil's ranges (prox_grid_strip_ranges) in grid_search.c. */
+#include <assert.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -268,18 +269,6 @@ bool prox_rel16_gather_ranges(const prox_grid *g, const prox_rel16_metric *m, ce
     return true;
 }
 
-void prox_rel16_gather_free(const prox_allocator *alloc, prox_rel16_gather *b)
-{
-    prox_free(alloc, b->xy);
-    *b = (prox_rel16_gather){0};
-}
-
-void prox_fixed_gather_free(const prox_allocator *a, prox_fixed_gather *b)
-{
-    prox_free(a, b->x);
-    *b = (prox_fixed_gather){0};
-}
-
 /* ---- counts and callbacks: the forward half ------------------------------ */
 
 typedef struct half_scratch {
@@ -288,6 +277,7 @@ typedef struct half_scratch {
     /* a run's ranges, gathered as rel16 coordinates where the grid allows
      * them (rel16_metric not NULL), else as fixed-point ones */
     const prox_rel16_metric *rel16_metric;
+    const grid_plan *plan; /* its gather rule (grid_plan_gathers) */
     prox_rel16_gather rel16;
     prox_fixed_gather fixed;
 } half_scratch;
@@ -466,8 +456,8 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
     }
     /* gathered: the block's ids; else the candidates are read in place */
     const prox_index *ids = g->id;
-    bool gathered = g->fixed_on &&
-                    prox_gather_pays(own_end - own_begin, rg[0].end - rg[0].begin + others);
+    bool gathered =
+        grid_plan_gathers(hs->plan, own_end - own_begin, rg[0].end - rg[0].begin + others);
     if (gathered &&
         !(ids = gather_half_ranges(g, r, rg, count, e->kind == PROX_SINK_COUNT, hs))) {
         e->stop = e->failed = true;
@@ -505,141 +495,63 @@ static void reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, i
         e->pairs = p;
 }
 
-/* Pairs of the runs of chunk k of `count` into emitter e; with `predict`,
- * e's storage is sized after the chunk's first 64 runs (reserve_predicted). */
-static void half_pairs_of_chunk(const prox_grid *g, grid_plan plan, const strip_rows *rows, int k,
-                                int count, bool predict, prox_emitter *e, prox_stats *counters)
+/* One chunk of the half stencil's pairs (GRID_STRIPS, GRID_SWEEP). */
+typedef struct half_job {
+    const prox_grid *g;
+    grid_work *w;
+    const grid_plan *plan;
+    const strip_rows *rows; /* the forward half */
+} half_job;
+
+/* Pairs of the chunk's runs into its emitter; a growable buffer is sized
+ * after the chunk's first 64 runs (reserve_predicted). */
+static void half_step(const void *job, points_chunk *chunk)
 {
-    prox_rel16_metric rel16;
-    bool use_rel16 = plan.rel16 && prox_grid_rel16_metric(g, &rel16);
-    half_scratch hs = {.rel16_metric = use_rel16 ? &rel16 : NULL};
+    const half_job *j = job;
+    const prox_grid *g = j->g;
+    const grid_plan *plan = j->plan;
+    prox_emitter *e = chunk->emitter;
+    half_scratch hs = {.rel16_metric = plan->rel16 ? &plan->rel16_metric : NULL, .plan = plan};
     grid_recheck rc;
     prox_grid_recheck_init(&rc, g, &g->source);
-    int64_t r0 = g->nruns * k / count, r1 = g->nruns * (k + 1) / count;
+    prox_stats counters = {0};
+    int64_t r0 = g->nruns * chunk->index / chunk->count;
+    int64_t r1 = g->nruns * (chunk->index + 1) / chunk->count;
     /* the first 64 runs, the emitter sized from their pairs, then the rest */
+    bool predict = e->kind == PROX_SINK_BUFFER && !chunk->window;
     int64_t first = predict && r1 - r0 > 64 ? r0 + 64 : r0;
-    if (plan.traversal == GRID_SWEEP) {
-        prox_grid_sweep_pairs(g, rows, g->run_start[r0], g->run_start[first], &rc, e, counters);
+    prox_grid_ran(j->w, plan->traversal == GRID_SWEEP ? GRID_SWEEP : GRID_STRIPS);
+    if (plan->traversal == GRID_SWEEP) {
+        prox_grid_sweep_pairs(g, j->rows, g->run_start[r0], g->run_start[first], &rc, e,
+                              &counters);
         if (first > r0)
             reserve_predicted(g, e, r0, first, r1);
-        prox_grid_sweep_pairs(g, rows, g->run_start[first], g->run_start[r1], &rc, e, counters);
+        prox_grid_sweep_pairs(g, j->rows, g->run_start[first], g->run_start[r1], &rc, e,
+                              &counters);
     } else {
         for (int64_t r = r0; r < r1 && !e->stop; r++) {
-            half_pairs_of_run(g, rows, r, &hs, &rc, e, counters);
+            half_pairs_of_run(g, j->rows, r, &hs, &rc, e, &counters);
             if (r + 1 == first)
                 reserve_predicted(g, e, r0, first, r1);
         }
     }
-    counters->rechecked += rc.base.calls;
+    chunk->candidates += counters.candidates;
+    chunk->cells_visited += counters.cells_visited;
+    chunk->rechecked += rc.base.calls;
     prox_free(&g->allocator, hs.hits);
     prox_fixed_gather_free(&g->allocator, &hs.fixed);
     prox_rel16_gather_free(&g->allocator, &hs.rel16);
 }
 
-static prox_status half_pairs(prox_grid *g, prox_sink sink, prox_stats *stats, grid_plan plan)
+prox_status prox_grid_strip_pairs(const prox_grid *g, grid_work *w, prox_sink sink,
+                                  prox_stats *stats, grid_plan plan)
 {
-    prox_chunks chunks = {0};
-    prox_status st =
-        prox_chunks_init(&chunks, prox_chunk_count(sink, g->threads, g->n), sink, &g->work);
-    if (st)
-        return st;
-    chunks.threads = g->threads;
+    assert(plan.traversal == GRID_STRIPS || plan.traversal == GRID_SWEEP);
     strip_rows rows;
     prox_grid_strip_rows(g, true, &rows);
-    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
-#pragma omp parallel for num_threads(g->threads) if (chunks.count > 1) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited, rechecked)
-    for (int k = 0; k < chunks.count; k++) {
-        prox_stats counters = {0};
-        prox_emitter *e = &chunks.emitter[k];
-        half_pairs_of_chunk(g, plan, &rows, k, chunks.count, e->kind == PROX_SINK_BUFFER, e, &counters);
-        candidates += counters.candidates;
-        cells_visited += counters.cells_visited;
-        rechecked += counters.rechecked;
-    }
-    int64_t pairs = 0;
-    st = prox_chunks_deliver(&chunks, sink, g->n, true, &pairs);
-    prox_chunks_free(&chunks);
-    prox_grid_fill_stats(g, stats, pairs, candidates, cells_visited,
-                         prox_grid_method(g, plan));
-    if (stats)
-        stats->rechecked = rechecked;
-    return st;
-}
-
-static void *refuse_alloc(size_t size, void *user)
-{
-    (void)size;
-    (void)user;
-    return NULL;
-}
-
-static void ignore_free(void *ptr, void *user)
-{
-    (void)ptr;
-    (void)user;
-}
-
-/* An unsorted buffer filled by several chunks: each chunk counts its pairs
- * first, then writes them straight into its own window of the caller's
- * buffer, windows in chunk order, which is the one-chunk traversal order:
- * no staging arrays, no concatenation. A window is exactly its chunk's
- * count, so it never grows (its emitter's allocator refuses, should it). */
-static prox_status half_pairs_into_windows(prox_grid *g, prox_sink sink, int count,
-                                           prox_stats *stats, grid_plan plan)
-{
-    strip_rows rows;
-    prox_grid_strip_rows(g, true, &rows);
-    int64_t *at = prox_alloc_array(&g->allocator, count + 1, sizeof *at);
-    if (!at)
-        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for %d chunks", count);
-    at[0] = 0;
-#pragma omp parallel for num_threads(g->threads) schedule(dynamic, 1)
-    for (int k = 0; k < count; k++) {
-        prox_stats ignored = {0};
-        prox_emitter e = {.kind = PROX_SINK_COUNT};
-        half_pairs_of_chunk(g, plan, &rows, k, count, false, &e, &ignored);
-        at[k + 1] = e.count;
-    }
-    for (int k = 0; k < count; k++)
-        at[k + 1] += at[k];
-    prox_pair_buffer *b = sink.buffer;
-    b->count = 0;
-    prox_status st = prox_pair_buffer_reserve_threads(b, at[count], g->threads);
-    int64_t candidates = 0, cells_visited = 0, rechecked = 0;
-    bool failed = false;
-    const prox_allocator no_growth = {refuse_alloc, ignore_free, NULL};
-    if (!st) {
-#pragma omp parallel for num_threads(g->threads) schedule(dynamic, 1) \
-    reduction(+ : candidates, cells_visited, rechecked) reduction(|| : failed)
-        for (int k = 0; k < count; k++) {
-            prox_stats counters = {0};
-            prox_emitter e = {.kind = PROX_SINK_BUFFER, .pairs = b->pairs + at[k],
-                              .capacity = at[k + 1] - at[k], .allocator = &no_growth};
-            half_pairs_of_chunk(g, plan, &rows, k, count, false, &e, &counters);
-            failed = failed || e.failed || e.count != at[k + 1] - at[k];
-            candidates += counters.candidates;
-            cells_visited += counters.cells_visited;
-            rechecked += counters.rechecked;
-        }
-        if (failed)
-            st = prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for pair scratch");
-        else
-            b->count = at[count];
-    }
-    prox_grid_fill_stats(g, stats, b->count, candidates, cells_visited,
-                         prox_grid_method(g, plan));
-    if (stats)
-        stats->rechecked = rechecked;
-    prox_free(&g->allocator, at);
-    return st;
-}
-
-prox_status prox_grid_strip_pairs(prox_grid *g, prox_sink sink, prox_stats *stats,
-                                  grid_plan plan)
-{
-    int count = prox_chunk_count(sink, g->threads, g->n);
-    if (sink.kind == PROX_SINK_BUFFER && sink.unsorted && count > 1)
-        return half_pairs_into_windows(g, sink, count, stats, plan);
-    return half_pairs(g, sink, stats, plan);
+    half_job job = {g, w, &plan, &rows};
+    points_drive d = {.step = half_step, .job = &job, .threads = g->threads, .work = g->n,
+                      .rows = g->n, .symmetric = true, .repeatable = true,
+                      .workspace = &w->chunks, .method = prox_grid_method(g, plan)};
+    return prox_grid_drive(g, &d, sink, stats);
 }

@@ -37,6 +37,7 @@
 #include "core/morton.h"
 #include "core/pair_sink.h"
 #include "core/radix_sort.h"
+#include "points/drive.h"
 #include "points/hierarchical_points.h"
 #include "points/points_common.h"
 #include "core/views.h"
@@ -266,7 +267,7 @@ static bool already_read(hp_walk *w, int64_t s)
 
 /* The particles within r of p among those inserted: (q, j) emitted, or
  * (min, max) of (q, j) when `self` (q is being inserted). */
-static void neighbours(hp *h, const double p[3], uint32_t q, bool self, double r2,
+static void neighbours(hp *h, const double p[3], uint32_t q, bool self, const prox_metric *m,
                        prox_emitter *e)
 {
     hp_walk w;
@@ -296,7 +297,8 @@ static void neighbours(hp *h, const double p[3], uint32_t q, bool self, double r
         for (uint32_t j = h->t.head[s]; j != NONE && !e->stop; j = h->next[j]) {
             const double *c = &h->coord[3 * (int64_t)j];
             h->candidates++;
-            if (prox_dist2(p[0] - c[0], p[1] - c[1], p[2] - c[2]) <= r2) {
+            double d2 = prox_metric_dist2(m, p[0] - c[0], p[1] - c[1], p[2] - c[2]);
+            if (prox_metric_within(m, d2)) {
                 uint32_t other = h->id[j];
                 if (!self)
                     prox_emit(e, (prox_index)q, (prox_index)other);
@@ -373,6 +375,32 @@ static prox_status check(const prox_points *points, const prox_points *queries,
     return st;
 }
 
+/* The whole search, as one chunk: each point meets those inserted before
+ * it (Listing 3), then each query point meets them all. */
+typedef struct hp_job {
+    hp *h;
+    int64_t n;
+    const prox_points *queries;
+    const double *qc;
+    prox_metric metric; /* open axes only (check) */
+} hp_job;
+
+static void hp_step(const void *job, points_chunk *chunk)
+{
+    const hp_job *j = job;
+    hp *h = j->h;
+    prox_emitter *e = chunk->emitter;
+    for (int64_t i = 0; i < j->n && !h->failed && !e->stop; i++) {
+        if (!j->queries)
+            neighbours(h, &h->coord[3 * i], h->id[i], true, &j->metric, e);
+        insert(h, (uint32_t)i);
+    }
+    for (int64_t q = 0; j->queries && q < j->queries->count && !h->failed && !e->stop; q++)
+        neighbours(h, &j->qc[3 * q], (uint32_t)q, false, &j->metric, e);
+    if (h->failed)
+        e->stop = true;
+}
+
 static prox_status run(const prox_points *points, const prox_points *queries,
                        const prox_grid_desc *desc, prox_sink sink, prox_stats *stats)
 {
@@ -392,7 +420,6 @@ static prox_status run(const prox_points *points, const prox_points *queries,
     int64_t slots = 1;
     while (slots < initial)
         slots <<= 1;
-    prox_chunks chunks = {0};
     prox_workspace work; /* one call: its memory goes with it */
     prox_workspace_init(&work, &al);
     bool ok = h.coord && h.next && h.id && table_alloc(&h.t, &al, slots);
@@ -404,23 +431,17 @@ static prox_status run(const prox_points *points, const prox_points *queries,
     if (!st && !space_order(&h, n))
         st = prox_fail(PROX_ERR_NO_MEMORY, "hierarchical: out of memory ordering %lld points",
                        (long long)n);
-    if (!st)
-        st = prox_chunks_init(&chunks, 1, sink, &work);
     int64_t pairs = 0;
     if (!st) {
-        double r2 = desc->radius * desc->radius;
-        prox_emitter *e = &chunks.emitter[0];
-        for (int64_t i = 0; i < n && !h.failed && !e->stop; i++) {
-            if (!queries)
-                neighbours(&h, &h.coord[3 * i], h.id[i], true, r2, e);
-            insert(&h, (uint32_t)i);
-        }
-        for (int64_t q = 0; queries && q < queries->count && !h.failed && !e->stop; q++)
-            neighbours(&h, &qc[3 * q], (uint32_t)q, false, r2, e);
-        st = h.failed ? prox_fail(PROX_ERR_NO_MEMORY, "hierarchical: out of memory growing "
-                                                      "the table")
-                      : prox_chunks_deliver(&chunks, sink, queries ? queries->count : n,
-                                            !queries, &pairs);
+        hp_job job = {&h, n, queries, qc, prox_metric_of(desc, points->dim)};
+        points_drive d = {.step = hp_step, .job = &job, .threads = 1, .work = 0,
+                          .rows = queries ? queries->count : n, .symmetric = !queries,
+                          .workspace = &work, .method = "hierarchical"};
+        prox_stats search = {0};
+        st = points_drive_run(&d, sink, &search);
+        pairs = search.pairs;
+        if (h.failed)
+            st = prox_fail(PROX_ERR_NO_MEMORY, "hierarchical: out of memory growing the table");
     }
     if (stats) {
         stats->method = "hierarchical";
@@ -430,7 +451,6 @@ static prox_status run(const prox_points *points, const prox_points *queries,
         stats->cells_visited = h.visited;
         stats->bytes = h.t.slots * (int64_t)(8 + 4 + 1) + n * (int64_t)(4 + 4 + 24);
     }
-    prox_chunks_free(&chunks);
     prox_workspace_free(&work);
     table_free(&h.t, &al);
     prox_free(&al, h.next);

@@ -1,6 +1,7 @@
-/* points_common.h: what the points-family structures share: option checks,
- * the metric, and the wrapped coordinates of a view. The front (search.c)
- * and every structure include it; it includes no structure. */
+/* points_common.h (points_common.c): what the points-family structures
+ * share: option checks, the metric, and the wrapped coordinates of a view.
+ * The front (search.c) and every structure include it; it includes no
+ * structure. */
 #ifndef PROX_POINTS_COMMON_H
 #define PROX_POINTS_COMMON_H
 

@@ -141,7 +141,7 @@ static int64_t filter_candidates(prox_skin_list *l, const prox_points *p)
         double d[3] = {0, 0, 0};
         for (int k = 0; k < l->dim; k++)
             d[k] = prox_coord(p, pr.i, k, l->desc.period) - prox_coord(p, pr.j, k, l->desc.period);
-        if (prox_metric_dist2(&m, d[0], d[1], d[2]) <= m.r2)
+        if (prox_metric_within(&m, prox_metric_dist2(&m, d[0], d[1], d[2])))
             l->kept[kept++] = pr;
     }
     return kept;

@@ -35,9 +35,6 @@
       (g, s, st))                                                                               \
     X(return, prox_status, grid_query, prox_grid_query,                                                 \
       (prox_grid * g, const prox_points *q, prox_sink s, prox_stats *st), (g, q, s, st))        \
-    X(, void, fill_arrays_free, prox_fill_arrays_free,                                            \
-      (const prox_allocator *a, prox_fill_arrays *f), (a, f))                                   \
-    X(return, int64_t, fill_arrays_bytes, prox_fill_arrays_bytes, (const prox_fill_arrays *f), (f))     \
     X(, void, grid_set_fill_limits, prox_grid_set_fill_limits,                                    \
       (prox_grid * g, uint32_t max_downs, int64_t max_entries), (g, max_downs, max_entries))    \
     X(return, bool, grid_sweeps, prox_grid_sweeps, (const prox_grid *g), (g))                           \

@@ -47,12 +47,19 @@ static PROX_ALWAYS_INLINE pd_f64 pd_dist2(const prox_block *b, int64_t k, int64_
     return pd_add(pd_add(pd_mul(dx, dx), pd_mul(dy, dy)), pd_mul(dz, dz));
 }
 
+/* The neighbour rule (core/exact.h) on a vector of squared distances:
+ * lane by lane prox_metric_within. */
+static PROX_ALWAYS_INLINE pd_cmp pd_metric_within(const prox_metric *m, pd_f64 d2)
+{
+    return pd_le(d2, pd_set1(prox_metric_threshold2(m)));
+}
+
 /* Candidates k .. k + PD_W - 1 (left of them live) within the radius of q,
  * as bits. */
 static PROX_ALWAYS_INLINE uint32_t pd_within(const prox_block *b, int64_t k, int64_t left,
                                              const double q[3], const prox_metric *m)
 {
-    return pd_bits(pd_le(pd_dist2(b, k, left, q, m), pd_set1(m->r2))) & pd_live(left);
+    return pd_bits(pd_metric_within(m, pd_dist2(b, k, left, q, m))) & pd_live(left);
 }
 
 /* Candidates [begin, end) of the block within the radius of q: their
@@ -77,11 +84,10 @@ static inline int64_t prox_kernel_hits(const prox_block *b, int64_t begin, int64
 static inline int64_t prox_kernel_count(const prox_block *b, int64_t begin, int64_t end,
                                         const double q[3], const prox_metric *m)
 {
-    const pd_f64 r2 = pd_set1(m->r2);
     pd_tally within = pd_tally_zero();
     int64_t k = begin;
     for (; k + PD_W <= end; k += PD_W)
-        within = pd_tally_add(within, pd_le(pd_dist2(b, k, PD_W, q, m), r2));
+        within = pd_tally_add(within, pd_metric_within(m, pd_dist2(b, k, PD_W, q, m)));
     int64_t count = pd_tally_sum(within);
     if (k < end)
         count += prox_lanes_popcount(pd_within(b, k, end - k, q, m));

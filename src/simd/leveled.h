@@ -31,12 +31,10 @@
 #define prox_grid_update PROX_LEVELED(prox_grid_update)
 
 /* points/grid_search.c */
-#define prox_grid_fill_stats PROX_LEVELED(prox_grid_fill_stats)
 #define prox_grid_pairs PROX_LEVELED(prox_grid_pairs)
 #define prox_grid_query PROX_LEVELED(prox_grid_query)
 
 /* points/grid_strips.c */
-#define prox_fixed_gather_free PROX_LEVELED(prox_fixed_gather_free)
 #define prox_fixed_gather_ranges PROX_LEVELED(prox_fixed_gather_ranges)
 #define prox_grid_half_ranges PROX_LEVELED(prox_grid_half_ranges)
 #define prox_grid_point_split PROX_LEVELED(prox_grid_point_split)
@@ -44,12 +42,9 @@
 #define prox_grid_strip_ranges PROX_LEVELED(prox_grid_strip_ranges)
 #define prox_grid_strip_ranges_around PROX_LEVELED(prox_grid_strip_ranges_around)
 #define prox_grid_strip_rows PROX_LEVELED(prox_grid_strip_rows)
-#define prox_rel16_gather_free PROX_LEVELED(prox_rel16_gather_free)
 #define prox_rel16_gather_ranges PROX_LEVELED(prox_rel16_gather_ranges)
 
 /* points/grid_fill.c */
-#define prox_fill_arrays_bytes PROX_LEVELED(prox_fill_arrays_bytes)
-#define prox_fill_arrays_free PROX_LEVELED(prox_fill_arrays_free)
 #define prox_grid_fill_rows PROX_LEVELED(prox_grid_fill_rows)
 #define prox_grid_set_fill_limits PROX_LEVELED(prox_grid_set_fill_limits)
 
@@ -66,6 +61,7 @@
 #define prox_sort_u32_rows PROX_LEVELED(prox_sort_u32_rows)
 
 /* broad/broad.c */
+#define prox_boxes_similar_sizes PROX_LEVELED(prox_boxes_similar_sizes)
 #define prox_broad_build PROX_LEVELED(prox_broad_build)
 #define prox_broad_create PROX_LEVELED(prox_broad_create)
 #define prox_broad_destroy PROX_LEVELED(prox_broad_destroy)
@@ -76,6 +72,7 @@
 #define prox_broad_query_swept PROX_LEVELED(prox_broad_query_swept)
 #define prox_broad_trim PROX_LEVELED(prox_broad_trim)
 #define prox_broad_update PROX_LEVELED(prox_broad_update)
+#define prox_median_longest_edge PROX_LEVELED(prox_median_longest_edge)
 #define prox_scratch_reserve PROX_LEVELED(prox_scratch_reserve)
 #define prox_scratch_reserve_run PROX_LEVELED(prox_scratch_reserve_run)
 
@@ -95,7 +92,6 @@
 #define prox_broad_brute_ops PROX_LEVELED(prox_broad_brute_ops)
 
 /* broad/broad_grid.c */
-#define prox_boxes_similar_sizes PROX_LEVELED(prox_boxes_similar_sizes)
 #define prox_broad_grid_ops PROX_LEVELED(prox_broad_grid_ops)
 
 /* broad/hierarchical_hash.c */
