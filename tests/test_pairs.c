@@ -251,72 +251,11 @@ static void nothing_delivers_empty_results(void **state)
     prox_workspace_free(&w);
 }
 
-static void *own_alloc(size_t size, void *user)
-{
-    (void)user;
-    return malloc(size);
-}
-
-static void own_free(void *ptr, void *user)
-{
-    (void)user;
-    free(ptr);
-}
-
-/* The transparent huge pages' mode of this kernel asks for them
- * (`always` or `madvise`), or none where there is no such file. */
-static bool huge_pages_offered(void)
-{
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    char mode[128] = "";
-    if (!f)
-        return false;
-    bool read = fgets(mode, sizeof mode, f) != NULL;
-    fclose(f);
-    return read && (strstr(mode, "[always]") || strstr(mode, "[madvise]"));
-}
-
-/* A large pair buffer from the default allocator is fresh memory the
- * library faults in itself (prox_fresh_memory counts it), and its whole
- * huge pages are asked for: 16 MiB on a 2 MiB boundary, so every one of
- * its eight. A caller's own allocator's blocks are left alone. */
-static void fresh_blocks_are_counted_and_ask_for_huge_pages(void **state)
-{
-    (void)state;
-    const int64_t pairs = (16 << 20) / (int64_t)sizeof(prox_pair);
-    int64_t fresh0, huge0, fresh1, huge1;
-    prox_pair_buffer b;
-    prox_pair_buffer_init(&b, NULL);
-    prox_fresh_memory(&fresh0, &huge0);
-    CHECK_STATUS(prox_pair_buffer_reserve(&b, pairs), PROX_OK, "16 MiB");
-    prox_fresh_memory(&fresh1, &huge1);
-#if defined(__linux__)
-    CHECK(fresh1 - fresh0 >= (16 << 20), "16 MiB", "%lld fresh bytes counted",
-          (long long)(fresh1 - fresh0));
-    if (huge_pages_offered())
-        CHECK(huge1 - huge0 == (16 << 20), "16 MiB", "%lld bytes asked as huge pages",
-              (long long)(huge1 - huge0));
-#endif
-    for (int64_t k = 0; k < pairs; k++) /* the block is the caller's to write */
-        b.pairs[k] = (prox_pair){(prox_index)k, (prox_index)k + 1};
-    prox_pair_buffer_free(&b);
-
-    prox_allocator mine = {own_alloc, own_free, NULL};
-    prox_pair_buffer_init(&b, &mine);
-    prox_fresh_memory(&fresh0, &huge0);
-    CHECK_STATUS(prox_pair_buffer_reserve(&b, pairs), PROX_OK, "own allocator");
-    prox_fresh_memory(&fresh1, &huge1);
-    CHECK(fresh1 == fresh0 && huge1 == huge0, "own allocator",
-          "%lld fresh bytes counted", (long long)(fresh1 - fresh0));
-    prox_pair_buffer_free(&b);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(deliveries_match_the_reference),
         cmocka_unit_test(nothing_delivers_empty_results),
-        cmocka_unit_test(fresh_blocks_are_counted_and_ask_for_huge_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

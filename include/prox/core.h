@@ -138,16 +138,6 @@ typedef struct prox_stats {
                               "The planner"); a static string, NULL if no query ran */
 } prox_stats;
 
-/* Fresh memory: the bytes of the blocks the library allocated with the
- * default allocator and faulted in itself, and the part of them it asked
- * the OS to back by transparent huge pages (2 MiB; Linux), both totals
- * since the process began (either pointer may be NULL). A caller's own
- * allocator's blocks are not counted. Read before and after a call, they
- * say what the call cost in fresh pages (`prox pairs --stats`: fresh_mb,
- * huge_mb); whether the OS granted the huge pages it was asked for,
- * /proc/self/smaps tells (AnonHugePages). */
-PROX_API void prox_fresh_memory(int64_t *fresh_bytes, int64_t *huge_page_bytes);
-
 /* The SIMD level this process runs: "scalar", "sse2", "avx2", "avx512" or
  * "neon". The library is built once per level of the CPU family and picks,
  * on first use, the highest level the CPU supports, or the one the

@@ -1,5 +1,4 @@
-/* madvise, MADV_POPULATE_WRITE, MADV_HUGEPAGE and posix_memalign (glibc
- * shows them to strict C11 only on request) */
+/* madvise and MADV_POPULATE_WRITE (glibc shows them to strict C11 only on request) */
 #define _DEFAULT_SOURCE
 #include "core/alloc.h"
 #include "core/threads.h"
@@ -11,20 +10,9 @@
 #include <unistd.h>
 #endif
 
-/* A transparent huge page (x86-64's and AArch64's with 4 KiB base pages). */
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
-/* Blocks from here up start on a huge page boundary, so that all of them
- * can be backed by huge pages (populate): a 2 MiB alignment costs address
- * space only. */
-#define ALIGN_HUGE_MIN ((size_t)4 << 20)
-
 static void *default_alloc(size_t size, void *user)
 {
     (void)user;
-    void *p = NULL;
-    if (size >= ALIGN_HUGE_MIN)
-        return posix_memalign(&p, HUGE_PAGE, size) == 0 ? p : NULL;
     return malloc(size);
 }
 
@@ -61,40 +49,6 @@ void prox_free(const prox_allocator *a, void *ptr)
 /* Blocks from here up are faulted in by one call when they are made. */
 #define POPULATE_MIN ((size_t)1 << 20)
 
-/* The fresh memory the library faulted in itself since the process
- * began, and the part of it asked for as huge pages: process-wide
- * totals, read by prox_fresh_memory. */
-static int64_t fresh_total, huge_total;
-
-void prox_fresh_memory(int64_t *fresh_bytes, int64_t *huge_page_bytes)
-{
-    if (fresh_bytes)
-        *fresh_bytes = __atomic_load_n(&fresh_total, __ATOMIC_RELAXED);
-    if (huge_page_bytes)
-        *huge_page_bytes = __atomic_load_n(&huge_total, __ATOMIC_RELAXED);
-}
-
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-/* The whole huge pages of [lo, hi) asked for as transparent huge pages
- * (Linux's `madvise` mode, the common default, backs only ranges asked
- * for): one fault then clears and maps 2 MiB where 4 KiB pages take 512
- * faults, and the TLB holds 512 times more of the block. Returns the bytes
- * asked for. Risk: a huge page is cleared whole, so only ranges about to
- * be written are asked for. */
-static uintptr_t ask_huge_pages(uintptr_t lo, uintptr_t hi)
-{
-#if defined(MADV_HUGEPAGE)
-    uintptr_t from = (lo + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), to = hi & ~(HUGE_PAGE - 1);
-    if (to > from && madvise((void *)from, to - from, MADV_HUGEPAGE) == 0)
-        return to - from;
-#else
-    (void)lo;
-    (void)hi;
-#endif
-    return 0;
-}
-#endif
-
 /* The first `bytes` of a block just allocated by the default allocator,
  * about to be written: their pages faulted in by one call instead of a
  * trap per page at the first write (Linux 5.14 on: MADV_POPULATE_WRITE;
@@ -103,8 +57,7 @@ static uintptr_t ask_huge_pages(uintptr_t lo, uintptr_t hi)
  * thousands (docs/design.md, "Fresh pages are faulted in by one call").
  * The kernel clears each page as it faults it in, the larger part of the
  * cost: `threads` threads share a large block's slices (W1's sorted
- * buffer is 117 MB), and its whole huge pages are asked for first
- * (ask_huge_pages). A caller's own allocator is left alone: its memory
+ * buffer is 117 MB). A caller's own allocator is left alone: its memory
  * may be meant to be touched later or elsewhere. */
 static void populate(const prox_allocator *a, void *p, size_t bytes, int threads)
 {
@@ -118,8 +71,6 @@ static void populate(const prox_allocator *a, void *p, size_t bytes, int threads
     uintptr_t hi = ((uintptr_t)p + bytes) & ~((uintptr_t)page - 1);
     if (hi <= lo)
         return;
-    __atomic_fetch_add(&fresh_total, (int64_t)(hi - lo), __ATOMIC_RELAXED);
-    __atomic_fetch_add(&huge_total, (int64_t)ask_huge_pages(lo, hi), __ATOMIC_RELAXED);
     uintptr_t pages = (hi - lo) / (uintptr_t)page;
     int parts = threads > 1 && hi - lo >= 2 * POPULATE_MIN ? threads : 1;
     if (parts > 1 && hi - lo >= 2 * PROX_PARTS_PER_THREAD * POPULATE_MIN * (uintptr_t)threads)
