@@ -7,7 +7,9 @@
  * each thread its slice), and prints the seconds of each of RUNS rounds
  * and their median.
  *
- *   build/bench_first_touch 230 1 7     # W1's sorted pairs: peak_rss_mb
+ *   build/bench_first_touch 230 1 7        # W1's sorted pairs: peak_rss_mb
+ *   build/bench_first_touch 230 1 7 huge   # its whole 2 MiB pages asked for
+ *                                          # as huge pages first, as prox does
  *
  * Compare with `prox pairs --stats`' peak_rss_mb and its build_s +
  * query_s, and with the warm figures of bench_grid_points. */
@@ -15,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -35,16 +38,24 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One round: map, fault in by slices, unmap; the seconds to fault in, or
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* One round: map (with `huge`, on a 2 MiB boundary, asked for as huge
+ * pages), fault in by slices, unmap; the seconds to ask and fault in, or
  * -1 where the kernel refuses. */
-static double one_round(size_t bytes, int threads)
+static double one_round(size_t bytes, int threads, int huge)
 {
-    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    size_t mapped = bytes + (huge ? HUGE_PAGE : 0);
+    char *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
         return -1;
+    char *p = huge ? (char *)(((uintptr_t)base + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1))
+                   : base;
     size_t slice = (bytes / (size_t)threads + 4095) & ~(size_t)4095;
     int failed = 0;
     double t0 = seconds();
+    if (huge)
+        failed |= madvise(p, bytes & ~(HUGE_PAGE - 1), MADV_HUGEPAGE) != 0;
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(| : failed)
     for (int k = 0; k < threads; k++) {
         size_t from = (size_t)k * slice, to = from + slice < bytes ? from + slice : bytes;
@@ -52,14 +63,15 @@ static double one_round(size_t bytes, int threads)
             failed |= madvise(p + from, to - from, MADV_POPULATE_WRITE) != 0;
     }
     double t = seconds() - t0;
-    munmap(p, bytes);
+    munmap(base, mapped);
     return failed ? -1 : t;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s MB THREADS RUNS\n", argv[0]);
+    int huge = argc == 5 && strcmp(argv[4], "huge") == 0;
+    if (argc != 4 && !huge) {
+        fprintf(stderr, "usage: %s MB THREADS RUNS [huge]\n", argv[0]);
         return 2;
     }
     long mb = atol(argv[1]);
@@ -70,7 +82,7 @@ int main(int argc, char **argv)
     }
     double t[1000];
     for (int r = 0; r < runs; r++) {
-        t[r] = one_round((size_t)mb << 20, threads);
+        t[r] = one_round((size_t)mb << 20, threads, huge);
         if (t[r] < 0) {
             fprintf(stderr, "%s: the kernel refused to map or fault in %ld MiB "
                     "(MADV_POPULATE_WRITE needs Linux 5.14)\n", argv[0], mb);
@@ -79,7 +91,8 @@ int main(int argc, char **argv)
         printf("%.4f ", t[r]);
     }
     qsort(t, (size_t)runs, sizeof t[0], by_value);
-    printf("MB=%ld threads=%d median %.4f s (%.2f GB/s)\n", mb, threads, t[runs / 2],
+    printf("MB=%ld threads=%d%s median %.4f s (%.2f GB/s)\n", mb, threads,
+           huge ? " huge" : "", t[runs / 2],
            (double)mb * 1048576.0 / t[runs / 2] * 1e-9);
     return 0;
 }
