@@ -46,7 +46,11 @@ $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON) \
 	  -DPROX_CHECKS_IN_ALL=OFF $(CMAKE_FLAGS)
 
+# A build directory configured before PROX_CHECKS_IN_ALL existed (ON by
+# default) is switched to the Makefile's setting first.
 build: deps $(BUILD)/CMakeCache.txt
+	@grep -q '^PROX_CHECKS_IN_ALL:BOOL=OFF' $(BUILD)/CMakeCache.txt || \
+	  cmake -S . -B $(BUILD) -DPROX_CHECKS_IN_ALL=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The tests, fuzz replays, examples and benchmark drivers (CMake's `checks`).
