@@ -1,7 +1,9 @@
 # prox: the README's commands. CMake does the real work in build/.
-#   make          build everything; the CLI lands at build/prox
+#   make          build the library, the CLI (build/prox) and the Python module
+#                 (build/python); nothing else
 #   make run      build and run the main job: the W5 fluid scene (prox demo fluid)
-#   make test     build and run every test (CTest; the Python module's pytest suite too)
+#   make test     build the tests, examples and benchmark drivers too (`checks`)
+#                 and run every test (CTest; the Python module's pytest suite too)
 #   make asan     the test suite again under AddressSanitizer + UBSan (build-asan/),
 #                 at the default SIMD level, and test_levels at every level
 #   make install  cmake --install build (PREFIX=/usr/local by default)
@@ -30,7 +32,7 @@ FUZZ_SECONDS ?= 60
 TSAN_TESTS = test_pairs|test_radix_sort|test_grid_sweep|test_hardening|fuzz_replay_points|fuzz_replay_broad
 CLANG_SANITIZE = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROX_BUILD_EXAMPLES=OFF -DPROX_BUILD_PYTHON=OFF
 
-.PHONY: all build run test asan install deps test-deps clean bench-peers bench-report fuzz ubsan tsan valgrind harden-deps fuzz-afl
+.PHONY: all build checks run test asan install deps test-deps clean bench-peers bench-report fuzz ubsan tsan valgrind harden-deps fuzz-afl
 
 all: build
 
@@ -41,16 +43,25 @@ test-deps:
 	@tools/deps.sh $(TEST_DEPS)
 
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON) \
+	  -DPROX_CHECKS_IN_ALL=OFF $(CMAKE_FLAGS)
 
+# A build directory configured before PROX_CHECKS_IN_ALL existed (ON by
+# default) is switched to the Makefile's setting first.
 build: deps $(BUILD)/CMakeCache.txt
+	@grep -q '^PROX_CHECKS_IN_ALL:BOOL=OFF' $(BUILD)/CMakeCache.txt || \
+	  cmake -S . -B $(BUILD) -DPROX_CHECKS_IN_ALL=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The tests, fuzz replays, examples and benchmark drivers (CMake's `checks`).
+checks: build
+	cmake --build $(BUILD) -j $(JOBS) --target checks
 
 run: build
 	@tools/deps.sh $(RUN_DEPS)
 	tools/main-job.sh $(BUILD)/prox $(BUILD)/main-job
 
-test: test-deps build
+test: test-deps checks
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 asan: deps
@@ -124,8 +135,8 @@ clean:
 
 # docs/benchmarks.md regenerated: prox's own benchmarks, the peers on the
 # standard workloads and the Python module against C, scipy and ASE
-# (bench/report/report.sh; `build` builds the module), e.g.
+# (bench/report/report.sh; `checks` builds the drivers and the module), e.g.
 #   make bench-report ARGS=--quick     (under 30 minutes on 2 cores)
 #   make bench-report ARGS="--quick --python-only"   (the Python section alone)
-bench-report: build
+bench-report: checks
 	BUILD=$(BUILD) bench/report/report.sh --prox $(BUILD)/prox $(ARGS)

@@ -11,7 +11,7 @@ set -eu
 B=${1:-build}
 REPS=${2:-5}
 BENCH=$B/bench_mpi_scaling
-[ -x "$BENCH" ] || { echo "no $BENCH: build with MPI first (make)" >&2; exit 2; }
+[ -x "$BENCH" ] || { echo "no $BENCH: build with MPI first (make checks)" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 
 ranks() { # NP WORKLOAD N [SINK]

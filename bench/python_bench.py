@@ -132,7 +132,8 @@ def part1(args, prox, cli, driver, lines, h):
               f"Radius {r!r}. Each run is a fresh one-shot call into a fresh output: C, "
               "`prox_pairs` into a new `prox_pair_buffer` (`buffer`) or `prox_lists` "
               "(`lists`), `build/bench_oneshot_points`; Python, `prox.pairs` or "
-              "`prox.lists`, the library's buffer handed to numpy. C and Python "
+              "`prox.lists` with `index_dtype=numpy.uint32`, the library's buffer handed to "
+              "numpy (the default intp adds a converted copy). C and Python "
               f"alternate round by round, {args.runs} round{'s' if args.runs > 1 else ''} of one "
               "timed run each, both warm (each C process makes one untimed call first, the "
               "Python process one before the rounds); medians. "
@@ -142,8 +143,9 @@ def part1(args, prox, cli, driver, lines, h):
               "Python runs s |",
               "|---|---:|---:|---:|---:|---|---|"]
     for threads in args.c_threads:
-        for task, fn in (("buffer", lambda: prox.pairs(x, r, threads=threads)),
-                         ("lists", lambda: prox.lists(x, r, threads=threads))):
+        own = {"threads": threads, "index_dtype": np.uint32}  # the buffer itself, no copy
+        for task, fn in (("buffer", lambda: prox.pairs(x, r, **own)),
+                         ("lists", lambda: prox.lists(x, r, **own))):
             c_times, py_times = [], []
             fn()  # warm: the module's first call
             for _ in range(args.runs):

@@ -7,6 +7,9 @@ build=$1 source=$2 cc=$3
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
+# The license travels with the library (share/doc/prox/LICENSE).
+cmp -s "$source/LICENSE" "$scratch/prefix/share/doc/prox/LICENSE" ||
+    { echo "install: no share/doc/prox/LICENSE, or not the repository's" >&2; exit 1; }
 
 PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
 export PKG_CONFIG_PATH

@@ -1,5 +1,6 @@
 /* main.c: `prox COMMAND ...`: dispatch to the subcommands. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 
 static const char usage[] =
     "usage: prox COMMAND [OPTIONS]\n"
-    "       prox --help | --version\n"
+    "       prox --help | --version [--long]\n"
     "Fixed-radius neighbour search with the prox library.\n"
     "\n"
     "Commands:\n"
@@ -36,6 +37,27 @@ static const char usage[] =
     "OUT.tmp.XXXXXX next to it and renamed to OUT once complete: a failed or\n"
     "interrupted run leaves neither OUT nor the temporary file.\n";
 
+/* `prox --version --long`: the version line, then the copyright and the
+ * license of LICENSE (the repository's root; share/doc/prox once installed). */
+static const char license_lines[] =
+    "Copyright (c) 2026, The prox authors\n"
+    "License: BSD 3-Clause (the LICENSE file in the source tree; installed as\n"
+    "share/doc/prox/LICENSE). This is free software: you may redistribute and\n"
+    "modify it under its terms. There is NO WARRANTY, to the extent permitted by law.\n";
+
+static int print_version(int argc, char **argv)
+{
+    bool full = argc > 2 && strcmp(argv[2], "--long") == 0;
+    if (argc > 2 && !full)
+        die_usage(NULL, "--version takes only --long, got '%s'", argv[2]);
+    if (prox_simd_check() != PROX_OK)
+        die_usage(NULL, "%s", prox_last_error());
+    printf("prox %s simd=%s\n", PROX_VERSION_STRING, prox_simd_level());
+    if (full)
+        fputs(license_lines, stdout);
+    return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     cleanup_install_signal_handlers();
@@ -47,12 +69,8 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return EXIT_OK;
     }
-    if (strcmp(command, "--version") == 0 || strcmp(command, "version") == 0) {
-        if (prox_simd_check() != PROX_OK)
-            die_usage(NULL, "%s", prox_last_error());
-        printf("prox %s simd=%s\n", PROX_VERSION_STRING, prox_simd_level());
-        return EXIT_OK;
-    }
+    if (strcmp(command, "--version") == 0 || strcmp(command, "version") == 0)
+        return print_version(argc, argv);
     if (prox_simd_check() != PROX_OK)
         die_usage(NULL, "%s", prox_last_error());
     if (strcmp(command, "gen") == 0)

@@ -46,7 +46,7 @@ if [ ! -f "$builddir/python/prox/__init__.py" ] || ! ls "$builddir"/python/prox/
     exit 1
 fi
 [ -x "$builddir/bench_oneshot_points" ] ||
-    { echo "report.sh: no $builddir/bench_oneshot_points (make builds it, PROX_BUILD_EXAMPLES=ON)" >&2; exit 1; }
+    { echo "report.sh: no $builddir/bench_oneshot_points (make checks builds it, PROX_BUILD_EXAMPLES=ON)" >&2; exit 1; }
 "$root/tools/deps.sh" python3-numpy python3-scipy python3-ase
 if [ "$python_only" = 1 ] && [ ! -f "$out" ]; then
     echo "report.sh: --python-only rewrites the Python section of a report; there is no $out" >&2

@@ -3,9 +3,10 @@
 numpy arrays in, numpy arrays out. Points are ``(n, 2)`` or ``(n, 3)``
 float32 or float64 arrays of any strides (C or Fortran order, a slice, a
 field of a structured array): prox reads them where they are, without a
-copy. Pair arrays and CSR lists are the library's own buffers handed to
-numpy, also without a copy; their indices are uint32 (prox's 32-bit
-indices), offsets int64.
+copy. Indices come back as intp (int64 on 64-bit platforms, what scipy
+and ASE return), CSR offsets as int64. ``index_dtype=numpy.uint32`` hands
+back the library's own 32-bit buffers instead, without a copy: half the
+memory, but ``p[:, 0] - p[:, 1]`` then wraps around as unsigned numbers.
 
 The boundary rule is prox's: two points are neighbours when their squared
 distance, computed in double as ``dx*dx + dy*dy (+ dz*dz)``, is ``<= r*r``
@@ -50,11 +51,12 @@ __all__ = [
 
 __version__ = _prox.library_version
 
-#: The broad-phase structures, by the names the C library and the CLI use.
-broad_algos = ("brute", "grid", "multilevel", "hierarchical", "kdtree", "sap")
+#: The broad-phase structures, by the names the C library and the CLI use;
+#: "auto" (the default) picks one of the others at each build.
+broad_algos = ("auto", "brute", "grid", "multilevel", "hierarchical", "kdtree", "sap")
 
 
-def pairs(points, radius, box=None, threads=0, *, sort=True, algo="grid"):
+def pairs(points, radius, box=None, threads=0, *, sort=True, algo="grid", index_dtype=None):
     """Every pair of points within ``radius``, as ``cKDTree.query_pairs``.
 
     Parameters
@@ -68,10 +70,12 @@ def pairs(points, radius, box=None, threads=0, *, sort=True, algo="grid"):
     sort : bool, default True; False keeps the search's traversal order
         (the same pairs, still the same for every thread count, faster)
     algo : "grid" (default), "brute" or "hierarchical"
+    index_dtype : None (intp, the default) or numpy.uint32 (the library's
+        own buffer, no copy, half the memory)
 
     Returns
     -------
-    (m, 2) uint32 array of ``i < j`` rows, sorted by ``(i, j)``: what
+    (m, 2) intp array of ``i < j`` rows, sorted by ``(i, j)``: what
     ``cKDTree(points).query_pairs(radius, output_type="ndarray")`` holds,
     in sorted order.
 
@@ -79,23 +83,25 @@ def pairs(points, radius, box=None, threads=0, *, sort=True, algo="grid"):
     >>> prox.pairs(np.array([[0.1, 0.5], [0.9, 0.5], [0.5, 0.5]]), 0.25, box=1.0).tolist()
     [[0, 1]]
     """
-    return _prox._search(points, radius, box, threads, "pairs", None, sort, algo)
+    return _prox._search(points, radius, box, threads, "pairs", None, sort, algo,
+                         index_dtype=index_dtype)
 
 
-def lists(points, radius, box=None, threads=0, *, sort=True, algo="grid"):
+def lists(points, radius, box=None, threads=0, *, sort=True, algo="grid", index_dtype=None):
     """Every point's full neighbour list (both directions) as CSR.
 
     Returns ``(offsets, indices)``: the neighbours of point ``i`` are
     ``indices[offsets[i]:offsets[i + 1]]``, ascending (``sort=True``);
-    ``offsets`` is int64 of length ``n + 1``, ``indices`` uint32. Other
-    parameters as :func:`pairs`.
+    ``offsets`` is int64 of length ``n + 1``, ``indices`` intp (uint32 with
+    ``index_dtype=numpy.uint32``). Other parameters as :func:`pairs`.
 
     >>> import numpy as np, prox
     >>> offsets, indices = prox.lists(np.array([[0.0, 0], [1, 0], [3, 0]]), 1.0)
     >>> offsets.tolist(), indices.tolist()
     ([0, 1, 2, 2], [1, 0])
     """
-    return _prox._search(points, radius, box, threads, "lists", None, sort, algo)
+    return _prox._search(points, radius, box, threads, "lists", None, sort, algo,
+                         index_dtype=index_dtype)
 
 
 def count(points, radius, box=None, threads=0, *, algo="grid"):
@@ -109,25 +115,32 @@ def count(points, radius, box=None, threads=0, *, algo="grid"):
 
 
 def query(points, queries, radius, box=None, threads=0, *, output="lists", sort=True,
-          algo="grid"):
+          algo="grid", index_dtype=None):
     """Ball queries of a second point set, as ``cKDTree.query_ball_point``.
 
     For each row ``q`` of ``queries`` (same dimension as ``points``), the
-    points within ``radius`` of it.
+    points within ``radius`` of it. ``queries`` may also be one point of
+    shape ``(dim,)``, as ``query_ball_point`` takes it.
 
     output : "lists" (default): ``(offsets, indices)`` with one row per query,
-        each ascending; "pairs": an ``(m, 2)`` uint32 array of ``(q, j)`` rows
-        sorted by ``(q, j)``; "count": the number of ``(q, j)`` pairs.
+        each ascending (one point: its ``indices`` alone, ascending, as
+        ``query_ball_point`` returns one list); "pairs": an ``(m, 2)`` intp
+        array of ``(q, j)`` rows sorted by ``(q, j)``; "count": the number of
+        ``(q, j)`` pairs.
+    index_dtype : None (intp) or numpy.uint32, as :func:`pairs`.
 
     >>> import numpy as np, prox
     >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
     >>> offsets, indices = prox.query(x, np.array([[0.9, 0.0], [5.0, 5.0]]), 1.1)
     >>> [indices[offsets[q]:offsets[q + 1]].tolist() for q in range(2)]
     [[0, 1, 2], []]
+    >>> prox.query(x, np.array([0.9, 0.0]), 1.1).tolist()
+    [0, 1, 2]
     """
     if queries is None:
         raise TypeError("query: queries must be an (n, 2) or (n, 3) array, not None")
-    return _prox._search(points, radius, box, threads, output, queries, sort, algo)
+    return _prox._search(points, radius, box, threads, output, queries, sort, algo,
+                         index_dtype=index_dtype)
 
 
 def pair_geometry(points, pairs, quantities="d", box=None, *, queries=None, threads=0):
@@ -241,13 +254,14 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, threads
         if flags[k] and not lengths[k] > 0:
             raise ValueError(f"pbc along axis {k} needs a cell length > 0, got {lengths[k]}")
         box.append(float(lengths[k]) if flags[k] else 0.0)
-    offsets, indices = _prox._search(positions, float(cutoff), box, threads, "lists")
+    offsets, indices = _prox._search(positions, float(cutoff), box, threads, "lists",
+                                     index_dtype=np.intp)
     out = {}
     if "i" in quantities or "d" in quantities or "D" in quantities or "S" in quantities:
         i = _prox._rows_of(offsets)
         out["i"] = i
     if "j" in quantities:
-        out["j"] = indices.astype(np.intp)
+        out["j"] = indices
     geo = "".join(q for q in "dDS" if q in quantities)
     if geo:
         values = _prox._geometry(positions, out["i"], indices, geo, box, None, threads)
@@ -265,7 +279,8 @@ class Grid(_prox.Grid):
     ``update(points)`` relocates the points whose cell changed (or rebuilds
     when that is cheaper) and returns whether it rebuilt. ``pairs()``,
     ``lists()``, ``count()`` and ``query(queries)`` answer as the functions
-    of the same names. ``keys``: "linear" (default), "morton" or "hash".
+    of the same names (``index_dtype`` too; ``query`` takes one point of
+    shape ``(dim,)`` as :func:`query` does). ``keys``: "linear" (default), "morton" or "hash".
     One call at a time per object: a second thread gets RuntimeError.
 
     >>> import numpy as np, prox
@@ -303,8 +318,9 @@ class SkinList(_prox.SkinList):
 class Broad(_prox.Broad):
     """The broad phase over axis-aligned boxes, any structure by name.
 
-    ``Broad(boxes=None, algo="hierarchical", threads=0)``; ``algo`` is one
-    of :data:`broad_algos`. Boxes are ``(n, 4)`` (2D: min x, min y, max x,
+    ``Broad(boxes=None, algo="auto", threads=0)``; ``algo`` is one of
+    :data:`broad_algos` ("auto", the default, picks the structure at each
+    build, as the C library and the CLI do). Boxes are ``(n, 4)`` (2D: min x, min y, max x,
     max y) or ``(n, 6)`` (3D: min corner then max corner) float32/float64
     arrays, any strides. Boxes are closed: touching boxes overlap.
 
@@ -314,8 +330,8 @@ class Broad(_prox.Broad):
     - ``query_swept(start, end)``: the boxes each moving box sweeps over;
     - ``update(boxes)``: boxes moved, added (longer array) or removed (shorter).
 
-    ``output`` is "pairs" (an ``(m, 2)`` uint32 array, sorted), "lists"
-    (CSR) or "count".
+    ``output`` is "pairs" (an ``(m, 2)`` intp array, sorted), "lists"
+    (CSR) or "count"; ``index_dtype=numpy.uint32`` gives uint32 indices.
 
     >>> import numpy as np, prox
     >>> b = prox.Broad(np.array([[0, 0, 2, 2], [1, 1, 3, 3], [5, 5, 6, 6.0]]), algo="sap")
@@ -326,11 +342,14 @@ class Broad(_prox.Broad):
     """
 
 
-def box_pairs(boxes, algo="hierarchical", threads=0, *, output="pairs"):
+def box_pairs(boxes, algo="auto", threads=0, *, output="pairs", index_dtype=None):
     """Every pair of overlapping boxes, once (a :class:`Broad` built and queried once).
+
+    ``algo`` as :class:`Broad` ("auto" by default), ``output`` and
+    ``index_dtype`` as :meth:`Broad.pairs`.
 
     >>> import numpy as np, prox
     >>> prox.box_pairs(np.array([[0, 0, 1, 1], [1, 1, 2, 2.0]]), algo="kdtree").tolist()
     [[0, 1]]
     """
-    return Broad(boxes, algo, threads).pairs(output)
+    return Broad(boxes, algo, threads).pairs(output, index_dtype=index_dtype)

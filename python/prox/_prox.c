@@ -11,7 +11,9 @@
  *
  * Outputs: the library's own pair buffers and CSR arrays (malloc'd by its
  * default allocator) become numpy arrays without a copy: a capsule that
- * frees them is the arrays' base.
+ * frees them is the arrays' base. Index arrays come back as intp (what
+ * scipy and ASE return), a converted copy; index_dtype=numpy.uint32 hands
+ * back the library's 32-bit buffers themselves (half the memory).
  *
  * The GIL is released around every library call. Objects kept between
  * calls (Grid, SkinList, Broad) refuse a second call while one is running
@@ -79,13 +81,43 @@ static int dtype_readable(PyArrayObject *a)
     return (t == NPY_FLOAT || t == NPY_DOUBLE) && PyArray_ISNOTSWAPPED(a) && PyArray_ISALIGNED(a);
 }
 
+/* 0 when obj is no buffer or one that can be read; else -1 with a
+ * ValueError naming the argument (a released memoryview, a closed mmap),
+ * where numpy would say "setting an array element with a sequence". */
+static int buffer_readable(PyObject *obj, const char *what)
+{
+    if (!PyObject_CheckBuffer(obj))
+        return 0;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_FULL_RO) == 0) {
+        PyBuffer_Release(&view);
+        return 0;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_ValueError)) { /* e.g. flags refused: numpy's turn */
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);
+    PyErr_Format(PyExc_ValueError,
+                 "%s: the %s's memory cannot be read (%S): pass an open buffer or an array",
+                 what, Py_TYPE(obj)->tp_name, value ? value : Py_None);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(trace);
+    return -1;
+}
+
 /* The array behind obj, float32 or float64, native and aligned (a view of
  * obj itself whenever obj already is one). New reference or NULL. */
 static PyArrayObject *float_array(PyObject *obj, const char *what)
 {
-    if (!PyArray_Check(obj))
+    if (!PyArray_Check(obj)) {
+        if (buffer_readable(obj, what) < 0)
+            return NULL;
         return (PyArrayObject *)PyArray_FROMANY(obj, NPY_DOUBLE, 0, 0,
                                                 NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
+    }
     PyArrayObject *a = (PyArrayObject *)obj;
     if (dtype_readable(a)) {
         Py_INCREF(obj);
@@ -112,14 +144,33 @@ static void shape_error(PyArrayObject *a, const char *what, const char *expected
     Py_XDECREF(shape);
 }
 
-/* obj as an (n, c) matrix with c one of cols[0], cols[1]. */
+/* A 1-D array of one point's coordinates as the (1, dim) matrix it is a
+ * row of (a view); every other array as it is. Steals a. */
+static PyArrayObject *one_row(PyArrayObject *a)
+{
+    if (PyArray_NDIM(a) != 1)
+        return a;
+    npy_intp dims[2] = {1, PyArray_DIM(a, 0)};
+    PyArray_Dims shape = {dims, 2};
+    PyArrayObject *row = (PyArrayObject *)PyArray_Newshape(a, &shape, NPY_ANYORDER);
+    Py_DECREF(a);
+    return row;
+}
+
+/* obj as an (n, c) matrix with c one of col_a, col_b; with `single` a 1-D
+ * array is one row, and *single tells whether obj was one. */
 static int as_matrix(PyObject *obj, const char *what, int col_a, int col_b, const char *expected,
-                     matrix *m)
+                     matrix *m, bool *single)
 {
     memset(m, 0, sizeof *m);
     PyArrayObject *a = float_array(obj, what);
     if (!a)
         return -1;
+    if (single) {
+        *single = PyArray_NDIM(a) == 1;
+        if (!(a = one_row(a)))
+            return -1;
+    }
     if (PyArray_NDIM(a) != 2 || (PyArray_DIM(a, 1) != col_a && PyArray_DIM(a, 1) != col_b)) {
         shape_error(a, what, expected);
         Py_DECREF(a);
@@ -135,9 +186,12 @@ static int as_matrix(PyObject *obj, const char *what, int col_a, int col_b, cons
     return 0;
 }
 
-static int as_points(PyObject *obj, const char *what, matrix *m, prox_points *p)
+/* Points (n, 2) or (n, 3); with `single`, also one point (2,) or (3,). */
+static int as_points(PyObject *obj, const char *what, matrix *m, prox_points *p, bool *single)
 {
-    if (as_matrix(obj, what, 2, 3, "(n, 2) or (n, 3)", m) < 0)
+    if (as_matrix(obj, what, 2, 3, single ? "(n, 2) or (n, 3), or one point (2,) or (3,)"
+                                          : "(n, 2) or (n, 3)",
+                  m, single) < 0)
         return -1;
     memset(p, 0, sizeof *p);
     for (int k = 0; k < m->cols; k++)
@@ -152,7 +206,7 @@ static int as_points(PyObject *obj, const char *what, matrix *m, prox_points *p)
 /* Boxes: (n, 4) min x, min y, max x, max y or (n, 6) min x, y, z, max x, y, z. */
 static int as_boxes(PyObject *obj, const char *what, matrix *m, prox_boxes *b)
 {
-    if (as_matrix(obj, what, 4, 6, "(n, 4) or (n, 6): min corner then max corner", m) < 0)
+    if (as_matrix(obj, what, 4, 6, "(n, 4) or (n, 6): min corner then max corner", m, NULL) < 0)
         return -1;
     memset(b, 0, sizeof *b);
     int dim = (int)m->cols / 2;
@@ -297,16 +351,42 @@ static PyObject *adopt(void *ptr, int64_t count, int64_t capacity, size_t entry_
 typedef struct result {
     int output;
     bool sort;
+    bool single;     /* one query point: output "lists" is its row alone */
+    int index_type;  /* NPY_INTP or NPY_UINT32 */
     prox_pair_buffer buffer;
     prox_lists lists;
     prox_stats stats;
 } result;
 
-static int result_init(result *r, const char *output, int sort)
+/* index_dtype: None or anything numpy.dtype() takes that is intp (int64
+ * on 64-bit platforms) or uint32 -> NPY_INTP or NPY_UINT32, else -1. */
+static int index_type_of(PyObject *index_dtype)
+{
+    if (!index_dtype || index_dtype == Py_None)
+        return NPY_INTP;
+    PyArray_Descr *descr = NULL;
+    if (!PyArray_DescrConverter2(index_dtype, &descr))
+        return -1;
+    int type = descr ? descr->type_num : NPY_INTP;
+    Py_XDECREF(descr);
+    if (PyArray_EquivTypenums(type, NPY_INTP))
+        return NPY_INTP;
+    if (PyArray_EquivTypenums(type, NPY_UINT32))
+        return NPY_UINT32;
+    PyErr_Format(PyExc_ValueError,
+                 "index_dtype = %R: expected numpy.intp (int64, the default) or numpy.uint32",
+                 index_dtype);
+    return -1;
+}
+
+static int result_init(result *r, const char *output, int sort, PyObject *index_dtype)
 {
     memset(r, 0, sizeof *r);
     r->output = parse_choice("output", output, output_names, 3);
     if (r->output < 0)
+        return -1;
+    r->index_type = index_type_of(index_dtype);
+    if (r->index_type < 0)
         return -1;
     r->sort = sort != 0;
     prox_pair_buffer_init(&r->buffer, NULL);
@@ -328,7 +408,17 @@ static void result_free(result *r)
     prox_lists_free(&r->lists);
 }
 
-static PyObject *lists_value(prox_lists *l)
+/* A uint32 index array as `type` (a converted copy for intp). Steals a. */
+static PyObject *indices_as(PyObject *a, int type)
+{
+    if (!a || type == NPY_UINT32)
+        return a;
+    PyObject *converted = PyArray_Cast((PyArrayObject *)a, type);
+    Py_DECREF(a);
+    return converted;
+}
+
+static PyObject *lists_value(prox_lists *l, int index_type, bool single)
 {
     int64_t rows = l->rows, entries = l->offsets ? l->offsets[rows] : 0;
     npy_intp orows = (npy_intp)rows + 1, oentries = (npy_intp)entries;
@@ -340,13 +430,18 @@ static PyObject *lists_value(prox_lists *l)
         offsets = PyArray_ZEROS(1, &orows, NPY_INT64, 0);
     }
     l->offsets = NULL;
-    PyObject *indices = adopt(l->indices, entries, l->indices_capacity, sizeof(prox_index), 1,
-                              &oentries, NPY_UINT32);
+    PyObject *indices = indices_as(adopt(l->indices, entries, l->indices_capacity,
+                                         sizeof(prox_index), 1, &oentries, NPY_UINT32),
+                                   index_type);
     l->indices = NULL;
     if (!offsets || !indices) {
         Py_XDECREF(offsets);
         Py_XDECREF(indices);
         return NULL;
+    }
+    if (single) { /* one row: its indices are the whole array */
+        Py_DECREF(offsets);
+        return indices;
     }
     return Py_BuildValue("(NN)", offsets, indices);
 }
@@ -362,11 +457,12 @@ static PyObject *result_value(result *r, prox_status status)
         value = PyLong_FromLongLong(r->stats.pairs);
     } else if (r->output == OUT_PAIRS) {
         npy_intp dims[2] = {(npy_intp)r->buffer.count, 2};
-        value = adopt(r->buffer.pairs, r->buffer.count, r->buffer.capacity, sizeof(prox_pair), 2,
-                      dims, NPY_UINT32);
+        value = indices_as(adopt(r->buffer.pairs, r->buffer.count, r->buffer.capacity,
+                                 sizeof(prox_pair), 2, dims, NPY_UINT32),
+                           r->index_type);
         r->buffer.pairs = NULL;
     } else {
-        value = lists_value(&r->lists);
+        value = lists_value(&r->lists, r->index_type, r->single);
     }
     result_free(r);
     return value;
@@ -402,27 +498,28 @@ static int grid_desc_of(double radius, PyObject *box, int dim, int threads, cons
 static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *names[] = {"points", "radius", "box", "threads", "output", "queries",
-                            "sort",   "algo",   "keys", NULL};
-    PyObject *points_obj, *box = Py_None, *queries_obj = Py_None;
+    static char *names[] = {"points", "radius", "box",  "threads",     "output", "queries",
+                            "sort",   "algo",   "keys", "index_dtype", NULL};
+    PyObject *points_obj, *box = Py_None, *queries_obj = Py_None, *index_dtype = Py_None;
     double radius;
     int threads = 0, sort = 1;
     const char *output = "pairs", *algo_name = "grid", *keys = "linear";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|OisOpss", names, &points_obj, &radius, &box,
-                                     &threads, &output, &queries_obj, &sort, &algo_name, &keys))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|OisOpssO", names, &points_obj, &radius, &box,
+                                     &threads, &output, &queries_obj, &sort, &algo_name, &keys,
+                                     &index_dtype))
         return NULL;
     result r;
-    if (result_init(&r, output, sort) < 0)
+    if (result_init(&r, output, sort, index_dtype) < 0)
         return NULL;
     int algo = parse_choice("algo", algo_name, algo_names, 3);
     if (algo < 0)
         return NULL;
     matrix pm, qm = {0};
     prox_points points, queries;
-    if (as_points(points_obj, "points", &pm, &points) < 0)
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
         return NULL;
     bool query = queries_obj != Py_None;
-    if (query && as_points(queries_obj, "queries", &qm, &queries) < 0) {
+    if (query && as_points(queries_obj, "queries", &qm, &queries, &r.single) < 0) {
         matrix_release(&pm);
         return NULL;
     }
@@ -609,11 +706,11 @@ static PyObject *py_geometry(PyObject *self, PyObject *args, PyObject *kw)
     prox_points points, queries;
     index_array ia = {0}, ja = {0};
     PyObject *out[3] = {NULL, NULL, NULL}, *value = NULL;
-    if (as_points(points_obj, "points", &pm, &points) < 0)
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
         return NULL;
     geometry g = {.from = &points, .to = &points, .i = &ia, .j = &ja, .threads = threads};
     if (queries_obj != Py_None) {
-        if (as_points(queries_obj, "queries", &qm, &queries) < 0)
+        if (as_points(queries_obj, "queries", &qm, &queries, NULL) < 0)
             goto done;
         if (queries.dim != points.dim) {
             PyErr_Format(PyExc_ValueError, "queries: %dD, points: %dD", queries.dim, points.dim);
@@ -809,7 +906,7 @@ static PyObject *grid_place(GridObject *self, PyObject *points_obj, bool update)
     prox_points points;
     if (claim(&self->busy, "Grid") < 0)
         return NULL;
-    if (as_points(points_obj, "points", &pm, &points) < 0) {
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0) {
         self->busy = 0;
         return NULL;
     }
@@ -864,15 +961,15 @@ static int grid_built(GridObject *self)
 }
 
 static PyObject *grid_search(GridObject *self, PyObject *queries_obj, const char *output,
-                             int sort)
+                             int sort, PyObject *index_dtype)
 {
     result r;
-    if (grid_built(self) < 0 || result_init(&r, output, sort) < 0)
+    if (grid_built(self) < 0 || result_init(&r, output, sort, index_dtype) < 0)
         return NULL;
     matrix qm = {0};
     prox_points queries;
     if (queries_obj) {
-        if (as_points(queries_obj, "queries", &qm, &queries) < 0)
+        if (as_points(queries_obj, "queries", &qm, &queries, &r.single) < 0)
             return NULL;
         if (queries.dim != self->dim) {
             matrix_release(&qm);
@@ -898,38 +995,41 @@ static PyObject *grid_search(GridObject *self, PyObject *queries_obj, const char
 
 static PyObject *Grid_pairs(GridObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"sort", "output", NULL};
+    static char *names[] = {"sort", "output", "index_dtype", NULL};
     int sort = 1;
     const char *output = "pairs";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$ps", names, &sort, &output))
+    PyObject *index_dtype = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$psO", names, &sort, &output, &index_dtype))
         return NULL;
-    return grid_search(self, NULL, output, sort);
+    return grid_search(self, NULL, output, sort, index_dtype);
 }
 
 static PyObject *Grid_lists(GridObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"sort", NULL};
+    static char *names[] = {"sort", "index_dtype", NULL};
     int sort = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p", names, &sort))
+    PyObject *index_dtype = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$pO", names, &sort, &index_dtype))
         return NULL;
-    return grid_search(self, NULL, "lists", sort);
+    return grid_search(self, NULL, "lists", sort, index_dtype);
 }
 
 static PyObject *Grid_count(GridObject *self, PyObject *noargs)
 {
     (void)noargs;
-    return grid_search(self, NULL, "count", 1);
+    return grid_search(self, NULL, "count", 1, NULL);
 }
 
 static PyObject *Grid_query(GridObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"queries", "output", "sort", NULL};
-    PyObject *queries;
+    static char *names[] = {"queries", "output", "sort", "index_dtype", NULL};
+    PyObject *queries, *index_dtype = Py_None;
     int sort = 1;
     const char *output = "lists";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|s$p", names, &queries, &output, &sort))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|s$pO", names, &queries, &output, &sort,
+                                     &index_dtype))
         return NULL;
-    return grid_search(self, queries, output, sort);
+    return grid_search(self, queries, output, sort, index_dtype);
 }
 
 static PyObject *Grid_trim(GridObject *self, PyObject *noargs)
@@ -975,25 +1075,28 @@ static PyObject *Grid_get_radius(GridObject *self, void *c)
 
 static PyMethodDef Grid_methods[] = {
     {"build", (PyCFunction)Grid_build, METH_O,
-     "build(points)\n--\n\nBuild the grid over `points` ((n, 2|3) float32/float64, any strides;"
+     "build($self, points, /)\n--\n\nBuild the grid over `points` ((n, 2|3) float32/float64, any strides;"
      " the grid keeps its own copy in cell order)."},
     {"update", (PyCFunction)Grid_update, METH_O,
-     "update(points)\n--\n\nThe points moved: relocate those whose cell changed, or rebuild"
+     "update($self, points, /)\n--\n\nThe points moved: relocate those whose cell changed, or rebuild"
      " when cheaper (or when the count or dimension changed). Returns True when rebuilt."},
     {"pairs", (PyCFunction)(void (*)(void))Grid_pairs, METH_VARARGS | METH_KEYWORDS,
-     "pairs(*, sort=True, output='pairs')\n--\n\nEvery pair of built points within the radius:"
-     " (m, 2) uint32, i < j, sorted (output='lists' or 'count' as in prox.pairs)."},
+     "pairs($self, /, *, sort=True, output='pairs', index_dtype=None)\n--\n\nEvery pair of built"
+     " points within the radius: (m, 2) intp (index_dtype=numpy.uint32: uint32), i < j, sorted"
+     " (output='lists' or 'count' as in prox.pairs)."},
     {"lists", (PyCFunction)(void (*)(void))Grid_lists, METH_VARARGS | METH_KEYWORDS,
-     "lists(*, sort=True)\n--\n\nFull neighbour lists of the built points as CSR:"
-     " (offsets int64 (n+1,), indices uint32)."},
+     "lists($self, /, *, sort=True, index_dtype=None)\n--\n\nFull neighbour lists of the built"
+     " points as CSR: (offsets int64 (n+1,), indices intp, or uint32 with"
+     " index_dtype=numpy.uint32)."},
     {"count", (PyCFunction)Grid_count, METH_NOARGS,
-     "count()\n--\n\nThe number of pairs within the radius (nothing stored)."},
+     "count($self, /)\n--\n\nThe number of pairs within the radius (nothing stored)."},
     {"query", (PyCFunction)(void (*)(void))Grid_query, METH_VARARGS | METH_KEYWORDS,
-     "query(queries, output='lists', *, sort=True)\n--\n\nBall queries of a second point set:"
-     " for each query q the built points within the radius; output 'lists' (CSR, one row a"
-     " query), 'pairs' ((q, j) rows) or 'count'."},
+     "query($self, /, queries, output='lists', *, sort=True, index_dtype=None)\n--\n\nBall"
+     " queries of a second point set: for each query q the built points within the radius;"
+     " output 'lists' (CSR, one row a query), 'pairs' ((q, j) rows) or 'count'. One point of"
+     " shape (dim,): 'lists' gives its neighbours' indices alone."},
     {"trim", (PyCFunction)Grid_trim, METH_NOARGS,
-     "trim()\n--\n\nRelease the scratch memory queries keep for the next query."},
+     "trim($self, /)\n--\n\nRelease the scratch memory queries keep for the next query."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1012,6 +1115,8 @@ static PyTypeObject GridType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Grid_init,
+    .tp_doc = "Grid(radius, box=None, threads=0, keys='linear', points=None)\n--\n\n"
+              "A uniform grid kept across calls (see prox.Grid).",
     .tp_dealloc = (destructor)Grid_dealloc,
     .tp_methods = Grid_methods,
     .tp_getset = Grid_getset,
@@ -1076,17 +1181,17 @@ static void Skin_dealloc(SkinObject *self)
 
 static PyObject *skin_step(SkinObject *self, PyObject *args, PyObject *kw, const char *output)
 {
-    static char *names[] = {"points", "sort", NULL};
-    PyObject *points_obj;
+    static char *names[] = {"points", "sort", "index_dtype", NULL};
+    PyObject *points_obj, *index_dtype = Py_None;
     int sort = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$p", names, &points_obj, &sort))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pO", names, &points_obj, &sort, &index_dtype))
         return NULL;
     result r;
-    if (result_init(&r, output, sort) < 0)
+    if (result_init(&r, output, sort, index_dtype) < 0)
         return NULL;
     matrix pm;
     prox_points points;
-    if (as_points(points_obj, "points", &pm, &points) < 0)
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
         return NULL;
     if (claim(&self->busy, "SkinList") < 0) {
         matrix_release(&pm);
@@ -1150,13 +1255,14 @@ static PyObject *Skin_get_stats(SkinObject *self, void *c)
 
 static PyMethodDef Skin_methods[] = {
     {"pairs", (PyCFunction)(void (*)(void))Skin_pairs, METH_VARARGS | METH_KEYWORDS,
-     "pairs(points, *, sort=True)\n--\n\nThe pairs within the radius at these positions:"
-     " (m, 2) uint32, i < j, sorted; `rebuilt` tells whether the lists were rebuilt."},
+     "pairs($self, /, points, *, sort=True, index_dtype=None)\n--\n\nThe pairs within the radius"
+     " at these positions: (m, 2) intp (index_dtype=numpy.uint32: uint32), i < j, sorted;"
+     " `rebuilt` tells whether the lists were rebuilt."},
     {"lists", (PyCFunction)(void (*)(void))Skin_lists, METH_VARARGS | METH_KEYWORDS,
-     "lists(points, *, sort=True)\n--\n\nFull neighbour lists within the radius at these"
+     "lists($self, /, points, *, sort=True, index_dtype=None)\n--\n\nFull neighbour lists within the radius at these"
      " positions (offsets, indices)."},
     {"count", (PyCFunction)(void (*)(void))Skin_count, METH_VARARGS | METH_KEYWORDS,
-     "count(points)\n--\n\nThe number of pairs within the radius at these positions."},
+     "count($self, /, points)\n--\n\nThe number of pairs within the radius at these positions."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1172,6 +1278,8 @@ static PyTypeObject SkinType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Skin_init,
+    .tp_doc = "SkinList(radius, skin, box=None, threads=0)\n--\n\n"
+              "Skin (Verlet) lists kept across steps (see prox.SkinList).",
     .tp_dealloc = (destructor)Skin_dealloc,
     .tp_methods = Skin_methods,
     .tp_getset = Skin_getset,
@@ -1193,7 +1301,7 @@ static int Broad_init(BroadObject *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"boxes", "algo", "threads", NULL};
     PyObject *boxes = Py_None;
-    const char *algo = "hierarchical";
+    const char *algo = "auto";
     int threads = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|Osi", names, &boxes, &algo, &threads))
         return -1;
@@ -1304,11 +1412,18 @@ static int broad_built(BroadObject *self)
 
 enum { Q_SELF, Q_BOXES, Q_SEGMENTS, Q_SWEPT };
 
+/* One broad-phase query's options, as every query method takes them. */
+typedef struct broad_options {
+    const char *output;
+    int sort;
+    PyObject *index_dtype;
+} broad_options;
+
 static PyObject *broad_search(BroadObject *self, int kind, PyObject *a_obj, PyObject *b_obj,
-                              bool exact, const char *output, int sort)
+                              bool exact, broad_options o)
 {
     result r;
-    if (broad_built(self) < 0 || result_init(&r, output, sort) < 0)
+    if (broad_built(self) < 0 || result_init(&r, o.output, o.sort, o.index_dtype) < 0)
         return NULL;
     matrix am = {0}, bm = {0};
     prox_boxes abox, bbox;
@@ -1319,7 +1434,7 @@ static PyObject *broad_search(BroadObject *self, int kind, PyObject *a_obj, PyOb
         fail = as_boxes(a_obj, kind == Q_SWEPT ? "start" : "queries", &am, &abox) < 0;
         adim = fail ? 0 : abox.dim;
     } else if (kind == Q_SEGMENTS) {
-        fail = as_points(a_obj, "starts", &am, &apts) < 0;
+        fail = as_points(a_obj, "starts", &am, &apts, NULL) < 0;
         adim = fail ? 0 : apts.dim;
     }
     if (!fail && kind == Q_SWEPT) {
@@ -1331,7 +1446,7 @@ static PyObject *broad_search(BroadObject *self, int kind, PyObject *a_obj, PyOb
             fail = 1;
         }
     } else if (!fail && kind == Q_SEGMENTS) {
-        fail = as_points(b_obj, "ends", &bm, &bpts) < 0;
+        fail = as_points(b_obj, "ends", &bm, &bpts, NULL) < 0;
         bdim = fail ? 0 : bpts.dim;
         if (!fail && bpts.count != apts.count) {
             PyErr_Format(PyExc_ValueError, "starts and ends: %lld and %lld points",
@@ -1376,45 +1491,46 @@ static PyObject *broad_search(BroadObject *self, int kind, PyObject *a_obj, PyOb
 
 static PyObject *Broad_pairs(BroadObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"output", "sort", NULL};
-    const char *output = "pairs";
-    int sort = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|s$p", names, &output, &sort))
+    static char *names[] = {"output", "sort", "index_dtype", NULL};
+    broad_options o = {"pairs", 1, Py_None};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|s$pO", names, &o.output, &o.sort,
+                                     &o.index_dtype))
         return NULL;
-    return broad_search(self, Q_SELF, NULL, NULL, false, output, sort);
+    return broad_search(self, Q_SELF, NULL, NULL, false, o);
 }
 
 static PyObject *Broad_query_boxes(BroadObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"queries", "output", "sort", NULL};
+    static char *names[] = {"queries", "output", "sort", "index_dtype", NULL};
     PyObject *q;
-    const char *output = "pairs";
-    int sort = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|s$p", names, &q, &output, &sort))
+    broad_options o = {"pairs", 1, Py_None};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|s$pO", names, &q, &o.output, &o.sort,
+                                     &o.index_dtype))
         return NULL;
-    return broad_search(self, Q_BOXES, q, NULL, false, output, sort);
+    return broad_search(self, Q_BOXES, q, NULL, false, o);
 }
 
 static PyObject *Broad_query_segments(BroadObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"starts", "ends", "exact", "output", "sort", NULL};
+    static char *names[] = {"starts", "ends", "exact", "output", "sort", "index_dtype", NULL};
     PyObject *s, *e;
-    int exact = 1, sort = 1;
-    const char *output = "pairs";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|ps$p", names, &s, &e, &exact, &output, &sort))
+    int exact = 1;
+    broad_options o = {"pairs", 1, Py_None};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|ps$pO", names, &s, &e, &exact, &o.output,
+                                     &o.sort, &o.index_dtype))
         return NULL;
-    return broad_search(self, Q_SEGMENTS, s, e, exact != 0, output, sort);
+    return broad_search(self, Q_SEGMENTS, s, e, exact != 0, o);
 }
 
 static PyObject *Broad_query_swept(BroadObject *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"start", "end", "output", "sort", NULL};
+    static char *names[] = {"start", "end", "output", "sort", "index_dtype", NULL};
     PyObject *s, *e;
-    const char *output = "pairs";
-    int sort = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|s$p", names, &s, &e, &output, &sort))
+    broad_options o = {"pairs", 1, Py_None};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|s$pO", names, &s, &e, &o.output, &o.sort,
+                                     &o.index_dtype))
         return NULL;
-    return broad_search(self, Q_SWEPT, s, e, false, output, sort);
+    return broad_search(self, Q_SWEPT, s, e, false, o);
 }
 
 static PyObject *Broad_trim(BroadObject *self, PyObject *noargs)
@@ -1460,29 +1576,31 @@ static PyObject *Broad_get_rebuilt(BroadObject *self, void *c)
 
 static PyMethodDef Broad_methods[] = {
     {"build", (PyCFunction)Broad_build, METH_O,
-     "build(boxes)\n--\n\nBuild over `boxes`: (n, 4) or (n, 6) float32/float64, min corner"
+     "build($self, boxes, /)\n--\n\nBuild over `boxes`: (n, 4) or (n, 6) float32/float64, min corner"
      " then max corner, any strides (the structure keeps its own copy)."},
     {"update", (PyCFunction)Broad_update, METH_O,
-     "update(boxes)\n--\n\nThe boxes changed: boxes kept keep their index, extra ones are"
+     "update($self, boxes, /)\n--\n\nThe boxes changed: boxes kept keep their index, extra ones are"
      " added, a shorter array removes the tail. Returns True when the structure rebuilt."},
     {"pairs", (PyCFunction)(void (*)(void))Broad_pairs, METH_VARARGS | METH_KEYWORDS,
-     "pairs(output='pairs', *, sort=True)\n--\n\nEvery pair of built boxes that overlap"
-     " (closed boxes: touching counts): (m, 2) uint32, i < j, sorted; 'lists' or 'count'."},
+     "pairs($self, /, output='pairs', *, sort=True, index_dtype=None)\n--\n\nEvery pair of built"
+     " boxes that overlap (closed boxes: touching counts): (m, 2) intp (index_dtype=numpy.uint32:"
+     " uint32), i < j, sorted; 'lists' or 'count'."},
     {"query_boxes", (PyCFunction)(void (*)(void))Broad_query_boxes,
      METH_VARARGS | METH_KEYWORDS,
-     "query_boxes(queries, output='pairs', *, sort=True)\n--\n\nFor each query box q the"
+     "query_boxes($self, /, queries, output='pairs', *, sort=True, index_dtype=None)\n--\n\nFor each query box q the"
      " built boxes j it overlaps: (q, j) pairs, lists (one row a query) or a count."},
     {"query_segments", (PyCFunction)(void (*)(void))Broad_query_segments,
      METH_VARARGS | METH_KEYWORDS,
-     "query_segments(starts, ends, exact=True, output='pairs', *, sort=True)\n--\n\nFor each"
+     "query_segments($self, /, starts, ends, exact=True, output='pairs', *, sort=True,"
+     " index_dtype=None)\n--\n\nFor each"
      " segment starts[q] -> ends[q] the built boxes it crosses (exact=False: the boxes its"
      " bounding box overlaps)."},
     {"query_swept", (PyCFunction)(void (*)(void))Broad_query_swept,
      METH_VARARGS | METH_KEYWORDS,
-     "query_swept(start, end, output='pairs', *, sort=True)\n--\n\nFor each box moving from"
+     "query_swept($self, /, start, end, output='pairs', *, sort=True, index_dtype=None)\n--\n\nFor each box moving from"
      " start[q] to end[q], the built boxes its swept bounding box overlaps."},
     {"trim", (PyCFunction)Broad_trim, METH_NOARGS,
-     "trim()\n--\n\nRelease the scratch memory queries keep for the next query."},
+     "trim($self, /)\n--\n\nRelease the scratch memory queries keep for the next query."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1501,6 +1619,8 @@ static PyTypeObject BroadType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Broad_init,
+    .tp_doc = "Broad(boxes=None, algo='auto', threads=0)\n--\n\n"
+              "The broad phase over axis-aligned boxes (see prox.Broad).",
     .tp_dealloc = (destructor)Broad_dealloc,
     .tp_methods = Broad_methods,
     .tp_getset = Broad_getset,
@@ -1511,10 +1631,12 @@ static PyTypeObject BroadType = {
 static PyMethodDef module_methods[] = {
     {"_search", (PyCFunction)(void (*)(void))py_search, METH_VARARGS | METH_KEYWORDS,
      "_search(points, radius, box=None, threads=0, output='pairs', queries=None, sort=True,"
-     " algo='grid', keys='linear'): the one-shot search behind pairs/lists/count/query."},
+     " algo='grid', keys='linear', index_dtype=None)\n--\n\nThe one-shot search behind"
+     " pairs/lists/count/query."},
     {"_geometry", (PyCFunction)(void (*)(void))py_geometry, METH_VARARGS | METH_KEYWORDS,
-     "_geometry(points, i, j, quantities='d', box=None, queries=None, threads=0)"},
-    {"_rows_of", (PyCFunction)py_rows_of, METH_O, "_rows_of(offsets): the row of each entry"},
+     "_geometry(points, i, j, quantities='d', box=None, queries=None, threads=0)\n--\n\n"
+     "The geometry behind pair_geometry and neighbor_list."},
+    {"_rows_of", (PyCFunction)py_rows_of, METH_O, "_rows_of(offsets, /)\n--\n\nThe row of each CSR entry."},
     {NULL, NULL, 0, NULL},
 };
 

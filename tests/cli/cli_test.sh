@@ -9,6 +9,7 @@
 PROX=${1:?usage: cli_test.sh PATH/TO/prox SCRATCH_DIR}
 DIR=${2:?usage: cli_test.sh PATH/TO/prox SCRATCH_DIR}
 case $PROX in /*) ;; *) PROX=$(pwd)/$PROX ;; esac
+SOURCE=$(cd "$(dirname "$0")/../.." && pwd) # the repository: LICENSE
 rm -rf "$DIR" && mkdir -p "$DIR" && cd "$DIR" || exit 1
 
 passed=0
@@ -520,6 +521,22 @@ t_help() {
     expect_stdout_has_exit_codes
 }
 
+# --version --long: the one-line version, then LICENSE's copyright and name.
+t_version_long() {
+    run "$PROX" --version
+    short=$(cat stdout)
+    run "$PROX" --version --long
+    expect_exit 0 || return 1
+    [ "$(head -1 stdout)" = "$short" ] || { why="first line '$(head -1 stdout)', not '$short'"; return 1; }
+    copyright=$(grep -m1 '^Copyright' "$SOURCE/LICENSE")
+    name=$(head -1 "$SOURCE/LICENSE" | sed 's/ License$//')
+    grep -F -q -x -- "$copyright" stdout || { why="no line '$copyright'"; return 1; }
+    grep -F -q -- "$name" stdout || { why="'$name' not named"; return 1; }
+    run "$PROX" --version --short
+    expect_exit 2 || return 1
+    expect_stderr_has "--long"
+}
+
 expect_stdout_has_exit_codes() {
     for code in "  2  usage" "  3  bad data" "  4  I/O" "  5  out of memory"; do
         grep -F -q -- "$code" stdout || { why="prox --help does not document '$code'"; return 1; }
@@ -958,6 +975,7 @@ check output_dangling_symlink t_output_dangling_symlink
 check signals_leave_no_temp t_signals_leave_no_temp
 check pairs_stream t_pairs_stream
 check pairs_max_memory t_pairs_max_memory
+check version_long t_version_long
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
