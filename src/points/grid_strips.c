@@ -5,12 +5,15 @@
  * stencil row (fixed y and z offsets) hold consecutive sorted points. A cell
  * then meets its whole stencil as 9 contiguous ranges of the grid's own
  * arrays in 3D (3 in 2D), found with two lookups each in the flat-array article's
- * cellStart, and the distance kernel reads them in place: nothing is
- * gathered. Self pairs for counts and callbacks run here over the forward
- * half of the stencil (the hash-multimap article: each pair once): the cell's own later
- * points and the cells x+1 .. x+m of its row (one range), then the 4
- * forward rows in 3D (1 in 2D). The sorted buffer and full lists take the
- * full stencil's ranges (prox_grid_strip_ranges) in grid_search.c. */
+ * cellStart, and the distance kernel reads them in place, or, where the
+ * plan's gather rule says a run pays for it (grid_plan_gathers), from one
+ * block the ranges are copied into (fixed point or rel16). Self pairs for
+ * counts, callbacks and unsorted buffers run here over the forward half
+ * of the stencil (the hash-multimap article: each pair once): the cell's
+ * own later points and the cells x+1 .. x+m of its row (one range), then
+ * the 4 forward rows in 3D (1 in 2D), each chunk of runs one step of the
+ * chunk driver (drive.h). The sorted buffer and full lists take the full
+ * stencil's ranges (prox_grid_strip_ranges) in grid_search.c. */
 #include <assert.h>
 #include <string.h>
 
