@@ -89,8 +89,8 @@ typedef enum prox_rows {
     PROX_ROWS_STAGED = 1,
     /* the rows counted first, then each written into place, sorted, from
      * the forward half of the stencil: 6 bytes and a bit per point beyond
-     * the output (lists: 2 and a bit), at about 1.5 to 2 times the query
-     * time of staged rows.
+     * the output (lists: 2 and a bit), at about 2 times the query time of
+     * staged rows on W1 and 4 on W2 at k = 1 (docs/benchmarks.md).
      * Linear keys only (others stage); falls back to staged rows for
      * outputs of 2^31 entries or more, or a point with 65,535 neighbours
      * or more */

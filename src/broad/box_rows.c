@@ -296,11 +296,13 @@ static bool reserve(box_rows *r, const broad_input *in)
  * holds at most 1/GROUP_SHARE of the boxes: first into GROUPS groups of
  * consecutive rows, then each group (in cache) into its rows. One pass of
  * writes to random rows would miss the cache on nearly every box once the
- * boxes outgrow it (W3 at 1M and 5M: docs/design.md). The first pass
+ * boxes outgrow it (W3 at 1M and 5M: docs/rejected.md, "The rows of boxes
+ * placed in one pass"). The first pass
  * notes each box's row within its group in 16 bits (build scratch): groups
  * of more rows (over 2^23 rows) take the one pass. 128 groups: the first
  * pass writes three streams per group (records, keys, rows), which must
- * stay in L1 (256 and 1,024 groups build slower: docs/design.md). */
+ * stay in L1 (256 and 1,024 groups build slower: docs/design.md, "The
+ * broad phase"). */
 #define GROUPS 128
 #define GROUP_SHARE 8
 #define MAX_GROUP_SHIFT 16
