@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "box_io.h"
+#include "input.h"
 #include "broad_options.h"
 #include "cli.h"
 #include "cli_mpi.h"
@@ -107,7 +108,8 @@ static int collide_over_mpi(const collide_options *o)
     prox_boxes boxes = { .dim = 3 };
     if (rank == 0) {
         output_open(&out, o->output);
-        bool binary = has_suffix(o->input, ".f64") || has_suffix(o->input, ".f32");
+        output_refuse_input(&out, o->input);
+        bool binary = is_raw_binary_name(o->input);
         int dim = o->dim ? o->dim : binary ? 3 : 0;
         row_file_read(&rf, o->input, 2 * dim);
         boxes = row_file_boxes(&rf, rf.cols / 2);
@@ -142,8 +144,9 @@ int cmd_collide(int argc, char **argv)
         return collide_over_mpi(&o);
     output out;
     output_open(&out, o.output);
+    output_refuse_input(&out, o.input);
     row_file rf;
-    bool binary = has_suffix(o.input, ".f64") || has_suffix(o.input, ".f32");
+    bool binary = is_raw_binary_name(o.input);
     int dim = o.dim ? o.dim : binary ? 3 : 0;
     row_file_read(&rf, o.input, 2 * dim);
     dim = rf.cols / 2;

@@ -628,6 +628,7 @@ static int pairs_over_mpi(const pairs_options *o)
     prox_points points = { .dim = 3 };
     if (rank == 0) {
         output_open(&out, o->output);
+        output_refuse_input(&out, o->input);
         point_file_read(&pf, o->input, o->dim);
         desc = make_desc(o, resolve_radius(o, &pf), pf.dim);
         points = point_file_view(&pf);
@@ -661,6 +662,7 @@ int cmd_pairs(int argc, char **argv)
         return pairs_over_mpi(&o);
     output out;
     output_open(&out, o.output); /* first, so that a bad -o fails fast */
+    output_refuse_input(&out, o.input);
 
     double t0 = now_seconds();
     point_file pf;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "box_io.h"
+#include "input.h"
 #include "broad_options.h"
 #include "cli.h"
 #include "commands.h"
@@ -157,8 +158,10 @@ int cmd_query(int argc, char **argv)
     set_thread_limit(o.desc.threads);
     output out;
     output_open(&out, o.output);
+    output_refuse_input(&out, o.boxes);
+    output_refuse_input(&out, o.queries);
     row_file bf, qf;
-    bool binary = has_suffix(o.boxes, ".f64") || has_suffix(o.boxes, ".f32");
+    bool binary = is_raw_binary_name(o.boxes);
     int dim = o.dim ? o.dim : binary ? 3 : 0;
     row_file_read(&bf, o.boxes, 2 * dim);
     dim = bf.cols / 2;
