@@ -16,9 +16,11 @@ static const char usage[] =
     "usage: prox pairs [OPTIONS] FILE\n"
     "Every pair of points of FILE at distance <= R (the closed ball).\n"
     "\n"
-    "FILE is text (one point per line; numbers separated by spaces, tabs or\n"
-    "commas; '#' starts a comment; '-' reads stdin) or raw little-endian binary\n"
-    "when its name ends in .f64 (doubles) or .f32 (floats, searched as floats).\n"
+    "FILE is numpy's array file when its name ends in .npy (shape (n, 2) or (n, 3),\n"
+    "'<f8', or '<f4' searched as floats), raw little-endian binary with no header\n"
+    "when it ends in .f64 (doubles) or .f32 (floats), else text (one point per\n"
+    "line; numbers separated by spaces, tabs or commas; '#' starts a comment;\n"
+    "'-' reads stdin).\n"
     "\n"
     "Options:\n"
     "  -r, --radius R          search radius, > 0 (default: the file's '# radius=R'\n"
@@ -68,7 +70,8 @@ static const char usage[] =
     "  -o, --output OUT        write to OUT (default stdout); OUT appears only when\n"
     "                          complete. A symbolic link is followed (its target\n"
     "                          is written, the link stays); a read-only OUT is\n"
-    "                          refused (exit 4); a replaced OUT keeps its mode\n"
+    "                          refused (exit 4); a replaced OUT keeps its mode; an\n"
+    "                          OUT that is the input file is refused (exit 2)\n"
     "  -h, --help              this help\n";
 
 static const char usage_output[] = /* apart: C99 promises strings of 4095 bytes */
@@ -83,7 +86,8 @@ static const char usage_output[] = /* apart: C99 promises strings of 4095 bytes 
     "\n"
     "Exit status: 0 ok, 2 usage error, 3 bad data (malformed file, NaN or\n"
     "infinite coordinate, radius outside [1e-150, 1e150], rejected by the\n"
-    "library), 4 I/O error, 5 out of memory (or over --max-memory).\n"
+    "library), 4 I/O error, 5 out of memory (or over --max-memory; sorted pairs and\n"
+    "lists whose estimated output cannot be held are refused before the search).\n"
     "On failure or on a signal that can be caught, neither OUT nor its temporary\n"
     "file remains (SIGKILL can leave the temporary file).\n";
 
