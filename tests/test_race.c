@@ -148,8 +148,10 @@ static prox_grid_desc desc_of(const variant *var, victim *v, int threads)
     return d;
 }
 
-/* One call of each output (count, sorted buffer, lists) with the array
- * rewritten at allocation `at`; returns the allocations it made. */
+/* One call of each output (count, sorted buffer, lists; 3: the points
+ * queried with themselves, whose coordinates are read again as queries)
+ * with the array rewritten at allocation `at`; returns the allocations it
+ * made. */
 static int64_t points_call(const variant *var, victim *v, int64_t n, int m, int64_t at, int task)
 {
     victim_reset(v, m, at);
@@ -169,12 +171,18 @@ static int64_t points_call(const variant *var, victim *v, int64_t n, int m, int6
                          var->name, m, (long long)at, (long long)buffer.pairs[k].i,
                          (long long)buffer.pairs[k].j, (long long)n);
         prox_pair_buffer_free(&buffer);
-    } else {
+    } else if (task == 2) {
         prox_lists lists;
         prox_lists_init(&lists, &d.allocator);
         st = prox_pairs(&p, &d, var->algo, prox_sink_lists(&lists), &stats);
         assert_true(st != PROX_OK || lists.rows == n);
         prox_lists_free(&lists);
+    } else {
+        prox_lists lists;
+        prox_lists_init(&lists, &d.allocator);
+        st = prox_query(&p, &p, &d, var->algo, prox_sink_lists(&lists), &stats);
+        prox_lists_free(&lists);
+        stats.pairs = stats.pairs <= n * n ? 0 : -1; /* at most n * n hits */
     }
     assert_clean(st, stats.pairs, n, var->name, m, at);
     return v->allocations;
@@ -186,7 +194,7 @@ static void points_rewritten_between_passes(void **state)
     const int64_t n = 2000;
     victim v = victim_make(3 * n);
     for (int i = 0; i < VARIANTS; i++)
-        for (int task = 0; task < 3; task++) {
+        for (int task = 0; task < 4; task++) {
             int64_t calls = points_call(&variants[i], &v, n, MUT_RESTORE, 0, task);
             for (int m = 0; m < MUTATIONS; m++)
                 for (int64_t at = 1; at <= calls; at++)
