@@ -61,7 +61,8 @@ static bool take(cursor *c, char ch)
     return false;
 }
 
-/* A quoted string into out (at most size - 1 bytes kept). */
+/* A quoted string into out (at most size - 1 bytes kept; a byte that is not
+ * printable ASCII, or a backslash, kept as '?', since messages show it). */
 static void string_value(cursor *c, char *out, size_t size, const char *what)
 {
     skip_space(c);
@@ -70,8 +71,9 @@ static void string_value(cursor *c, char *out, size_t size, const char *what)
     char quote = *c->p++;
     size_t n = 0;
     while (c->p < c->end && *c->p != quote) {
+        unsigned char ch = (unsigned char)*c->p;
         if (n + 1 < size)
-            out[n++] = *c->p;
+            out[n++] = ch >= 0x20 && ch < 0x7f && ch != '\\' ? (char)ch : '?';
         c->p++;
     }
     if (c->p >= c->end)

@@ -83,12 +83,13 @@ exec "$PROX" "\$@"
 EOF
 "$PROX" gen sph3d -n 400000 -o w1big.txt || exit 1
 reached=0
-for kb in 150000 200000 250000 300000; do
+for kb in 100000 125000 150000 175000 200000 225000 250000 275000 300000 350000; do
+    rm -f big.out
     RANK1_KB=$kb "$MPIEXEC" --oversubscribe --mca mpi_yield_when_idle 1 -x RANK1_KB -np 2 \
         sh limited.sh pairs --mpi --lists w1big.txt -o big.out >out 2>err
-    if grep -q "rank 1 failed.*see its message" err; then
+    if grep -q "see its message" err; then
         reached=1
-        if grep -q "^prox: rank 1: --mpi .*out of memory" err; then
+        if grep -q "^prox: rank 1: .*out of memory" err && [ ! -e big.out ]; then
             passed=$((passed + 1))
         else
             fail "rank 1's failure at ${kb} KB: its message is missing: $(grep prox err | head -c 300)"
@@ -97,6 +98,5 @@ for kb in 150000 200000 250000 300000; do
     fi
 done
 [ $reached = 1 ] || echo "skip: no limit made rank 1 fail in the search"
-[ ! -e big.out ] || fail "a failed --mpi run left big.out"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
