@@ -1516,9 +1516,11 @@ static void clear_read_slack(prox_grid *g)
  * array during the build (another thread) can make the second read disagree
  * with the first: cells stay inside the grid (cell_of clamps, NaN to 0), but
  * a point could then lie outside its run's cell, or a run outside the
- * table's order, and a search step outside a range. The build then checks
- * that every point lies in its run's cell and that the lookup of each run's
- * cell finds that run (hash slots in order), and fails cleanly if not. */
+ * table's order, and a search step outside a range: linear keys find a
+ * point's ranges from its cell (grid_sweep.c), and a hash slot's runs must
+ * come in slot order (index_slot_runs). The build then checks those
+ * (Morton keys reach a run by its key alone: a wrong cell there only
+ * misses pairs) and fails cleanly if not. */
 
 /* The cell of sorted point s from the coordinates the grid keeps. */
 static cell3 kept_cell(const prox_grid *g, int64_t s)
@@ -1526,36 +1528,34 @@ static cell3 kept_cell(const prox_grid *g, int64_t s)
     return g->fixed_on ? cell_of_fixed(g, g->dim, g->fixed, g->n, s) : cell_of_sorted(g, s);
 }
 
-/* Whether the lookup of run r's cell c finds exactly run r. */
-static bool run_found(const prox_grid *g, int64_t r, cell3 c)
+/* Linear keys: run r holds exactly the points of its cell c, as the table
+ * (or the occupancy bits) has them, and every one of them lies in c. */
+static bool linear_run_holds_its_points(const prox_grid *g, int64_t r)
 {
-    if (g->keys == PROX_KEYS_LINEAR) {
-        uint64_t k = linear_key_of(g, c);
-        if (g->sparse)
-            return (g->occupied[k >> 6] >> (k & 63) & 1) && sparse_rank(g, k) == (uint64_t)r;
-        return g->table[k] == g->run_start[r] && g->table[k + 1] == g->run_start[r + 1];
-    }
-    if (g->keys == PROX_KEYS_HASH && r > 0 && run_key(g, r) < run_key(g, r - 1))
-        return false; /* index_slot_runs left slots unwritten */
-    int64_t first, last;
-    runs_of_cell(g, c, &first, &last);
-    return first <= r && r < last;
+    cell3 c = run_cell_of(g, r);
+    uint64_t k = linear_key_of(g, c);
+    bool found = g->sparse ? (g->occupied[k >> 6] >> (k & 63) & 1) &&
+                                 sparse_rank(g, k) == (uint64_t)r
+                           : g->table[k] == g->run_start[r] && g->table[k + 1] == g->run_start[r + 1];
+    for (int64_t s = g->run_start[r] + 1; found && s < g->run_start[r + 1]; s++)
+        found = same_cell(kept_cell(g, s), c);
+    return found;
 }
 
 static prox_status check_runs_hold_their_points(const prox_grid *g)
 {
+    if (g->keys == PROX_KEYS_MORTON)
+        return PROX_OK;
     int64_t runs = g->nruns, bad = 0;
+    bool linear = g->keys == PROX_KEYS_LINEAR;
 #pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
     schedule(static) reduction(+ : bad)
-    for (int64_t r = 0; r < runs; r++) {
-        cell3 c = run_cell_of(g, r);
-        bad += !run_found(g, r, c);
-        for (int64_t s = g->run_start[r] + 1; s < g->run_start[r + 1]; s++)
-            bad += !same_cell(kept_cell(g, s), c);
-    }
+    for (int64_t r = 0; r < runs; r++)
+        bad += linear ? !linear_run_holds_its_points(g, r)
+                      : r > 0 && run_key(g, r) < run_key(g, r - 1); /* hash slots in order */
     if (bad)
         return prox_fail(PROX_ERR_DATA, "grid: the points changed while the grid was built "
-                                        "(%lld points or cells disagree between two reads)",
+                                        "(%lld runs disagree between two reads)",
                          (long long)bad);
     return PROX_OK;
 }
