@@ -7,6 +7,7 @@
  * the passes over the input (box, keys, gathered coordinates, recheck), the
  * interleavings a racing thread produces by chance. Racing part: a thread
  * rewrites the array while a two-thread call runs, for a bounded time. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
