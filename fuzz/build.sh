@@ -31,7 +31,7 @@ CC=$CC cmake -S . -B "$OUT/lib" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_FLAGS="$FLAGS -fsanitize=fuzzer-no-link" -DPROX_BUILD_TOOLS=OFF \
   -DPROX_BUILD_EXAMPLES=OFF -DPROX_BUILD_PYTHON=OFF -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$OUT/lib" -j "${JOBS:-2}" --target prox_static >/dev/null
-for src in tools/input.c tools/box_io.c; do
+for src in tools/input.c tools/npy.c tools/box_io.c; do
   $CC $FLAGS -fsanitize=fuzzer-no-link -D_POSIX_C_SOURCE=200809L -Dfree=fuzz_tracked_free \
     -Iinclude -Itools -c "$src" -o "$OUT/obj/fuzz_$(basename "$src" .c).o"
 done
@@ -39,7 +39,7 @@ LIB="$OUT/lib/libprox.a"
 for target in point_file row_file points broad; do
   extra=""
   case $target in
-    point_file|row_file) extra="fuzz/fuzz_cli_stub.c $OUT/obj/fuzz_input.o $OUT/obj/fuzz_box_io.o" ;;
+    point_file|row_file) extra="fuzz/fuzz_cli_stub.c $OUT/obj/fuzz_input.o $OUT/obj/fuzz_npy.o $OUT/obj/fuzz_box_io.o" ;;
   esac
   # shellcheck disable=SC2086
   $CC $FLAGS $ENGINE -Iinclude -Itools -Ifuzz -o "$OUT/fuzz_$target" "fuzz/fuzz_$target.c" \

@@ -1,6 +1,7 @@
 /* fuzz_point_file.c: the point parser of `prox pairs` (tools/input.c), text
- * and binary. The first byte picks the format and --dim; the rest is the
- * file. Every input must end in a parsed file (2 or 3 finite coordinates per
+ * and binary. The first byte picks the format and --dim (240 and above:
+ * .npy, whose header gives the dimension when none is asked); the rest is
+ * the file. Every input must end in a parsed file (2 or 3 finite coordinates per
  * point) or a data error (exit 3) with a printable message; a text file
  * holding a NUL byte anywhere is a data error. */
 #include <math.h>
@@ -17,11 +18,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    static const char *const suffixes[] = {".txt", ".f64", ".f32"};
+    static const char *const suffixes[] = {".txt", ".f64", ".f32", ".npy"};
     static const int dims[] = {0, 2, 3};
-    const int format = data[0] % 3, asked = dims[data[0] / 3 % 3];
+    const bool npy = data[0] >= 240;
+    const int format = npy ? 3 : data[0] % 3;
+    const int asked = dims[npy ? (data[0] - 240) % 3 : data[0] / 3 % 3];
     /* volatile: read after the longjmp of a data error */
-    volatile int dim = format != 0 && asked == 0 ? 3 : asked;
+    volatile int dim = (format == 1 || format == 2) && asked == 0 ? 3 : asked;
     const uint8_t *file = data + 1;
     size_t len = size - 1;
     const char *path = fuzz_write_file(file, len, suffixes[format]);

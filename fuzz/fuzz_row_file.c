@@ -1,7 +1,9 @@
 /* fuzz_row_file.c: the box and segment parser of `prox collide` and
  * `prox query` (tools/box_io.c), text and binary, and the boxes it yields
  * handed to the library (brute force) as the CLI does. The first byte picks
- * the format and the columns (0: as the first row has, text only; 4; 6). */
+ * the format and the columns (0: as the first row has, text only; 4; 6);
+ * 240 and above: .npy, whose header gives the columns when none are
+ * asked. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +46,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    static const char *const suffixes[] = {".txt", ".f64", ".f32"};
+    static const char *const suffixes[] = {".txt", ".f64", ".f32", ".npy"};
     static const int columns[] = {0, 4, 6};
-    const int format = data[0] % 3, asked = columns[data[0] / 3 % 3];
+    const bool npy = data[0] >= 240;
+    const int format = npy ? 3 : data[0] % 3;
+    const int asked = columns[npy ? (data[0] - 240) % 3 : data[0] / 3 % 3];
     /* volatile: read after the longjmp of a data error */
-    volatile int cols = format != 0 && asked == 0 ? 6 : asked;
+    volatile int cols = (format == 1 || format == 2) && asked == 0 ? 6 : asked;
     const uint8_t *file = data + 1;
     size_t len = size - 1;
     const char *path = fuzz_write_file(file, len, suffixes[format]);

@@ -13,74 +13,69 @@
 
 /* ---- reading ------------------------------------------------------------ */
 
-static void parse_text(row_file *rf, const char *text, size_t len, const char *path)
+typedef struct row_parser {
+    const char *path; /* for messages */
+    row_file *rf;
+    int64_t capacity; /* rows */
+} row_parser;
+
+/* One line (read_text_lines' callback). */
+static void parse_row(void *ctx, int64_t line, const char *p)
 {
-    int64_t capacity = 0, line = 0;
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        double v[6];
-        int found = line_numbers(path, ++line, &p, v, 6, "number");
-        p = next_line(p, end);
-        if (found == 0)
-            continue;
-        if (rf->cols == 0) {
-            if (found != 4 && found != 6)
-                die_at(EXIT_DATA, path, line,
-                       "expected 4 numbers (2D) or 6 (3D), found %d", found);
-            rf->cols = found;
-        }
-        if (found != rf->cols)
-            die_at(EXIT_DATA, path, line, "expected %d numbers, found %d", rf->cols, found);
-        if (rf->rows == capacity) {
-            if (rf->rows == PROX_MAX_POINTS)
-                die_at(EXIT_DATA, path, line, "too many rows");
-            capacity = capacity < 1024 ? 1024 : 2 * capacity;
-            rf->values = xrealloc(rf->values, checked_size(capacity * rf->cols, sizeof(double)));
-        }
-        memcpy((double *)rf->values + rf->rows * rf->cols, v, sizeof(double) * (size_t)rf->cols);
-        rf->rows++;
+    row_parser *rp = ctx;
+    row_file *rf = rp->rf;
+    double v[6];
+    int found = line_numbers(rp->path, line, &p, v, 6, "number");
+    if (found == 0)
+        return;
+    if (rf->cols == 0) {
+        if (found != 4 && found != 6)
+            die_at(EXIT_DATA, rp->path, line, "expected 4 numbers (2D) or 6 (3D), found %d",
+                   found);
+        rf->cols = found;
     }
+    if (found != rf->cols)
+        die_at(EXIT_DATA, rp->path, line, "expected %d numbers, found %d", rf->cols, found);
+    if (rf->rows == rp->capacity) {
+        if (rf->rows == PROX_MAX_POINTS)
+            die_at(EXIT_DATA, rp->path, line, "too many rows");
+        rp->capacity = rp->capacity < 1024 ? 1024 : 2 * rp->capacity;
+        rf->values = xrealloc(rf->values, checked_size(rp->capacity * rf->cols, sizeof(double)));
+    }
+    memcpy((double *)rf->values + rf->rows * rf->cols, v, sizeof(double) * (size_t)rf->cols);
+    rf->rows++;
+}
+
+static void read_text(row_file *rf, const char *path)
+{
+    row_parser rp = {strcmp(path, "-") == 0 ? "<stdin>" : path, rf, 0};
+    read_text_lines(path, parse_row, &rp);
     if (rf->cols == 0)
         rf->cols = 6; /* no rows: 3D, as for points */
     if (!rf->values)
         rf->values = xmalloc(6 * sizeof(double));
 }
 
-static void parse_binary(row_file *rf, char *data, size_t len, const char *path)
-{
-    size_t value = rf->scalar == PROX_F32 ? sizeof(float) : sizeof(double);
-    size_t row = value * (size_t)rf->cols;
-    if (len % row != 0)
-        die(EXIT_DATA, "%s: size %zu bytes is not a multiple of %zu (%d numbers of %zu bytes)",
-            path, len, row, rf->cols, value);
-    rf->rows = (int64_t)(len / row);
-    rf->values = data;
-    for (int64_t k = 0; k < rf->rows * rf->cols; k++) {
-        double x = rf->scalar == PROX_F32 ? ((float *)data)[k] : ((double *)data)[k];
-        if (!isfinite(x))
-            die(EXIT_DATA, "%s: row %lld, number %d is not finite", path,
-                (long long)(k / rf->cols), (int)(k % rf->cols));
-    }
-}
-
 void row_file_read(row_file *rf, const char *path, int cols)
 {
     memset(rf, 0, sizeof *rf);
     rf->cols = cols;
-    bool binary = has_suffix(path, ".f64") || has_suffix(path, ".f32");
-    rf->scalar = has_suffix(path, ".f32") ? PROX_F32 : PROX_F64;
-    size_t len;
-    char *data = read_whole_file(path, &len);
-    if (binary) {
-        if (cols == 0)
-            die_usage(NULL, "%s is binary: give --dim", path);
-        parse_binary(rf, data, len, path); /* keeps data */
+    rf->scalar = PROX_F64;
+    if (!is_binary_name(path)) {
+        read_text(rf, path);
         return;
     }
-    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
-    reject_nul_bytes(data, len, name);
-    parse_text(rf, data, len, name);
-    free(data);
+    if (cols == 0 && is_raw_binary_name(path))
+        die_usage(NULL, "%s is raw binary (no header): give --dim", path);
+    binary_file bf;
+    read_binary_file(path, cols, "row", &bf);
+    if (bf.cols != 4 && bf.cols != 6)
+        die(EXIT_DATA, "%s: %d numbers a row; boxes and segments take 4 (2D) or 6 (3D)", path,
+            bf.cols);
+    rf->scalar = bf.scalar;
+    rf->cols = bf.cols;
+    rf->rows = bf.rows;
+    rf->values = bf.values;
 }
 
 void row_file_free(row_file *rf)

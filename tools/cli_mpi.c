@@ -26,14 +26,29 @@ void cli_mpi_finish(void)
     MPI_Finalize();
 }
 
+/* A rank's message that only relays another rank's failure (the library's
+ * agreement: "rank R failed (...); see its message"). */
+static bool relays_a_failure(const char *message)
+{
+    static const char relay[] = "; see its message";
+    size_t n = strlen(message), r = sizeof relay - 1;
+    return n >= r && strcmp(message + n - r, relay) == 0;
+}
+
 /* Every rank fails together (the library agrees on failures): rank 0
- * says why, the others leave quietly with the same code. */
+ * says why, and so does every other rank whose own call failed (its
+ * message names it), so that the failing rank's reason reaches the user;
+ * the ranks that only learnt of another's failure leave quietly with the
+ * same code. */
 static _Noreturn void fail(prox_status st, const char *what)
 {
     int code = st == PROX_ERR_NO_MEMORY ? EXIT_NO_MEMORY : EXIT_DATA;
+    const char *message = prox_dist_last_error();
     MPI_Finalize();
     if (rank == 0)
-        die(code, "%s: %s", what, prox_dist_last_error());
+        die(code, "%s: %s", what, message);
+    if (!relays_a_failure(message))
+        die(code, "rank %d: %s: %s", rank, what, message);
     exit(code);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "box_io.h"
+#include "input.h"
 #include "broad_options.h"
 #include "cli.h"
 #include "cli_mpi.h"
@@ -17,14 +18,16 @@ static const char usage[] =
     "\n"
     "BOXES has one box per line: its min corner then its max corner (2D: 4 numbers,\n"
     "3D: 6), separated by spaces, tabs or commas; '#' starts a comment; '-' reads\n"
-    "stdin. A name ending in .f64 or .f32 is raw little-endian binary (give --dim).\n"
+    "stdin. A name ending in .npy is numpy's array file (shape (n, 4) or (n, 6),\n"
+    "'<f8' or '<f4'); one ending in .f64 or .f32 raw little-endian binary with no\n"
+    "header (give --dim).\n"
     "\n"
     "Options:\n"
     "      --algo A        auto (default: grid for boxes of similar sizes, else\n"
     "                      hierarchical; --stats says which ran), brute, grid,\n"
     "                      multilevel, hierarchical, kdtree, sap\n"
     "      --dim 2|3       numbers per box: 4 or 6 (default: the first line's count;\n"
-    "                      3 for binary files)\n"
+    "                      the .npy shape; 3 for raw binary files)\n"
     "  -t, --threads T     threads, 0 = OpenMP default (default 0)\n"
     "      --table-size S  hash table slots (multilevel, hierarchical; 0 = automatic)\n"
     "      --growable      hierarchical: a growable table instead of a fixed one\n"
@@ -34,7 +37,8 @@ static const char usage[] =
     "      --stats         print key=value timings and figures to stderr\n"
     "      --mpi           run over MPI ranks (mpirun -np P prox collide --mpi ...):\n"
     "                      rank 0 reads BOXES and writes the same output\n"
-    "  -o, --output OUT    write to OUT (default stdout); OUT appears only when complete\n"
+    "  -o, --output OUT    write to OUT (default stdout); OUT appears only when complete;\n"
+    "                      an OUT that is the input file is refused (exit 2)\n"
     "  -h, --help          this help\n"
     "\n"
     "Output: one line 'i j' per pair: 0-based box indices, i < j, sorted by (i, j);\n"
@@ -107,7 +111,8 @@ static int collide_over_mpi(const collide_options *o)
     prox_boxes boxes = { .dim = 3 };
     if (rank == 0) {
         output_open(&out, o->output);
-        bool binary = has_suffix(o->input, ".f64") || has_suffix(o->input, ".f32");
+        output_refuse_input(&out, o->input);
+        bool binary = is_raw_binary_name(o->input);
         int dim = o->dim ? o->dim : binary ? 3 : 0;
         row_file_read(&rf, o->input, 2 * dim);
         boxes = row_file_boxes(&rf, rf.cols / 2);
@@ -142,8 +147,9 @@ int cmd_collide(int argc, char **argv)
         return collide_over_mpi(&o);
     output out;
     output_open(&out, o.output);
+    output_refuse_input(&out, o.input);
     row_file rf;
-    bool binary = has_suffix(o.input, ".f64") || has_suffix(o.input, ".f32");
+    bool binary = is_raw_binary_name(o.input);
     int dim = o.dim ? o.dim : binary ? 3 : 0;
     row_file_read(&rf, o.input, 2 * dim);
     dim = rf.cols / 2;

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "npy.h"
 #include "output.h"
 #include "workloads.h"
 
@@ -44,8 +45,10 @@ static const char usage[] =
     "\n"
     "Text output: '#' header lines (workload, N, seed, 'dim=D', and 'radius=R' or\n"
     "'L=...'), then one item per line, numbers printed with %.17g separated by\n"
-    "single spaces. A FILE (or SEG) ending in .f64 or .f32 gets raw little-endian\n"
-    "doubles or floats (rounded from the doubles) instead, with no header.\n";
+    "single spaces. A FILE (or SEG) ending in .npy gets numpy's array file instead:\n"
+    "float64 ('<f8'), shape (N, 2), (N, 3) or (N, 4), no comment header. One\n"
+    "ending in .f64 or .f32 gets raw little-endian doubles or floats (rounded\n"
+    "from the doubles), with no header at all (nothing in it says its shape).\n";
 
 typedef enum workload { WL_SPH3D, WL_NNS2D, WL_SPHERES3D, WL_MIXED2D } workload;
 
@@ -200,11 +203,15 @@ static char *default_segments_path(const char *boxes_path)
     return path;
 }
 
-/* Rows of `cols` numbers: text with the header, or raw binary by name. */
+/* Rows of `cols` numbers: text with the header, .npy, or raw binary by name. */
 static void write_rows(output *out, const char *path, const char *header, const double *values,
                        int64_t rows, int cols)
 {
-    if (path != NULL && has_suffix(path, ".f64")) {
+    if (path != NULL && has_suffix(path, ".npy")) {
+        unsigned char prefix[NPY_WRITTEN_MAX];
+        output_bytes(out, prefix, npy_format_header(prefix, PROX_F64, rows, cols));
+        output_f64_le(out, values, rows * cols);
+    } else if (path != NULL && has_suffix(path, ".f64")) {
         output_f64_le(out, values, rows * cols);
     } else if (path != NULL && has_suffix(path, ".f32")) {
         output_f32_le(out, values, rows * cols);

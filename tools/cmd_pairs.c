@@ -16,9 +16,11 @@ static const char usage[] =
     "usage: prox pairs [OPTIONS] FILE\n"
     "Every pair of points of FILE at distance <= R (the closed ball).\n"
     "\n"
-    "FILE is text (one point per line; numbers separated by spaces, tabs or\n"
-    "commas; '#' starts a comment; '-' reads stdin) or raw little-endian binary\n"
-    "when its name ends in .f64 (doubles) or .f32 (floats, searched as floats).\n"
+    "FILE is numpy's array file when its name ends in .npy (shape (n, 2) or (n, 3),\n"
+    "'<f8', or '<f4' searched as floats), raw little-endian binary with no header\n"
+    "when it ends in .f64 (doubles) or .f32 (floats), else text (one point per\n"
+    "line; numbers separated by spaces, tabs or commas; '#' starts a comment;\n"
+    "'-' reads stdin).\n"
     "\n"
     "Options:\n"
     "  -r, --radius R          search radius, > 0 (default: the file's '# radius=R'\n"
@@ -68,7 +70,8 @@ static const char usage[] =
     "  -o, --output OUT        write to OUT (default stdout); OUT appears only when\n"
     "                          complete. A symbolic link is followed (its target\n"
     "                          is written, the link stays); a read-only OUT is\n"
-    "                          refused (exit 4); a replaced OUT keeps its mode\n"
+    "                          refused (exit 4); a replaced OUT keeps its mode; an\n"
+    "                          OUT that is the input file is refused (exit 2)\n"
     "  -h, --help              this help\n";
 
 static const char usage_output[] = /* apart: C99 promises strings of 4095 bytes */
@@ -83,7 +86,8 @@ static const char usage_output[] = /* apart: C99 promises strings of 4095 bytes 
     "\n"
     "Exit status: 0 ok, 2 usage error, 3 bad data (malformed file, NaN or\n"
     "infinite coordinate, radius outside [1e-150, 1e150], rejected by the\n"
-    "library), 4 I/O error, 5 out of memory (or over --max-memory).\n"
+    "library), 4 I/O error, 5 out of memory (or over --max-memory; sorted pairs and\n"
+    "lists whose estimated output cannot be held are refused before the search).\n"
     "On failure or on a signal that can be caught, neither OUT nor its temporary\n"
     "file remains (SIGKILL can leave the temporary file).\n";
 
@@ -342,12 +346,16 @@ static prox_sink make_sink(pairs_task task, pairs_result *r)
     }
 }
 
+static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
+                                     prox_sink sink, pairs_result *r);
+
 /* One run: brute force and the hierarchical hash through the one-shot call
  * (built on the fly: Listing 3), the grid through the object API, so that
- * building and querying are timed apart. */
+ * building and querying are timed apart. `first`: the grid's first run,
+ * which reserves the output it estimates (untimed). */
 static void run_once(const prox_points *points, const prox_grid_desc *desc, prox_algo algo,
                      prox_grid *grid, prox_sink sink, pairs_result *r, double *build_s,
-                     double *query_s)
+                     double *query_s, bool first)
 {
     double t0 = now_seconds();
     if (algo != PROX_ALGO_GRID) {
@@ -363,9 +371,12 @@ static void run_once(const prox_points *points, const prox_grid_desc *desc, prox
     double t1 = now_seconds();
     if (st != PROX_OK)
         die_status(st, "cannot build the grid");
+    if (first)
+        reserve_estimated_output(grid, points, sink, r);
+    double t2 = now_seconds();
     st = prox_grid_pairs(grid, sink, &r->stats);
     *build_s = t1 - t0;
-    *query_s = now_seconds() - t1;
+    *query_s = now_seconds() - t2;
     if (st != PROX_OK)
         die_status(st, "grid search failed");
 }
@@ -387,10 +398,10 @@ static void run_search(const prox_points *points, const prox_grid_desc *desc, pr
     }
     int later = o->runs - 1;
     double *times = later ? xmalloc(checked_size(2 * (int64_t)later, sizeof *times)) : NULL;
-    run_once(points, desc, algo, grid, sink, r, &r->build_s, &r->query_s);
+    run_once(points, desc, algo, grid, sink, r, &r->build_s, &r->query_s, true);
     r->first_s = r->build_s + r->query_s;
     for (int k = 0; k < later; k++)
-        run_once(points, desc, algo, grid, sink, r, &times[k], &times[later + k]);
+        run_once(points, desc, algo, grid, sink, r, &times[k], &times[later + k], false);
     if (later) {
         r->build_s = median(times, later);
         r->query_s = median(times + later, later);
@@ -440,23 +451,67 @@ static void run_stream(const prox_points *points, const prox_grid_desc *desc,
 /* Points whose neighbours are counted to estimate the pairs. */
 #define SAMPLE_POINTS 16384
 
-/* Pairs of the whole set, from the neighbours of evenly spaced points
- * (exact when every point is in the sample). */
-static double estimate_pairs(const prox_points *points, const prox_grid_desc *desc,
-                             prox_algo algo)
+/* Evenly spaced points, SAMPLE_POINTS of them or every point. */
+static prox_points sample_of(const prox_points *points)
 {
     int64_t n = points->count, step = n > SAMPLE_POINTS ? n / SAMPLE_POINTS : 1;
-    if (n == 0)
-        return 0.0;
     prox_points sample = *points;
     sample.stride *= step;
     sample.count = n / step;
+    return sample;
+}
+
+/* Pairs of the whole set from the `found` neighbours of the sample (exact
+ * when every point is in the sample). */
+static double pairs_of_sample(int64_t found, const prox_points *points,
+                              const prox_points *sample)
+{
+    double others = (double)(found - sample->count); /* each point finds itself */
+    return others * ((double)points->count / (double)sample->count) / 2.0;
+}
+
+static double estimate_pairs(const prox_points *points, const prox_grid_desc *desc,
+                             prox_algo algo)
+{
+    if (points->count == 0)
+        return 0.0;
+    prox_points sample = sample_of(points);
     prox_stats stats;
     prox_status st = prox_query(points, &sample, desc, algo, prox_sink_count(), &stats);
     if (st != PROX_OK)
         die_status(st, "cannot estimate the output");
-    double others = (double)(stats.pairs - sample.count); /* each point finds itself */
-    return others * ((double)n / (double)sample.count) / 2.0;
+    return pairs_of_sample(stats.pairs, points, &sample);
+}
+
+/* Sorted pairs and lists stage their rows (4 bytes an entry) before the
+ * output is reserved: an output too large for memory would be refused
+ * only after the whole search, its staged rows paged in. So the grid's
+ * first run estimates the output from a sample of queries on the built
+ * grid and reserves the pair buffer (probes the lists' room) before the
+ * search: such a job fails at once, as the unsorted buffer's reservation
+ * after its count pass does. An estimate below the truth only leaves the
+ * library to grow the buffer. */
+static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
+                                     prox_sink sink, pairs_result *r)
+{
+    bool lists = sink.kind == PROX_SINK_LISTS;
+    if (sink.unsorted || sink.kind == PROX_SINK_COUNT || points->count == 0)
+        return;
+    prox_points sample = sample_of(points);
+    prox_stats stats;
+    if (prox_grid_query(grid, &sample, prox_sink_count(), &stats) != PROX_OK)
+        return; /* the search will say what is wrong */
+    double pairs = pairs_of_sample(stats.pairs, points, &sample);
+    double bytes = pairs * (lists ? 16.0 : 12.0); /* output and staged rows, as bytes_per_pair */
+    void *probe = NULL;
+    bool fits = bytes < 0x1p62 && (probe = malloc((size_t)bytes + 1)) != NULL;
+    free(probe);
+    if (fits && !lists && pairs >= 1.0)
+        fits = prox_pair_buffer_reserve(&r->buffer, (int64_t)pairs) == PROX_OK;
+    if (!fits)
+        die(EXIT_NO_MEMORY, "out of memory: the output holds about %.4g pairs (%.3g bytes with "
+                            "the staged rows); --count, --stream or --unsorted need less",
+            pairs, bytes);
 }
 
 /* Bytes per pair of each output: the buffer's 8 plus the staged rows' 4;
@@ -628,6 +683,7 @@ static int pairs_over_mpi(const pairs_options *o)
     prox_points points = { .dim = 3 };
     if (rank == 0) {
         output_open(&out, o->output);
+        output_refuse_input(&out, o->input);
         point_file_read(&pf, o->input, o->dim);
         desc = make_desc(o, resolve_radius(o, &pf), pf.dim);
         points = point_file_view(&pf);
@@ -661,6 +717,7 @@ int cmd_pairs(int argc, char **argv)
         return pairs_over_mpi(&o);
     output out;
     output_open(&out, o.output); /* first, so that a bad -o fails fast */
+    output_refuse_input(&out, o.input);
 
     double t0 = now_seconds();
     point_file pf;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "box_io.h"
+#include "input.h"
 #include "broad_options.h"
 #include "cli.h"
 #include "commands.h"
@@ -19,14 +20,16 @@ static const char usage[] =
     "BOXES: one box per line, min corner then max corner (2D: 4 numbers, 3D: 6).\n"
     "QUERIES: boxes in the same format, or with --segments one segment per line,\n"
     "start then end. Numbers are separated by spaces, tabs or commas; '#' starts a\n"
-    "comment; '-' reads stdin (one of the two files). Names ending in .f64 or .f32\n"
-    "are raw little-endian binary (give --dim).\n"
+    "comment; '-' reads stdin (one of the two files). Names ending in .npy are\n"
+    "numpy's array files ('<f8' or '<f4', shape (n, 4) or (n, 6)); names ending in\n"
+    ".f64 or .f32 raw little-endian binary with no header (give --dim).\n"
     "\n"
     "Options:\n"
     "      --algo A        auto (default: grid for boxes of similar sizes, else\n"
     "                      hierarchical; --stats says which ran), brute, grid,\n"
     "                      multilevel, hierarchical, kdtree, sap\n"
-    "      --dim 2|3       dimension (default: the first line's count; 3 for binary)\n"
+    "      --dim 2|3       dimension (default: the first line's count or the .npy\n"
+    "                      shape; 3 for raw binary)\n"
     "      --segments      QUERIES holds segments (moving particles' paths)\n"
     "      --exact         segments: the boxes a segment really crosses (default)\n"
     "      --broad-only    segments: the boxes its bounding box overlaps\n"
@@ -37,7 +40,8 @@ static const char usage[] =
     BROAD_KDTREE_HELP
     "      --count         print only the number of hits\n"
     "      --stats         print key=value timings and figures to stderr\n"
-    "  -o, --output OUT    write to OUT (default stdout); OUT appears only when complete\n"
+    "  -o, --output OUT    write to OUT (default stdout); OUT appears only when complete;\n"
+    "                      an OUT that is an input file is refused (exit 2)\n"
     "  -h, --help          this help\n"
     "\n"
     "Output: one line 'q j' per hit: query q meets box j (0-based), sorted by (q, j);\n"
@@ -157,8 +161,10 @@ int cmd_query(int argc, char **argv)
     set_thread_limit(o.desc.threads);
     output out;
     output_open(&out, o.output);
+    output_refuse_input(&out, o.boxes);
+    output_refuse_input(&out, o.queries);
     row_file bf, qf;
-    bool binary = has_suffix(o.boxes, ".f64") || has_suffix(o.boxes, ".f32");
+    bool binary = is_raw_binary_name(o.boxes);
     int dim = o.dim ? o.dim : binary ? 3 : 0;
     row_file_read(&bf, o.boxes, 2 * dim);
     dim = bf.cols / 2;

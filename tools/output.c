@@ -131,6 +131,19 @@ void output_open(output *out, const char *path)
     create_temp(out);
 }
 
+void output_refuse_input(const output *out, const char *input)
+{
+    struct stat o, i;
+    if (out->final_path == NULL || stat(out->final_path, &o) != 0)
+        return; /* stdout, a device or FIFO written in place, or a new file */
+    bool is_stdin = strcmp(input, "-") == 0;
+    if ((is_stdin ? fstat(STDIN_FILENO, &i) : stat(input, &i)) != 0)
+        return; /* reading it will say why */
+    if (o.st_dev == i.st_dev && o.st_ino == i.st_ino)
+        die(EXIT_USAGE, "the output %s is the input %s: it would be replaced by the results; "
+                        "write them to another file", out->path, is_stdin ? "<stdin>" : input);
+}
+
 static void write_all(output *out, const char *data, size_t n)
 {
     while (n > 0) {

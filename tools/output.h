@@ -29,6 +29,11 @@ typedef struct output {
  * refused; a replaced file keeps its permission bits. I/O failures exit with
  * EXIT_IO. */
 void output_open(output *out, const char *path);
+/* A usage error (exit 2) when the file out replaces is the file `input`
+ * names ("-": what stdin reads), by device and inode: through a link,
+ * another name or a redirection alike. Writing it would replace the input
+ * with the results. */
+void output_refuse_input(const output *out, const char *input);
 /* Flush, close and rename into place (stdout: flush only). */
 void output_commit(output *out);
 void output_flush(output *out);

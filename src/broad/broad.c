@@ -341,7 +341,7 @@ prox_status prox_broad_build(prox_broad *b, const prox_boxes *boxes)
     box_measure m;
     copy_boxes(b, boxes, b->borrowed ? NULL : b->copy, &m);
     if (m.first_bad != INT64_MAX) /* the check names the lowest bad box */
-        return prox_boxes_check_values(boxes, "boxes", b->threads);
+        return prox_fail_recheck(prox_boxes_check_values(boxes, "boxes", b->threads), "boxes");
     keep_measure(b, &m, boxes->count);
     b->box = b->borrowed ? (const prox_aabb *)boxes->min[0] : b->copy;
     b->n = boxes->count;
@@ -394,7 +394,7 @@ static prox_status swap_in(prox_broad *b, const prox_boxes *boxes)
     box_measure m;
     copy_boxes(b, boxes, b->previous, &m);
     if (m.first_bad != INT64_MAX) /* the check names the lowest bad box */
-        return prox_boxes_check_values(boxes, "boxes", b->threads);
+        return prox_fail_recheck(prox_boxes_check_values(boxes, "boxes", b->threads), "boxes");
     keep_measure(b, &m, boxes->count);
     prox_aabb *old = b->copy;
     int64_t old_capacity = b->copy_capacity;
@@ -417,7 +417,8 @@ prox_status prox_broad_update(prox_broad *b, const prox_boxes *boxes, prox_stats
             box_measure m;
             copy_boxes(b, boxes, NULL, &m);
             if (m.first_bad != INT64_MAX) {
-                prox_status st = prox_boxes_check_values(boxes, "boxes", b->threads);
+                prox_status st = prox_fail_recheck(
+                    prox_boxes_check_values(boxes, "boxes", b->threads), "boxes");
                 update_stats(b, st, 0, false, stats);
                 return st;
             }

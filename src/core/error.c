@@ -31,3 +31,11 @@ prox_status prox_fail(prox_status status, const char *format, ...)
     va_end(args);
     return status;
 }
+
+prox_status prox_fail_recheck(prox_status check, const char *what)
+{
+    if (check != PROX_OK)
+        return check;
+    return prox_fail(PROX_ERR_DATA, "%s: a value read as not finite was finite when read again: "
+                                    "the %s changed during the call", what, what);
+}

@@ -135,7 +135,7 @@ prox_status dist_alltoallv(dist_comm *c, const int64_t *send_bytes, const char *
         MPI_Alltoall(c->minus, 1, MPI_INT64_T, c->minus + p, 1, MPI_INT64_T, c->comm);
     for (int r = 0; st == PROX_OK && r < p; r++)
         if (out->bytes[r] < 0)
-            st = dist_fail(PROX_ERR_NO_MEMORY, "exchange: rank %d failed", r);
+            st = dist_fail(PROX_ERR_NO_MEMORY, "exchange: rank %d failed; see its message", r);
     if (st == PROX_OK) {
         for (int r = 0; r < p; r++)
             out->displ[r + 1] = out->displ[r] + out->bytes[r];
@@ -252,7 +252,7 @@ static prox_status gather_bytes(MPI_Comm comm, int root, const void *data, int64
         MPI_Gatherv(data, (int)bytes, MPI_BYTE, *out, counts, counts ? counts + size : NULL,
                     MPI_BYTE, root, comm);
     else if (rank != root)
-        st = dist_fail(PROX_ERR_NO_MEMORY, "gather: the root failed");
+        st = dist_fail(PROX_ERR_NO_MEMORY, "gather: the root failed; see its message");
     free(all);
     free(counts);
     return st;
@@ -310,7 +310,9 @@ prox_status prox_id_lists_gather(MPI_Comm comm, int root, prox_id_lists *lists)
     MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm);
     if (any_bad) {
         free(stream);
-        return st != PROX_OK ? st : dist_fail(PROX_ERR_NO_MEMORY, "gather: a rank ran out of memory");
+        return st != PROX_OK ? st
+                            : dist_fail(PROX_ERR_NO_MEMORY,
+                                        "gather: a rank ran out of memory; see its message");
     }
     st = gather_bytes(comm, root, stream, w * (int64_t)sizeof *stream, &all, &total);
     free(stream);

@@ -472,7 +472,7 @@ static prox_status choose_geometry(prox_grid *g, const prox_points *p)
     double lo[3], hi[3];
     reset_geometry(g);
     if (!bounding_box(p, g->threads, lo, hi))
-        return prox_points_check_finite(p, "points", g->threads); /* names the point */
+        return prox_fail_recheck(prox_points_check_finite(p, "points", g->threads), "points");
     g->inside_periods = true;
     for (int k = 0; k < p->dim; k++) {
         double period = g->desc.period[k];
@@ -1490,6 +1490,58 @@ static void clear_read_slack(prox_grid *g)
         memset(g->fixed + (int64_t)g->dim * g->n, 0, GRID_READ_SLACK * sizeof *g->fixed);
 }
 
+/* ---- points that changed while read ---------------------------------------
+ *
+ * The build reads the caller's points more than once (box, keys, then the
+ * coordinates in cell order), except where the keys' pass stores the
+ * coordinates the grid keeps (fixed_with_keys). A caller that rewrites its
+ * array during the build (another thread) can make the second read disagree
+ * with the first: cells stay inside the grid (cell_of clamps, NaN to 0), but
+ * a point could then lie outside its run's cell, or a run outside the
+ * table's order, and a search step outside a range: linear keys find a
+ * point's ranges from its cell (grid_sweep.c), and a hash slot's runs must
+ * come in slot order (index_slot_runs). The build then checks those
+ * (Morton keys reach a run by its key alone: a wrong cell there only
+ * misses pairs) and fails cleanly if not. */
+
+/* The cell of sorted point s from the coordinates the grid keeps. */
+static cell3 kept_cell(const prox_grid *g, int64_t s)
+{
+    return g->fixed_on ? cell_of_fixed(g, g->dim, g->fixed, g->n, s) : cell_of_sorted(g, s);
+}
+
+/* Linear keys: run r holds exactly the points of its cell c, as the table
+ * (or the occupancy bits) has them, and every one of them lies in c. */
+static bool linear_run_holds_its_points(const prox_grid *g, int64_t r)
+{
+    cell3 c = run_cell_of(g, r);
+    uint64_t k = linear_key_of(g, c);
+    bool found = g->sparse ? (g->occupied[k >> 6] >> (k & 63) & 1) &&
+                                 sparse_rank(g, k) == (uint64_t)r
+                           : g->table[k] == g->run_start[r] && g->table[k + 1] == g->run_start[r + 1];
+    for (int64_t s = g->run_start[r] + 1; found && s < g->run_start[r + 1]; s++)
+        found = same_cell(kept_cell(g, s), c);
+    return found;
+}
+
+static prox_status check_runs_hold_their_points(const prox_grid *g)
+{
+    if (g->keys == PROX_KEYS_MORTON)
+        return PROX_OK;
+    int64_t runs = g->nruns, bad = 0;
+    bool linear = g->keys == PROX_KEYS_LINEAR;
+#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
+    schedule(static) reduction(+ : bad)
+    for (int64_t r = 0; r < runs; r++)
+        bad += linear ? !linear_run_holds_its_points(g, r)
+                      : r > 0 && run_key(g, r) < run_key(g, r - 1); /* hash slots in order */
+    if (bad)
+        return prox_fail(PROX_ERR_DATA, "grid: the points changed while the grid was built "
+                                        "(%lld runs disagree between two reads)",
+                         (long long)bad);
+    return PROX_OK;
+}
+
 prox_status prox_grid_build(prox_grid *g, const prox_points *p)
 {
     if (!g)
@@ -1518,6 +1570,8 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
         prox_radix_sort64(sort_keys(g), g->id, scratch_keys(g), scratch_ids(g), g->n, g->threads);
         st = index_runs(g, p);
     }
+    if (!st && !g->fixed_with_keys)
+        st = check_runs_hold_their_points(g);
     if (!st)
         clear_read_slack(g);
     g->built = st == PROX_OK;
@@ -1528,7 +1582,8 @@ prox_status prox_grid_build(prox_grid *g, const prox_points *p)
 
 /* New cell of sorted point s from the caller's view; false when it falls
  * outside the built cell range of an open axis. (check_build_input has
- * ruled out NaN and inf before: none reaches the cast.) */
+ * ruled out NaN and inf before; one written since, by a caller racing the
+ * call, is out of range or cell 0: none reaches the cast.) */
 static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell3 *out)
 {
     prox_index i = g->id[s];
@@ -1539,9 +1594,9 @@ static bool moved_cell(const prox_grid *g, const prox_points *p, int64_t s, cell
         }
         double v = prox_coord(p, i, k, g->desc.period);
         double u = floor((v - g->origin[k]) * g->inv_cell[k]);
-        if (g->periodic[k]) {
-            u = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : u;
-        } else if (u < 0 || u > (double)(g->ncell[k] - 1)) {
+        if (g->periodic[k]) { /* NaN (changed since the check) to 0 */
+            u = u >= 0 ? u > (double)(g->ncell[k] - 1) ? (double)(g->ncell[k] - 1) : u : 0;
+        } else if (!(u >= 0 && u <= (double)(g->ncell[k] - 1))) {
             return false;
         }
         out->c[k] = (int32_t)u;
@@ -1734,6 +1789,8 @@ prox_status prox_grid_update(prox_grid *g, const prox_points *p, prox_stats *sta
     merge_moved(g, moved);
     g->built = false;
     st = index_runs(g, p);
+    if (!st)
+        st = check_runs_hold_their_points(g);
     g->built = st == PROX_OK;
     if (stats) {
         prox_grid_base_stats(g, stats);

@@ -279,12 +279,13 @@ void prox_grid_point_split(const prox_grid *g, int64_t s, const prox_range *rg, 
                            int64_t *nd);
 
 /* Cell coordinate of a wrapped coordinate along axis k, for a built point
- * (always inside 0 .. ncell-1): clamped in selects, not branches, so that
- * loops over points vectorise (grid.c, packed_linear_keys). */
+ * (always inside 0 .. ncell-1, even for a NaN or infinite v that a racing
+ * caller wrote after the box pass: NaN goes to 0): clamped in selects, not
+ * branches, so that loops over points vectorise (grid.c, packed_linear_keys). */
 static inline int32_t cell_of(const prox_grid *g, int k, double v)
 {
     double u = (v - g->origin[k]) * g->inv_cell[k], last = (double)(g->ncell[k] - 1);
-    u = u < 0.0 ? 0.0 : u; /* floor commutes with a clamp to integers, and */
+    u = u >= 0.0 ? u : 0.0; /* floor commutes with a clamp to integers, and */
     u = u > last ? last : u; /* truncation is floor from 0 up: no floor() */
     return (int32_t)u;       /* call, which SSE2 lacks as an instruction */
 }

@@ -674,11 +674,11 @@ static bool query_base_cell(const prox_grid *g, const double q[3], int64_t base[
             continue;
         }
         double u = floor((q[k] - g->origin[k]) * g->inv_cell[k]);
-        if (g->periodic[k]) {
-            base[k] = u < 0 ? 0 : u > (double)(g->ncell[k] - 1) ? g->ncell[k] - 1 : (int64_t)u;
+        if (g->periodic[k]) { /* a NaN (a query changed since its check) to 0 */
+            base[k] = !(u >= 0) ? 0 : u > (double)(g->ncell[k] - 1) ? g->ncell[k] - 1 : (int64_t)u;
             continue;
         }
-        if (u < (double)-g->reach[k] || u > (double)(g->ncell[k] - 1 + g->reach[k]))
+        if (!(u >= (double)-g->reach[k] && u <= (double)(g->ncell[k] - 1 + g->reach[k])))
             return false;
         base[k] = (int64_t)u;
     }

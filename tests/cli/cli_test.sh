@@ -977,5 +977,134 @@ check pairs_stream t_pairs_stream
 check pairs_max_memory t_pairs_max_memory
 check version_long t_version_long
 
+# ---- an output that is an input; .npy; reading bounded; sorted refused ----
+
+# An OUT that is an input (the same device and inode: the name, a symbolic
+# link, a hard link, stdin's redirection) is refused in every mode, and the
+# input stays as it was.
+t_output_is_input() {
+    cp tiny.txt self.txt && cp tiny.txt self.copy && ln -sf self.txt self-link.txt || return 1
+    rm -f self-hard.txt && ln self.txt self-hard.txt || return 1
+    for mode in "" --count --lists --unsorted --stream "--stream --unsorted" "--algo brute"; do
+        # shellcheck disable=SC2086
+        run "$PROX" pairs --radius 1 $mode self.txt -o self.txt
+        expect_exit 2 && expect_stderr_has "is the input" && same_files self.txt self.copy \
+            && expect_no_temp self.txt || { why="pairs $mode: $why"; return 1; }
+    done
+    for out in self-link.txt self-hard.txt; do
+        run "$PROX" pairs --radius 1 self.txt -o "$out"
+        expect_exit 2 && same_files self.txt self.copy || { why="-o $out: $why"; return 1; }
+    done
+    "$PROX" pairs --radius 1 - -o self.txt <self.txt >stdout 2>stderr
+    rc=$?
+    expect_exit 2 && same_files self.txt self.copy || return 1
+    printf '0 0 0 1 1 1\n0.5 0.5 0.5 2 2 2\n' >selfbox.txt && cp selfbox.txt selfbox.copy
+    run "$PROX" collide selfbox.txt -o selfbox.txt
+    expect_exit 2 && same_files selfbox.txt selfbox.copy || return 1
+    run "$PROX" query selfbox.txt selfbox.txt -o selfbox.txt
+    expect_exit 2 && same_files selfbox.txt selfbox.copy || return 1
+    run "$PROX" pairs --radius 1 self.txt -o self-other.txt
+    expect_exit 0
+}
+
+# npy_header DESCR FORTRAN SHAPE: a version 1.0 .npy header, padded as numpy
+# pads it (prefix and header a multiple of 64 bytes).
+npy_header() {
+    dict="{'descr': '$1', 'fortran_order': $2, 'shape': $3, }"
+    pad=$(( (64 - (10 + ${#dict} + 1) % 64) % 64 ))
+    hlen=$(( ${#dict} + pad + 1 ))
+    printf '\223NUMPY\001\000'
+    # shellcheck disable=SC2059
+    printf "\\$(printf %03o $((hlen % 256)))\\$(printf %03o $((hlen / 256)))"
+    printf '%s%*s\n' "$dict" "$pad" ""
+}
+
+# .npy: prox gen writes numpy's header and the doubles; pairs, collide and
+# query read it as they read the text; '<f4' is read as floats; any other
+# dtype, big-endian values, Fortran order, another shape or a size that
+# disagrees with the header is refused by name (exit 3).
+t_npy() {
+    "$PROX" gen sph3d --n 2000 -o np.txt && "$PROX" gen sph3d --n 2000 -o np.npy \
+        && "$PROX" gen sph3d --n 2000 -o np.f64 && "$PROX" gen sph3d --n 2000 -o np.f32 || return 1
+    npy_header '<f8' False '(2000, 3)' >np.expected && cat np.f64 >>np.expected
+    same_files np.npy np.expected || return 1
+    [ "$(head -c 6 np.npy | od -An -c | tr -d ' ')" = '223NUMPY' ] || { why="no magic"; return 1; }
+    r=$(sed -n 's/^# radius=//p' np.txt)
+    "$PROX" pairs --radius "$r" np.txt >np-text.out || return 1
+    run "$PROX" pairs --radius "$r" np.npy
+    expect_exit 0 && expect_stdout np-text.out || return 1
+    npy_header '<f4' False '(2000, 3)' >np32.npy && cat np.f32 >>np32.npy
+    "$PROX" pairs --radius "$r" np.f32 >np-f32.out || return 1
+    run "$PROX" pairs --radius "$r" --stats np32.npy
+    expect_exit 0 && expect_stdout np-f32.out && expect_stderr_has "scalar=f32" || return 1
+    run "$PROX" pairs --radius "$r" --dim 2 np.npy
+    expect_exit 3 && expect_stderr_has "3 columns; 2 expected" || return 1
+    for bad in "'>f8' False (2000, 3)|big-endian" "'<f8' True (2000, 3)|Fortran order" \
+               "'<i8' False (2000, 3)|dtype '<i8'" "'<f8' False (6000,)|shape is (6000,)" \
+               "'<f8' False (2001, 3)|the .npy header says 2001" "'<f8' False (1000, 6)|6 coordinates"; do
+        spec=${bad%|*} text=${bad#*|}
+        descr=$(echo "$spec" | cut -d"'" -f2) rest=${spec#*\' }
+        npy_header "$descr" "${rest%% *}" "${rest#* }" >npbad.npy && cat np.f64 >>npbad.npy
+        expect_fail 3 "$text" out.txt "$PROX" pairs --radius "$r" npbad.npy -o out.txt \
+            || { why="$spec: $why"; return 1; }
+    done
+    printf 'not numpy' >npbad.npy
+    expect_fail 3 "not a .npy file" out.txt "$PROX" pairs --radius "$r" npbad.npy -o out.txt || return 1
+    "$PROX" gen mixed2d --n 300 -q 50 -o mx.txt && "$PROX" gen mixed2d --n 300 -q 50 -o mx.npy || return 1
+    "$PROX" collide mx.txt >mx-text.out && "$PROX" query --segments mx.txt mx.segments.txt >mq-text.out \
+        || return 1
+    run "$PROX" collide mx.npy
+    expect_exit 0 && expect_stdout mx-text.out || return 1
+    run "$PROX" query --segments mx.npy mx.segments.npy
+    expect_exit 0 && expect_stdout mq-text.out
+}
+
+# A text file is parsed as it is read: the first bad line stops it, before
+# the rest is read (a NUL byte after it, or a NUL byte on line 1 of a file
+# of zeros). Under a 1 GB address-space limit a 2 GB file of zeros, text or
+# raw binary, and a .npy file whose header disagrees with its 2 GB size are
+# bad data (exit 3), not out of memory.
+t_reading_bounded() {
+    printf '0 0 0\n1 1 x\n' >firstbad.txt && head -c 3000000 /dev/zero >>firstbad.txt
+    expect_fail 3 "firstbad.txt:2: not a number" out.txt "$PROX" pairs --radius 1 firstbad.txt -o out.txt \
+        || return 1
+    if ! (ulimit -v 1000000 && "$PROX" --help >/dev/null 2>&1) 2>/dev/null; then
+        echo "     (skipped the limits: prox does not start under ulimit -v)"
+        return 0
+    fi
+    "$PROX" gen sph3d --n 10 -o big.npy || return 1
+    for f in zeros.txt zeros.f64 big.npy; do
+        if [ "$f" = big.npy ]; then truncate -s 2G big.npy; else truncate -s 2G "$f"; fi || return 1
+        (ulimit -v 1000000 && exec "$PROX" pairs --radius 0.1 "$f" -o out.txt) >stdout 2>stderr
+        rc=$?
+        rm -f "$f"
+        expect_exit 3 && expect_no_output out.txt || { why="$f: $why"; return 1; }
+    done
+}
+
+# Sorted pairs and lists of 70,000 identical points (2,449,965,000 pairs)
+# are refused before the search when their output cannot be held (here: a
+# 4 GB address-space limit), as the unsorted buffer is.
+t_sorted_refused_up_front() {
+    if ! (ulimit -v 4000000 && "$PROX" --help >/dev/null 2>&1) 2>/dev/null; then
+        echo "     (skipped: prox does not start under ulimit -v)"
+        return 0
+    fi
+    awk 'BEGIN { for (i = 0; i < 70000; i++) print "0.5 0.5 0.5" }' >same.txt
+    for mode in "" --lists; do
+        # shellcheck disable=SC2086
+        (ulimit -v 4000000 && exec "$PROX" pairs --radius 0.1 $mode same.txt -o out.txt) \
+            >stdout 2>stderr
+        rc=$?
+        expect_exit 5 && expect_stderr_has "the output holds about 2.45e+09 pairs" \
+            && expect_no_output out.txt || { why="pairs $mode: $why"; return 1; }
+    done
+}
+
+check output_is_input t_output_is_input
+check npy t_npy
+check reading_bounded t_reading_bounded
+check sorted_refused_up_front t_sorted_refused_up_front
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -72,5 +72,31 @@ status "brute force" 2 2 pairs --mpi --algo brute -r 0.1 w1.txt
 status "radius over half the period" 3 2 pairs --mpi -r 0.6 --periodic 1,1,1 w1.txt
 printf '0 0 0\n1 nan 1\n' >bad.txt
 status "NaN" 3 3 pairs --mpi -r 0.1 bad.txt
+# A rank that fails alone says why: rank 1 under a memory limit that its
+# search passes (its reason), while rank 0 says "rank 1 failed ...; see its
+# message". The limit that makes rank 1 fail in the search (not in MPI's
+# start) depends on the machine: the lowest of a few that gets there.
+cat >limited.sh <<EOF
+#!/bin/sh
+if [ "\${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then ulimit -v \$RANK1_KB || exit 99; fi
+exec "$PROX" "\$@"
+EOF
+"$PROX" gen sph3d -n 400000 -o w1big.txt || exit 1
+reached=0
+for kb in 100000 125000 150000 175000 200000 225000 250000 275000 300000 350000; do
+    rm -f big.out
+    RANK1_KB=$kb "$MPIEXEC" --oversubscribe --mca mpi_yield_when_idle 1 -x RANK1_KB -np 2 \
+        sh limited.sh pairs --mpi --lists w1big.txt -o big.out >out 2>err
+    if grep -q "see its message" err; then
+        reached=1
+        if grep -q "^prox: rank 1: .*out of memory" err && [ ! -e big.out ]; then
+            passed=$((passed + 1))
+        else
+            fail "rank 1's failure at ${kb} KB: its message is missing: $(grep prox err | head -c 300)"
+        fi
+        break
+    fi
+done
+[ $reached = 1 ] || echo "skip: no limit made rank 1 fail in the search"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
