@@ -1499,29 +1499,24 @@ static void clear_read_slack(prox_grid *g)
  * with the first: cells stay inside the grid (cell_of clamps, NaN to 0), but
  * a point could then lie outside its run's cell, or a run outside the
  * table's order, and a search step outside a range: linear keys find a
- * point's ranges from its cell (grid_sweep.c), and a hash slot's runs must
- * come in slot order (index_slot_runs). The build then checks those
- * (Morton keys reach a run by its key alone: a wrong cell there only
- * misses pairs) and fails cleanly if not. */
+ * run's ranges from its first point's cell, and a hash slot's runs must
+ * come in slot order (index_slot_runs). The build then checks those, run
+ * by run (Morton keys reach a run by its key alone: a wrong cell there
+ * only misses pairs), and fails cleanly if not. */
 
-/* The cell of sorted point s from the coordinates the grid keeps. */
-static cell3 kept_cell(const prox_grid *g, int64_t s)
-{
-    return g->fixed_on ? cell_of_fixed(g, g->dim, g->fixed, g->n, s) : cell_of_sorted(g, s);
-}
-
-/* Linear keys: run r holds exactly the points of its cell c, as the table
- * (or the occupancy bits) has them, and every one of them lies in c. */
+/* Linear keys: run r holds exactly the points of its cell c (its first
+ * point's, run_cell_of), as the table (or the occupancy bits) has them.
+ * The traversals find a run's ranges from that cell. The one that starts
+ * from a point's own cell, the sweep, keeps its ranges ordered itself
+ * (grid_sweep.c, forward_ranges), so the check goes run by run, with no
+ * pass over the points: a point outside its run's cell can only give a
+ * wrong answer (rel16 offsets wrap in their 16 bits). */
 static bool linear_run_holds_its_points(const prox_grid *g, int64_t r)
 {
     cell3 c = run_cell_of(g, r);
     uint64_t k = linear_key_of(g, c);
-    bool found = g->sparse ? (g->occupied[k >> 6] >> (k & 63) & 1) &&
-                                 sparse_rank(g, k) == (uint64_t)r
-                           : g->table[k] == g->run_start[r] && g->table[k + 1] == g->run_start[r + 1];
-    for (int64_t s = g->run_start[r] + 1; found && s < g->run_start[r + 1]; s++)
-        found = same_cell(kept_cell(g, s), c);
-    return found;
+    return g->sparse ? (g->occupied[k >> 6] >> (k & 63) & 1) && sparse_rank(g, k) == (uint64_t)r
+                     : g->table[k] == g->run_start[r] && g->table[k + 1] == g->run_start[r + 1];
 }
 
 static prox_status check_runs_hold_their_points(const prox_grid *g)

@@ -55,7 +55,10 @@ static PROX_ALWAYS_INLINE int forward_ranges(const prox_grid *g, const prox_stri
     cell3 c = cell_of_fixed(g, three ? 3 : 2, g->fixed, g->n, s);
     int64_t cx = c.c[0], cy = c.c[1], cz = c.c[2];
     int64_t own_end = min64(cx + rows->own_reach, nx - 1) + 1;
-    rg[0] = (range){s + 1, cell_start(g, (cz * ny + cy) * nx + own_end, sparse)};
+    /* s's cell is its run's unless a caller rewrote the points during the
+     * build (grid.c, check_runs_hold_their_points): the range then stays
+     * ordered, and only the answer is wrong */
+    rg[0] = (range){s + 1, max64(s + 1, cell_start(g, (cz * ny + cy) * nx + own_end, sparse))};
     int64_t looked = 1 + rows->own_reach;
     for (int r = 0; r < nrows; r++) {
         int64_t y = cy + rows->dy[r], z = cz + rows->dz[r], reach = rows->reach[r];
