@@ -44,11 +44,16 @@ static _Noreturn void fail(prox_status st, const char *what)
 {
     int code = st == PROX_ERR_NO_MEMORY ? EXIT_NO_MEMORY : EXIT_DATA;
     const char *message = prox_dist_last_error();
+    /* A rank's own reason is written before MPI_Finalize, which every
+     * rank enters before any leaves it: rank 0's exit ends the job, and a
+     * line written after it could be lost. */
+    if (rank != 0 && !relays_a_failure(message)) {
+        fprintf(stderr, "prox: rank %d: %s: %s\n", rank, what, message);
+        fflush(stderr);
+    }
     MPI_Finalize();
     if (rank == 0)
         die(code, "%s: %s", what, message);
-    if (!relays_a_failure(message))
-        die(code, "rank %d: %s: %s", rank, what, message);
     exit(code);
 }
 
