@@ -503,7 +503,9 @@ static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
         return; /* the search will say what is wrong */
     double pairs = pairs_of_sample(stats.pairs, points, &sample);
     double bytes = pairs * (lists ? 16.0 : 12.0); /* output and staged rows, as bytes_per_pair */
-    void *probe = NULL;
+    /* volatile: a compiler may drop an allocation freed unused, and with
+     * it the probe (clang does) */
+    void *volatile probe = NULL;
     bool fits = bytes < 0x1p62 && (probe = malloc((size_t)bytes + 1)) != NULL;
     free(probe);
     if (fits && !lists && pairs >= 1.0)
