@@ -1,0 +1,643 @@
+/* knn_search.c: the exact kNN search over a kNN index's cells.
+ *
+ * Queries go in groups of one cell (a run of the index's own points, or
+ * the second set sorted by cell), in cell order, chunks of groups over
+ * the threads. A group reads its cell and the ring around it once, as
+ * strips along x (9 ranges in 3D, 3 in 2D); each query then scans those
+ * candidates and keeps its k best (best_set: sorted insertion for small
+ * k, a max-heap beyond), then walks further rings only while a ring's
+ * nearest possible point could still beat its k-th: the proof.
+ *
+ * Why it is exact. Every point of cell j along axis k has a cell unit
+ * (knn_cell_unit) in [j, j + 1] (knn_build.c never clamps a point), and
+ * the unit is a monotone function of the coordinate, so the query's own
+ * unit uq bounds the distance along k from below by the gap between uq
+ * and [j, j + 1] (on periodic axes the smallest over the cell's images),
+ * in cell edges. Bounds shrink by 2^-40 of the units' size and of their
+ * square, far beyond the few roundings between them and the squared
+ * distance the kernel computes, so a bound never exceeds the computed
+ * squared distance of any point it stands for. A cell, strip or ring is
+ * skipped only when its bound is strictly above the current k-th squared
+ * distance (or max_radius^2 while fewer than k are held): every point
+ * skipped is strictly worse than k points held, whatever its index, and a
+ * point at the k-th distance itself is always examined, so ties go by
+ * index exactly as in a full sort. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/exact.h"
+#include "core/radix_sort.h"
+#include "core/threads.h"
+#include "points/drive.h"
+#include "points/knn_private.h"
+#include "points/points_common.h"
+
+/* Up to this k the best set is a sorted array with insertion from its
+ * end; beyond, a max-heap (insertion cost k against log k). */
+#define KNN_SORTED_MAX 48
+
+/* ---- the k best of one query -------------------------------------------- */
+
+typedef struct best_set {
+    int k, count;
+    double limit; /* max_radius^2, or +inf */
+    double *d2;
+    prox_index *id;
+} best_set;
+
+/* The squared distance a candidate must not exceed to be considered
+ * (ties then go by index in best_offer). */
+static inline double best_worst(const best_set *b)
+{
+    if (b->count < b->k)
+        return b->limit;
+    return b->d2[b->k <= KNN_SORTED_MAX ? b->count - 1 : 0];
+}
+
+/* (d, i) worse than (e, j): farther, or as far with a larger index. */
+static inline bool worse(double d, prox_index i, double e, prox_index j)
+{
+    return d > e || (d == e && i > j);
+}
+
+static void heap_down(best_set *b, int at, int count)
+{
+    for (;;) {
+        int c = 2 * at + 1;
+        if (c >= count)
+            return;
+        if (c + 1 < count && worse(b->d2[c + 1], b->id[c + 1], b->d2[c], b->id[c]))
+            c++;
+        if (!worse(b->d2[c], b->id[c], b->d2[at], b->id[at]))
+            return;
+        double d = b->d2[c];
+        prox_index i = b->id[c];
+        b->d2[c] = b->d2[at];
+        b->id[c] = b->id[at];
+        b->d2[at] = d;
+        b->id[at] = i;
+        at = c;
+    }
+}
+
+static void heap_offer(best_set *b, double d2, prox_index id)
+{
+    if (b->count < b->k) {
+        int at = b->count++;
+        while (at > 0) {
+            int up = (at - 1) / 2;
+            if (!worse(d2, id, b->d2[up], b->id[up]))
+                break;
+            b->d2[at] = b->d2[up];
+            b->id[at] = b->id[up];
+            at = up;
+        }
+        b->d2[at] = d2;
+        b->id[at] = id;
+        return;
+    }
+    if (!worse(b->d2[0], b->id[0], d2, id))
+        return;
+    b->d2[0] = d2;
+    b->id[0] = id;
+    heap_down(b, 0, b->count);
+}
+
+/* Candidate (d2, id), already known d2 <= best_worst(b). */
+static inline void best_offer(best_set *b, double d2, prox_index id)
+{
+    if (b->k > KNN_SORTED_MAX) {
+        heap_offer(b, d2, id);
+        return;
+    }
+    int at = b->count;
+    if (at == b->k) {
+        if (!worse(b->d2[at - 1], b->id[at - 1], d2, id))
+            return;
+        at--;
+    } else {
+        b->count++;
+    }
+    while (at > 0 && worse(b->d2[at - 1], b->id[at - 1], d2, id)) {
+        b->d2[at] = b->d2[at - 1];
+        b->id[at] = b->id[at - 1];
+        at--;
+    }
+    b->d2[at] = d2;
+    b->id[at] = id;
+}
+
+/* The set in ascending (d2, id) order. */
+static void best_finish(best_set *b)
+{
+    if (b->k <= KNN_SORTED_MAX)
+        return;
+    for (int end = b->count - 1; end > 0; end--) { /* heapsort: the worst to the end */
+        double d = b->d2[0];
+        prox_index i = b->id[0];
+        b->d2[0] = b->d2[end];
+        b->id[0] = b->id[end];
+        b->d2[end] = d;
+        b->id[end] = i;
+        heap_down(b, 0, end);
+    }
+}
+
+/* ---- candidates ----------------------------------------------------------- */
+
+/* One query: its wrapped coordinates, cell units, cell and own index. */
+typedef struct query {
+    double q[3], u[3];
+    int64_t c[3];
+    int64_t self; /* the index left out, or -1 */
+} query;
+
+typedef struct counters {
+    int64_t candidates, cells;
+} counters;
+
+/* The exact squared distance of sorted point s to the query: exact.h's
+ * arithmetic, the same bits as brute force and the oracle. */
+static inline double point_dist2(const prox_knn_index *x, const query *q, int64_t s)
+{
+    double dx = q->q[0] - x->pos[0][s], dy = q->q[1] - x->pos[1][s];
+    double dz = x->dim == 3 ? q->q[2] - x->pos[2][s] : 0.0;
+    if (x->periodic[0])
+        dx = prox_min_image(dx, x->period[0]);
+    if (x->periodic[1])
+        dy = prox_min_image(dy, x->period[1]);
+    if (x->periodic[2])
+        dz = prox_min_image(dz, x->period[2]);
+    return prox_dist2(dx, dy, dz);
+}
+
+static void scan_range(const prox_knn_index *x, const query *q, int64_t b, int64_t e,
+                       best_set *best, counters *n)
+{
+    double worst = best_worst(best);
+    n->candidates += e - b;
+    for (int64_t s = b; s < e; s++) {
+        double d2 = point_dist2(x, q, s);
+        if (d2 <= worst && (int64_t)x->id[s] != q->self) {
+            best_offer(best, d2, x->id[s]);
+            worst = best_worst(best);
+        }
+    }
+}
+
+/* ---- geometry of rings ---------------------------------------------------- */
+
+/* The offsets from the query's cell along axis k that name distinct cells:
+ * [*lo, *hi] (open: the grid's cells; periodic: each cell once). */
+static inline void offset_range(const prox_knn_index *x, const query *q, int k, int64_t *lo,
+                                int64_t *hi)
+{
+    int64_t n = x->ncell[k];
+    if (x->periodic[k]) {
+        *lo = -((n - 1) / 2);
+        *hi = n / 2;
+    } else {
+        *lo = -q->c[k];
+        *hi = n - 1 - q->c[k];
+    }
+}
+
+/* Slack of the bounds in cell units (top of the file). */
+static inline double unit_slack(const prox_knn_index *x, const query *q, int k)
+{
+    return 0x1p-40 * ((double)x->ncell[k] + fabs(q->u[k]) + 1.0);
+}
+
+/* Lower bound of the distance along k from the query to any point of the
+ * cell at offset d, in coordinate units. */
+static inline double axis_gap(const prox_knn_index *x, const query *q, int k, int64_t d)
+{
+    double u = q->u[k], j = (double)(q->c[k] + d), g;
+    g = j > u ? j - u : (u > j + 1.0 ? u - (j + 1.0) : 0.0);
+    if (x->periodic[k]) {
+        double n = (double)x->ncell[k];
+        double below = j - n, above = j + n; /* the cell's images */
+        double gb = below > u ? below - u : (u > below + 1.0 ? u - (below + 1.0) : 0.0);
+        double ga = above > u ? above - u : (u > above + 1.0 ? u - (above + 1.0) : 0.0);
+        g = gb < g ? gb : g;
+        g = ga < g ? ga : g;
+    }
+    g -= unit_slack(x, q, k);
+    return g > 0.0 ? g * x->cell[k] : 0.0;
+}
+
+/* A bound squared, shrunk so that it stays below the computed distances. */
+static inline double bound2(double sum)
+{
+    return sum * (1.0 - 0x1p-40);
+}
+
+/* Cell index along k of offset d (wrapped on periodic axes). */
+static inline int64_t cell_at(const prox_knn_index *x, const query *q, int k, int64_t d)
+{
+    int64_t c = q->c[k] + d, n = x->ncell[k];
+    return c < 0 ? c + n : c >= n ? c - n : c;
+}
+
+/* The strip of x-offsets [a, b] in row (y, z) of the query, as at most two
+ * ranges (a periodic x axis splits it at the seam). */
+static int strip_ranges(const prox_knn_index *x, const query *q, int64_t a, int64_t b, int64_t y,
+                        int64_t z, int64_t range[2][2])
+{
+    int64_t c0 = q->c[0] + a, c1 = q->c[0] + b, n = x->ncell[0];
+    int count = 0;
+    if (c0 < 0) {
+        knn_strip(x, c0 + n, n - 1, y, z, &range[count][0], &range[count][1]);
+        count++;
+        c0 = 0;
+    }
+    int64_t wrap = c1 >= n ? c1 - n : -1;
+    c1 = c1 >= n ? n - 1 : c1;
+    knn_strip(x, c0, c1, y, z, &range[count][0], &range[count][1]);
+    count++;
+    if (wrap >= 0) {
+        knn_strip(x, 0, wrap, y, z, &range[count][0], &range[count][1]);
+        count++;
+    }
+    return count;
+}
+
+/* ---- a group: the cells within one ring of a cell ---------------------- */
+
+#define KNN_NEAR_RANGES 32 /* 9 rows, each split in up to two, in 3D */
+
+typedef struct near_ranges {
+    int count;
+    int64_t r[KNN_NEAR_RANGES][2];
+} near_ranges;
+
+/* The ranges of the query cell's ring 1 (and the cell itself). */
+static void near_of(const prox_knn_index *x, const query *q, near_ranges *out, counters *n)
+{
+    int64_t lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+        offset_range(x, q, k, &lo[k], &hi[k]);
+        lo[k] = lo[k] < -1 ? -1 : lo[k];
+        hi[k] = hi[k] > 1 ? 1 : hi[k];
+    }
+    out->count = 0;
+    for (int64_t dz = lo[2]; dz <= hi[2]; dz++)
+        for (int64_t dy = lo[1]; dy <= hi[1]; dy++) {
+            int64_t r[2][2];
+            int c = strip_ranges(x, q, lo[0], hi[0], cell_at(x, q, 1, dy), cell_at(x, q, 2, dz), r);
+            n->cells += hi[0] - lo[0] + 1;
+            for (int t = 0; t < c; t++)
+                if (r[t][1] > r[t][0]) {
+                    out->r[out->count][0] = r[t][0];
+                    out->r[out->count++][1] = r[t][1];
+                }
+        }
+}
+
+/* The smallest bound of any cell beyond ring R (some axis at |d| = R + 1),
+ * squared; false when there is none (every cell seen). */
+static bool beyond_ring(const prox_knn_index *x, const query *q, int64_t R, double *b2)
+{
+    double g = INFINITY;
+    bool any = false;
+    for (int k = 0; k < x->dim; k++) {
+        int64_t lo, hi;
+        offset_range(x, q, k, &lo, &hi);
+        if (-(R + 1) >= lo) {
+            double t = axis_gap(x, q, k, -(R + 1));
+            g = t < g ? t : g;
+            any = true;
+        }
+        if (R + 1 <= hi) {
+            double t = axis_gap(x, q, k, R + 1);
+            g = t < g ? t : g;
+            any = true;
+        }
+    }
+    *b2 = bound2(g * g);
+    return any;
+}
+
+/* Ring R (R >= 2) of the query: rows (dy, dz) of the ring's faces whole,
+ * the other rows' two end cells; each skipped when its bound exceeds the
+ * k-th distance. */
+static void scan_ring(const prox_knn_index *x, const query *q, int64_t R, best_set *best,
+                      counters *n)
+{
+    int64_t lo[3], hi[3];
+    for (int k = 0; k < 3; k++)
+        offset_range(x, q, k, &lo[k], &hi[k]);
+    int64_t z0 = lo[2] > -R ? lo[2] : -R, z1 = hi[2] < R ? hi[2] : R;
+    int64_t y0 = lo[1] > -R ? lo[1] : -R, y1 = hi[1] < R ? hi[1] : R;
+    int64_t x0 = lo[0] > -R ? lo[0] : -R, x1 = hi[0] < R ? hi[0] : R;
+    for (int64_t dz = z0; dz <= z1; dz++) {
+        double gz = x->dim == 3 ? axis_gap(x, q, 2, dz) : 0.0;
+        for (int64_t dy = y0; dy <= y1; dy++) {
+            double gy = axis_gap(x, q, 1, dy), row = gz * gz + gy * gy;
+            if (bound2(row) > best_worst(best))
+                continue;
+            bool face = (dz == -R || dz == R) || (dy == -R || dy == R);
+            int64_t y = cell_at(x, q, 1, dy), z = cell_at(x, q, 2, dz);
+            if (face) {
+                int64_t r[2][2];
+                int c = strip_ranges(x, q, x0, x1, y, z, r);
+                n->cells += x1 - x0 + 1;
+                for (int t = 0; t < c; t++)
+                    scan_range(x, q, r[t][0], r[t][1], best, n);
+                continue;
+            }
+            for (int side = 0; side < 2; side++) {
+                int64_t dx = side ? R : -R;
+                if (dx < x0 || dx > x1)
+                    continue;
+                double gx = axis_gap(x, q, 0, dx);
+                if (bound2(row + gx * gx) > best_worst(best))
+                    continue;
+                int64_t b, e, c = cell_at(x, q, 0, dx);
+                knn_strip(x, c, c, y, z, &b, &e);
+                n->cells++;
+                scan_range(x, q, b, e, best, n);
+            }
+        }
+    }
+}
+
+/* The offset along k from the query's cell to cell c, as offset_range
+ * names it (periodic: the one image in [lo, hi]). */
+static inline int64_t offset_to(const prox_knn_index *x, const query *q, int k, int64_t c)
+{
+    int64_t d = c - q->c[k], lo, hi, n = x->ncell[k];
+    offset_range(x, q, k, &lo, &hi);
+    return d < lo ? d + n : d > hi ? d - n : d;
+}
+
+/* Every occupied cell outside rings 0 .. R, each skipped when its bound
+ * exceeds the k-th distance: the rest of the search once the rings would
+ * cross more cells than are occupied (a query far from the points, or
+ * in a sparse region of clustered data), so that empty space never costs
+ * more than the occupied cells' count. */
+static void scan_runs_beyond(const prox_knn_index *x, const query *q, int64_t R, best_set *best,
+                             counters *n)
+{
+    uint64_t n0 = (uint64_t)x->ncell[0], n01 = n0 * (uint64_t)x->ncell[1];
+    for (int64_t r = 0; r < x->nruns; r++) {
+        uint64_t key = x->run_key[r];
+        int64_t c[3] = {(int64_t)(key % n0), (int64_t)(key % n01 / n0), (int64_t)(key / n01)};
+        double sum = 0.0;
+        bool inside = true;
+        for (int k = 0; k < x->dim; k++) {
+            int64_t d = offset_to(x, q, k, c[k]);
+            inside = inside && d >= -R && d <= R;
+            double g = axis_gap(x, q, k, d);
+            sum += g * g;
+        }
+        n->cells++;
+        if (!inside && !(bound2(sum) > best_worst(best)))
+            scan_range(x, q, x->run_start[r], x->run_start[r + 1], best, n);
+    }
+}
+
+/* Cells of the box of rings 0 .. R. */
+static inline double ring_box_cells(int dim, int64_t R)
+{
+    double side = (double)(2 * R + 1);
+    return dim == 3 ? side * side * side : side * side;
+}
+
+/* Query q's k best: the group's near ranges, then rings until proven, or
+ * the occupied cells beyond them once rings would cost more. */
+static void search_one(const prox_knn_index *x, const query *q, const near_ranges *near,
+                       best_set *best, counters *n)
+{
+    best->count = 0;
+    for (int t = 0; t < near->count; t++)
+        scan_range(x, q, near->r[t][0], near->r[t][1], best, n);
+    double b2;
+    for (int64_t R = 1; beyond_ring(x, q, R, &b2) && b2 <= best_worst(best); R++) {
+        if (ring_box_cells(x->dim, R + 1) > (double)(4 * x->nruns + 64)) {
+            scan_runs_beyond(x, q, R, best, n);
+            break;
+        }
+        scan_ring(x, q, R + 1, best, n);
+    }
+    best_finish(best);
+}
+
+/* ---- queries, groups, chunks -------------------------------------------- */
+
+typedef struct knn_job {
+    const prox_knn_index *x;
+    const prox_points *queries; /* NULL: the index's own points */
+    const uint32_t *order;      /* queries: their indices in cell order */
+    const uint64_t *keys;       /* queries: their keys in that order */
+    int64_t groups;             /* runs, or groups of queries of one cell */
+    const uint32_t *group_start; /* queries: first of each group in `order` */
+    int k;
+    double limit;
+    bool include_self;
+    knn_out out;
+    prox_index missing;
+    int64_t *found;             /* per chunk: neighbours delivered */
+    prox_status *status;        /* per chunk */
+    int stop;                   /* a callback asked to stop */
+} knn_job;
+
+static void query_at(const knn_job *j, int64_t s, query *q)
+{
+    const prox_knn_index *x = j->x;
+    for (int k = 0; k < 3; k++) {
+        double v = 0.0;
+        if (k < x->dim)
+            v = j->queries ? prox_coord(j->queries, s, k, x->period) : x->pos[k][s];
+        q->q[k] = v;
+        q->u[k] = k < x->dim ? knn_cell_unit(x, k, v) : 0.5;
+        q->c[k] = knn_cell_of_unit(x, k, q->u[k]);
+    }
+    q->self = j->queries || j->include_self ? -1 : (int64_t)x->id[s];
+}
+
+/* The group's members: [*b, *e) of sorted points or of `order`. */
+static void group_members(const knn_job *j, int64_t g, int64_t *b, int64_t *e)
+{
+    const uint32_t *start = j->queries ? j->group_start : j->x->run_start;
+    *b = start[g];
+    *e = start[g + 1];
+}
+
+/* Deliver query `row`'s neighbours; false when a callback asks to stop. */
+static bool deliver(const knn_job *j, int64_t row, best_set *best)
+{
+    if (j->out.fn) {
+        for (int t = 0; t < best->count; t++)
+            best->d2[t] = sqrt(best->d2[t]);
+        return j->out.fn(row, best->count, best->id, best->d2, j->out.user) == 0;
+    }
+    prox_knn_result *r = j->out.result;
+    prox_index *ids = r->indices + row * j->k;
+    double *dist = r->distances + row * j->k;
+    for (int t = 0; t < best->count; t++) {
+        ids[t] = best->id[t];
+        dist[t] = sqrt(best->d2[t]);
+    }
+    for (int t = best->count; t < j->k; t++) {
+        ids[t] = j->missing;
+        dist[t] = INFINITY;
+    }
+    r->counts[row] = best->count;
+    return true;
+}
+
+static void knn_step(const void *job, points_chunk *chunk)
+{
+    knn_job *j = (knn_job *)job;
+    const prox_knn_index *x = j->x;
+    int64_t g0 = j->groups * chunk->index / chunk->count;
+    int64_t g1 = j->groups * (chunk->index + 1) / chunk->count;
+    best_set best = {.k = j->k, .limit = j->limit};
+    best.d2 = prox_alloc_array(&x->allocator, j->k, sizeof *best.d2);
+    best.id = prox_alloc_array(&x->allocator, j->k, sizeof *best.id);
+    counters n = {0, 0};
+    int64_t found = 0;
+    if (!best.d2 || !best.id) {
+        j->status[chunk->index] = PROX_ERR_NO_MEMORY;
+        g1 = g0;
+    }
+    for (int64_t g = g0; g < g1 && !j->stop; g++) {
+        int64_t b, e;
+        group_members(j, g, &b, &e);
+        query q;
+        near_ranges near = {.count = 0};
+        for (int64_t t = b; t < e && !j->stop; t++) {
+            int64_t s = j->queries ? j->order[t] : t;
+            query_at(j, s, &q);
+            if (t == b)
+                near_of(x, &q, &near, &n);
+            search_one(x, &q, &near, &best, &n);
+            found += best.count;
+            int64_t row = j->queries ? s : (int64_t)x->id[s];
+            if (!deliver(j, row, &best))
+                j->stop = 1;
+        }
+    }
+    prox_free(&x->allocator, best.d2);
+    prox_free(&x->allocator, best.id);
+    chunk->candidates += n.candidates;
+    chunk->cells_visited += n.cells;
+    j->found[chunk->index] = found;
+}
+
+/* The second set's cell order: keys[] and order[] sorted, groups of one
+ * key. The arrays are the caller's to free (*keys, *order, *starts). */
+static prox_status order_queries(const prox_knn_index *x, const prox_points *qs, int threads,
+                                 uint64_t **keys_out, uint32_t **order_out, uint32_t **starts_out,
+                                 int64_t *groups)
+{
+    int64_t m = qs->count;
+    const prox_allocator *a = &x->allocator;
+    uint64_t *keys = prox_alloc_array(a, 2 * m, sizeof *keys);
+    uint32_t *order = prox_alloc_array(a, 2 * m, sizeof *order);
+    uint32_t *starts = prox_alloc_array(a, m + 1, sizeof *starts);
+    *keys_out = keys;
+    *order_out = order;
+    *starts_out = starts;
+    if (!keys || !order || !starts)
+        return prox_fail(PROX_ERR_NO_MEMORY, "kNN: no memory to sort %lld queries", (long long)m);
+#pragma omp parallel for num_threads(threads) if (threads > 1 && m > 65536) schedule(static)
+    for (int64_t i = 0; i < m; i++) {
+        int64_t c[3] = {0, 0, 0};
+        for (int k = 0; k < x->dim; k++)
+            c[k] = knn_cell_of_unit(x, k, knn_cell_unit(x, k, prox_coord(qs, i, k, x->period)));
+        keys[i] = knn_key(x, c);
+        order[i] = (uint32_t)i;
+    }
+    prox_radix_sort64(keys, order, keys + m, order + m, m, threads);
+    int64_t g = 0;
+    for (int64_t i = 0; i < m; i++)
+        if (i == 0 || keys[i] != keys[i - 1])
+            starts[g++] = (uint32_t)i;
+    starts[g] = (uint32_t)m;
+    *groups = g;
+    return PROX_OK;
+}
+
+static prox_status result_room(prox_knn_result *r, int64_t rows, int k)
+{
+    prox_knn_result_free(r);
+    r->rows = rows;
+    r->k = k;
+    r->indices = prox_alloc_array(&r->allocator, rows * k, sizeof *r->indices);
+    r->distances = prox_alloc_array(&r->allocator, rows * k, sizeof *r->distances);
+    r->counts = prox_alloc_array(&r->allocator, rows, sizeof *r->counts);
+    if (r->indices && r->distances && r->counts)
+        return PROX_OK;
+    prox_knn_result_free(r);
+    return prox_fail(PROX_ERR_NO_MEMORY, "kNN: no memory for %lld x %d neighbours",
+                     (long long)rows, k);
+}
+
+static int chunk_count(int64_t groups, int threads, bool callback)
+{
+    if (callback || threads <= 1 || groups < 2)
+        return 1;
+    int64_t c = (int64_t)threads * PROX_PARTS_PER_THREAD;
+    return (int)(c < groups ? c : groups);
+}
+
+prox_status knn_search(const prox_knn_index *x, const prox_points *queries,
+                       const prox_knn_desc *desc, knn_out out, prox_stats *stats)
+{
+    int threads = prox_threads_resolve(desc->threads);
+    int64_t rows = queries ? queries->count : x->n;
+    knn_job j = {.x = x, .queries = queries, .k = desc->k, .include_self = desc->include_self,
+                 .out = out, .missing = (prox_index)x->n, .groups = x->nruns,
+                 .limit = desc->max_radius > 0 ? desc->max_radius * desc->max_radius : INFINITY};
+    uint64_t *keys = NULL;
+    uint32_t *order = NULL, *starts = NULL;
+    prox_status st = PROX_OK;
+    if (out.result)
+        st = result_room(out.result, rows, desc->k);
+    if (!st && queries)
+        st = order_queries(x, queries, threads, &keys, &order, &starts, &j.groups);
+    j.order = order;
+    j.keys = keys;
+    j.group_start = starts;
+    int chunks = chunk_count(j.groups, threads, out.fn != NULL);
+    int64_t *found = prox_alloc_array(&x->allocator, chunks, sizeof *found);
+    prox_status *status = prox_alloc_array(&x->allocator, chunks, sizeof *status);
+    if (!st && (!found || !status))
+        st = prox_fail(PROX_ERR_NO_MEMORY, "kNN: no memory for %d chunks", chunks);
+    points_chunk total = {0};
+    int64_t pairs = 0;
+    if (!st && rows > 0) {
+        for (int c = 0; c < chunks; c++)
+            status[c] = PROX_OK;
+        j.found = found;
+        j.status = status;
+        points_drive_steps(knn_step, &j, chunks, threads, &total);
+        for (int c = 0; c < chunks; c++) {
+            st = st ? st : status[c];
+            pairs += found[c];
+        }
+        if (st)
+            st = prox_fail(st, "kNN: no memory for a query's %d best", desc->k);
+        else if (j.stop)
+            st = PROX_STOPPED;
+    }
+    prox_free(&x->allocator, found);
+    prox_free(&x->allocator, status);
+    prox_free(&x->allocator, keys);
+    prox_free(&x->allocator, order);
+    prox_free(&x->allocator, starts);
+    if (st && st != PROX_STOPPED && out.result)
+        prox_knn_result_free(out.result);
+    if (stats) {
+        *stats = (prox_stats){0};
+        stats->cells = x->nruns;
+        stats->bytes = x->bytes;
+        points_drive_report(stats, pairs, &total, knn_method(x));
+    }
+    return st;
+}
