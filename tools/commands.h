@@ -9,6 +9,8 @@ int cmd_pairs(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_collide(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+/* `prox knn`: k nearest neighbours (cmd_knn.c). */
+int cmd_knn(int argc, char **argv);
 /* `prox demo NAME`: the scenes of examples/scenes (cmd_demo.c). */
 int cmd_demo(int argc, char **argv);
 /* `prox bench mixed2d` (cmd_bench_boxes.c), dispatched by cmd_bench. */

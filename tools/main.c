@@ -19,6 +19,7 @@ static const char usage[] =
     "  bench   time every algorithm on a standard workload; prints a Markdown table\n"
     "  collide every pair of overlapping boxes of a file (broad phase)\n"
     "  query   the boxes each query box or segment of a file meets\n"
+    "  knn     the k nearest neighbours of every point (or of a second set)\n"
     "  demo    run a scene (fluid, ...): a simulation timed phase by phase, frames, plot\n"
     "Run 'prox COMMAND --help' for the options of a command.\n"
     "\n"
@@ -62,7 +63,7 @@ int main(int argc, char **argv)
 {
     cleanup_install_signal_handlers();
     if (argc < 2)
-        die_usage(NULL, "missing COMMAND (gen, pairs, bench, collide, query or demo)");
+        die_usage(NULL, "missing COMMAND (gen, pairs, bench, collide, query, knn or demo)");
     const char *command = argv[1];
     if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0
         || strcmp(command, "help") == 0) {
@@ -85,6 +86,8 @@ int main(int argc, char **argv)
         return cmd_query(argc - 1, argv + 1);
     if (strcmp(command, "demo") == 0)
         return cmd_demo(argc - 1, argv + 1);
+    if (strcmp(command, "knn") == 0)
+        return cmd_knn(argc - 1, argv + 1);
     fprintf(stderr, "prox: unknown command '%s'\n\n", command);
     fputs(usage, stderr);
     return EXIT_USAGE;

@@ -159,32 +159,62 @@ typedef struct counters {
     int64_t candidates, cells;
 } counters;
 
-/* The exact squared distance of sorted point s to the query: exact.h's
- * arithmetic, the same bits as brute force and the oracle. */
-static inline double point_dist2(const prox_knn_index *x, const query *q, int64_t s)
+/* Candidates per block of the distance pass. */
+#define KNN_BLOCK 64
+
+/* d2[t] = the exact squared distance of sorted point b + t to the query,
+ * exact.h's arithmetic (the same bits as brute force and the oracle):
+ * one loop without branches over a block, which the compiler vectorises
+ * (no contraction: -ffp-contract=off). */
+static inline void block_dist2(const prox_knn_index *x, const query *q, int64_t b, int len,
+                               double *restrict d2)
 {
-    double dx = q->q[0] - x->pos[0][s], dy = q->q[1] - x->pos[1][s];
-    double dz = x->dim == 3 ? q->q[2] - x->pos[2][s] : 0.0;
-    if (x->periodic[0])
-        dx = prox_min_image(dx, x->period[0]);
-    if (x->periodic[1])
-        dy = prox_min_image(dy, x->period[1]);
-    if (x->periodic[2])
-        dz = prox_min_image(dz, x->period[2]);
-    return prox_dist2(dx, dy, dz);
+    const double *restrict px = x->pos[0] + b, *restrict py = x->pos[1] + b;
+    double qx = q->q[0], qy = q->q[1];
+    if (x->dim == 2 && !x->periodic[0] && !x->periodic[1]) {
+        for (int t = 0; t < len; t++) {
+            double dx = qx - px[t], dy = qy - py[t];
+            d2[t] = dx * dx + dy * dy + 0.0 * 0.0;
+        }
+        return;
+    }
+    const double *restrict pz = x->dim == 3 ? x->pos[2] + b : NULL;
+    double qz = q->q[2];
+    if (x->dim == 3 && !x->periodic[0] && !x->periodic[1] && !x->periodic[2]) {
+        for (int t = 0; t < len; t++) {
+            double dx = qx - px[t], dy = qy - py[t], dz = qz - pz[t];
+            d2[t] = dx * dx + dy * dy + dz * dz;
+        }
+        return;
+    }
+    for (int t = 0; t < len; t++) {
+        double dx = qx - px[t], dy = qy - py[t], dz = pz ? qz - pz[t] : 0.0;
+        if (x->periodic[0])
+            dx = prox_min_image(dx, x->period[0]);
+        if (x->periodic[1])
+            dy = prox_min_image(dy, x->period[1]);
+        if (x->periodic[2])
+            dz = prox_min_image(dz, x->period[2]);
+        d2[t] = prox_dist2(dx, dy, dz);
+    }
 }
 
+/* Sorted points [b, e) offered to the query's best set. */
 static void scan_range(const prox_knn_index *x, const query *q, int64_t b, int64_t e,
                        best_set *best, counters *n)
 {
-    double worst = best_worst(best);
+    double d2[KNN_BLOCK];
+    const prox_index *id = x->id;
     n->candidates += e - b;
-    for (int64_t s = b; s < e; s++) {
-        double d2 = point_dist2(x, q, s);
-        if (d2 <= worst && (int64_t)x->id[s] != q->self) {
-            best_offer(best, d2, x->id[s]);
-            worst = best_worst(best);
-        }
+    for (int64_t s0 = b; s0 < e; s0 += KNN_BLOCK) {
+        int len = e - s0 < KNN_BLOCK ? (int)(e - s0) : KNN_BLOCK;
+        block_dist2(x, q, s0, len, d2);
+        double worst = best_worst(best);
+        for (int t = 0; t < len; t++)
+            if (d2[t] <= worst && (int64_t)id[s0 + t] != q->self) {
+                best_offer(best, d2[t], id[s0 + t]);
+                worst = best_worst(best);
+            }
     }
 }
 
@@ -263,38 +293,6 @@ static int strip_ranges(const prox_knn_index *x, const query *q, int64_t a, int6
         count++;
     }
     return count;
-}
-
-/* ---- a group: the cells within one ring of a cell ---------------------- */
-
-#define KNN_NEAR_RANGES 32 /* 9 rows, each split in up to two, in 3D */
-
-typedef struct near_ranges {
-    int count;
-    int64_t r[KNN_NEAR_RANGES][2];
-} near_ranges;
-
-/* The ranges of the query cell's ring 1 (and the cell itself). */
-static void near_of(const prox_knn_index *x, const query *q, near_ranges *out, counters *n)
-{
-    int64_t lo[3], hi[3];
-    for (int k = 0; k < 3; k++) {
-        offset_range(x, q, k, &lo[k], &hi[k]);
-        lo[k] = lo[k] < -1 ? -1 : lo[k];
-        hi[k] = hi[k] > 1 ? 1 : hi[k];
-    }
-    out->count = 0;
-    for (int64_t dz = lo[2]; dz <= hi[2]; dz++)
-        for (int64_t dy = lo[1]; dy <= hi[1]; dy++) {
-            int64_t r[2][2];
-            int c = strip_ranges(x, q, lo[0], hi[0], cell_at(x, q, 1, dy), cell_at(x, q, 2, dz), r);
-            n->cells += hi[0] - lo[0] + 1;
-            for (int t = 0; t < c; t++)
-                if (r[t][1] > r[t][0]) {
-                    out->r[out->count][0] = r[t][0];
-                    out->r[out->count++][1] = r[t][1];
-                }
-        }
 }
 
 /* The smallest bound of any cell beyond ring R (some axis at |d| = R + 1),
@@ -407,16 +405,134 @@ static inline double ring_box_cells(int dim, int64_t R)
     return dim == 3 ? side * side * side : side * side;
 }
 
-/* Query q's k best: the group's near ranges, then rings until proven, or
- * the occupied cells beyond them once rings would cost more. */
-static void search_one(const prox_knn_index *x, const query *q, const near_ranges *near,
+/* ---- the box of cells around the query, nearest first ------------------ */
+
+/* The box's half side: offsets -KNN_BOX .. KNN_BOX along each axis. */
+#define KNN_BOX 3
+#define KNN_BOX_SIDE (2 * KNN_BOX + 1)
+#define KNN_BOX_CELLS (KNN_BOX_SIDE * KNN_BOX_SIDE * KNN_BOX_SIDE)
+
+/* An offset of the box and the bound below every query's distance to its
+ * cell: the cells between, (|d| - 1) edges along each axis, less the
+ * bounds' largest slack (unit_slack for any query inside the grid; one
+ * outside it is farther by more than its slack), squared by bound2. */
+typedef struct box_offset {
+    int d[3];
+    double low2;
+} box_offset;
+
+typedef struct knn_box {
+    int count;
+    box_offset o[KNN_BOX_CELLS];
+} knn_box;
+
+static int by_low_bound(const void *a, const void *b)
+{
+    const box_offset *x = a, *y = b;
+    if (x->low2 != y->low2)
+        return x->low2 < y->low2 ? -1 : 1;
+    int mx = abs(x->d[0]) + abs(x->d[1]) + abs(x->d[2]);
+    int my = abs(y->d[0]) + abs(y->d[1]) + abs(y->d[2]);
+    if (mx != my) /* the own cell first, then faces, edges, corners */
+        return mx < my ? -1 : 1;
+    for (int k = 2; k >= 0; k--)
+        if (x->d[k] != y->d[k])
+            return x->d[k] < y->d[k] ? -1 : 1;
+    return 0;
+}
+
+/* Every offset of the box in ascending low bound (z = 0 only in 2D). */
+static void box_make(const prox_knn_index *x, knn_box *box)
+{
+    int zr = x->dim == 3 ? KNN_BOX : 0;
+    box->count = 0;
+    for (int dz = -zr; dz <= zr; dz++)
+        for (int dy = -KNN_BOX; dy <= KNN_BOX; dy++)
+            for (int dx = -KNN_BOX; dx <= KNN_BOX; dx++) {
+                int d[3] = {dx, dy, dz};
+                double sum = 0.0;
+                for (int k = 0; k < x->dim; k++) {
+                    double slack = 0x1p-40 * (3.0 * (double)x->ncell[k] + 1.0);
+                    double g = fabs((double)d[k]) - 1.0 - slack;
+                    g = g > 0.0 ? g * x->cell[k] : 0.0;
+                    sum += g * g;
+                }
+                box_offset *o = &box->o[box->count++];
+                memcpy(o->d, d, sizeof d);
+                o->low2 = bound2(sum);
+            }
+    qsort(box->o, (size_t)box->count, sizeof box->o[0], by_low_bound);
+}
+
+/* Per axis and offset of the box: the query's squared gap and the cell's
+ * part of the key, or -1 where the offset names no cell of its own (past
+ * an open axis's end, or a periodic cell another offset names). */
+typedef struct box_axes {
+    double g2[3][KNN_BOX_SIDE];
+    int64_t key[3][KNN_BOX_SIDE];
+} box_axes;
+
+static void box_axes_of(const prox_knn_index *x, const query *q, box_axes *a)
+{
+    int64_t scale[3] = {1, x->ncell[0], x->ncell[0] * x->ncell[1]};
+    for (int k = 0; k < 3; k++) {
+        int64_t lo, hi;
+        offset_range(x, q, k, &lo, &hi);
+        for (int d = -KNN_BOX; d <= KNN_BOX; d++) {
+            bool named = d >= lo && d <= hi;
+            double g = named && k < x->dim ? axis_gap(x, q, k, d) : 0.0;
+            a->g2[k][d + KNN_BOX] = g * g;
+            a->key[k][d + KNN_BOX] = named ? cell_at(x, q, k, d) * scale[k] : -1;
+        }
+    }
+}
+
+/* The sorted points of the cell of key `key`: [*b, *e). */
+static inline void cell_range(const prox_knn_index *x, int64_t key, int64_t *b, int64_t *e)
+{
+    if (x->dense) {
+        *b = x->cell_start[key];
+        *e = x->cell_start[key + 1];
+        return;
+    }
+    knn_strip(x, key, key, 0, 0, b, e); /* a key of row 0: the cell itself */
+}
+
+/* The box's cells nearest first, each skipped when its bound exceeds the
+ * k-th distance, until the low bound of the next exceeds it: then no
+ * cell of the box is left that could hold a better point. */
+static void scan_box(const prox_knn_index *x, const knn_box *box, const query *q,
+                     best_set *best, counters *n)
+{
+    box_axes a;
+    box_axes_of(x, q, &a);
+    for (int t = 0; t < box->count; t++) {
+        const box_offset *o = &box->o[t];
+        double worst = best_worst(best);
+        if (o->low2 > worst)
+            return;
+        int ix = o->d[0] + KNN_BOX, iy = o->d[1] + KNN_BOX, iz = o->d[2] + KNN_BOX;
+        int64_t kx = a.key[0][ix], ky = a.key[1][iy], kz = a.key[2][iz];
+        if (kx < 0 || ky < 0 || kz < 0)
+            continue;
+        if (bound2(a.g2[0][ix] + a.g2[1][iy] + a.g2[2][iz]) > worst)
+            continue;
+        int64_t b, e;
+        cell_range(x, kx + ky + kz, &b, &e);
+        n->cells++;
+        scan_range(x, q, b, e, best, n);
+    }
+}
+
+/* Query q's k best: the box nearest first, then rings beyond it until
+ * proven, or the occupied cells beyond them once rings would cost more. */
+static void search_one(const prox_knn_index *x, const knn_box *box, const query *q,
                        best_set *best, counters *n)
 {
     best->count = 0;
-    for (int t = 0; t < near->count; t++)
-        scan_range(x, q, near->r[t][0], near->r[t][1], best, n);
+    scan_box(x, box, q, best, n);
     double b2;
-    for (int64_t R = 1; beyond_ring(x, q, R, &b2) && b2 <= best_worst(best); R++) {
+    for (int64_t R = KNN_BOX; beyond_ring(x, q, R, &b2) && b2 <= best_worst(best); R++) {
         if (ring_box_cells(x->dim, R + 1) > (double)(4 * x->nruns + 64)) {
             scan_runs_beyond(x, q, R, best, n);
             break;
@@ -443,6 +559,7 @@ typedef struct knn_job {
     int64_t *found;             /* per chunk: neighbours delivered */
     prox_status *status;        /* per chunk */
     int stop;                   /* a callback asked to stop */
+    knn_box box;                /* the box's offsets, nearest first */
 } knn_job;
 
 static void query_at(const knn_job *j, int64_t s, query *q)
@@ -509,13 +626,10 @@ static void knn_step(const void *job, points_chunk *chunk)
         int64_t b, e;
         group_members(j, g, &b, &e);
         query q;
-        near_ranges near = {.count = 0};
         for (int64_t t = b; t < e && !j->stop; t++) {
             int64_t s = j->queries ? j->order[t] : t;
             query_at(j, s, &q);
-            if (t == b)
-                near_of(x, &q, &near, &n);
-            search_one(x, &q, &near, &best, &n);
+            search_one(x, &j->box, &q, &best, &n);
             found += best.count;
             int64_t row = j->queries ? s : (int64_t)x->id[s];
             if (!deliver(j, row, &best))
@@ -603,6 +717,7 @@ prox_status knn_search(const prox_knn_index *x, const prox_points *queries,
         st = order_queries(x, queries, threads, &keys, &order, &starts, &j.groups);
     j.order = order;
     j.keys = keys;
+    box_make(x, &j.box);
     j.group_start = starts;
     int chunks = chunk_count(j.groups, threads, out.fn != NULL);
     int64_t *found = prox_alloc_array(&x->allocator, chunks, sizeof *found);
