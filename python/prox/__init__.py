@@ -42,6 +42,8 @@ __all__ = [
     "pair_geometry",
     "neighbor_list",
     "box_pairs",
+    "knn",
+    "KNNIndex",
     "Grid",
     "SkinList",
     "Broad",
@@ -353,3 +355,84 @@ def box_pairs(boxes, algo="auto", threads=0, *, output="pairs", index_dtype=None
     [[0, 1]]
     """
     return Broad(boxes, algo, threads).pairs(output, index_dtype=index_dtype)
+
+
+def _knn_points(points):
+    """points as an array the C side reads, and whether it was one point."""
+    a = np.asarray(points)
+    if a.ndim == 1:
+        return a.reshape(1, -1), True
+    return points, False
+
+
+def _knn_shaped(result, k, single):
+    """cKDTree.query's shapes: (m,) for k = 1, (m, k) beyond; one point drops m."""
+    distances, indices, _ = result
+    if k == 1:
+        distances, indices = distances[:, 0], indices[:, 0]
+    if single:
+        distances, indices = distances[0], indices[0]
+    return distances, indices
+
+
+def knn(points, k, queries=None, max_radius=None, box=None, threads=0, *, include_self=False):
+    """The ``k`` nearest points of each query, as ``cKDTree(points).query(queries, k)``.
+
+    Parameters
+    ----------
+    points : (n, 2) or (n, 3) float32 or float64 array, any strides
+    k : int, >= 1
+    queries : None (every point queries the others, leaving itself out
+        unless ``include_self``; its duplicates at other indices count), or
+        an (m, dim) array, or one point (dim,)
+    max_radius : None, or only neighbours within it (closed ball; scipy's
+        ``distance_upper_bound`` excludes the bound itself)
+    box : periodic box as in :func:`pairs` (scipy's ``boxsize``)
+    threads : int, 0 for OpenMP's default
+
+    Returns
+    -------
+    (distances, indices): float64 and intp arrays of shape (m, k), or
+    (m,) for ``k == 1``, each row nearest first, points at the same
+    distance in ascending index order; a row with fewer than k
+    neighbours is padded with distance ``inf`` and index ``n``, as scipy
+    pads it. Distances are ``sqrt`` of the squared distance in double
+    (the bits a brute-force loop computes).
+
+    >>> import numpy as np, prox
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]])
+    >>> d, i = prox.knn(x, 2)
+    >>> d.tolist(), i.tolist()
+    ([[1.0, 3.0], [1.0, 2.0], [2.0, 3.0]], [[1, 2], [0, 2], [1, 0]])
+    """
+    single = False
+    if queries is not None:
+        queries, single = _knn_points(queries)
+    result = _prox._knn(points, int(k), queries, 0.0 if max_radius is None else max_radius,
+                        box, threads, include_self)
+    return _knn_shaped(result, int(k), single)
+
+
+class KNNIndex(_prox.KNNIndex):
+    """Points kept for k-nearest-neighbour queries: build once, query many times.
+
+    ``KNNIndex(points, box=None, k=16, threads=0)`` copies the points into
+    cells sized for ``k`` neighbours (any k may be asked later).
+    ``query(x=None, k=1, max_radius=None, threads=None, include_self=False)``
+    returns ``(distances, indices)`` as :func:`knn` (and
+    ``cKDTree.query``) does; ``x=None`` queries the built points
+    themselves, each leaving itself out unless ``include_self``.
+
+    >>> import numpy as np, prox
+    >>> t = prox.KNNIndex(np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]]))
+    >>> int(t.query([2.9, 0.0])[1]), t.query([[0.0, 0.1]], k=2)[1].tolist()
+    (2, [[0, 1]])
+    """
+
+    def query(self, x=None, k=1, max_radius=None, threads=None, *, include_self=False):
+        single = False
+        if x is not None:
+            x, single = _knn_points(x)
+        result = super().query(x, int(k), 0.0 if max_radius is None else max_radius,
+                               -1 if threads is None else threads, include_self)
+        return _knn_shaped(result, int(k), single)

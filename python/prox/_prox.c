@@ -1626,6 +1626,242 @@ static PyTypeObject BroadType = {
     .tp_getset = Broad_getset,
 };
 
+/* ---- k nearest neighbours ------------------------------------------------ */
+
+/* (distances, indices, counts): float64 and intp arrays of shape (m, k),
+ * int32 counts (m,); the result's distances become the array itself. */
+static PyObject *knn_value(prox_knn_result *r)
+{
+    npy_intp dims[2] = {(npy_intp)r->rows, (npy_intp)r->k}, rows = (npy_intp)r->rows;
+    PyObject *ind = PyArray_SimpleNew(2, dims, NPY_INTP);
+    PyObject *cnt = PyArray_SimpleNew(1, &rows, NPY_INT32);
+    if (!ind || !cnt) {
+        Py_XDECREF(ind);
+        Py_XDECREF(cnt);
+        prox_knn_result_free(r);
+        return NULL;
+    }
+    npy_intp *to = PyArray_DATA((PyArrayObject *)ind);
+    int64_t entries = r->rows * r->k;
+    for (int64_t t = 0; t < entries; t++)
+        to[t] = (npy_intp)r->indices[t];
+    if (rows)
+        memcpy(PyArray_DATA((PyArrayObject *)cnt), r->counts, (size_t)rows * sizeof(int32_t));
+    double *distances = r->distances;
+    r->distances = NULL; /* adopted: freed with the array (malloc, the default allocator) */
+    PyObject *dist = adopt(distances, entries, entries, sizeof(double), 2, dims, NPY_FLOAT64);
+    prox_knn_result_free(r);
+    if (!dist) {
+        Py_DECREF(ind);
+        Py_DECREF(cnt);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", dist, ind, cnt);
+}
+
+static int knn_desc_of(int k, double max_radius, int threads, int include_self,
+                       prox_knn_desc *d)
+{
+    if (check_threads(threads) < 0)
+        return -1;
+    *d = prox_default_knn_desc();
+    d->k = k;
+    d->max_radius = max_radius;
+    d->threads = threads;
+    d->include_self = include_self != 0;
+    return 0;
+}
+
+static PyObject *py_knn(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"points", "k", "queries", "max_radius", "box", "threads",
+                            "include_self", NULL};
+    PyObject *points_obj, *queries_obj = Py_None, *box = Py_None;
+    int k, threads = 0, include_self = 0;
+    double max_radius = 0.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oi|OdOip", names, &points_obj, &k, &queries_obj,
+                                     &max_radius, &box, &threads, &include_self))
+        return NULL;
+    prox_knn_desc desc;
+    if (knn_desc_of(k, max_radius, threads, include_self, &desc) < 0)
+        return NULL;
+    matrix pm, qm = {0};
+    prox_points points, queries;
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
+        return NULL;
+    bool query = queries_obj != Py_None;
+    if ((query && as_points(queries_obj, "queries", &qm, &queries, NULL) < 0) ||
+        parse_box(box, points.dim, desc.period) < 0) {
+        matrix_release(&pm);
+        matrix_release(&qm);
+        return NULL;
+    }
+    prox_knn_result r;
+    prox_knn_result_init(&r, NULL);
+    prox_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = prox_knn(&points, query ? &queries : NULL, &desc, &r, NULL);
+    Py_END_ALLOW_THREADS
+    matrix_release(&pm);
+    matrix_release(&qm);
+    if (status)
+        return raise_status(status);
+    return knn_value(&r);
+}
+
+/* ---- KNNIndex ------------------------------------------------------------ */
+
+typedef struct KNNObject {
+    PyObject_HEAD
+    prox_knn_index *index;
+    int threads;
+    int busy;
+    prox_stats stats; /* of the last query */
+} KNNObject;
+
+static int KNN_init(KNNObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"points", "box", "k", "threads", NULL};
+    PyObject *points_obj, *box = Py_None;
+    int k = 16, threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Oii", names, &points_obj, &box, &k, &threads))
+        return -1;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "this KNNIndex is in use by another thread");
+        return -1;
+    }
+    prox_knn_desc desc;
+    if (knn_desc_of(k, 0.0, threads, 0, &desc) < 0)
+        return -1;
+    matrix pm;
+    prox_points points;
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
+        return -1;
+    if (parse_box(box, points.dim, desc.period) < 0) {
+        matrix_release(&pm);
+        return -1;
+    }
+    prox_knn_index_destroy(self->index);
+    self->index = NULL;
+    self->threads = threads;
+    prox_status status;
+    prox_knn_index *index = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    status = prox_knn_index_build(&points, &desc, &index);
+    Py_END_ALLOW_THREADS
+    matrix_release(&pm);
+    if (status) {
+        raise_status(status);
+        return -1;
+    }
+    self->index = index;
+    return 0;
+}
+
+static void KNN_dealloc(KNNObject *self)
+{
+    prox_knn_index_destroy(self->index);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *KNN_query(KNNObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"queries", "k", "max_radius", "threads", "include_self", NULL};
+    PyObject *queries_obj = Py_None;
+    int k = 1, threads = -1, include_self = 0;
+    double max_radius = 0.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oidip", names, &queries_obj, &k, &max_radius,
+                                     &threads, &include_self))
+        return NULL;
+    if (!self->index) {
+        PyErr_SetString(PyExc_RuntimeError, "this KNNIndex was not built");
+        return NULL;
+    }
+    prox_knn_desc desc;
+    if (knn_desc_of(k, max_radius, threads < 0 ? self->threads : threads, include_self, &desc) <
+        0)
+        return NULL;
+    matrix qm = {0};
+    prox_points queries;
+    bool query = queries_obj != Py_None;
+    if (query && as_points(queries_obj, "queries", &qm, &queries, NULL) < 0)
+        return NULL;
+    if (claim(&self->busy, "KNNIndex") < 0) {
+        matrix_release(&qm);
+        return NULL;
+    }
+    prox_knn_result r;
+    prox_knn_result_init(&r, NULL);
+    prox_status status;
+    prox_stats stats;
+    Py_BEGIN_ALLOW_THREADS
+    status = prox_knn_index_query(self->index, query ? &queries : NULL, &desc, &r, &stats);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    matrix_release(&qm);
+    if (status)
+        return raise_status(status);
+    self->stats = stats;
+    return knn_value(&r);
+}
+
+static PyObject *KNN_get_stats(KNNObject *self, void *c)
+{
+    (void)c;
+    PyObject *d = stats_dict(&self->stats);
+    if (d && self->stats.method) {
+        PyObject *m = PyUnicode_FromString(self->stats.method);
+        if (!m || PyDict_SetItemString(d, "method", m) < 0) {
+            Py_XDECREF(m);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(m);
+    }
+    return d;
+}
+
+static PyObject *KNN_get_count(KNNObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLongLong((long long)prox_knn_index_count(self->index));
+}
+
+static PyObject *KNN_get_dim(KNNObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(prox_knn_index_dim(self->index));
+}
+
+static PyMethodDef KNN_methods[] = {
+    {"query", (PyCFunction)(void (*)(void))KNN_query, METH_VARARGS | METH_KEYWORDS,
+     "query($self, /, queries=None, k=1, max_radius=0.0, threads=-1, include_self=False)\n--\n\n"
+     "(distances, indices, counts) of each query's k nearest built points (queries None: the"
+     " built points, each leaving itself out unless include_self)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef KNN_getset[] = {
+    {"stats", (getter)KNN_get_stats, NULL, "figures of the last query (dict)", NULL},
+    {"size", (getter)KNN_get_count, NULL, "number of built points", NULL},
+    {"dim", (getter)KNN_get_dim, NULL, "dimension of the built points", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject KNNType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "prox._prox.KNNIndex",
+    .tp_basicsize = sizeof(KNNObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)KNN_init,
+    .tp_doc = "KNNIndex(points, box=None, k=16, threads=0)\n--\n\n"
+              "Points kept in cells for k-nearest-neighbour queries (see prox.KDTree).",
+    .tp_dealloc = (destructor)KNN_dealloc,
+    .tp_methods = KNN_methods,
+    .tp_getset = KNN_getset,
+};
+
 /* ---- module ------------------------------------------------------------ */
 
 static PyMethodDef module_methods[] = {
@@ -1637,6 +1873,9 @@ static PyMethodDef module_methods[] = {
      "_geometry(points, i, j, quantities='d', box=None, queries=None, threads=0)\n--\n\n"
      "The geometry behind pair_geometry and neighbor_list."},
     {"_rows_of", (PyCFunction)py_rows_of, METH_O, "_rows_of(offsets, /)\n--\n\nThe row of each CSR entry."},
+    {"_knn", (PyCFunction)(void (*)(void))py_knn, METH_VARARGS | METH_KEYWORDS,
+     "_knn(points, k, queries=None, max_radius=0.0, box=None, threads=0, include_self=False)"
+     "\n--\n\nThe one-shot k nearest neighbours behind knn: (distances, indices, counts)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1649,7 +1888,7 @@ PyMODINIT_FUNC PyInit__prox(void)
 {
     import_array();
     if (PyType_Ready(&GridType) < 0 || PyType_Ready(&SkinType) < 0 ||
-        PyType_Ready(&BroadType) < 0)
+        PyType_Ready(&BroadType) < 0 || PyType_Ready(&KNNType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -1657,9 +1896,11 @@ PyMODINIT_FUNC PyInit__prox(void)
     Py_INCREF(&GridType);
     Py_INCREF(&SkinType);
     Py_INCREF(&BroadType);
+    Py_INCREF(&KNNType);
     if (PyModule_AddObject(m, "Grid", (PyObject *)&GridType) < 0 ||
         PyModule_AddObject(m, "SkinList", (PyObject *)&SkinType) < 0 ||
         PyModule_AddObject(m, "Broad", (PyObject *)&BroadType) < 0 ||
+        PyModule_AddObject(m, "KNNIndex", (PyObject *)&KNNType) < 0 ||
         PyModule_AddStringConstant(m, "library_version", PROX_VERSION_STRING) < 0) {
         Py_DECREF(m);
         return NULL;
