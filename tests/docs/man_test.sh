@@ -33,7 +33,7 @@ for s in $scenes; do
     printf '%s\n' "$text" | grep -q "^\.B $s\$" || fail "scene '$s' not named"
 done
 options() { "$@" --help 2>&1 | grep -o -- '--[a-z][a-z0-9-]*' | sort -u; }
-for args in "gen" "pairs" "collide" "query" "bench sph3d" "bench mixed2d" "bench spheres3d" \
+for args in "gen" "pairs" "collide" "query" "knn" "bench sph3d" "bench mixed2d" "bench spheres3d" \
     "bench dem3d"; do
     # shellcheck disable=SC2086 # args: a command and its workload
     for o in $(options "$prox" $args); do
