@@ -158,4 +158,12 @@ mkdir -p "$(dirname "$out")/img"
     --version "$version" --commit "$commit" --mode "$mode" --reps "$reps" \
     --elapsed "$elapsed" \
     --load "$load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+# ---- k nearest neighbours (bench/knn.sh): its section spliced into the report
+if [ "$python_only" = 0 ]; then
+    knn_n=1000000
+    [ "$mode" != tiny ] || knn_n=20000
+    log "knn: bench/knn.sh --n $knn_n --reps $reps"
+    "$root/bench/knn.sh" --n "$knn_n" --reps "$reps" --work "$work/knn" \
+        --prox-build "$builddir" --splice "$out" >/dev/null
+fi
 log "done in ${elapsed}s: $out"

@@ -1,0 +1,120 @@
+#!/bin/bash
+# knn.sh: k nearest neighbours, prox against nanoflann (tree and input
+# order), scipy's cKDTree (workers=1) and pykdtree, on the same files, one
+# thread (prox also on two), medians of R runs of build + search; every
+# row's checksum of the neighbours must equal prox's (exit 1 if not).
+#   bench/knn.sh [--reps R] [--n N] [--work DIR] [--prox-build DIR] [--splice FILE]
+# Workloads: W1 (sph3d, uniform in the unit cube) at k = 16, the same
+# points in Z-order, 40 Gaussian blobs of N points at k = 16, W2 (nns2d,
+# 2D over 2^20 x 2^20) at k = 8. Prints a Markdown section; --splice FILE
+# writes it into FILE between its kNN markers (appended when absent), as
+# bench/report/report.sh does for docs/benchmarks.md.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+reps=3 n=1000000 work="$root/build-knn-work" build="$root/${BUILD:-build}" splice=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --reps) reps=${2:?}; shift ;;
+    --n) n=${2:?}; shift ;;
+    --work) work=${2:?}; shift ;;
+    --prox-build) build=${2:?}; shift ;;
+    --splice) splice=${2:?}; shift ;;
+    *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    esac
+    shift
+done
+log() { echo "[knn.sh $(date -u +%H:%M:%S)] $*" >&2; }
+"$root/tools/deps.sh" libnanoflann-dev python3-numpy python3-scipy python3-pykdtree >&2
+[ -x "$build/prox" ] && [ -x "$build/bench_knn_points" ] ||
+    { echo "knn.sh: no $build/prox or $build/bench_knn_points (make checks builds them)" >&2; exit 1; }
+mkdir -p "$work"
+cmake -S "$here/peers" -B "$work/drivers" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/drivers" --target peer_nanoflann_knn -j2 >/dev/null
+
+log "generating N=$n"
+"$build/prox" gen sph3d --n "$n" -o "$work/w1.f64" 2>/dev/null
+"$build/prox" gen sph3d --n "$n" --order z -o "$work/w1z.f64" 2>/dev/null
+"$build/prox" gen nns2d --n "$n" -o "$work/w2.f64" 2>/dev/null
+/usr/bin/python3 - "$work/blobs.f64" "$n" <<'PY'
+import sys, numpy as np
+rng = np.random.default_rng(40)
+n = int(sys.argv[2])
+centres = rng.random((40, 3))
+which = rng.integers(0, 40, n)
+(centres[which] + 0.01 * rng.standard_normal((n, 3))).astype("<f8").tofile(sys.argv[1])
+PY
+
+# NAME FILE DIM K: every row's median result line fields into $work/rows.txt
+median_row() { # runs the command R times, prints the line of the median total_s
+    local lines=() t
+    for _ in $(seq "$reps"); do lines+=("$("$@")"); done
+    printf '%s\n' "${lines[@]}" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^total_s=/) { split($i, a, "="); print a[2] "\t" $0 } }' |
+        sort -g | awk -v m=$(( (reps + 1) / 2 )) 'NR == m' | cut -f2-
+}
+: > "$work/rows.txt"
+run_case() { # LABEL FILE DIM K
+    local label=$1 file=$2 dim=$3 k=$4
+    log "$label k=$k"
+    {
+        median_row "$build/bench_knn_points" "$file" "$dim" "$k" 1 1 "$label"
+        median_row "$build/bench_knn_points" "$file" "$dim" "$k" 1 2 "$label" | sed 's/^library=prox /library=prox-2-threads /'
+        median_row "$work/drivers/peer_nanoflann_knn" "$file" "$dim" "$k" tree "$label"
+        median_row "$work/drivers/peer_nanoflann_knn" "$file" "$dim" "$k" input "$label"
+        median_row /usr/bin/python3 "$here/peers/knn_driver.py" "$file" "$dim" "$k" scipy "$label"
+        median_row /usr/bin/python3 "$here/peers/knn_driver.py" "$file" "$dim" "$k" pykdtree "$label"
+    } | sed "s/^/k=$k /" >> "$work/rows.txt"
+}
+run_case W1 "$work/w1.f64" 3 16
+run_case W1-z-order "$work/w1z.f64" 3 16
+run_case blobs-40 "$work/blobs.f64" 3 16
+run_case W2 "$work/w2.f64" 2 8
+
+cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
+section=$(/usr/bin/python3 - "$work/rows.txt" "$cpu" "$("$build/prox" --version | head -1)" "$reps" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+import sys
+rows = []
+for line in open(sys.argv[1]):
+    f = dict(w.split("=", 1) for w in line.split())
+    rows.append(f)
+out = ["<!-- knn section: written by bench/knn.sh -->", "", "## k nearest neighbours", "",
+       f"Every point's k nearest others (itself left out), build and search together, one "
+       f"thread unless named, medians of {sys.argv[4]} runs; {sys.argv[3]}; CPU: {sys.argv[2]}; "
+       f"load average {sys.argv[5]}. `bench/knn.sh` writes this section; every row's checksum "
+       f"of the neighbours' indices equals prox's.", ""]
+bad = False
+for w in dict.fromkeys(r["workload"] for r in rows):
+    group = [r for r in rows if r["workload"] == w]
+    base = next(r for r in group if r["library"] == "prox")
+    out += [f"### {w}, N = {base['N']}, k = {group[0]['k']}", "",
+            "| library | build s | search s | total s | prox is faster by | peak RSS MiB |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for r in group:
+        ratio = float(r["total_s"]) / float(base["total_s"])
+        bad |= r["count"] != base["count"]
+        out.append(f"| {r['library']} | {float(r['build_s']):.3f} | {float(r['query_s']):.3f} | "
+                   f"{float(r['total_s']):.3f} | {ratio:.1f}x | {float(r['peak_rss_mb']):.0f} |")
+    out += ["", f"prox: `{base.get('method')}`, {base.get('candidates_per_query')} candidates a "
+            f"query, {base.get('index_bytes_per_point')} bytes a point beyond the output.", ""]
+out.append("<!-- end of the knn section -->")
+print("\n".join(out))
+sys.exit(1 if bad else 0)
+PY
+) || { echo "knn.sh: a row's checksum differs from prox's" >&2; printf '%s\n' "$section"; exit 1; }
+printf '%s\n' "$section"
+if [ -n "$splice" ]; then
+    /usr/bin/python3 - "$splice" <<PY
+import sys, re
+path = sys.argv[1]
+text = open(path).read() if __import__("os").path.exists(path) else ""
+section = open("/dev/stdin").read().strip() if False else """$(printf '%s' "$section" | sed 's/"""/\\"\\"\\"/g')"""
+begin, end = "<!-- knn section: written by bench/knn.sh -->", "<!-- end of the knn section -->"
+if begin in text and end in text:
+    text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
+else:
+    text = text.rstrip("\n") + "\n\n" + section + "\n"
+open(path, "w").write(text)
+PY
+    log "spliced into $splice"
+fi
