@@ -166,28 +166,29 @@ typedef struct counters {
  * exact.h's arithmetic (the same bits as brute force and the oracle):
  * one loop without branches over a block, which the compiler vectorises
  * (no contraction: -ffp-contract=off). */
-static inline void block_dist2(const prox_knn_index *x, const query *q, int64_t b, int len,
-                               double *restrict d2)
+static inline void arrays_dist2(const prox_knn_index *x, const query *q, const double *xs,
+                                const double *ys, const double *zs, int64_t len,
+                                double *restrict d2)
 {
-    const double *restrict px = x->pos[0] + b, *restrict py = x->pos[1] + b;
+    const double *restrict px = xs, *restrict py = ys;
     double qx = q->q[0], qy = q->q[1];
     if (x->dim == 2 && !x->periodic[0] && !x->periodic[1]) {
-        for (int t = 0; t < len; t++) {
+        for (int64_t t = 0; t < len; t++) {
             double dx = qx - px[t], dy = qy - py[t];
             d2[t] = dx * dx + dy * dy + 0.0 * 0.0;
         }
         return;
     }
-    const double *restrict pz = x->dim == 3 ? x->pos[2] + b : NULL;
+    const double *restrict pz = zs;
     double qz = q->q[2];
     if (x->dim == 3 && !x->periodic[0] && !x->periodic[1] && !x->periodic[2]) {
-        for (int t = 0; t < len; t++) {
+        for (int64_t t = 0; t < len; t++) {
             double dx = qx - px[t], dy = qy - py[t], dz = qz - pz[t];
             d2[t] = dx * dx + dy * dy + dz * dz;
         }
         return;
     }
-    for (int t = 0; t < len; t++) {
+    for (int64_t t = 0; t < len; t++) {
         double dx = qx - px[t], dy = qy - py[t], dz = pz ? qz - pz[t] : 0.0;
         if (x->periodic[0])
             dx = prox_min_image(dx, x->period[0]);
@@ -197,6 +198,14 @@ static inline void block_dist2(const prox_knn_index *x, const query *q, int64_t 
             dz = prox_min_image(dz, x->period[2]);
         d2[t] = prox_dist2(dx, dy, dz);
     }
+}
+
+/* The same for sorted points b .. b + len - 1 of the index. */
+static inline void block_dist2(const prox_knn_index *x, const query *q, int64_t b, int len,
+                               double *restrict d2)
+{
+    arrays_dist2(x, q, x->pos[0] + b, x->pos[1] + b, x->dim == 3 ? x->pos[2] + b : NULL, len,
+                 d2);
 }
 
 /* Sorted points [b, e) offered to the query's best set. */
@@ -542,6 +551,142 @@ static void search_one(const prox_knn_index *x, const knn_box *box, const query 
     best_finish(best);
 }
 
+/* The k-th squared distance a query of a group expects: the last query's
+ * times this (the k-th distance of k = 16 in 3D varies by about 8%, its
+ * square by 16%: a query exceeds the guess about once in twenty, and then
+ * reads its block twice). */
+#define KNN_GUESS 1.3
+
+/* ---- a group's near block: its cell and the ring around it ------------- */
+
+/* The candidates of a group's cell and its ring of cells (27 in 3D, 9 in
+ * 2D), copied once per group into one block: each query of the group
+ * then computes all their distances in one vector loop, keeps those
+ * within a tentative bound, and offers only them. */
+typedef struct near_block {
+    double *x, *y, *z;
+    prox_index *id;
+    double *d2; /* per query: the distances */
+    int64_t count, cap;
+} near_block;
+
+static void near_block_free(const prox_allocator *a, near_block *nb)
+{
+    prox_free(a, nb->x);
+    *nb = (near_block){0};
+}
+
+/* Room for `need` candidates (one allocation for the five arrays). */
+static bool near_block_room(const prox_allocator *a, near_block *nb, int64_t need)
+{
+    if (need <= nb->cap)
+        return true;
+    near_block_free(a, nb);
+    int64_t cap = 2 * need + 64;
+    double *m = prox_alloc_array(a, cap, 4 * sizeof(double) + sizeof(prox_index));
+    if (!m)
+        return false;
+    *nb = (near_block){.x = m, .y = m + cap, .z = m + 2 * cap, .d2 = m + 3 * cap,
+                       .id = (prox_index *)(m + 4 * cap), .cap = cap};
+    return true;
+}
+
+/* Whether the near block names each cell once: every periodic axis holds
+ * 3 cells or more (fewer: the box path, which names each cell once). */
+static bool near_block_fits(const prox_knn_index *x)
+{
+    for (int k = 0; k < x->dim; k++)
+        if (x->periodic[k] && x->ncell[k] < 3)
+            return false;
+    return true;
+}
+
+/* The group's block around the cell of query q; false when out of memory. */
+static bool near_block_fill(const prox_knn_index *x, const query *q, near_block *nb,
+                            const prox_allocator *a, counters *n)
+{
+    int64_t ranges[18][2], count = 0, total = 0;
+    int64_t zr = x->dim == 3 ? 1 : 0;
+    for (int64_t dz = -zr; dz <= zr; dz++) {
+        if (x->dim == 3 && !x->periodic[2] && (q->c[2] + dz < 0 || q->c[2] + dz >= x->ncell[2]))
+            continue;
+        for (int64_t dy = -1; dy <= 1; dy++) {
+            if (!x->periodic[1] && (q->c[1] + dy < 0 || q->c[1] + dy >= x->ncell[1]))
+                continue;
+            int64_t lo = x->periodic[0] || q->c[0] > 0 ? -1 : 0;
+            int64_t hi = x->periodic[0] || q->c[0] < x->ncell[0] - 1 ? 1 : 0;
+            int64_t r[2][2];
+            int c = strip_ranges(x, q, lo, hi, cell_at(x, q, 1, dy), cell_at(x, q, 2, dz), r);
+            n->cells += hi - lo + 1;
+            for (int t = 0; t < c; t++)
+                if (r[t][1] > r[t][0]) {
+                    ranges[count][0] = r[t][0];
+                    ranges[count++][1] = r[t][1];
+                    total += r[t][1] - r[t][0];
+                }
+        }
+    }
+    if (!near_block_room(a, nb, total))
+        return false;
+    int64_t at = 0;
+    for (int64_t t = 0; t < count; t++) {
+        int64_t b = ranges[t][0], len = ranges[t][1] - b;
+        memcpy(nb->x + at, x->pos[0] + b, (size_t)len * sizeof(double));
+        memcpy(nb->y + at, x->pos[1] + b, (size_t)len * sizeof(double));
+        if (x->dim == 3)
+            memcpy(nb->z + at, x->pos[2] + b, (size_t)len * sizeof(double));
+        memcpy(nb->id + at, x->id + b, (size_t)len * sizeof(prox_index));
+        at += len;
+    }
+    nb->count = total;
+    return true;
+}
+
+/* The near block's candidates offered to the best set, whose limit is
+ * `bound` while it holds fewer than k. */
+static void near_offer(const near_block *nb, const query *q, best_set *best, double bound)
+{
+    double limit = best->limit;
+    best->limit = bound;
+    best->count = 0;
+    double worst = best_worst(best);
+    for (int64_t t = 0; t < nb->count; t++)
+        if (nb->d2[t] <= worst && (int64_t)nb->id[t] != q->self) {
+            best_offer(best, nb->d2[t], nb->id[t]);
+            worst = best_worst(best);
+        }
+    best->limit = limit;
+}
+
+/* Query q's k best: the near block, then rings from 2 on until proven.
+ * *guess is the k-th squared distance a query of the group is expected
+ * to have (the last one's, widened; +inf for none): the block's
+ * candidates are offered with it as the limit, which is exact whenever k
+ * of them lie within it (the block's k best are then all within it);
+ * when fewer do, the block is offered again within the limit itself. */
+static void search_near(const prox_knn_index *x, near_block *nb, const query *q,
+                        best_set *best, double *guess, counters *n)
+{
+    best->count = 0;
+    const double *zs = x->dim == 3 ? nb->z : NULL;
+    arrays_dist2(x, q, nb->x, nb->y, zs, nb->count, nb->d2);
+    n->candidates += nb->count;
+    double bound = *guess < best->limit ? *guess : best->limit;
+    near_offer(nb, q, best, bound);
+    if (best->count < best->k && bound < best->limit)
+        near_offer(nb, q, best, best->limit);
+    double b2;
+    for (int64_t R = 1; beyond_ring(x, q, R, &b2) && b2 <= best_worst(best); R++) {
+        if (ring_box_cells(x->dim, R + 1) > (double)(4 * x->nruns + 64)) {
+            scan_runs_beyond(x, q, R, best, n);
+            break;
+        }
+        scan_ring(x, q, R + 1, best, n);
+    }
+    best_finish(best);
+    *guess = best->count == best->k ? KNN_GUESS * best->d2[best->k - 1] : INFINITY;
+}
+
 /* ---- queries, groups, chunks -------------------------------------------- */
 
 typedef struct knn_job {
@@ -622,20 +767,32 @@ static void knn_step(const void *job, points_chunk *chunk)
         j->status[chunk->index] = PROX_ERR_NO_MEMORY;
         g1 = g0;
     }
+    bool near = near_block_fits(x);
+    near_block nb = {0};
     for (int64_t g = g0; g < g1 && !j->stop; g++) {
         int64_t b, e;
         group_members(j, g, &b, &e);
         query q;
+        double guess = INFINITY;
         for (int64_t t = b; t < e && !j->stop; t++) {
             int64_t s = j->queries ? j->order[t] : t;
             query_at(j, s, &q);
-            search_one(x, &j->box, &q, &best, &n);
+            if (near && t == b && !near_block_fill(x, &q, &nb, &x->allocator, &n)) {
+                j->status[chunk->index] = PROX_ERR_NO_MEMORY;
+                g1 = g0;
+                break;
+            }
+            if (near)
+                search_near(x, &nb, &q, &best, &guess, &n);
+            else
+                search_one(x, &j->box, &q, &best, &n);
             found += best.count;
             int64_t row = j->queries ? s : (int64_t)x->id[s];
             if (!deliver(j, row, &best))
                 j->stop = 1;
         }
     }
+    near_block_free(&x->allocator, &nb);
     prox_free(&x->allocator, best.d2);
     prox_free(&x->allocator, best.id);
     chunk->candidates += n.candidates;
