@@ -2,11 +2,13 @@
  *
  * Queries go in groups of one cell (a run of the index's own points, or
  * the second set sorted by cell), in cell order, chunks of groups over
- * the threads. A group reads its cell and the ring around it once, as
- * strips along x (9 ranges in 3D, 3 in 2D); each query then scans those
- * candidates and keeps its k best (best_set: sorted insertion for small
- * k, a max-heap beyond), then walks further rings only while a ring's
- * nearest possible point could still beat its k-th: the proof.
+ * the threads. A group copies its cell and the ring around it once into
+ * a block (near_block, read as strips along x); each query then computes
+ * the block's distances in one loop and keeps its k best (best_set:
+ * sorted insertion for small k, a max-heap beyond), then walks further
+ * rings only while a ring's nearest possible point could still beat its
+ * k-th: the proof. Grids whose ring would name a cell twice (a periodic
+ * axis of 1 or 2 cells) take the box of cells nearest first instead.
  *
  * Why it is exact. Every point of cell j along axis k has a cell unit
  * (knn_cell_unit) in [j, j + 1] (knn_build.c never clamps a point), and
@@ -121,7 +123,12 @@ static inline void best_offer(best_set *b, double d2, prox_index id)
     } else {
         b->count++;
     }
-    while (at > 0 && worse(b->d2[at - 1], b->id[at - 1], d2, id)) {
+    while (at > 0 && b->d2[at - 1] > d2) { /* farther: by distance alone */
+        b->d2[at] = b->d2[at - 1];
+        b->id[at] = b->id[at - 1];
+        at--;
+    }
+    while (at > 0 && b->d2[at - 1] == d2 && b->id[at - 1] > id) { /* a tie: by index */
         b->d2[at] = b->d2[at - 1];
         b->id[at] = b->id[at - 1];
         at--;
@@ -650,7 +657,18 @@ static void near_offer(const near_block *nb, const query *q, best_set *best, dou
     best->limit = bound;
     best->count = 0;
     double worst = best_worst(best);
-    for (int64_t t = 0; t < nb->count; t++)
+    int64_t t = 0;
+    for (; t + 4 <= nb->count; t += 4) { /* one branch for four candidates */
+        const double *d = nb->d2 + t;
+        if (!((d[0] <= worst) | (d[1] <= worst) | (d[2] <= worst) | (d[3] <= worst)))
+            continue;
+        for (int u = 0; u < 4; u++)
+            if (d[u] <= worst && (int64_t)nb->id[t + u] != q->self) {
+                best_offer(best, d[u], nb->id[t + u]);
+                worst = best_worst(best);
+            }
+    }
+    for (; t < nb->count; t++)
         if (nb->d2[t] <= worst && (int64_t)nb->id[t] != q->self) {
             best_offer(best, nb->d2[t], nb->id[t]);
             worst = best_worst(best);
