@@ -204,7 +204,8 @@ static inline uint64_t hash_slot(uint64_t key, uint64_t mask)
 }
 
 /* The cell table: dense when there are no more cells than points (4
- * bytes a cell), else a hash of the runs (24 bytes a run at most). */
+ * bytes a cell), else a hash of the runs (run + 1 per slot, 0 empty; 8
+ * bytes a run at most). */
 static prox_status index_table(prox_knn_index *x)
 {
     uint64_t cells = total_cells(x);
@@ -227,20 +228,18 @@ static prox_status index_table(prox_knn_index *x)
     while (slots < 2 * x->nruns)
         slots *= 2;
     x->hash_mask = (uint64_t)slots - 1;
-    x->hash_key = prox_alloc_array(&x->allocator, slots, sizeof *x->hash_key);
     x->hash_run = prox_alloc_array(&x->allocator, slots, sizeof *x->hash_run);
-    if (!x->hash_key || !x->hash_run)
+    if (!x->hash_run)
         return prox_fail(PROX_ERR_NO_MEMORY, "kNN: no memory for a hash of %lld cells",
                          (long long)x->nruns);
-    memset(x->hash_key, 0, (size_t)slots * sizeof *x->hash_key);
+    memset(x->hash_run, 0, (size_t)slots * sizeof *x->hash_run);
     for (int64_t r = 0; r < x->nruns; r++) {
         uint64_t h = hash_slot(x->run_key[r], x->hash_mask);
-        while (x->hash_key[h])
+        while (x->hash_run[h])
             h = (h + 1) & x->hash_mask;
-        x->hash_key[h] = x->run_key[r] + 1;
-        x->hash_run[h] = (uint32_t)r;
+        x->hash_run[h] = (uint32_t)r + 1;
     }
-    x->bytes += slots * (int64_t)(sizeof *x->hash_key + sizeof *x->hash_run);
+    x->bytes += slots * (int64_t)sizeof *x->hash_run;
     return PROX_OK;
 }
 
@@ -248,11 +247,11 @@ static prox_status index_table(prox_knn_index *x)
 static inline int64_t hash_find(const prox_knn_index *x, uint64_t key)
 {
     for (uint64_t h = hash_slot(key, x->hash_mask);; h = (h + 1) & x->hash_mask) {
-        uint64_t e = x->hash_key[h];
-        if (e == key + 1)
-            return x->hash_run[h];
+        uint32_t e = x->hash_run[h];
         if (e == 0)
             return -1;
+        if (x->run_key[e - 1] == key)
+            return (int64_t)e - 1;
     }
 }
 
@@ -337,7 +336,6 @@ void prox_knn_index_destroy(prox_knn_index *x)
     prox_free(&a, x->run_start);
     prox_free(&a, x->run_key);
     prox_free(&a, x->cell_start);
-    prox_free(&a, x->hash_key);
     prox_free(&a, x->hash_run);
     prox_free(&a, x);
 }

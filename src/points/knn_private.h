@@ -47,8 +47,7 @@ struct prox_knn_index {
     /* the cell table */
     bool dense;
     uint32_t *cell_start;  /* dense: first sorted point of each cell, cells + 1 */
-    uint64_t *hash_key;    /* sparse: open addressing, key + 1 (0 = empty) */
-    uint32_t *hash_run;    /* sparse: the run of that key */
+    uint32_t *hash_run;    /* sparse: open addressing by run_key, run + 1 (0 = empty) */
     uint64_t hash_mask;
     int64_t bytes;         /* what the index holds */
 };
