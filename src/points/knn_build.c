@@ -318,9 +318,12 @@ static prox_status gather_points(prox_knn_index *x, const prox_points *p)
         x->pos[k] = prox_alloc_array(&x->allocator, n, sizeof(double));
         if (!x->pos[k])
             return prox_fail(PROX_ERR_NO_MEMORY, "kNN: no memory for %lld points", (long long)n);
-        for (int64_t s = 0; s < n; s++)
-            x->pos[k][s] = coord(x, p, x->id[s], k);
     }
+    /* one pass: each point's axes read together (the reads follow the
+     * sorted ids, in no order of the caller's array) */
+    for (int64_t s = 0; s < n; s++)
+        for (int k = 0; k < x->dim; k++)
+            x->pos[k][s] = coord(x, p, x->id[s], k);
     x->bytes += n * (int64_t)(x->dim * sizeof(double));
     return PROX_OK;
 }
