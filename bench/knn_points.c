@@ -6,6 +6,7 @@
  * peer's row of the same file must reproduce.
  *
  *   build/bench_knn_points FILE.f64 DIM K RUNS THREADS WORKLOAD */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, getrusage under strict C11 */
 #include <string.h>
 #include <sys/resource.h>
 
