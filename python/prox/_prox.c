@@ -1856,7 +1856,7 @@ static PyTypeObject KNNType = {
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)KNN_init,
     .tp_doc = "KNNIndex(points, box=None, k=16, threads=0)\n--\n\n"
-              "Points kept in cells for k-nearest-neighbour queries (see prox.KDTree).",
+              "Points kept in cells for k-nearest-neighbour queries (see prox.KNNIndex).",
     .tp_dealloc = (destructor)KNN_dealloc,
     .tp_methods = KNN_methods,
     .tp_getset = KNN_getset,
