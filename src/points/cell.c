@@ -35,18 +35,34 @@ typedef struct cell_points {
 } cell_points;
 
 typedef struct cell_hit {
+    uint64_t key; /* (j, S) packed in lexicographic order (cell_search.keyed) */
     prox_index j;
     int32_t S[3];
     double D[3];
     double d2;
 } cell_hit;
 
-/* Hits of one chunk of rows, in row order. */
-typedef struct cell_chunk {
+/* The current row's hits, and their sort keys. */
+typedef struct cell_key {
+    uint64_t key; /* (j, S) packed in lexicographic order */
+    int64_t at;   /* the hit */
+} cell_key;
+
+typedef struct cell_row {
     cell_hit *hits;
     int64_t count, capacity;
-    prox_index *row;  /* row of each hit */
-    int64_t row_capacity;
+    cell_key *keys;
+    int64_t key_capacity;
+} cell_row;
+
+/* One chunk of rows: its pairs in row order, in the arrays the output
+ * asks for (with the output's allocator, so that a single chunk's arrays
+ * become the output's). */
+typedef struct cell_chunk {
+    cell_row row;
+    prox_geometry part;
+    int64_t capacity[5];
+    int64_t rows;       /* rows of the chunk */
     int64_t pairs;
     int64_t candidates;
     prox_status status;
@@ -60,6 +76,11 @@ typedef struct cell_search {
     double r2;      /* the rule */
     double screen2; /* the screen: r2 widened by the rounding of wrapped coordinates */
     bool full, self_interaction, store;
+    /* The shifts a row may hold: S[k] - key_lo[k] of point i's row lies in
+     * [0, key_range[k]), key_lo = image_lo + w_i - w_max; keyed when
+     * count * key_range[0..2] stays below 2^62 */
+    int64_t image_lo[3], w_max[3], key_range[3];
+    bool keyed;
     const prox_allocator *al;
 } cell_search;
 
@@ -271,60 +292,92 @@ static bool oriented(const cell_search *s, prox_index i, prox_index j, const int
     return s->full || shift_positive(S);
 }
 
-static bool chunk_push(cell_chunk *ch, const cell_search *s, prox_index row, const cell_hit *h)
+/* The per-point constants of the candidates' tests. */
+typedef struct cell_query {
+    prox_index i;
+    int32_t w[3];      /* the point's wrap */
+    double x[3];       /* the caller's coordinates */
+    int64_t key_lo[3]; /* the lowest shift of the row, per axis */
+} cell_query;
+
+/* The row holds room for `more` hits beyond its count. */
+static bool row_room(cell_row *row, const cell_search *s, int64_t more)
 {
-    if (ch->count == ch->capacity) {
-        if (!prox_grow(s->al, (void **)&ch->hits, &ch->capacity, ch->count + 1, ch->count,
-                       sizeof *ch->hits))
-            return false;
-        int64_t keep = ch->count;
-        if (!prox_grow(s->al, (void **)&ch->row, &ch->row_capacity, ch->capacity, keep,
-                       sizeof *ch->row))
-            return false;
-    }
-    ch->hits[ch->count] = *h;
-    ch->row[ch->count] = row;
-    ch->count++;
-    return true;
+    return row->count + more <= row->capacity ||
+           prox_grow(s->al, (void **)&row->hits, &row->capacity, row->count + more, row->count,
+                     sizeof *row->hits);
 }
 
-/* The candidates of slots [lo, hi) for query point i (slot si), whose
- * wrapped coordinates are qx, seen through the bin shift s. */
-static bool test_range(const cell_search *s, int64_t si, const double *qx, const int32_t *shift,
-                       int64_t lo, int64_t hi, cell_chunk *ch)
+/* The candidates of slots [lo, hi) for point q, whose wrapped coordinates
+ * seen through the bin shift `shift` are qx. The screen writes every slot
+ * and keeps those that pass (no branch on the distance), into the row's
+ * spare records; the rule then decides those. */
+static bool test_range(const cell_search *s, const cell_query *qp, const double *qx,
+                       const int32_t *shift, int64_t lo, int64_t hi, cell_chunk *ch)
 {
     const cell_points *q = &s->pts;
-    const prox_cell_frame *c = &s->frame;
-    prox_index i = q->index[si];
+    cell_row *row = &ch->row;
+    if (!row_room(row, s, hi - lo))
+        return false;
+    const double(*m)[3] = (const double(*)[3])s->frame.m;
+    const double *restrict xw0 = q->xw[0], *restrict xw1 = q->xw[1], *restrict xw2 = q->xw[2];
+    double screen2 = s->screen2, r2 = s->r2;
+    cell_hit *restrict spare = row->hits + row->count;
+    int64_t passed = 0;
     for (int64_t t = lo; t < hi; t++) {
-        double dx = q->xw[0][t] - qx[0], dy = q->xw[1][t] - qx[1], dz = q->xw[2][t] - qx[2];
-        if (!(dx * dx + dy * dy + dz * dz <= s->screen2))
-            continue;
-        cell_hit h;
-        h.j = q->index[t];
-        for (int k = 0; k < 3; k++)
-            h.S[k] = shift[k] + q->w[k][si] - q->w[k][t];
-        if (!oriented(s, i, h.j, h.S))
-            continue;
-        /* the rule of cell.h, term by term */
-        for (int k = 0; k < 3; k++)
-            h.D[k] = (q->xo[k][t] - q->xo[k][si]) +
-                     (((double)h.S[0] * c->m[0][k] + (double)h.S[1] * c->m[1][k]) +
-                      (double)h.S[2] * c->m[2][k]);
-        h.d2 = h.D[0] * h.D[0] + h.D[1] * h.D[1] + h.D[2] * h.D[2];
-        if (h.d2 <= s->r2 && !chunk_push(ch, s, i, &h))
-            return false;
+        double dx = xw0[t] - qx[0], dy = xw1[t] - qx[1], dz = xw2[t] - qx[2];
+        spare[passed].key = (uint64_t)t;
+        passed += dx * dx + dy * dy + dz * dz <= screen2;
     }
     ch->candidates += hi - lo;
+    for (int64_t p = 0; p < passed; p++) {
+        int64_t t = (int64_t)spare[p].key;
+        cell_hit *h = &row->hits[row->count];
+        h->j = q->index[t];
+        for (int k = 0; k < 3; k++)
+            h->S[k] = shift[k] + qp->w[k] - q->w[k][t];
+        if (!oriented(s, qp->i, h->j, h->S))
+            continue;
+        /* the rule of cell.h, term by term */
+        double S0 = (double)h->S[0], S1 = (double)h->S[1], S2 = (double)h->S[2];
+        for (int k = 0; k < 3; k++)
+            h->D[k] = (q->xo[k][t] - qp->x[k]) + ((S0 * m[0][k] + S1 * m[1][k]) + S2 * m[2][k]);
+        h->d2 = h->D[0] * h->D[0] + h->D[1] * h->D[1] + h->D[2] * h->D[2];
+        if (!(h->d2 <= r2))
+            continue;
+        uint64_t key = h->j;
+        for (int k = 0; k < 3; k++)
+            key = key * (uint64_t)s->key_range[k] + (uint64_t)(h->S[k] - qp->key_lo[k]);
+        h->key = key;
+        row->count++;
+    }
     return true;
 }
 
 /* floor(t / n) and t - n * floor(t / n) for n > 0. */
 static void wrap_bin(int64_t t, int64_t n, int64_t *bin, int32_t *image)
 {
+    if (t >= 0 && t < n) {
+        *bin = t;
+        *image = 0;
+        return;
+    }
     int64_t im = t >= 0 ? t / n : -((-t + n - 1) / n);
     *image = (int32_t)im;
     *bin = t - im * n;
+}
+
+static cell_query query_of(const cell_search *s, int64_t si)
+{
+    const cell_points *q = &s->pts;
+    cell_query qp;
+    qp.i = q->index[si];
+    for (int k = 0; k < 3; k++) {
+        qp.w[k] = q->w[k][si];
+        qp.x[k] = q->xo[k][si];
+        qp.key_lo[k] = s->image_lo[k] + qp.w[k] - s->w_max[k];
+    }
+    return qp;
 }
 
 /* Every stencil bin of point slot si: for each (b1, b2) offset, the first
@@ -334,7 +387,8 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
     const prox_cell_bins *b = &s->bins;
     const prox_cell_frame *c = &s->frame;
     const cell_points *q = &s->pts;
-    int64_t bin = q->bin[q->index[si]];
+    cell_query qp = query_of(s, si);
+    int64_t bin = q->bin[qp.i];
     int64_t b0 = bin % b->nb[0], b1 = (bin / b->nb[0]) % b->nb[1], b2 = bin / (b->nb[0] * b->nb[1]);
     double xw[3] = {q->xw[0][si], q->xw[1][si], q->xw[2][si]};
     for (int64_t o2 = -b->n[2]; o2 <= b->n[2]; o2++) {
@@ -343,12 +397,18 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
         wrap_bin(b2 + o2, b->nb[2], &t2, &s2);
         if (!c->pbc[2] && s2 != 0)
             continue;
+        double v2[3];
+        for (int k = 0; k < 3; k++)
+            v2[k] = (double)s2 * c->m[2][k];
         for (int64_t o1 = -b->n[1]; o1 <= b->n[1]; o1++) {
             int64_t t1;
             int32_t s1;
             wrap_bin(b1 + o1, b->nb[1], &t1, &s1);
             if (!c->pbc[1] && s1 != 0)
                 continue;
+            double v21[3];
+            for (int k = 0; k < 3; k++)
+                v21[k] = (double)s1 * c->m[1][k] + v2[k];
             int64_t row = b->nb[0] * (t1 + b->nb[1] * t2);
             int64_t t = b0 - b->n[0], end = b0 + b->n[0];
             while (t <= end) {
@@ -360,11 +420,10 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
                 if (c->pbc[0] || s0 == 0) {
                     int32_t shift[3] = {s0, s1, s2};
                     double qx[3];
-                    for (int k = 0; k < 3; k++)
-                        qx[k] = xw[k] - (((double)s0 * c->m[0][k] + (double)s1 * c->m[1][k]) +
-                                         (double)s2 * c->m[2][k]);
+                    for (int k = 0; k < 3; k++) /* screening only: any rounding will do */
+                        qx[k] = xw[k] - ((double)s0 * c->m[0][k] + v21[k]);
                     int64_t lo = q->start[row + t0], hi = q->start[row + t0 + (last - t) + 1];
-                    if (!test_range(s, si, qx, shift, lo, hi, ch))
+                    if (lo < hi && !test_range(s, &qp, qx, shift, lo, hi, ch))
                         return false;
                 }
                 t = last + 1;
@@ -374,9 +433,14 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
     return true;
 }
 
-static int compare_hits(const void *pa, const void *pb)
+static int compare_keys(const void *pa, const void *pb)
 {
-    const cell_hit *a = pa, *b = pb;
+    const cell_key *a = pa, *b = pb;
+    return a->key < b->key ? -1 : a->key > b->key;
+}
+
+static int compare_hits(const cell_hit *a, const cell_hit *b)
+{
     if (a->j != b->j)
         return a->j < b->j ? -1 : 1;
     for (int k = 0; k < 3; k++)
@@ -385,20 +449,126 @@ static int compare_hits(const void *pa, const void *pb)
     return 0;
 }
 
+/* Sorts a row's hits by (j, S): by their packed keys when the search is
+ * keyed (returns 1, the order in row->keys), else the records by
+ * comparison (returns 0); -1 when out of memory. Insertion sort for the
+ * short rows of small cells. */
+static int sort_row(cell_row *row, const cell_search *s)
+{
+    int64_t n = row->count;
+    if (n < 2)
+        return 0;
+    if (!s->keyed) {
+        for (int64_t h = 1; h < n; h++) {
+            cell_hit v = row->hits[h];
+            int64_t at = h;
+            for (; at > 0 && compare_hits(&row->hits[at - 1], &v) > 0; at--)
+                row->hits[at] = row->hits[at - 1];
+            row->hits[at] = v;
+        }
+        return 0;
+    }
+    if (row->key_capacity < n &&
+        !prox_reserve(s->al, (void **)&row->keys, &row->key_capacity, n, sizeof *row->keys))
+        return -1;
+    for (int64_t h = 0; h < n; h++)
+        row->keys[h] = (cell_key){row->hits[h].key, h};
+    if (n > 48) {
+        qsort(row->keys, (size_t)n, sizeof *row->keys, compare_keys);
+        return 1;
+    }
+    for (int64_t h = 1; h < n; h++) {
+        cell_key v = row->keys[h];
+        int64_t at = h;
+        for (; at > 0 && row->keys[at - 1].key > v.key; at--)
+            row->keys[at] = row->keys[at - 1];
+        row->keys[at] = v;
+    }
+    return 1;
+}
+
+/* The chunk's arrays hold at least `count` pairs. */
+static bool part_reserve(cell_chunk *ch, int64_t count)
+{
+    prox_geometry *g = &ch->part;
+    const prox_allocator *al = &g->allocator;
+    int64_t keep = g->count, dim = g->dim;
+    bool ok = true;
+    if (g->fields & PROX_GEOMETRY_I)
+        ok &= prox_grow(al, (void **)&g->i, &ch->capacity[0], count, keep, sizeof *g->i);
+    if (g->fields & PROX_GEOMETRY_J)
+        ok &= prox_grow(al, (void **)&g->j, &ch->capacity[1], count, keep, sizeof *g->j);
+    if (g->fields & PROX_GEOMETRY_DISTANCE)
+        ok &= prox_grow(al, (void **)&g->d, &ch->capacity[2], count, keep, sizeof *g->d);
+    if (g->fields & PROX_GEOMETRY_VECTOR)
+        ok &= prox_grow(al, (void **)&g->D, &ch->capacity[3], count * dim, keep * dim,
+                        sizeof *g->D);
+    if (g->fields & PROX_GEOMETRY_SHIFT)
+        ok &= prox_grow(al, (void **)&g->S, &ch->capacity[4], count * dim, keep * dim,
+                        sizeof *g->S);
+    return ok;
+}
+
+/* Hit h of the row as pair p of the chunk. */
+static void part_write(prox_geometry *g, int64_t p, prox_index i, const cell_hit *x)
+{
+    int dim = g->dim;
+    if (g->fields == PROX_GEOMETRY_ALL && dim == 3) { /* ASE's "ijdDS" */
+        g->i[p] = i;
+        g->j[p] = x->j;
+        g->d[p] = sqrt(x->d2);
+        g->D[3 * p] = x->D[0];
+        g->D[3 * p + 1] = x->D[1];
+        g->D[3 * p + 2] = x->D[2];
+        g->S[3 * p] = x->S[0];
+        g->S[3 * p + 1] = x->S[1];
+        g->S[3 * p + 2] = x->S[2];
+        return;
+    }
+    if (g->i)
+        g->i[p] = i;
+    if (g->j)
+        g->j[p] = x->j;
+    if (g->d)
+        g->d[p] = sqrt(x->d2);
+    if (g->D)
+        for (int k = 0; k < dim; k++)
+            g->D[p * dim + k] = x->D[k];
+    if (g->S)
+        for (int k = 0; k < dim; k++)
+            g->S[p * dim + k] = x->S[k];
+}
+
+/* The row of point i, sorted, appended to the chunk's arrays. */
+static bool row_append(cell_chunk *ch, const cell_search *s, prox_index i)
+{
+    cell_row *row = &ch->row;
+    prox_geometry *g = &ch->part;
+    int keyed = sort_row(row, s);
+    /* first reserve: room for rows like this one, a quarter more */
+    int64_t want = g->count + row->count;
+    if (g->count == 0 && row->count > 0)
+        want = row->count * (ch->rows + 1) + (row->count * ch->rows) / 4;
+    if (keyed < 0 || !part_reserve(ch, want))
+        return false;
+    for (int64_t h = 0; h < row->count; h++)
+        part_write(g, g->count + h, i, &row->hits[keyed ? row->keys[h].at : h]);
+    g->count += row->count;
+    return true;
+}
+
 /* Rows [begin, end) in point order, each sorted by (j, S). */
 static void run_chunk(const cell_search *s, int64_t begin, int64_t end, cell_chunk *ch)
 {
+    ch->rows = end - begin;
     for (int64_t i = begin; i < end; i++) {
-        int64_t first = ch->count;
-        if (!visit_point(s, s->pts.slot[i], ch)) {
+        ch->row.count = 0;
+        if (!visit_point(s, s->pts.slot[i], ch) ||
+            (s->store && !row_append(ch, s, (prox_index)i))) {
             ch->status = PROX_ERR_NO_MEMORY;
             return;
         }
-        ch->pairs += ch->count - first;
-        if (!s->store)
-            ch->count = first;
-        else if (ch->count - first > 1)
-            qsort(ch->hits + first, (size_t)(ch->count - first), sizeof *ch->hits, compare_hits);
+        ch->pairs += ch->row.count;
     }
 }
 
@@ -425,25 +595,32 @@ static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
     return PROX_OK;
 }
 
-static void write_chunk(prox_geometry *g, const cell_chunk *ch, int64_t at)
+static void copy_part(void *to, const void *from, int64_t at, int64_t n, size_t size)
 {
-    int dim = g->dim;
-    for (int64_t h = 0; h < ch->count; h++) {
-        const cell_hit *x = &ch->hits[h];
-        int64_t p = at + h;
-        if (g->i)
-            g->i[p] = ch->row[h];
-        if (g->j)
-            g->j[p] = x->j;
-        if (g->d)
-            g->d[p] = sqrt(x->d2);
-        for (int k = 0; k < dim; k++) {
-            if (g->D)
-                g->D[p * dim + k] = x->D[k];
-            if (g->S)
-                g->S[p * dim + k] = x->S[k];
-        }
+    if (to && from && n > 0)
+        memcpy((char *)to + (size_t)at * size, from, (size_t)n * size);
+}
+
+/* The chunks' arrays, in chunk order, as the output: a single chunk's
+ * arrays are handed over as they are. */
+static prox_status gather(cell_chunk *ch, int64_t chunks, int64_t total, prox_geometry *out)
+{
+    int dim = ch[0].part.dim;
+    if (chunks == 1) {
+        *out = ch[0].part;
+        memset(&ch[0].part, 0, sizeof ch[0].part);
+        return PROX_OK;
     }
+    prox_status st = alloc_output(out, total, dim);
+    for (int64_t k = 0, at = 0; !st && k < chunks; at += ch[k].part.count, k++) {
+        const prox_geometry *g = &ch[k].part;
+        copy_part(out->i, g->i, at, g->count, sizeof *g->i);
+        copy_part(out->j, g->j, at, g->count, sizeof *g->j);
+        copy_part(out->d, g->d, at, g->count, sizeof *g->d);
+        copy_part(out->D, g->D, at * dim, g->count * dim, sizeof *g->D);
+        copy_part(out->S, g->S, at * dim, g->count * dim, sizeof *g->S);
+    }
+    return st;
 }
 
 static int64_t chunk_count_for(int64_t n, int threads)
@@ -462,6 +639,11 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
     if (!ch)
         return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld chunks", (long long)chunks);
     memset(ch, 0, (size_t)chunks * sizeof *ch);
+    for (int64_t k = 0; k < chunks; k++) {
+        prox_geometry_init(&ch[k].part, out ? out->fields : PROX_GEOMETRY_I,
+                           out ? &out->allocator : s->al);
+        ch[k].part.dim = s->frame.dim;
+    }
     int64_t n = s->count;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
     for (int64_t k = 0; k < chunks; k++)
@@ -474,18 +656,16 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
         total += ch[k].pairs;
         candidates += ch[k].candidates;
     }
-    if (!status && out) {
-        status = alloc_output(out, total, s->frame.dim);
-        for (int64_t k = 0, at = 0; !status && k < chunks; at += ch[k].count, k++)
-            write_chunk(out, &ch[k], at);
-    }
+    if (!status && out)
+        status = gather(ch, chunks, total, out);
     if (st) {
         st->pairs = total;
         st->candidates = candidates;
     }
     for (int64_t k = 0; k < chunks; k++) {
-        prox_free(s->al, ch[k].hits);
-        prox_free(s->al, ch[k].row);
+        prox_free(s->al, ch[k].row.hits);
+        prox_free(s->al, ch[k].row.keys);
+        geometry_release(&ch[k].part);
     }
     prox_free(s->al, ch);
     return status;
@@ -505,6 +685,28 @@ static double screen_radius(const cell_search *s, const cell_extent *e)
         reach = fmax(reach, (double)s->bins.n[k] / (double)s->bins.nb[k] + 2);
     double err = 16 * DBL_EPSILON * (e->xmax + (e->fbig + reach + 1) * rows);
     return sqrt(s->r2) * (1 + 0x1p-40) + 4 * err;
+}
+
+/* The span of the shifts a row may hold (cell_search.key_range): bin
+ * images from the stencil, wraps from the points. */
+static void plan_keys(cell_search *s)
+{
+    double span = (double)(s->count > 0 ? s->count : 1);
+    for (int k = 0; k < 3; k++) {
+        int64_t wlo = 0, whi = 0;
+        for (int64_t t = 0; t < s->count; t++) {
+            wlo = s->pts.w[k][t] < wlo ? s->pts.w[k][t] : wlo;
+            whi = s->pts.w[k][t] > whi ? s->pts.w[k][t] : whi;
+        }
+        int64_t nb = s->bins.nb[k], n = s->bins.n[k];
+        bool periodic = s->frame.pbc[k];
+        s->image_lo[k] = periodic ? -((n + nb - 1) / nb) : 0;
+        int64_t image_hi = periodic ? (nb - 1 + n) / nb : 0;
+        s->w_max[k] = whi;
+        s->key_range[k] = (image_hi - s->image_lo[k]) + (whi - wlo) + 1;
+        span *= (double)s->key_range[k];
+    }
+    s->keyed = span < 0x1p62;
 }
 
 static prox_status cell_run(const prox_points *points, const prox_cell_desc *desc,
@@ -536,6 +738,7 @@ static prox_status cell_run(const prox_points *points, const prox_cell_desc *des
                          (long long)s.count, (long long)s.bins.total);
     }
     sort_points(&s, points);
+    plan_keys(&s);
     st = search_rows(&s, prox_threads_resolve(desc->threads), out, stats);
     if (stats) {
         stats->cells = s.bins.total;

@@ -163,8 +163,9 @@ static void plan_stencil(const prox_cell_frame *c, const double *reach, const do
     }
 }
 
-/* Bins visited per point (rows along the first axis count once) and
- * candidates per point in units of the points per cell volume. */
+/* The cost of one point's search in candidate tests: each run of bins
+ * along the first axis (a row of the stencil splits into one run per
+ * image) costs about a dozen tests, each candidate one. */
 static double plan_cost(const prox_cell_bins *b, int64_t count)
 {
     double rows = 1, share = 1;
@@ -174,7 +175,8 @@ static double plan_cost(const prox_cell_bins *b, int64_t count)
             rows *= span;
         share *= span / (double)b->nb[k];
     }
-    return 4 * rows + share * (double)count;
+    double runs = ceil((double)(2 * b->n[0] + 1) / (double)b->nb[0]) + (b->nb[0] > 1);
+    return 12 * rows * runs + share * (double)count;
 }
 
 prox_status prox_cell_bins_plan(const prox_cell_frame *c, double cutoff, int64_t count,
