@@ -283,7 +283,7 @@ def _pbc_flags(pbc, dim):
 
 
 def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_interaction=False,
-                  threads=0):
+                  full=True, threads=0):
     """Neighbour list in ASE's and vesin's convention, in a cell of any shape.
 
     Parameters
@@ -300,12 +300,15 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_in
         cell vectors (any shape: triclinic, LAMMPS' lower-triangular form)
     pbc : None (open), one bool, or ``dim`` bools (mixed pbc allowed)
     self_interaction : also the pairs (i, i) with S == 0, as ASE
+    full : both directions of every pair (ASE's list, the default); False:
+        each pair once, i < j, or i == j with S lexicographically positive
     threads : int
 
     Returns
     -------
     A tuple in the order of ``quantities`` (one array for a single letter):
-    both directions of every pair, sorted by i, then j, then S; ``i``, ``j``
+    every pair (both directions unless ``full=False``), sorted by i, then
+    j, then S; ``i``, ``j``
     intp, ``d`` float64 (m,), ``D`` float64 (m, dim), ``S`` int64 (m, dim),
     with ``D == positions[j] - positions[i] + S @ cell`` computed as
     ``(x_j - x_i) + ((S0*a + S1*b) + S2*c)`` in double.
@@ -328,8 +331,8 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_in
     dim = positions.shape[1] if positions.ndim == 2 else 3
     m = _cell_matrix(cell, dim)
     flags = _pbc_flags(pbc, dim)
-    if self_interaction or not _grid_serves(m, flags, float(cutoff)):
-        result, = _prox._cell([(positions, m, flags)], float(cutoff), quantities, True,
+    if self_interaction or not full or not _grid_serves(m, flags, float(cutoff)):
+        result, = _prox._cell([(positions, m, flags)], float(cutoff), quantities, bool(full),
                               bool(self_interaction), threads)
         return _unpack(result)
     lengths = np.diag(m)

@@ -34,7 +34,7 @@ def pair_geometry(points: Points,
                   threads: int = ...) -> Union[np.ndarray, Tuple[np.ndarray, ...]]: ...
 def neighbor_list(quantities: str, positions: object, cutoff: float,
                   cell: Optional[npt.ArrayLike] = ..., pbc: Union[None, bool, Sequence[bool]] = ...,
-                  *, self_interaction: bool = ...,
+                  *, self_interaction: bool = ..., full: bool = ...,
                   threads: int = ...) -> Union[np.ndarray, Tuple[np.ndarray, ...]]: ...
 def neighbor_lists(quantities: str, systems: Sequence[object], cutoff: float, *,
                    self_interaction: bool = ...,

@@ -170,6 +170,18 @@ def test_pairs_beyond_half_the_box_match_scipy(radius):
     assert prox.count(x, radius, box=box) == len(want)
 
 
+def test_half_list_is_the_full_list_once():
+    rng = np.random.default_rng(9)
+    cell = cell_from([3.0, 3.5, 4.0], [70, 110, 95])
+    x = rng.uniform(-1, 2, (30, 3)) @ cell
+    i, j, S, D = prox.neighbor_list("ijSD", x, 5.0, cell=cell, pbc=True)
+    hi, hj, hS, hD = prox.neighbor_list("ijSD", x, 5.0, cell=cell, pbc=True, full=False)
+    keep = (i < j) | ((i == j) & [tuple(s) > (0, 0, 0) for s in S.tolist()])
+    assert np.array_equal(hi, i[keep]) and np.array_equal(hj, j[keep])
+    assert np.array_equal(hS, S[keep]) and np.array_equal(hD, D[keep])
+    assert 2 * len(hi) == len(i)
+
+
 def test_bad_cells_are_refused():
     x = np.random.default_rng(1).random((10, 3))
     with pytest.raises(ValueError, match="singular"):
