@@ -279,7 +279,7 @@ static void orthogonal_matches_grid(void **state)
 {
     (void)state;
     rng r = rng_seeded(43);
-    int64_t n = 2000;
+    int64_t n = 5000; /* rows in bin order, reordered (CELL_BIN_ORDER_MIN) */
     double *x = malloc((size_t)n * 3 * sizeof *x);
     double L[3] = {3, 4, 5};
     for (int64_t i = 0; i < n * 3; i++)

@@ -558,18 +558,45 @@ static bool row_append(cell_chunk *ch, const cell_search *s, prox_index i)
 }
 
 /* Rows [begin, end) in point order, each sorted by (j, S). */
-static void run_chunk(const cell_search *s, int64_t begin, int64_t end, cell_chunk *ch)
+/* Rows [begin, end): in point order, or with `row_count` in bin order
+ * (slots), each row's length kept for the reorder (bin_order_gather). */
+static void run_chunk(const cell_search *s, int64_t begin, int64_t end, int64_t *row_count,
+                      cell_chunk *ch)
 {
     ch->rows = end - begin;
-    for (int64_t i = begin; i < end; i++) {
+    for (int64_t t = begin; t < end; t++) {
+        int64_t si = row_count ? t : s->pts.slot[t];
         ch->row.count = 0;
-        if (!visit_point(s, s->pts.slot[i], ch) ||
-            (s->store && !row_append(ch, s, (prox_index)i))) {
+        if (!visit_point(s, si, ch) ||
+            (s->store && !row_append(ch, s, s->pts.index[si]))) {
             ch->status = PROX_ERR_NO_MEMORY;
             return;
         }
         ch->pairs += ch->row.count;
+        if (row_count)
+            row_count[si] = ch->row.count;
     }
+}
+
+/* Points from which rows run in bin order: neighbouring rows then read
+ * neighbouring bins (cache), at the price of one reorder of the output. */
+#define CELL_BIN_ORDER_MIN 4096
+
+static void copy_part(void *to, const void *from, int64_t at, int64_t n, size_t size)
+{
+    if (to && from && n > 0)
+        memcpy((char *)to + (size_t)at * size, from, (size_t)n * size);
+}
+
+static void copy_row(prox_geometry *to, int64_t at, const prox_geometry *from, int64_t src,
+                     int64_t n)
+{
+    int64_t dim = to->dim;
+    copy_part(to->i, from->i ? from->i + src : NULL, at, n, sizeof *to->i);
+    copy_part(to->j, from->j ? from->j + src : NULL, at, n, sizeof *to->j);
+    copy_part(to->d, from->d ? from->d + src : NULL, at, n, sizeof *to->d);
+    copy_part(to->D, from->D ? from->D + src * dim : NULL, at * dim, n * dim, sizeof *to->D);
+    copy_part(to->S, from->S ? from->S + src * dim : NULL, at * dim, n * dim, sizeof *to->S);
 }
 
 static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
@@ -595,12 +622,6 @@ static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
     return PROX_OK;
 }
 
-static void copy_part(void *to, const void *from, int64_t at, int64_t n, size_t size)
-{
-    if (to && from && n > 0)
-        memcpy((char *)to + (size_t)at * size, from, (size_t)n * size);
-}
-
 /* The chunks' arrays, in chunk order, as the output: a single chunk's
  * arrays are handed over as they are. */
 static prox_status gather(cell_chunk *ch, int64_t chunks, int64_t total, prox_geometry *out)
@@ -621,6 +642,39 @@ static prox_status gather(cell_chunk *ch, int64_t chunks, int64_t total, prox_ge
         copy_part(out->S, g->S, at * dim, g->count * dim, sizeof *g->S);
     }
     return st;
+}
+
+/* Rows found in bin order (lengths per slot), placed in point order:
+ * each row's place from the lengths taken in point order, then every
+ * chunk's rows copied there. */
+static prox_status bin_order_gather(const cell_search *s, cell_chunk *ch, int64_t chunks,
+                                    const int64_t *lengths, int64_t total, int threads,
+                                    prox_geometry *out)
+{
+    int64_t n = s->count;
+    int64_t *place = prox_alloc_array(s->al, n, sizeof *place);
+    if (!place)
+        return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory to order %lld rows", (long long)n);
+    prox_status st = alloc_output(out, total, s->frame.dim);
+    if (st) {
+        prox_free(s->al, place);
+        return st;
+    }
+    for (int64_t i = 0, at = 0; i < n; i++) {
+        int64_t si = s->pts.slot[i];
+        place[si] = at;
+        at += lengths[si];
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
+    for (int64_t k = 0; k < chunks; k++) {
+        int64_t begin = n * k / chunks, end = n * (k + 1) / chunks, src = 0;
+        for (int64_t si = begin; si < end; si++) {
+            copy_row(out, place[si], &ch[k].part, src, lengths[si]);
+            src += lengths[si];
+        }
+    }
+    prox_free(s->al, place);
+    return PROX_OK;
 }
 
 static int64_t chunk_count_for(int64_t n, int threads)
@@ -645,9 +699,15 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
         ch[k].part.dim = s->frame.dim;
     }
     int64_t n = s->count;
+    int64_t *lengths = NULL; /* rows in bin order: their lengths per slot */
+    if (out && n >= CELL_BIN_ORDER_MIN &&
+        !(lengths = prox_alloc_array(s->al, n, sizeof *lengths))) {
+        prox_free(s->al, ch);
+        return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld rows", (long long)n);
+    }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
     for (int64_t k = 0; k < chunks; k++)
-        run_chunk(s, n * k / chunks, n * (k + 1) / chunks, &ch[k]);
+        run_chunk(s, n * k / chunks, n * (k + 1) / chunks, lengths, &ch[k]);
     prox_status status = PROX_OK;
     int64_t total = 0, candidates = 0;
     for (int64_t k = 0; k < chunks; k++) {
@@ -657,7 +717,9 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
         candidates += ch[k].candidates;
     }
     if (!status && out)
-        status = gather(ch, chunks, total, out);
+        status = lengths ? bin_order_gather(s, ch, chunks, lengths, total, threads, out)
+                         : gather(ch, chunks, total, out);
+    prox_free(s->al, lengths);
     if (st) {
         st->pairs = total;
         st->candidates = candidates;
