@@ -51,6 +51,8 @@ typedef struct cell_key {
 typedef struct cell_row {
     cell_hit *hits;
     int64_t count, capacity;
+    uint32_t *slots; /* the screen's survivors of one run */
+    int64_t slot_capacity;
     cell_key *keys;
     int64_t key_capacity;
 } cell_row;
@@ -308,30 +310,50 @@ static bool row_room(cell_row *row, const cell_search *s, int64_t more)
                      sizeof *row->hits);
 }
 
+/* Runs from which the screen is the SIMD kernel's (cell_screen.c); shorter
+ * ones are screened here, where a call through the engine would cost more
+ * than the run. */
+#define CELL_KERNEL_RUN 16
+
+/* The slots of [lo, hi) within the screen radius of qx, into `slots`
+ * (room for hi - lo + PROX_CELL_SCREEN_SLACK). */
+static int64_t screen_run(const cell_search *s, const double *qx, int64_t lo, int64_t hi,
+                          uint32_t *restrict slots)
+{
+    const cell_points *q = &s->pts;
+    if (hi - lo >= CELL_KERNEL_RUN)
+        return prox_cell_screen(q->xw[0], q->xw[1], q->xw[2], lo, hi, qx, s->screen2, slots);
+    const double *restrict xw0 = q->xw[0], *restrict xw1 = q->xw[1], *restrict xw2 = q->xw[2];
+    double screen2 = s->screen2;
+    int64_t passed = 0;
+    for (int64_t t = lo; t < hi; t++) { /* branch-free: every slot written, the near kept */
+        double dx = qx[0] - xw0[t], dy = qx[1] - xw1[t], dz = qx[2] - xw2[t];
+        slots[passed] = (uint32_t)t;
+        passed += dx * dx + dy * dy + dz * dz <= screen2;
+    }
+    return passed;
+}
+
 /* The candidates of slots [lo, hi) for point q, whose wrapped coordinates
- * seen through the bin shift `shift` are qx. The screen writes every slot
- * and keeps those that pass (no branch on the distance), into the row's
- * spare records; the rule then decides those. */
+ * seen through the bin shift `shift` are qx: screened (an approximation
+ * widened by its rounding), then decided by the rule. */
 static bool test_range(const cell_search *s, const cell_query *qp, const double *qx,
                        const int32_t *shift, int64_t lo, int64_t hi, cell_chunk *ch)
 {
     const cell_points *q = &s->pts;
     cell_row *row = &ch->row;
-    if (!row_room(row, s, hi - lo))
+    int64_t need = hi - lo + PROX_CELL_SCREEN_SLACK;
+    if ((row->slot_capacity < need &&
+         !prox_reserve(s->al, (void **)&row->slots, &row->slot_capacity, need,
+                       sizeof *row->slots)) ||
+        !row_room(row, s, hi - lo))
         return false;
     const double(*m)[3] = (const double(*)[3])s->frame.m;
-    const double *restrict xw0 = q->xw[0], *restrict xw1 = q->xw[1], *restrict xw2 = q->xw[2];
-    double screen2 = s->screen2, r2 = s->r2;
-    cell_hit *restrict spare = row->hits + row->count;
-    int64_t passed = 0;
-    for (int64_t t = lo; t < hi; t++) {
-        double dx = xw0[t] - qx[0], dy = xw1[t] - qx[1], dz = xw2[t] - qx[2];
-        spare[passed].key = (uint64_t)t;
-        passed += dx * dx + dy * dy + dz * dz <= screen2;
-    }
+    double r2 = s->r2;
+    int64_t passed = screen_run(s, qx, lo, hi, row->slots);
     ch->candidates += hi - lo;
     for (int64_t p = 0; p < passed; p++) {
-        int64_t t = (int64_t)spare[p].key;
+        int64_t t = row->slots[p];
         cell_hit *h = &row->hits[row->count];
         h->j = q->index[t];
         for (int k = 0; k < 3; k++)
@@ -727,6 +749,7 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
     for (int64_t k = 0; k < chunks; k++) {
         prox_free(s->al, ch[k].row.hits);
         prox_free(s->al, ch[k].row.keys);
+        prox_free(s->al, ch[k].row.slots);
         geometry_release(&ch[k].part);
     }
     prox_free(s->al, ch);

@@ -54,4 +54,13 @@ static inline int64_t prox_cell_bin_of(const prox_cell_bins *b, int k, double f)
     return v < b->nb[k] ? v : b->nb[k] - 1;
 }
 
+/* The slots t of [lo, hi) whose (x[t], y[t], z[t]) lies within squared
+ * distance r2 of q, ascending, into hits (room for hi - lo +
+ * PROX_CELL_SCREEN_SLACK); returns how many. The engine's double kernel at
+ * the SIMD level in use (cell_screen.c); a screen, so any level's answer
+ * serves. */
+#define PROX_CELL_SCREEN_SLACK 16
+int64_t prox_cell_screen(const double *x, const double *y, const double *z, int64_t lo,
+                         int64_t hi, const double q[3], double r2, uint32_t *hits);
+
 #endif
