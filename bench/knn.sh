@@ -78,7 +78,7 @@ rows = []
 for line in open(sys.argv[1]):
     f = dict(w.split("=", 1) for w in line.split())
     rows.append(f)
-out = ["<!-- knn section: written by bench/knn.sh -->", "", "## k nearest neighbours", "",
+out = ["## k nearest neighbours", "", "<!-- knn section: written by bench/knn.sh -->", "",
        f"Every point's k nearest others (itself left out), build and search together, one "
        f"thread unless named, medians of {sys.argv[4]} runs; {sys.argv[3]}; CPU: {sys.argv[2]}; "
        f"load average {sys.argv[5]}. `bench/knn.sh` writes this section; every row's checksum "
@@ -109,7 +109,8 @@ import sys, re
 path = sys.argv[1]
 text = open(path).read() if __import__("os").path.exists(path) else ""
 section = open("/dev/stdin").read().strip() if False else """$(printf '%s' "$section" | sed 's/"""/\\"\\"\\"/g')"""
-begin, end = "<!-- knn section: written by bench/knn.sh -->", "<!-- end of the knn section -->"
+begin = "## k nearest neighbours\n\n<!-- knn section: written by bench/knn.sh -->"
+end = "<!-- end of the knn section -->"
 if begin in text and end in text:
     text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
 else:

@@ -1861,6 +1861,9 @@ static PyTypeObject KNNType = {
     .tp_methods = KNN_methods,
     .tp_getset = KNN_getset,
 };
+/* ---- periodic cells of any shape --------------------------------------- */
+
+#include "_cell_binding.c"
 
 /* ---- module ------------------------------------------------------------ */
 
@@ -1876,6 +1879,10 @@ static PyMethodDef module_methods[] = {
     {"_knn", (PyCFunction)(void (*)(void))py_knn, METH_VARARGS | METH_KEYWORDS,
      "_knn(points, k, queries=None, max_radius=0.0, box=None, threads=0, include_self=False)"
      "\n--\n\nThe one-shot k nearest neighbours behind knn: (distances, indices, counts)."},
+    {"_cell", (PyCFunction)(void (*)(void))py_cell, METH_VARARGS | METH_KEYWORDS,
+     "_cell(systems, cutoff, quantities, full=True, self_interaction=False, threads=0)\n--\n\n"
+     "The image search behind neighbor_list and neighbor_lists: one tuple of arrays per"
+     " (positions, cell, pbc) system."},
     {NULL, NULL, 0, NULL},
 };
 
