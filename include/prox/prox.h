@@ -6,4 +6,5 @@
 #include "prox/grid.h"
 #include "prox/boxes.h"
 #include "prox/stream.h"
+#include "prox/sizes.h"
 #endif
