@@ -385,7 +385,7 @@ static void touching_spheres(void **state)
 static void touching_at_class_extremes(void **state)
 {
     (void)state;
-    static const double radii[3][2] = {{0.5, 4.0}, {4.0, 4.0}, {0.5, 0.5}};
+    static const double radii[3][2] = {{2.5, 20.0}, {20.0, 20.0}, {2.5, 2.5}};
     for (int rr = 0; rr < 3; rr++)
         for (int dir = 0; dir < 5; dir++)
             for (int hair = 0; hair < 2; hair++) {
@@ -395,25 +395,23 @@ static void touching_at_class_extremes(void **state)
                 if (dir < 3)
                     off[dir] = t;
                 else
-                    off[0] = 0.6 * t, off[1] = 0.8 * t; /* exact: t is 1, 4.5 or 8 */
-                if (dir == 3 && rr == 0)
-                    off[0] = 2.7, off[1] = 3.6; /* 4.5 * (0.6, 0.8), exact in binary */
+                    off[0] = 3 * (t / 5), off[1] = 4 * (t / 5); /* t / 5: 1, 4.5, 8 */
                 s.size[0] = radii[rr][0];
                 s.size[1] = radii[rr][1];
                 if (hair)
                     s.size[1] = nextafter(s.size[1], 0);
-                s.size[2] = 0.5; /* far away, so that both sizes exist in both scenes */
-                s.size[3] = 4.0;
+                s.size[2] = 2.5; /* far away, so that both sizes exist in both scenes */
+                s.size[3] = 20.0;
                 for (int k = 0; k < 3; k++) {
                     s.xyz[k] = 10.0;
                     s.xyz[3 + k] = 10.0 + off[k];
-                    s.xyz[6 + k] = 40.0;
-                    s.xyz[9 + k] = 60.0;
+                    s.xyz[6 + k] = 200.0;
+                    s.xyz[9 + k] = 300.0;
                 }
-                if (dir == 4) { /* across the face x = 0 of a period of 100 */
-                    s.period[0] = 100.0;
+                if (dir == 4) { /* across the face x = 0 of a period of 500 */
+                    s.period[0] = 500.0;
                     s.xyz[0] = 0.25;
-                    s.xyz[3] = 100.0 - (t - 0.25);
+                    s.xyz[3] = 500.0 - (t - 0.25);
                     s.xyz[4] = 10.0;
                 }
                 pair_list want;
