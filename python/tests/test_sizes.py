@@ -101,6 +101,26 @@ def test_bad_sizes_are_clear_errors():
         prox.pairs(x, 1.0, radii=np.ones(20))
 
 
+@pytest.mark.parametrize("rule", ["contact", "gather-scatter"])
+def test_cli_radii_match_the_module(cli, tmp_path, rule):
+    import subprocess
+    x, r = scene(seed=11)
+    np.savetxt(tmp_path / "p.txt", x, fmt="%.17g")
+    np.save(tmp_path / "r.npy", r.reshape(-1, 1))
+    out = subprocess.run([cli, "pairs", "--radii", str(tmp_path / "r.npy"), "--rule", rule,
+                          str(tmp_path / "p.txt")], check=True, capture_output=True,
+                         text=True).stdout
+    got = np.array([list(map(int, line.split())) for line in out.splitlines()
+                    if line and not line.startswith("#")]).reshape(-1, 2)
+    want = prox.pairs(x, radii=r, rule=rule.replace("-", "_"))
+    assert np.array_equal(got, want)
+    r[5] = -1
+    np.savetxt(tmp_path / "bad.txt", r)
+    bad = subprocess.run([cli, "pairs", "--radii", str(tmp_path / "bad.txt"),
+                          str(tmp_path / "p.txt")], capture_output=True, text=True)
+    assert bad.returncode == 3 and "radius 5 is -1" in bad.stderr
+
+
 ase = pytest.importorskip("ase")
 from ase.neighborlist import natural_cutoffs  # noqa: E402
 from ase.neighborlist import neighbor_list as ase_neighbor_list  # noqa: E402
