@@ -106,10 +106,11 @@ static void class_cells(sized_class *g, const sized_classes *c, double self_cut)
 }
 
 /* Cell coordinate of v along axis k: monotone in v (a subtraction and a
- * product by a positive constant round monotonically), clamped. */
+ * product by a positive constant round monotonically), clamped; the
+ * conversion truncates, which is the floor of a positive value. */
 static inline int64_t cell_of(const sized_class *g, int k, double v)
 {
-    double c = floor((v - g->origin[k]) * g->inv[k]);
+    double c = (v - g->origin[k]) * g->inv[k];
     if (!(c > 0))
         return 0;
     return c >= (double)g->ncell[k] ? g->ncell[k] - 1 : (int64_t)c;
@@ -120,16 +121,19 @@ static inline uint64_t cell_key(const sized_class *g, int64_t cx, int64_t cy, in
     return (uint64_t)cx + (uint64_t)g->ncell[0] * ((uint64_t)cy + (uint64_t)g->ncell[1] * (uint64_t)cz);
 }
 
-static inline uint64_t slot_of(const sized_class *g, uint64_t key)
+/* The home slot of cell (cx, row): the row hashed, cx added, so that the
+ * cells of one row, which a query box visits one after the other, sit in
+ * neighbouring slots (one cache line, not one miss each). */
+static inline uint64_t slot_of(const sized_class *g, uint64_t cx, uint64_t row)
 {
-    return (key * 0x9E3779B97F4A7C15ull) >> g->shift;
+    return (((row * 0x9E3779B97F4A7C15ull) >> g->shift) + cx) & g->mask;
 }
 
-/* The occupied cell of `key`, or -1. */
-static inline int64_t find_cell(const sized_class *g, uint64_t key)
+/* The occupied cell (cx, row), or -1. */
+static inline int64_t find_cell(const sized_class *g, uint64_t cx, uint64_t row)
 {
-    uint64_t mask = ((uint64_t)1 << (64 - g->shift)) - 1;
-    for (uint64_t s = slot_of(g, key);; s = (s + 1) & mask) {
+    uint64_t key = cx + (uint64_t)g->ncell[0] * row;
+    for (uint64_t s = slot_of(g, cx, row);; s = (s + 1) & g->mask) {
         if (g->slot_key[s] == key)
             return g->slot_cell[s];
         if (g->slot_key[s] == SIZED_EMPTY)
@@ -196,6 +200,7 @@ static prox_status class_sort(sized_class *g, const sized_classes *c, int thread
         bits++;
     int64_t slots = (int64_t)1 << bits;
     g->shift = 64 - bits;
+    g->mask = (uint64_t)slots - 1;
     g->slot_key = prox_alloc_array(al, slots, sizeof *g->slot_key);
     g->slot_cell = prox_alloc_array(al, slots, sizeof *g->slot_cell);
     if (!g->slot_key || !g->slot_cell) {
@@ -206,7 +211,8 @@ static prox_status class_sort(sized_class *g, const sized_classes *c, int thread
         g->slot_key[s] = SIZED_EMPTY;
     for (int64_t cell = 0; cell < g->cells; cell++) {
         uint64_t key = keys[g->start[cell]];
-        uint64_t s = slot_of(g, key);
+        uint64_t nx = (uint64_t)g->ncell[0];
+        uint64_t s = slot_of(g, key % nx, key / nx);
         while (g->slot_key[s] != SIZED_EMPTY)
             s = (s + 1) & (uint64_t)(slots - 1);
         g->slot_key[s] = key;
@@ -438,19 +444,38 @@ static int axis_ranges(const sized_classes *c, const sized_class *g, int k, doub
     return 2;
 }
 
-/* Members [begin, end) of cell order against the probe. */
-static void test_run(const sized_class *g, const sized_rule *rule, const prox_metric *m,
-                     const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e)
+/* Members [begin, end) of cell order against the probe, under rule `R`
+ * (a constant in each caller below, so the threshold's switch and the
+ * loads it does not need leave the loop). */
+static inline __attribute__((always_inline)) void
+test_run_as(prox_size_rule R, const sized_class *g, const sized_rule *rule, const prox_metric *m,
+            const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e)
 {
+    sized_rule r = *rule;
+    r.rule = R;
     for (int64_t k = begin; k < end && !e->stop; k++) {
         double d2 = prox_metric_dist2(m, p->q[0] - g->x[k], p->q[1] - g->y[k], p->q[2] - g->z[k]);
-        if (!sized_within(d2, sized_threshold2(rule, p->qs, g->size[k], p->qt, g->type[k])))
+        double t2 = sized_threshold2(&r, p->qs, R == PROX_RULE_TYPES ? 0 : g->size[k], p->qt,
+                                     R == PROX_RULE_TYPES ? g->type[k] : 0);
+        if (!sized_within(d2, t2))
             continue;
         prox_index j = g->id[k];
         if (p->self && j < p->qid)
             prox_emit(e, j, p->qid);
         else
             prox_emit(e, p->qid, j);
+    }
+}
+
+static void test_run(const sized_class *g, const sized_rule *rule, const prox_metric *m,
+                     const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e)
+{
+    switch (rule->rule) {
+    case PROX_RULE_CONTACT: test_run_as(PROX_RULE_CONTACT, g, rule, m, p, begin, end, e); break;
+    case PROX_RULE_GATHER_SCATTER:
+        test_run_as(PROX_RULE_GATHER_SCATTER, g, rule, m, p, begin, end, e);
+        break;
+    default: test_run_as(PROX_RULE_TYPES, g, rule, m, p, begin, end, e); break;
     }
 }
 
@@ -471,10 +496,11 @@ void sized_class_query(const sized_classes *c, const sized_class *g, const sized
     for (int rz = 0; rz < ranges[2]; rz++)
         for (int64_t cz = lo[2][rz]; cz <= hi[2][rz]; cz++)
             for (int ry = 0; ry < ranges[1]; ry++)
-                for (int64_t cy = lo[1][ry]; cy <= hi[1][ry]; cy++)
+                for (int64_t cy = lo[1][ry]; cy <= hi[1][ry]; cy++) {
+                    uint64_t row = (uint64_t)cy + (uint64_t)g->ncell[1] * (uint64_t)cz;
                     for (int rx = 0; rx < ranges[0]; rx++)
                         for (int64_t cx = lo[0][rx]; cx <= hi[0][rx]; cx++) {
-                            int64_t cell = find_cell(g, cell_key(g, cx, cy, cz));
+                            int64_t cell = find_cell(g, (uint64_t)cx, row);
                             chunk->cells_visited++;
                             if (cell < 0)
                                 continue;
@@ -488,6 +514,7 @@ void sized_class_query(const sized_classes *c, const sized_class *g, const sized
                             if (e->stop)
                                 return;
                         }
+                }
 }
 
 double sized_class_cost(const sized_classes *c, const sized_class *g, int64_t n_q, double cut)

@@ -27,6 +27,7 @@ typedef struct sized_class {
     uint64_t *slot_key; /* hash table of occupied cells: key or UINT64_MAX */
     uint32_t *slot_cell;
     int shift;          /* 64 - log2(slots) */
+    uint64_t mask;      /* slots - 1 */
     unsigned char *present; /* TYPES: present[t] when a member has type t */
     double *type_reach; /* TYPES: [t] the largest cutoff of type t with a member */
 } sized_class;
