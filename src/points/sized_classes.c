@@ -1,8 +1,8 @@
 /* sized_classes.c: the size-class grids of the sized search
  * (sized_classes.h; docs/design.md, "Sizes").
  *
- * A class holds the points whose reach lies within one power of two (a
- * few powers where there would be over SIZED_MAX_CLASSES of them), so that
+ * A class holds the points whose reach lies within two powers of two (more
+ * where there would be over SIZED_MAX_CLASSES classes), so that
  * its cells can follow its own sizes instead of the largest particle's.
  * Its cells are at least its largest self interaction wide and at most
  * four times that, widened up to the members' mean spacing so that sparse
@@ -24,6 +24,7 @@
 #include "points/points_common.h"
 
 #define SIZED_AXIS_CELLS ((int64_t)1 << 20)
+#define SIZED_CLASS_POWERS 2 /* powers of two of reach a class spans, at least */
 #define SIZED_EMPTY UINT64_MAX
 
 /* The reach of point i: the largest threshold it can have with a point of
@@ -225,14 +226,18 @@ done:
     return st;
 }
 
-/* How many classes, and how many powers of two each spans. */
+/* How many classes, and how many powers of two each spans: two (a factor
+ * of four; callgrind on W7: 18% fewer instructions than classes of one
+ * power, fewer class pairs against wider sizes within each), more where
+ * there would be over SIZED_MAX_CLASSES. */
 static int class_count(double smallest, double largest, int *step)
 {
-    *step = 1;
+    *step = SIZED_CLASS_POWERS;
     if (!(smallest > 0) || largest < 2 * smallest)
         return 1;
     int powers = (int)floor(log2(largest / smallest)) + 1;
-    *step = (powers + SIZED_MAX_CLASSES - 1) / SIZED_MAX_CLASSES;
+    int needed = (powers + SIZED_MAX_CLASSES - 1) / SIZED_MAX_CLASSES;
+    *step = needed > SIZED_CLASS_POWERS ? needed : SIZED_CLASS_POWERS;
     return (powers + *step - 1) / *step;
 }
 
