@@ -54,12 +54,11 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median seconds of `runs` one-shot calls; *pairs and *method of the last. */
-static double median_run(const double *xyzr, int64_t n, prox_size_rule rule, prox_sink_kind kind,
-                         int runs, int64_t *pairs, const char **method)
+/* Median seconds of `runs` one-shot calls over points p with sizes z;
+ * *pairs and *method of the last. */
+static double median_of(prox_points p, prox_sizes z, prox_sink_kind kind, int runs,
+                        int64_t *pairs, const char **method)
 {
-    prox_points p = prox_points_strided(xyzr, n, 3, PROX_F64, 4 * sizeof(double));
-    prox_sizes z = prox_sizes_radii_strided(xyzr + 3, PROX_F64, 4 * sizeof(double), rule);
     prox_grid_desc d = prox_default_grid_desc();
     d.threads = 1;
     double t[64];
@@ -81,6 +80,15 @@ static double median_run(const double *xyzr, int64_t n, prox_size_rule rule, pro
     }
     qsort(t, (size_t)runs, sizeof *t, by_value);
     return t[runs / 2];
+}
+
+/* The same over spheres as x, y, z, r. */
+static double median_run(const double *xyzr, int64_t n, prox_size_rule rule, prox_sink_kind kind,
+                         int runs, int64_t *pairs, const char **method)
+{
+    prox_points p = prox_points_strided(xyzr, n, 3, PROX_F64, 4 * sizeof(double));
+    prox_sizes z = prox_sizes_radii_strided(xyzr + 3, PROX_F64, 4 * sizeof(double), rule);
+    return median_of(p, z, kind, runs, pairs, method);
 }
 
 static void report(const char *row, int64_t n, double s, int64_t pairs, const char *method)
@@ -109,21 +117,20 @@ static int contacts(const char *path, int runs)
  * = r) against the single-radius path at r. */
 static int equal(int64_t n, int runs)
 {
-    double *xyzr = calloc((size_t)(4 * n), sizeof *xyzr);
+    double *radii = calloc((size_t)n, sizeof *radii);
     double *xyz = calloc((size_t)(3 * n), sizeof *xyz);
     uint64_t s = 1;
     for (int64_t i = 0; i < 3 * n; i++)
         xyz[i] = uniform(&s);
     double r = cbrt(30.0 / ((double)n * 4.0 / 3.0 * PI));
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(xyzr + 4 * i, xyz + 3 * i, 3 * sizeof *xyz);
-        xyzr[4 * i + 3] = r / 2;
-    }
+    for (int64_t i = 0; i < n; i++)
+        radii[i] = r / 2;
     int64_t pairs;
     const char *method;
-    double sized = median_run(xyzr, n, PROX_RULE_CONTACT, PROX_SINK_BUFFER, runs, &pairs, &method);
-    report("W1-equal-radii-sized", n, sized, pairs, method);
     prox_points p = prox_points_f64(xyz, n, 3);
+    double sized = median_of(p, prox_sizes_radii(radii, PROX_RULE_CONTACT), PROX_SINK_BUFFER,
+                             runs, &pairs, &method);
+    report("W1-equal-radii-sized", n, sized, pairs, method);
     prox_grid_desc d = prox_default_grid_desc();
     d.threads = 1;
     d.radius = r;
@@ -142,7 +149,7 @@ static int equal(int64_t n, int runs)
     qsort(t, (size_t)runs, sizeof *t, by_value);
     report("W1-single-radius", n, t[runs / 2], pairs, method);
     printf("ratio sized/single=%.3f (target <= 1.3)\n", sized / t[runs / 2]);
-    free(xyzr);
+    free(radii);
     free(xyz);
     return 0;
 }

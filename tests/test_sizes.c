@@ -564,6 +564,13 @@ static void bad_sizes_are_refused(void **state)
     assert_int_equal(sized_status(&s), PROX_ERR_INVALID);
     assert_non_null(strstr(prox_last_error(), "half the period"));
     s.period[0] = 0;
+    s.xyz[7] = NAN; /* a bad coordinate, on the class path and the uniform one */
+    assert_int_equal(sized_status(&s), PROX_ERR_DATA);
+    for (int64_t i = 0; i < s.n; i++)
+        s.size[i] = 1.0;
+    assert_int_equal(sized_status(&s), PROX_ERR_DATA);
+    assert_int_equal(run(&s, NULL, PROX_ALGO_BRUTE, 1, prox_sink_count(), NULL), PROX_ERR_DATA);
+    s.xyz[7] = 1.0;
     s.rule = (prox_size_rule)7;
     assert_int_equal(sized_status(&s), PROX_ERR_INVALID);
     scene_free(&s);

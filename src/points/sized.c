@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "core/views.h"
 #include "points/points_common.h"
 #include "points/sized.h"
 #include "points/sized_classes.h"
@@ -154,7 +155,8 @@ static prox_status check_call(sized_call *call, const prox_sizes *sizes,
 {
     prox_grid_desc d = *call->desc;
     d.radius = PROX_RADIUS_MIN;
-    prox_status st = prox_search_check(call->points, call->queries, &d, sink, true);
+    /* coordinates last: the uniform case's grid checks them itself */
+    prox_status st = prox_search_check(call->points, call->queries, &d, sink, false);
     if (!st)
         st = sized_check_rule(sizes, &call->rule, call->al);
     if (!st)
@@ -288,12 +290,12 @@ static prox_status sized_run(sized_call *call, const prox_sizes *sizes,
     call->threads = prox_threads_resolve(call->desc->threads);
     double t;
     const sized_set *other = call->queries ? &call->qset : &call->set;
-    if (algo == PROX_ALGO_BRUTE)
-        st = run_brute(call, sink, stats);
-    else if (sized_uniform(&call->rule, &call->set, other, &t) && t <= PROX_RADIUS_MAX)
+    if (algo == PROX_ALGO_GRID && sized_uniform(&call->rule, &call->set, other, &t) &&
+        t <= PROX_RADIUS_MAX)
         st = run_uniform(call, t, sink, stats);
-    else
-        st = run_classes(call, sink, stats);
+    else if (!(st = prox_points_check_finite(call->points, "points", call->threads)))
+        st = algo == PROX_ALGO_BRUTE ? run_brute(call, sink, stats)
+                                     : run_classes(call, sink, stats);
     call_free(call);
     return st;
 }
