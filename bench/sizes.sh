@@ -34,7 +34,9 @@ trap 'rm -rf "$work"' EXIT
 pin() { if command -v taskset >/dev/null; then taskset -c 0 "$@"; else "$@"; fi; }
 echo "cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1 | tr ' ' '_')" \
      "load=$(cut -d' ' -f1 /proc/loadavg)"
-prox_line=$(pin "$driver" contacts "$work/w7.f64" "$runs" | tee /dev/stderr | grep W7-buffer)
+contacts=$(pin "$driver" contacts "$work/w7.f64" "$runs")
+echo "$contacts"
+prox_line=$(printf '%s\n' "$contacts" | grep W7-buffer)
 if [ ! -x "$peers/peer_cgal_boxes" ] && [ -f /usr/include/CGAL/box_intersection_d.h ]; then
     cmake -S "$root/bench/peers" -B "$peers" -DCMAKE_BUILD_TYPE=Release >/dev/null &&
         cmake --build "$peers" --target peer_cgal_boxes >/dev/null || true
@@ -42,10 +44,11 @@ fi
 if [ -x "$peers/peer_cgal_boxes" ]; then
     best=""
     for _ in $(seq "$runs"); do
-        s=$(pin "$peers/peer_cgal_boxes" --workload W7 "$work/w7.f64" | tee /dev/stderr |
-            sed -n 's/.*total_s=\([0-9.]*\).*/\1/p')
+        line=$(pin "$peers/peer_cgal_boxes" --workload W7 "$work/w7.f64")
+        s=$(printf '%s\n' "$line" | sed -n 's/.*total_s=\([0-9.]*\).*/\1/p')
         best="$best $s"
     done
+    echo "$line"
     cgal=$(printf '%s\n' $best | sort -g | sed -n "$(( (runs + 1) / 2 ))p")
     prox_s=$(printf '%s\n' "$prox_line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
     echo "W7 cgal-box-self median total_s=$cgal; prox x faster=$(echo "$cgal / $prox_s" | bc -l |
