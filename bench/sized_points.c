@@ -54,13 +54,14 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median seconds of `runs` one-shot calls over points p with sizes z;
- * *pairs and *method of the last. */
-static double median_of(prox_points p, prox_sizes z, prox_sink_kind kind, int runs,
-                        int64_t *pairs, const char **method)
+/* Median seconds of `runs` one-shot calls over points p with sizes z
+ * (NULL: prox_pairs at `radius`); *pairs and *method of the last. */
+static double median_of(prox_points p, const prox_sizes *z, double radius, prox_sink_kind kind,
+                        int runs, int64_t *pairs, const char **method)
 {
     prox_grid_desc d = prox_default_grid_desc();
     d.threads = 1;
+    d.radius = radius;
     double t[64];
     for (int r = 0; r < runs && r < 64; r++) {
         prox_pair_buffer b;
@@ -69,7 +70,9 @@ static double median_of(prox_points p, prox_sizes z, prox_sink_kind kind, int ru
         double t0 = ab_now();
         prox_sink sink = kind == PROX_SINK_BUFFER ? prox_sink_unsorted(prox_sink_buffer(&b))
                                                   : prox_sink_count();
-        if (prox_sized_pairs(&p, &z, &d, PROX_ALGO_GRID, sink, &st) != PROX_OK) {
+        prox_status status = z ? prox_sized_pairs(&p, z, &d, PROX_ALGO_GRID, sink, &st)
+                               : prox_pairs(&p, &d, PROX_ALGO_GRID, sink, &st);
+        if (status != PROX_OK) {
             fprintf(stderr, "sized_points: %s\n", prox_last_error());
             exit(1);
         }
@@ -88,7 +91,7 @@ static double median_run(const double *xyzr, int64_t n, prox_size_rule rule, pro
 {
     prox_points p = prox_points_strided(xyzr, n, 3, PROX_F64, 4 * sizeof(double));
     prox_sizes z = prox_sizes_radii_strided(xyzr + 3, PROX_F64, 4 * sizeof(double), rule);
-    return median_of(p, z, kind, runs, pairs, method);
+    return median_of(p, &z, 0, kind, runs, pairs, method);
 }
 
 static void report(const char *row, int64_t n, double s, int64_t pairs, const char *method)
@@ -128,27 +131,12 @@ static int equal(int64_t n, int runs)
     int64_t pairs;
     const char *method;
     prox_points p = prox_points_f64(xyz, n, 3);
-    double sized = median_of(p, prox_sizes_radii(radii, PROX_RULE_CONTACT), PROX_SINK_BUFFER,
-                             runs, &pairs, &method);
+    prox_sizes z = prox_sizes_radii(radii, PROX_RULE_CONTACT);
+    double sized = median_of(p, &z, 0, PROX_SINK_BUFFER, runs, &pairs, &method);
     report("W1-equal-radii-sized", n, sized, pairs, method);
-    prox_grid_desc d = prox_default_grid_desc();
-    d.threads = 1;
-    d.radius = r;
-    double t[64];
-    for (int k = 0; k < runs && k < 64; k++) {
-        prox_pair_buffer b;
-        prox_pair_buffer_init(&b, NULL);
-        prox_stats st;
-        double t0 = ab_now();
-        prox_pairs(&p, &d, PROX_ALGO_GRID, prox_sink_unsorted(prox_sink_buffer(&b)), &st);
-        t[k] = ab_now() - t0;
-        pairs = st.pairs;
-        method = st.method;
-        prox_pair_buffer_free(&b);
-    }
-    qsort(t, (size_t)runs, sizeof *t, by_value);
-    report("W1-single-radius", n, t[runs / 2], pairs, method);
-    printf("ratio sized/single=%.3f (target <= 1.3)\n", sized / t[runs / 2]);
+    double single = median_of(p, NULL, r, PROX_SINK_BUFFER, runs, &pairs, &method);
+    report("W1-single-radius", n, single, pairs, method);
+    printf("ratio sized/single=%.3f (target <= 1.3)\n", sized / single);
     free(radii);
     free(xyz);
     return 0;
