@@ -10,7 +10,7 @@
 #include "core/threads.h"
 #include "core/views.h"
 #include "points/points_common.h"
-#include "points/sized.h"
+#include "points/sized_load.h"
 #include "points/sized_classes.h"
 
 /* One pair of classes searched: the points of class q against the grid of

@@ -7,7 +7,7 @@
 
 #include "core/pair_sink.h"
 #include "points/drive.h"
-#include "points/sized.h"
+#include "points/sized_load.h"
 
 #define SIZED_MAX_CLASSES 24
 

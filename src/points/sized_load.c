@@ -1,12 +1,12 @@
 /* sized_load.c: the sizes of include/prox/sizes.h read from the caller's
- * strided views into doubles and checked (sized.h): every radius finite,
+ * strided views into doubles and checked (sized_load.h): every radius finite,
  * 0 or within [PROX_RADIUS_MIN, PROX_RADIUS_MAX]; every type in range;
  * the cutoff matrix symmetric, bit for bit, with entries 0 or in range. */
 #include <math.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "points/sized.h"
+#include "points/sized_load.h"
 
 prox_sizes prox_sizes_radii_strided(const void *first, prox_scalar scalar, ptrdiff_t stride,
                                     prox_size_rule rule)

@@ -1,9 +1,9 @@
-/* sized.h (sized_load.c, sized.c): particles of different sizes
- * (include/prox/sizes.h): the sizes read into doubles, the rule, the
- * class grids and their traversal. The front (search.c) does not call it:
- * prox_sized_pairs and prox_sized_query are in sized.c. */
-#ifndef PROX_SIZED_H
-#define PROX_SIZED_H
+/* sized_load.h (sized_load.c): particles of different sizes
+ * (include/prox/sizes.h): the sizes read from the caller's views into
+ * doubles and checked, and the rule that decides a pair from them, which
+ * the class grids (sized_classes.c) and the front (sized.c) share. */
+#ifndef PROX_SIZED_LOAD_H
+#define PROX_SIZED_LOAD_H
 
 #include "core/exact.h"
 #include "prox/sizes.h"
