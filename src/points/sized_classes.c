@@ -227,9 +227,9 @@ done:
 }
 
 /* How many classes, and how many powers of two each spans: two (a factor
- * of four; callgrind on W7: 18% fewer instructions than classes of one
- * power, fewer class pairs against wider sizes within each), more where
- * there would be over SIZED_MAX_CLASSES. */
+ * of four: fewer class pairs against wider sizes within each, the better
+ * trade on W7: docs/design.md, "Sizes"), more where there would be over
+ * SIZED_MAX_CLASSES. */
 static int class_count(double smallest, double largest, int *step)
 {
     *step = SIZED_CLASS_POWERS;
