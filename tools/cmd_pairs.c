@@ -759,7 +759,8 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             o->algo == PROX_ALGO_BRUTE ? "brute" : o->algo == PROX_ALGO_GRID ? "grid"
                                                                             : "hierarchical",
             keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
-            pf->scalar == PROX_F32 ? "f32" : "f64", pf->dim, (long long)pf->count, desc->radius,
+            pf->scalar == PROX_F32 ? "f32" : "f64", pf->dim, (long long)pf->count,
+            o->radii ? 0.0 : desc->radius, /* --radii: no single radius */
             effective_threads(desc->threads), read_s, o->runs, r->first_s, r->build_s, r->query_s,
             write_s,
             (long long)s->pairs, (long long)s->candidates, (long long)s->rechecked,
