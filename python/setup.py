@@ -96,7 +96,7 @@ setup(
     exclude_package_data={"prox": ["*.c"]},  # _prox.c: in the sdist, not the wheel
     license_files=["LICENSE"],  # a link to the repository's LICENSE; a copy in the sdist
     ext_modules=[Extension(
-        "prox._prox", ["prox/_prox.c"],
+        "prox._prox", ["prox/_prox.c"], depends=["prox/_cell_binding.c"],
         include_dirs=[str(ROOT / "include"), numpy.get_include()],
         extra_compile_args=["-std=c11", "-fopenmp", "-ffp-contract=off", "-O2"],
         extra_link_args=["-fopenmp", "-lm"])],

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "cli_mpi.h"
+#include "cmd_pairs_cell.h"
 #include "commands.h"
 #include "input.h"
 #include "output.h"
@@ -83,12 +84,29 @@ static const char usage_sizes[] = /* apart: C99 promises strings of 4095 bytes *
     "      --rule contact|gather-scatter  with --radii: d <= r_i + r_j (default)\n"
     "                          or d <= max(h_i, h_j)\n"
     "\n";
+static const char usage_cell[] = /* apart: C99 promises strings of 4095 bytes */
+    "\n"
+    "Cells of any shape (include/prox/cell.h):\n"
+    "      --cell A[,B,...]    a periodic cell of any shape: D lengths, or the D*D\n"
+    "                          numbers of its rows (the cell vectors a, b[, c]:\n"
+    "                          ax,ay,az,bx,...); every image within R, as ASE's\n"
+    "                          neighbor_list: a pair per integer shift S with\n"
+    "                          |x_j + S.cell - x_i| <= R, any R, self-images too;\n"
+    "                          pairs i < j (and i = j with S > 0) unless --full\n"
+    "      --pbc F,F[,F]       periodic axes of --cell: 1/0, true/false, yes/no\n"
+    "                          (default every axis)\n"
+    "      --geometry          with --cell: lines 'i j d Dx Dy [Dz] Sx Sy [Sz]'\n"
+    "                          (distance, vector x_j + S.cell - x_i, shift)\n"
+    "      --full              with --cell: both directions of every pair\n"
+    "      --self-interaction  with --cell: also (i, i, S = 0)\n"
+;
 
 static const char usage_output[] = /* apart: C99 promises strings of 4095 bytes */
     "\n"
     "Output:\n"
     "  default   one line 'i j' per pair: 0-based indices, i < j, sorted by (i, j)\n"
-    "            (--unsorted: traversal order)\n"
+    "            (--unsorted: traversal order; --cell: sorted by (i, j, S), a line\n"
+    "            per image, 'i j d Dx Dy Dz Sx Sy Sz' with --geometry)\n"
     "  --lists   a line '# lists rows=N entries=M', then one line per point i:\n"
     "            'i: j1 j2 ...' (its neighbours, ascending, or in traversal order\n"
     "            with --unsorted; 'i:' if none)\n"
@@ -127,6 +145,8 @@ typedef struct pairs_options {
     int runs; /* searches on one grid and output (--runs) */
     const char *radii;     /* --radii FILE: per-point sizes */
     prox_size_rule rule;   /* --rule */
+    pairs_cell_options cell; /* --cell and its options (cmd_pairs_cell.h) */
+    bool cell_only;          /* an option that needs --cell was given */
 } pairs_options;
 
 enum {
@@ -134,6 +154,7 @@ enum {
     OPT_DIVISIONS,
     OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP, OPT_STREAM,
     OPT_MAX_MEMORY, OPT_MPI, OPT_RUNS, OPT_RADII, OPT_RULE,
+    OPT_CELL, OPT_PBC, OPT_GEOMETRY, OPT_FULL, OPT_SELF_INTERACTION,
 };
 
 static const opt_spec pairs_specs[] = {
@@ -159,6 +180,11 @@ static const opt_spec pairs_specs[] = {
     { "runs", 0, true, OPT_RUNS },
     { "radii", 0, true, OPT_RADII },
     { "rule", 0, true, OPT_RULE },
+    { "cell", 0, true, OPT_CELL },
+    { "pbc", 0, true, OPT_PBC },
+    { "geometry", 0, false, OPT_GEOMETRY },
+    { "full", 0, false, OPT_FULL },
+    { "self-interaction", 0, false, OPT_SELF_INTERACTION },
 };
 
 /* ---- options ----------------------------------------------------------- */
@@ -256,6 +282,11 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
             die_usage(p->command, "--rule must be contact or gather-scatter, not '%s'", v);
         o->rule = strcmp(v, "contact") ? PROX_RULE_GATHER_SCATTER : PROX_RULE_CONTACT;
         break;
+    case OPT_CELL: o->cell.cell_values = parse_double_list(p, v, o->cell.cell, 9); break;
+    case OPT_PBC: parse_pbc(p, v, &o->cell); o->cell_only = true; break;
+    case OPT_GEOMETRY: o->cell.geometry = o->cell_only = true; break;
+    case OPT_FULL: o->cell.full = o->cell_only = true; break;
+    case OPT_SELF_INTERACTION: o->cell.self_interaction = o->cell_only = true; break;
     case OPT_HELP: return false;
     }
     return true;
@@ -279,6 +310,27 @@ static void check_radius(double r)
             "radius %g is outside [%g, %g]: the exact test squares it, and its square must be "
             "a normal double (scale the coordinates)",
             r, PROX_RADIUS_MIN, PROX_RADIUS_MAX);
+}
+
+/* --cell runs its own search: which other options go with it. */
+static void check_cell_options(const opt_parser *p, const pairs_options *o)
+{
+    if (o->cell_only && o->cell.cell_values == 0)
+        die_usage(p->command, "--pbc, --geometry, --full and --self-interaction need --cell");
+    if (o->cell.cell_values == 0)
+        return;
+    if (o->mpi)
+        die_usage(p->command, "--mpi does not take --cell: the MPI layer searches open axes and "
+                              "orthogonal periodic boxes only (--periodic LX,LY[,LZ])");
+    if (o->periods)
+        die_usage(p->command, "--cell and --periodic exclude each other (--cell L1,L2,L3 is "
+                              "an orthogonal cell with every image)");
+    if (o->stream || o->task == TASK_LISTS || o->unsorted || o->runs > 1 || o->max_memory > 0 ||
+        o->algo != PROX_ALGO_GRID)
+        die_usage(p->command, "--cell writes sorted pairs or a count: not with --stream, "
+                              "--lists, --unsorted, --runs, --max-memory or --algo");
+    if (o->cell.geometry && o->task == TASK_COUNT)
+        die_usage(p->command, "--geometry and --count exclude each other");
 }
 
 /* Returns false when --help was asked for. */
@@ -319,6 +371,7 @@ static bool parse_options(int argc, char **argv, pairs_options *o)
         die_usage(p.command, "--radius and --radii exclude each other");
     if (o->has_radius)
         check_radius(o->radius); /* before reading a big file */
+    check_cell_options(&p, o);
     return true;
 }
 
@@ -813,10 +866,14 @@ int cmd_pairs(int argc, char **argv)
     if (!parse_options(argc, argv, &o)) {
         fputs(usage, stdout);
         fputs(usage_sizes, stdout);
+        fputs(usage_cell, stdout);
         fputs(usage_output, stdout);
         return EXIT_OK;
     }
     set_thread_limit(o.threads);
+    if (o.cell.cell_values)
+        return pairs_in_cell(&o.cell, o.input, o.output, o.dim, o.has_radius, o.radius,
+                             o.threads, o.task == TASK_COUNT, o.stats);
     if (o.mpi)
         return pairs_over_mpi(&o);
     output out;

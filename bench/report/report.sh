@@ -133,6 +133,19 @@ log "python: bench/python_bench.py ${py_args[*]}"
     "${py_args[@]}" --tmp "$py" -o "$py/section.md"
 rm -f "$py"/w1-*.f64
 
+# ---- cells of any shape (bench/cell_bench.py): W1 in a triclinic cell against
+# the orthogonal periodic W1, MDAnalysis' FastNS, the batch of small cells,
+# LAMMPS' neighbour count on a triclinic box; its section is appended to the
+# report below.
+case "$mode" in
+tiny) cell_args=(--n 2e4 --small 20 --runs 1 --lammps-n 5e3 --ase-structures 2) ;;
+quick) cell_args=(--n 1e6 --small 1000 --runs 3 --lammps-n 1e5) ;;
+*) cell_args=(--n 1e6 --small 1000 --runs 5 --lammps-n 1e6) ;;
+esac
+log "cells: bench/cell_bench.py ${cell_args[*]}"
+PATH="$builddir:$PATH" PYTHONPATH="$builddir/python" /usr/bin/python3 -W ignore \
+    "$root/bench/cell_bench.py" "${cell_args[@]}" -o "$py/cell.md" >/dev/null
+
 # ---- the peers: bench/peers/run.sh, its CSV into build-report/peers/
 if [ "$python_only" = 0 ]; then
     log "peers: bench/peers/run.sh --$mode --reps $reps"
@@ -170,4 +183,11 @@ mkdir -p "$(dirname "$out")/img"
     --version "$version" --commit "$commit" --mode "$mode" --reps "$reps" \
     --elapsed "$elapsed" \
     --load "$load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+# the cells' section last, in place of the one a --python-only run kept
+/usr/bin/python3 - "$out" "$py/cell.md" <<'PY'
+import re, sys
+out, cell = sys.argv[1], open(sys.argv[2]).read()
+text = re.sub(r"\n## Cells of any shape\n.*?(?=\n## |\Z)", "\n", open(out).read(), flags=re.S)
+open(out, "w").write(text.rstrip("\n") + "\n\n" + cell)
+PY
 log "done in ${elapsed}s: $out"

@@ -7,4 +7,5 @@
 #include "prox/boxes.h"
 #include "prox/stream.h"
 #include "prox/sizes.h"
+#include "prox/cell.h"
 #endif

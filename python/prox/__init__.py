@@ -11,7 +11,10 @@ memory, but ``p[:, 0] - p[:, 1]`` then wraps around as unsigned numbers.
 The boundary rule is prox's: two points are neighbours when their squared
 distance, computed in double as ``dx*dx + dy*dy (+ dz*dz)``, is ``<= r*r``
 (a pair at distance exactly ``r`` counts); along a periodic axis ``dx`` is
-the minimum image and the radius must stay below half the period.
+the minimum image (:func:`pairs` and :func:`count` also take radii of half
+the period and more, as scipy does: each pair once, at its nearest image).
+:func:`neighbor_list` takes cells of any shape and any cutoff, with every
+image (ASE's convention).
 
 Every search takes ``threads`` (0: OpenMP's default, 1: no threads) and
 releases the GIL while it runs. The output is the same for every thread
@@ -41,6 +44,7 @@ __all__ = [
     "query",
     "pair_geometry",
     "neighbor_list",
+    "neighbor_lists",
     "box_pairs",
     "Grid",
     "SkinList",
@@ -121,8 +125,53 @@ def pairs(points, radius=None, box=None, threads=0, *, sort=True, algo="grid", i
                    index_dtype)
     if sized is not None:
         return sized
+    if _beyond_half_period(points, radius, box, algo):
+        p = _minimum_image_pairs(points, radius, box, threads)
+        return p.astype(np.uint32) if index_dtype is not None and np.dtype(
+            index_dtype) == np.uint32 else p
     return _prox._search(points, radius, box, threads, "pairs", None, sort, algo,
                          index_dtype=index_dtype)
+
+
+def _box_periods(box, dim):
+    if box is None:
+        return None
+    if isinstance(box, numbers.Real) or (isinstance(box, np.ndarray) and box.ndim == 0):
+        return [float(box)] * dim
+    try:
+        return [0.0 if b is None else float(b) for b in box]
+    except TypeError:
+        return None
+
+
+def _beyond_half_period(points, radius, box, algo):
+    """Whether a periodic search needs scipy's answer for r >= L/2."""
+    if box is None or algo != "grid" or not isinstance(radius, numbers.Real):
+        return False
+    points = points if isinstance(points, np.ndarray) else np.asarray(points)
+    if points.ndim != 2 or points.shape[1] not in (2, 3):
+        return False
+    periods = _box_periods(box, points.shape[1])
+    return periods is not None and len(periods) == points.shape[1] and any(
+        np.isfinite(L) and L > 0 and radius >= 0.5 * L for L in periods)
+
+
+def _minimum_image_pairs(points, radius, box, threads):
+    """Pairs i < j within ``radius`` at their nearest image (each pair once)
+    for radii of half a period or more: the image search of the
+    orthogonal cell, self-images and repeated images dropped."""
+    points = points if isinstance(points, np.ndarray) else np.asarray(points)
+    dim = points.shape[1]
+    periods = _box_periods(box, dim)
+    cell = np.diag([L if L > 0 else 0.0 for L in periods])
+    flags = [L > 0 for L in periods]
+    if any(L < 0 or not np.isfinite(L) for L in periods):
+        raise ValueError(f"box = {box!r}: a period must be finite and > 0 (0 or None: open axis)")
+    (i, j), = _prox._cell([(points, cell, flags)], float(radius), "ij", False, False, threads)
+    keep = i != j
+    if len(i) > 1:
+        keep[1:] &= (i[1:] != i[:-1]) | (j[1:] != j[:-1])
+    return np.stack([i[keep], j[keep]], axis=1).reshape(-1, 2)
 
 
 def lists(points, radius=None, box=None, threads=0, *, sort=True, algo="grid", index_dtype=None,
@@ -160,6 +209,8 @@ def count(points, radius=None, box=None, threads=0, *, algo="grid", radii=None, 
                    None)
     if sized is not None:
         return sized
+    if _beyond_half_period(points, radius, box, algo):
+        return len(_minimum_image_pairs(points, radius, box, threads))
     return _prox._search(points, radius, box, threads, "count", None, True, algo)
 
 
@@ -232,6 +283,34 @@ def pair_geometry(points, pairs, quantities="d", box=None, *, queries=None, thre
     return out[0] if len(out) == 1 else out
 
 
+def _cell_matrix(cell, dim):
+    """cell as a (dim, dim) matrix of rows: None (zeros), lengths, or a matrix."""
+    if cell is None:
+        return np.zeros((dim, dim))
+    if hasattr(cell, "array"):  # ase.cell.Cell
+        cell = cell.array
+    c = np.asarray(cell, dtype=np.float64)
+    if c.shape == (dim,):
+        return np.diag(c)
+    if c.shape == (dim, dim):
+        return c
+    raise ValueError(f"cell: expected {dim} lengths or a {dim}x{dim} matrix, got shape {c.shape}")
+
+
+def _grid_serves(m, flags, cutoff):
+    """Whether the grid's minimum-image path gives the cell's answer: an
+    orthogonal cell with the cutoff below half of every periodic length."""
+    if np.any(m - np.diag(np.diag(m)) != 0):
+        return False
+    lengths = np.diag(m)
+    return all(not flags[k] or (lengths[k] > 0 and cutoff < 0.5 * lengths[k])
+               for k in range(len(flags)))
+
+
+def _unpack(result):
+    return result[0] if len(result) == 1 else result
+
+
 def _cell_lengths(cell, dim):
     if cell is None:
         return np.zeros(dim)
@@ -299,32 +378,41 @@ def _cutoff_sizes(cutoff, atoms, n):
     return radii, "contact", None
 
 
-def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, threads=0):
-    """Neighbour list in ASE's and vesin's convention.
+def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_interaction=False,
+                  full=True, threads=0):
+    """Neighbour list in ASE's and vesin's convention, in a cell of any shape.
 
     Parameters
     ----------
     quantities : str of "i", "j", "d", "D", "S" in any order (first atom,
         second atom, distance, vector from i to j, integer cell shift)
-    positions : (n, 3) array (float32/float64, any strides), or an
-        ``ase.Atoms`` (its positions, cell and pbc are used)
-    cutoff : as ASE's: a number (one cutoff for every pair); a list of
-        one cutoff per atom (pairs with ``d <= c_i + c_j``, as
-        ``natural_cutoffs`` gives them); or a dict of species pairs
-        ``{("H", "O"): 1.2}`` (symbols or atomic numbers; pairs it does not
-        name have no cutoff; needs an ``ase.Atoms``). On a periodic axis the
-        largest pair cutoff must stay below half the cell
-    cell : None, three lengths, or a 3x3 matrix that is diagonal (a
-        triclinic cell raises ValueError)
-    pbc : None (open), one bool, or three bools
+    positions : (n, 3) or (n, 2) array (float32/float64, any strides), or an
+        ``ase.Atoms`` (duck-typed: its positions, cell and pbc are used);
+        positions need not lie inside the cell
+    cutoff : as ASE's: a number, one cutoff for every pair, of any size
+        (beyond the cell's heights every image comes back, self-images
+        (i, i, S != 0) included); a list of one cutoff per atom (pairs with
+        ``d <= c_i + c_j``, as ``natural_cutoffs`` gives them); or a dict of
+        species pairs ``{("H", "O"): 1.2}`` (symbols or atomic numbers; pairs
+        it does not name have no cutoff; needs an ``ase.Atoms``). The last
+        two: orthogonal cells, full lists without self-interaction, the
+        largest pair cutoff below half of every periodic length
+    cell : None, ``dim`` lengths, or a (dim, dim) matrix whose rows are the
+        cell vectors (any shape: triclinic, LAMMPS' lower-triangular form)
+    pbc : None (open), one bool, or ``dim`` bools (mixed pbc allowed)
+    self_interaction : also the pairs (i, i) with S == 0, as ASE
+    full : both directions of every pair (ASE's list, the default); False:
+        each pair once, i < j, or i == j with S lexicographically positive
     threads : int
 
     Returns
     -------
     A tuple in the order of ``quantities`` (one array for a single letter):
-    both directions of every pair, sorted by i then j; ``i``, ``j`` intp,
-    ``d`` float64 (m,), ``D`` float64 (m, 3), ``S`` int64 (m, 3), with
-    ``D == positions[j] - positions[i] + S * cell_lengths``.
+    every pair (both directions unless ``full=False``), sorted by i, then
+    j, then S; ``i``, ``j``
+    intp, ``d`` float64 (m,), ``D`` float64 (m, dim), ``S`` int64 (m, dim),
+    with ``D == positions[j] - positions[i] + S @ cell`` computed as
+    ``(x_j - x_i) + ((S0*a + S1*b) + S2*c)`` in double.
 
     The rule is prox's closed ball (``d <= cutoff``); ASE keeps
     ``d < cutoff``, which differs only for pairs at exactly the cutoff.
@@ -335,20 +423,26 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, threads
     >>> i.tolist(), j.tolist(), S.tolist()
     ([0, 1], [1, 0], [[-1, 0, 0], [1, 0, 0]])
     """
-    if not isinstance(quantities, str) or any(q not in "ijdDS" for q in quantities):
-        raise ValueError(f"quantities = {quantities!r}: letters among i, j, d, D, S")
-    if hasattr(positions, "get_positions"):  # an ase.Atoms
-        atoms = positions
-        positions = atoms.positions
-        cell = atoms.cell if cell is None else cell
-        pbc = atoms.pbc if pbc is None else pbc
-    else:
-        atoms = None
+    _check_quantities(quantities)
+    atoms = positions if hasattr(positions, "get_positions") else None
+    positions, cell, pbc = _system_of(positions, cell, pbc)
     positions = positions if isinstance(positions, np.ndarray) else np.asarray(positions)
     sizes = _cutoff_sizes(cutoff, atoms, positions.shape[0] if positions.ndim == 2 else 0)
     dim = positions.shape[1] if positions.ndim == 2 else 3
-    lengths = _cell_lengths(cell, dim)
+    m = _cell_matrix(cell, dim)
     flags = _pbc_flags(pbc, dim)
+    if sizes is not None:
+        largest = 2 * float(np.max(sizes[0], initial=0)) if sizes[2] is None else float(
+            np.max(sizes[2], initial=0))
+        if self_interaction or not full or not _grid_serves(m, flags, largest):
+            raise ValueError("cutoff per atom or per species pair: orthogonal cells, full lists "
+                             "without self_interaction, and the largest pair cutoff below half "
+                             "of every periodic length")
+    elif self_interaction or not full or not _grid_serves(m, flags, float(cutoff)):
+        result, = _prox._cell([(positions, m, flags)], float(cutoff), quantities, bool(full),
+                              bool(self_interaction), threads)
+        return _unpack(result)
+    lengths = np.diag(m)
     box = []
     for k in range(dim):
         if flags[k] and not lengths[k] > 0:
@@ -372,6 +466,51 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, threads
         out.update(zip(geo, values))
     result = tuple(out[q] for q in quantities)
     return result[0] if len(result) == 1 else result
+
+
+def _check_quantities(quantities):
+    if not isinstance(quantities, str) or not quantities or any(
+            q not in "ijdDS" for q in quantities):
+        raise ValueError(f"quantities = {quantities!r}: letters among i, j, d, D, S")
+
+
+def _system_of(positions, cell=None, pbc=None):
+    """(positions, cell, pbc) of an ase.Atoms (duck-typed) or of the arrays."""
+    if hasattr(positions, "get_positions"):  # an ase.Atoms
+        atoms = positions
+        positions = atoms.positions
+        cell = atoms.cell if cell is None else cell
+        pbc = atoms.pbc if pbc is None else pbc
+    return positions, cell, pbc
+
+
+def neighbor_lists(quantities, systems, cutoff, *, self_interaction=False, threads=0):
+    """:func:`neighbor_list` over many systems at once (a dataset of structures).
+
+    ``systems`` is a sequence of ``ase.Atoms`` (duck-typed) or of
+    ``(positions, cell, pbc)`` triples (cell: lengths or a matrix of rows;
+    pbc: one truth value per axis). Returns a list with, for each system,
+    what :func:`neighbor_list` returns for it. The systems are searched
+    without the GIL, spread over ``threads`` threads (each system on one).
+
+    >>> import numpy as np, prox
+    >>> cu = (np.zeros((1, 3)), [[0, 1.8, 1.8], [1.8, 0, 1.8], [1.8, 1.8, 0]], [True] * 3)
+    >>> [len(i) for i in prox.neighbor_lists("i", [cu, cu], 3.0)]
+    [12, 12]
+    """
+    _check_quantities(quantities)
+    if not isinstance(cutoff, numbers.Real):
+        raise ValueError("cutoff: one number (per-atom cutoffs are not supported)")
+    triples = []
+    for system in systems:
+        if hasattr(system, "get_positions"):
+            cell = system.cell
+            triples.append((system.positions, cell.array if hasattr(cell, "array") else cell,
+                            system.pbc))
+        else:
+            triples.append(system)
+    return [_unpack(r) for r in _prox._cell(triples, float(cutoff), quantities, True,
+                                            bool(self_interaction), threads)]
 
 
 class Grid(_prox.Grid):

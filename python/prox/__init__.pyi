@@ -1,5 +1,5 @@
 """Type hints of the prox package (see prox/__init__.py for the docs)."""
-from typing import Dict, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Dict, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -45,7 +45,11 @@ def pair_geometry(points: Points,
 def neighbor_list(quantities: str, positions: object,
                   cutoff: Union[float, Sequence[float], npt.ArrayLike, Dict[Tuple[object, object], float]],
                   cell: Optional[npt.ArrayLike] = ..., pbc: Union[None, bool, Sequence[bool]] = ...,
-                  *, threads: int = ...) -> Union[np.ndarray, Tuple[np.ndarray, ...]]: ...
+                  *, self_interaction: bool = ..., full: bool = ...,
+                  threads: int = ...) -> Union[np.ndarray, Tuple[np.ndarray, ...]]: ...
+def neighbor_lists(quantities: str, systems: Sequence[object], cutoff: float, *,
+                   self_interaction: bool = ...,
+                   threads: int = ...) -> List[Union[np.ndarray, Tuple[np.ndarray, ...]]]: ...
 def box_pairs(boxes: Boxes, algo: BroadAlgo = ..., threads: int = ..., *,
               output: Output = ..., index_dtype: IndexDtype = ...) -> Union[Pairs, Lists, int]: ...
 

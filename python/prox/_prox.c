@@ -1748,6 +1748,10 @@ static PyTypeObject BroadType = {
     .tp_getset = Broad_getset,
 };
 
+/* ---- periodic cells of any shape --------------------------------------- */
+
+#include "_cell_binding.c"
+
 /* ---- module ------------------------------------------------------------ */
 
 static PyMethodDef module_methods[] = {
@@ -1763,6 +1767,10 @@ static PyMethodDef module_methods[] = {
      "_geometry(points, i, j, quantities='d', box=None, queries=None, threads=0)\n--\n\n"
      "The geometry behind pair_geometry and neighbor_list."},
     {"_rows_of", (PyCFunction)py_rows_of, METH_O, "_rows_of(offsets, /)\n--\n\nThe row of each CSR entry."},
+    {"_cell", (PyCFunction)(void (*)(void))py_cell, METH_VARARGS | METH_KEYWORDS,
+     "_cell(systems, cutoff, quantities, full=True, self_interaction=False, threads=0)\n--\n\n"
+     "The image search behind neighbor_list and neighbor_lists: one tuple of arrays per"
+     " (positions, cell, pbc) system."},
     {NULL, NULL, 0, NULL},
 };
 

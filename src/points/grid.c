@@ -1519,17 +1519,54 @@ static bool linear_run_holds_its_points(const prox_grid *g, int64_t r)
                      : g->table[k] == g->run_start[r] && g->table[k + 1] == g->run_start[r + 1];
 }
 
+/* The runs of [r0, r1) that disagree with the table, for a grid that
+ * keeps doubles (dim and sparse constants once inlined): the test of
+ * linear_run_holds_its_points with the grid's cases decided outside the
+ * loop and no branch inside it. */
+static inline int64_t runs_astray_in_doubles(const prox_grid *g, int dim, bool sparse, int64_t r0,
+                                             int64_t r1)
+{
+    const double *x = g->pos, *y = g->pos + g->n, *z = g->pos + 2 * g->n;
+    const uint32_t *start = g->run_start;
+    int64_t bad = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        uint32_t s = start[r];
+        cell3 c = {{cell_of(g, 0, x[s]), cell_of(g, 1, y[s]), dim == 3 ? cell_of(g, 2, z[s]) : 0}};
+        uint64_t k = linear_key_of(g, c);
+        if (sparse)
+            bad += !(g->occupied[k >> 6] >> (k & 63) & 1) | (sparse_rank(g, k) != (uint64_t)r);
+        else
+            bad += (g->table[k] != s) | (g->table[k + 1] != start[r + 1]);
+    }
+    return bad;
+}
+
+static int64_t runs_astray(const prox_grid *g, int64_t r0, int64_t r1)
+{
+    bool linear = g->keys == PROX_KEYS_LINEAR;
+    if (linear && !g->fixed_on) {
+        if (g->sparse)
+            return g->dim == 3 ? runs_astray_in_doubles(g, 3, true, r0, r1)
+                               : runs_astray_in_doubles(g, 2, true, r0, r1);
+        return g->dim == 3 ? runs_astray_in_doubles(g, 3, false, r0, r1)
+                           : runs_astray_in_doubles(g, 2, false, r0, r1);
+    }
+    int64_t bad = 0;
+    for (int64_t r = r0; r < r1; r++)
+        bad += linear ? !linear_run_holds_its_points(g, r)
+                      : r > 0 && run_key(g, r) < run_key(g, r - 1); /* hash slots in order */
+    return bad;
+}
+
 static prox_status check_runs_hold_their_points(const prox_grid *g)
 {
     if (g->keys == PROX_KEYS_MORTON)
         return PROX_OK;
-    int64_t runs = g->nruns, bad = 0;
-    bool linear = g->keys == PROX_KEYS_LINEAR;
-#pragma omp parallel for num_threads(g->threads) if (g->threads > 1 && runs > 65536) \
-    schedule(static) reduction(+ : bad)
-    for (int64_t r = 0; r < runs; r++)
-        bad += linear ? !linear_run_holds_its_points(g, r)
-                      : r > 0 && run_key(g, r) < run_key(g, r - 1); /* hash slots in order */
+    int blocks = parallel_blocks(g, g->nruns);
+    int64_t bad = 0;
+#pragma omp parallel for num_threads(blocks) if (blocks > 1) schedule(static) reduction(+ : bad)
+    for (int b = 0; b < blocks; b++)
+        bad += runs_astray(g, g->nruns * b / blocks, g->nruns * (b + 1) / blocks);
     if (bad)
         return prox_fail(PROX_ERR_DATA, "grid: the points changed while the grid was built "
                                         "(%lld runs disagree between two reads)",

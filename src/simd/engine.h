@@ -13,6 +13,7 @@
 #include "broad/kd_split.h"
 #include "broad/linear_kdtree.h"
 #include "core/radix_sort.h"
+#include "points/cell_geometry.h"
 #include "points/grid_private.h"
 #include "points/points_common.h"
 #include "prox/boxes.h"
@@ -72,6 +73,10 @@
       (b, from, to, s, st))                                                                     \
     X(return, prox_status, broad_kdtree_info, prox_broad_kdtree_info,                                   \
       (const prox_broad *b, prox_kdtree_info *info), (b, info))                                 \
+    X(return, int64_t, cell_screen, prox_cell_screen,                                            \
+      (const double *x, const double *y, const double *z, int64_t lo, int64_t hi,               \
+       const double q[3], double r2, uint32_t *hits),                                            \
+      (x, y, z, lo, hi, q, r2, hits))                                                           \
     X(return, int64_t, kd_count_sweep_pairs, prox_kd_count_sweep_pairs,                                 \
       (const uint64_t *keys, int64_t n, int depth), (keys, n, depth))                           \
     X(return, int, kd_pieces_of, prox_kd_pieces_of,                                                     \

@@ -53,6 +53,9 @@
 #define prox_grid_sweeps PROX_LEVELED(prox_grid_sweeps)
 #define prox_grid_coords_for_held_points PROX_LEVELED(prox_grid_coords_for_held_points)
 
+/* points/cell_screen.c */
+#define prox_cell_screen PROX_LEVELED(prox_cell_screen)
+
 /* core/radix_sort.c */
 #define prox_radix_sort64 PROX_LEVELED(prox_radix_sort64)
 #define prox_radix_sort64_either PROX_LEVELED(prox_radix_sort64_either)

@@ -1101,7 +1101,40 @@ t_sorted_refused_up_front() {
     done
 }
 
+# --cell: every image in a skewed cell, checked by hand: the self-images
+# along c and a at exactly the radius, the pair (0, 1) directly and through
+# -a; the same cubic cell's full count; its refusals.
+t_pairs_cell() {
+    printf '0 0 0\n0.9 0 0\n' >two.txt
+    cat >cell.expected <<'END'
+0 0 1 0 0 1 0 0 1
+0 0 1 1 0 0 1 0 0
+0 1 0.099999999999999978 -0.099999999999999978 0 0 -1 0 0
+0 1 0.90000000000000002 0.90000000000000002 0 0 0 0 0
+1 1 1 0 0 1 0 0 1
+1 1 1 1 0 0 1 0 0
+END
+    run "$PROX" pairs --cell 1,0,0,0.5,1,0,0,0,1 --radius 1 --geometry two.txt
+    expect_exit 0 && expect_stdout cell.expected || return 1
+    echo 16 >cell-count.expected
+    run "$PROX" pairs --cell 1,1,1 --radius 1 --full --count two.txt
+    expect_exit 0 && expect_stdout cell-count.expected || return 1
+    run "$PROX" pairs --cell 1,1,1 --pbc 0,0,0 --radius 1 --self-interaction two.txt
+    printf '0 0\n0 1\n1 1\n' >cell-pbc.expected
+    expect_exit 0 && expect_stdout cell-pbc.expected || return 1
+    expect_fail 2 "MPI layer" out.txt "$PROX" pairs --cell 1,1,1 --mpi -r 1 two.txt -o out.txt \
+        && expect_fail 3 "singular" out.txt "$PROX" pairs --cell 1,0,0,2,0,0,0,0,1 -r 1 two.txt \
+            -o out.txt \
+        && expect_fail 3 "too many images" out.txt "$PROX" pairs --cell 1,1,1 -r 1e4 two.txt \
+            -o out.txt \
+        && expect_fail 2 "need --cell" out.txt "$PROX" pairs --pbc 1,1,1 -r 1 two.txt -o out.txt \
+        && expect_fail 2 "--pbc gives 2 flags" out.txt "$PROX" pairs --cell 1,1,1 --pbc 1,0 -r 1 \
+            two.txt -o out.txt \
+        && expect_fail 2 "lengths or 9" out.txt "$PROX" pairs --cell 1,1 -r 1 two.txt -o out.txt
+}
+
 check output_is_input t_output_is_input
+check pairs_cell t_pairs_cell
 check npy t_npy
 check reading_bounded t_reading_bounded
 check sorted_refused_up_front t_sorted_refused_up_front

@@ -1,0 +1,66 @@
+/* cell_geometry.h (cell_geometry.c): the geometry of a periodic cell of any
+ * shape: its matrix made invertible, fractional coordinates, heights, and
+ * the bins and stencil that hold the cutoff (docs/design.md, "Periodic
+ * cells of any shape"). It knows no traversal and no output. */
+#ifndef PROX_CELL_GEOMETRY_H
+#define PROX_CELL_GEOMETRY_H
+
+#include <stdint.h>
+
+#include "prox/cell.h"
+
+typedef struct prox_cell_frame {
+    double m[3][3];      /* the caller's rows, a zero row of an open axis replaced */
+    double inv[3][3];    /* m^-1: f = x . inv (row vectors) */
+    double height[3];    /* distance between the two faces spanned by the other rows */
+    bool pbc[3];
+    int dim;
+} prox_cell_frame;
+
+/* The caller's cell checked and made ready (message names the fault). */
+prox_status prox_cell_frame_make(const prox_cell_desc *desc, int dim, prox_cell_frame *frame);
+
+/* Fractional coordinate k of the point x (3 doubles). */
+static inline double prox_cell_fraction(const prox_cell_frame *c, const double *x, int k)
+{
+    return (x[0] * c->inv[0][k] + x[1] * c->inv[1][k]) + x[2] * c->inv[2][k];
+}
+
+/* The bins: nb[k] along axis k (bin k covers fractions [lo + b*width,
+ * lo + (b+1)*width) of axis k; periodic: lo = 0, width = 1/nb), and the
+ * stencil n[k]: a pair within the cutoff lies at most n[k] bins apart
+ * along axis k, rounding of the fractions included. */
+typedef struct prox_cell_bins {
+    int64_t nb[3];
+    int64_t n[3];
+    double lo[3];
+    double width[3];
+    int64_t total;        /* nb[0] * nb[1] * nb[2] */
+} prox_cell_bins;
+
+/* Chooses the bins for `count` points whose fractions lie in
+ * [fmin[k], fmax[k]] (open axes) and are wrapped into [0, 1) (periodic
+ * ones), with `ferr` a bound on the rounding error of a fraction. Refuses
+ * (PROX_ERR_RANGE) a stencil of more than PROX_CELL_MAX_STENCIL bins. */
+prox_status prox_cell_bins_plan(const prox_cell_frame *c, double cutoff, int64_t count,
+                                const double *fmin, const double *fmax, double ferr,
+                                prox_cell_bins *bins);
+
+/* The bin along axis k of fraction f (wrapped for a periodic axis). */
+static inline int64_t prox_cell_bin_of(const prox_cell_bins *b, int k, double f)
+{
+    double t = (f - b->lo[k]) / b->width[k];
+    int64_t v = t >= 0 ? (int64_t)t : 0;
+    return v < b->nb[k] ? v : b->nb[k] - 1;
+}
+
+/* The slots t of [lo, hi) whose (x[t], y[t], z[t]) lies within squared
+ * distance r2 of q, ascending, into hits (room for hi - lo +
+ * PROX_CELL_SCREEN_SLACK); returns how many. The engine's double kernel at
+ * the SIMD level in use (cell_screen.c); a screen, so any level's answer
+ * serves. */
+#define PROX_CELL_SCREEN_SLACK 16
+int64_t prox_cell_screen(const double *x, const double *y, const double *z, int64_t lo,
+                         int64_t hi, const double q[3], double r2, uint32_t *hits);
+
+#endif

@@ -1,0 +1,411 @@
+/* test_cell.c: prox_cell_pairs against the suite's own image oracle
+ * (cell_oracle.c) on random triclinic cells (angles 30-150 degrees), cells
+ * smaller than the cutoff, mixed periodicity, 2D, unwrapped positions,
+ * points on faces, f32 points and several thread counts; closed-form
+ * lattice counts; the orthogonal case against prox_pairs; bad input. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cell_oracle.h"
+#include "check.h"
+#include "rng.h"
+
+typedef struct cell_case {
+    double cell[3][3];
+    bool pbc[3];
+    int dim;
+    int64_t n;
+    double *x; /* packed, dim per point */
+    double cutoff;
+    bool full, self_interaction;
+} cell_case;
+
+static double min_height(double m[3][3], int dim)
+{
+    double best = INFINITY;
+    for (int k = 0; k < dim; k++) {
+        const double *u = m[(k + 1) % 3], *v = m[(k + 2) % 3];
+        double c[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
+                       u[0] * v[1] - u[1] * v[0]};
+        if (dim == 2) { /* the 2D height of axis k: area / length of the other row */
+            const double *o = m[1 - k];
+            double area = fabs(m[0][0] * m[1][1] - m[0][1] * m[1][0]);
+            best = fmin(best, area / sqrt(o[0] * o[0] + o[1] * o[1]));
+            continue;
+        }
+        double vol = fabs(c[0] * m[k][0] + c[1] * m[k][1] + c[2] * m[k][2]);
+        best = fmin(best, vol / sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]));
+    }
+    return best;
+}
+
+/* A cell of lengths in [0.5, 2) and angles in [30, 150) degrees, in ASE's
+ * lower-triangular form, or rotated into a general one. */
+static void random_cell(rng *r, int dim, double m[3][3])
+{
+    memset(m, 0, 9 * sizeof(double));
+    const double deg = 3.14159265358979323846 / 180;
+    for (;;) {
+        double la = rng_range(r, 0.5, 1.5), lb = rng_range(r, 0.5, 1.5), lc = rng_range(r, 0.5, 1.5);
+        double al = rng_range(r, 30, 120) * deg, be = rng_range(r, 30, 120) * deg,
+               ga = rng_range(r, 30, 120) * deg;
+        if (dim == 2) {
+            m[0][0] = la;
+            m[1][0] = lb * cos(ga);
+            m[1][1] = lb * sin(ga);
+            return;
+        }
+        double cx = cos(be), cy = (cos(al) - cos(be) * cos(ga)) / sin(ga);
+        double cz2 = 1 - cx * cx - cy * cy;
+        if (cz2 < 0.05)
+            continue;
+        double a[3] = {la, 0, 0}, b[3] = {lb * cos(ga), lb * sin(ga), 0},
+               c[3] = {lc * cx, lc * cy, lc * sqrt(cz2)};
+        if (rng_below(r, 2)) { /* a general (rotated) form */
+            double t = rng_range(r, 0, 6.28), ct = cos(t), st = sin(t);
+            for (int k = 0; k < 3; k++) {
+                double *v = k == 0 ? a : k == 1 ? b : c;
+                double x = v[0] * ct - v[2] * st, z = v[0] * st + v[2] * ct;
+                v[0] = x;
+                v[2] = z;
+            }
+        }
+        memcpy(m[0], a, sizeof a);
+        memcpy(m[1], b, sizeof b);
+        memcpy(m[2], c, sizeof c);
+        return;
+    }
+}
+
+/* Points at fractions in [-1.5, 2.5) (unwrapped), some exactly on faces. */
+static double *random_points(rng *r, double m[3][3], int dim, int64_t n)
+{
+    double *x = malloc((size_t)(n * dim + 1) * sizeof *x);
+    for (int64_t i = 0; i < n; i++) {
+        double f[3] = {0, 0, 0};
+        for (int k = 0; k < dim; k++) {
+            int64_t kind = rng_below(r, 8);
+            f[k] = kind == 0 ? 0.0 : kind == 1 ? 1.0 : kind == 2 ? -1.0 : rng_range(r, -1.5, 4);
+        }
+        for (int k = 0; k < dim; k++)
+            x[i * dim + k] = (f[0] * m[0][k] + f[1] * m[1][k]) + f[2] * m[2][k];
+    }
+    return x;
+}
+
+static prox_cell_desc desc_of(const cell_case *c, int threads)
+{
+    prox_cell_desc d = prox_default_cell_desc();
+    d.cutoff = c->cutoff;
+    memcpy(d.cell, c->cell, sizeof d.cell);
+    memcpy(d.pbc, c->pbc, sizeof d.pbc);
+    d.full = c->full;
+    d.self_interaction = c->self_interaction;
+    d.threads = threads;
+    return d;
+}
+
+static void compare(const prox_geometry *g, const oracle_images *o, const char *context)
+{
+    CHECK(g->count == o->count, context, "%lld pairs, the oracle %lld", (long long)g->count,
+          (long long)o->count);
+    for (int64_t p = 0; p < o->count; p++) {
+        const oracle_image *v = &o->items[p];
+        bool same = g->i[p] == v->i && g->j[p] == v->j && g->d[p] == v->d;
+        for (int k = 0; k < g->dim; k++)
+            same = same && g->S[p * g->dim + k] == v->S[k] && g->D[p * g->dim + k] == v->D[k];
+        CHECK(same, context, "pair %lld: (%u, %u, S %d %d) d %.17g, the oracle (%u, %u, S %d %d %d) d %.17g",
+              (long long)p, (unsigned)g->i[p], (unsigned)g->j[p], g->S[p * g->dim],
+              g->S[p * g->dim + 1], g->d[p], (unsigned)v->i, (unsigned)v->j, v->S[0], v->S[1],
+              v->S[2], v->d);
+    }
+}
+
+/* The case at thread counts 1 and 3, f64 (and f32 when asked), and the
+ * count-only sink. */
+static void run_case(cell_case *c, bool f32, const char *context)
+{
+    oracle_images o;
+    double *xs = c->x;
+    float *xf = NULL;
+    if (f32 && c->n >= 0) {
+        xf = malloc((size_t)(c->n * c->dim + 1) * sizeof *xf);
+        xs = malloc((size_t)(c->n * c->dim + 1) * sizeof *xs);
+        for (int64_t t = 0; t < c->n * c->dim; t++) {
+            xf[t] = (float)c->x[t];
+            xs[t] = (double)xf[t];
+        }
+    }
+    oracle_cell_pairs(xs, c->n, c->dim, c->cell, c->pbc, c->cutoff, c->full,
+                      c->self_interaction, &o);
+    prox_points view = f32 ? prox_points_f32(xf, c->n, c->dim) : prox_points_f64(c->x, c->n, c->dim);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        prox_cell_desc d = desc_of(c, threads);
+        prox_geometry g;
+        prox_geometry_init(&g, 0, NULL);
+        prox_stats st;
+        CHECK_STATUS(prox_cell_pairs(&view, &d, &g, &st), PROX_OK, context);
+        compare(&g, &o, context);
+        CHECK(st.pairs == o.count, context, "stats.pairs %lld", (long long)st.pairs);
+        prox_geometry_free(&g);
+        CHECK_STATUS(prox_cell_pairs(&view, &d, NULL, &st), PROX_OK, context);
+        CHECK(st.pairs == o.count, context, "count only: %lld pairs, the oracle %lld",
+              (long long)st.pairs, (long long)o.count);
+    }
+    oracle_images_free(&o);
+    if (f32) {
+        free(xf);
+        free(xs);
+    }
+}
+
+static void random_cells_match_oracle(int dim, int cases)
+{
+    rng r = rng_seeded(4300 + (uint64_t)dim);
+    static const double reach[] = {0.2, 0.45, 0.7, 1.3, 2.6};
+    static const int64_t sizes[] = {0, 1, 2, 9, 40};
+    for (int t = 0; t < cases; t++) {
+        cell_case c;
+        memset(&c, 0, sizeof c);
+        c.dim = dim;
+        random_cell(&r, dim, c.cell);
+        int flags = (int)rng_below(&r, 1 << dim);
+        for (int k = 0; k < dim; k++)
+            c.pbc[k] = (flags >> k) & 1;
+        if (t % 3 == 0)
+            for (int k = 0; k < dim; k++)
+                c.pbc[k] = true;
+        c.n = sizes[t % 5];
+        double rel = reach[(t / 5) % 5];
+        c.cutoff = rel * min_height(c.cell, dim);
+        c.full = t % 2;
+        c.self_interaction = (t / 2) % 3 == 0;
+        /* a zero row on an open axis, as ASE allows */
+        if (t % 7 == 6 && !c.pbc[dim - 1])
+            memset(c.cell[dim - 1], 0, sizeof c.cell[dim - 1]);
+        c.x = random_points(&r, c.cell, dim, c.n);
+        if (t % 7 == 6 && !c.pbc[dim - 1]) /* the open axis' coordinate set directly */
+            for (int64_t i = 0; i < c.n; i++)
+                c.x[i * dim + dim - 1] = rng_range(&r, -2, 4);
+        char context[200];
+        snprintf(context, sizeof context,
+                 "%dD case %d: n %lld, cutoff %.3g x min height, pbc %d%d%d, full %d, self %d", dim,
+                 t, (long long)c.n, rel, c.pbc[0], c.pbc[1], c.pbc[2], c.full, c.self_interaction);
+        run_case(&c, t % 4 == 3, context);
+        free(c.x);
+    }
+}
+
+static void triclinic_3d_matches_oracle(void **state)
+{
+    (void)state;
+    random_cells_match_oracle(3, 150);
+}
+
+static void cell_2d_matches_oracle(void **state)
+{
+    (void)state;
+    random_cells_match_oracle(2, 100);
+}
+
+/* Lattice points exactly on faces and corners, and pairs at exactly the
+ * cutoff: a cell of exact entries, points at fractions 0, 1/2, 1, -1. */
+static void faces_and_exact_cutoff(void **state)
+{
+    (void)state;
+    cell_case c;
+    memset(&c, 0, sizeof c);
+    c.dim = 3;
+    double m[3][3] = {{2, 0, 0}, {1, 2, 0}, {0.5, 0.5, 2}};
+    memcpy(c.cell, m, sizeof m);
+    c.pbc[0] = c.pbc[1] = c.pbc[2] = true;
+    static const double f[] = {0, 0.5, 1, -1};
+    c.n = 64;
+    c.x = malloc(64 * 3 * sizeof *c.x);
+    for (int p = 0; p < 64; p++) {
+        double g[3] = {f[p & 3], f[(p >> 2) & 3], f[p >> 4]};
+        for (int k = 0; k < 3; k++)
+            c.x[p * 3 + k] = (g[0] * m[0][k] + g[1] * m[1][k]) + g[2] * m[2][k];
+    }
+    static const double cutoffs[] = {1.0, 2.0, 2.5, 1.5};
+    for (int t = 0; t < 4; t++) {
+        c.cutoff = cutoffs[t];
+        c.full = t & 1;
+        char context[80];
+        snprintf(context, sizeof context, "lattice points on faces, cutoff %g", c.cutoff);
+        run_case(&c, false, context);
+    }
+    free(c.x);
+}
+
+static int64_t count_pairs(const double *x, int64_t n, double m[3][3], double cutoff,
+                           bool full)
+{
+    prox_cell_desc d = prox_default_cell_desc();
+    d.cutoff = cutoff;
+    memcpy(d.cell, m, sizeof d.cell);
+    d.pbc[0] = d.pbc[1] = d.pbc[2] = true;
+    d.full = full;
+    prox_points view = prox_points_f64(x, n, 3);
+    prox_stats st;
+    CHECK_STATUS(prox_cell_pairs(&view, &d, NULL, &st), PROX_OK, "lattice count");
+    return st.pairs;
+}
+
+/* One atom per cell: simple cubic shells 6, 18, 26; fcc (primitive cell) 12, 18. */
+static void lattice_closed_forms(void **state)
+{
+    (void)state;
+    double origin[3] = {0.25, 0.25, 0.25};
+    double cubic[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    double fcc[3][3] = {{0, 0.5, 0.5}, {0.5, 0, 0.5}, {0.5, 0.5, 0}};
+    CHECK(count_pairs(origin, 1, cubic, 1.0, true) == 6, "sc 1.0", "%s", "");
+    CHECK(count_pairs(origin, 1, cubic, 1.0, false) == 3, "sc 1.0 half", "%s", "");
+    CHECK(count_pairs(origin, 1, cubic, 1.5, true) == 18, "sc 1.5", "%s", "");
+    CHECK(count_pairs(origin, 1, cubic, 1.75, true) == 26, "sc 1.75", "%s", "");
+    CHECK(count_pairs(origin, 1, fcc, 0.75, true) == 12, "fcc 0.75", "%s", "");
+    CHECK(count_pairs(origin, 1, fcc, 1.05, true) == 18, "fcc 1.05", "%s", "");
+    /* far beyond the cell: shells up to 5 lattice constants (the count of
+     * integer vectors of length <= 5: 515) */
+    CHECK(count_pairs(origin, 1, cubic, 5.0, true) == 514, "sc 5.0", "%lld",
+          (long long)count_pairs(origin, 1, cubic, 5.0, true));
+}
+
+/* An orthogonal cell with the cutoff below half of it: the half list's
+ * (i, j) are prox_pairs' periodic (minimum image) pairs. */
+static void orthogonal_matches_grid(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(43);
+    int64_t n = 5000; /* rows in bin order, reordered (CELL_BIN_ORDER_MIN) */
+    double *x = malloc((size_t)n * 3 * sizeof *x);
+    double L[3] = {3, 4, 5};
+    for (int64_t i = 0; i < n * 3; i++)
+        x[i] = rng_range(&r, -L[i % 3], 3 * L[i % 3]);
+    prox_points view = prox_points_f64(x, n, 3);
+    prox_cell_desc d = prox_default_cell_desc();
+    d.cutoff = 0.4;
+    for (int k = 0; k < 3; k++) {
+        d.cell[k][k] = L[k];
+        d.pbc[k] = true;
+    }
+    prox_geometry g;
+    prox_geometry_init(&g, PROX_GEOMETRY_I | PROX_GEOMETRY_J, NULL);
+    CHECK_STATUS(prox_cell_pairs(&view, &d, &g, NULL), PROX_OK, "orthogonal cell");
+    CHECK(g.d == NULL && g.D == NULL && g.S == NULL, "orthogonal cell", "unasked arrays filled");
+    prox_grid_desc gd = prox_default_grid_desc();
+    gd.radius = 0.4;
+    memcpy(gd.period, L, sizeof L);
+    prox_pair_buffer b;
+    prox_pair_buffer_init(&b, NULL);
+    CHECK_STATUS(prox_pairs(&view, &gd, PROX_ALGO_GRID, prox_sink_buffer(&b), NULL), PROX_OK,
+                 "grid");
+    CHECK(b.count == g.count, "orthogonal cell", "%lld pairs, the grid %lld", (long long)g.count,
+          (long long)b.count);
+    for (int64_t p = 0; p < b.count && p < g.count; p++)
+        CHECK(b.pairs[p].i == g.i[p] && b.pairs[p].j == g.j[p], "orthogonal cell", "pair %lld",
+              (long long)p);
+    prox_pair_buffer_free(&b);
+    prox_geometry_free(&g);
+    free(x);
+}
+
+/* A larger triclinic set: every thread count gives the same arrays. */
+static void threads_give_the_same_output(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(4343);
+    double m[3][3];
+    random_cell(&r, 3, m);
+    for (int k = 0; k < 3; k++)
+        for (int l = 0; l < 3; l++)
+            m[k][l] *= 8;
+    int64_t n = 6000;
+    double *x = random_points(&r, m, 3, n);
+    prox_points view = prox_points_f64(x, n, 3);
+    prox_cell_desc d = prox_default_cell_desc();
+    d.cutoff = 0.6;
+    memcpy(d.cell, m, sizeof m);
+    d.pbc[0] = d.pbc[2] = true;
+    prox_geometry one, many;
+    prox_geometry_init(&one, 0, NULL);
+    prox_geometry_init(&many, 0, NULL);
+    d.threads = 1;
+    CHECK_STATUS(prox_cell_pairs(&view, &d, &one, NULL), PROX_OK, "1 thread");
+    for (int threads = 2; threads <= 5; threads += 3) {
+        d.threads = threads;
+        CHECK_STATUS(prox_cell_pairs(&view, &d, &many, NULL), PROX_OK, "threads");
+        CHECK(many.count == one.count && one.count > 0, "threads", "%lld against %lld",
+              (long long)many.count, (long long)one.count);
+        CHECK(memcmp(one.i, many.i, (size_t)one.count * sizeof *one.i) == 0 &&
+                  memcmp(one.j, many.j, (size_t)one.count * sizeof *one.j) == 0 &&
+                  memcmp(one.D, many.D, (size_t)one.count * 3 * sizeof *one.D) == 0 &&
+                  memcmp(one.S, many.S, (size_t)one.count * 3 * sizeof *one.S) == 0,
+              "threads", "%d threads differ from one", threads);
+    }
+    prox_geometry_free(&one);
+    prox_geometry_free(&many);
+    free(x);
+}
+
+static prox_status try_cell(double m[3][3], const bool *pbc, double cutoff, const double *x,
+                            int64_t n, int dim)
+{
+    prox_cell_desc d = prox_default_cell_desc();
+    d.cutoff = cutoff;
+    memcpy(d.cell, m, sizeof d.cell);
+    memcpy(d.pbc, pbc, sizeof d.pbc);
+    prox_points view = prox_points_f64(x, n, dim);
+    prox_geometry g;
+    prox_geometry_init(&g, 0, NULL);
+    prox_status st = prox_cell_pairs(&view, &d, &g, NULL);
+    CHECK(st == PROX_OK || (g.count == 0 && g.i == NULL), "bad input", "output left behind");
+    prox_geometry_free(&g);
+    return st;
+}
+
+static void bad_input_is_refused(void **state)
+{
+    (void)state;
+    double x[6] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6};
+    bool all[3] = {true, true, true}, none[3] = {false, false, false}, two[3] = {true, true, false};
+    double unit[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    double flat[3][3] = {{1, 0, 0}, {0, 1, 0}, {1, 1, 0}};
+    double nan_cell[3][3] = {{1, 0, 0}, {0, NAN, 0}, {0, 0, 1}};
+    double zero_row[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 0}};
+    double planar[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 0}};
+    double thick[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    CHECK_STATUS(try_cell(unit, all, 0.5, x, 2, 3), PROX_OK, "valid");
+    CHECK_STATUS(try_cell(flat, all, 0.5, x, 2, 3), PROX_ERR_INVALID, "singular cell");
+    CHECK_STATUS(try_cell(nan_cell, all, 0.5, x, 2, 3), PROX_ERR_INVALID, "NaN in the cell");
+    CHECK_STATUS(try_cell(zero_row, all, 0.5, x, 2, 3), PROX_ERR_INVALID, "zero periodic row");
+    CHECK_STATUS(try_cell(zero_row, two, 0.5, x, 2, 3), PROX_OK, "zero open row");
+    CHECK_STATUS(try_cell(unit, all, -1, x, 2, 3), PROX_ERR_INVALID, "negative cutoff");
+    CHECK_STATUS(try_cell(unit, all, NAN, x, 2, 3), PROX_ERR_INVALID, "NaN cutoff");
+    CHECK_STATUS(try_cell(unit, all, 1e4, x, 2, 3), PROX_ERR_RANGE, "absurd images");
+    CHECK_STATUS(try_cell(unit, none, 1e4, x, 2, 3), PROX_OK, "open cell, any cutoff");
+    CHECK_STATUS(try_cell(planar, two, 0.5, x, 3, 2), PROX_OK, "2D");
+    CHECK_STATUS(try_cell(thick, two, 0.5, x, 3, 2), PROX_ERR_INVALID, "2D with a 3x3 cell");
+    CHECK_STATUS(try_cell(planar, all, 0.5, x, 3, 2), PROX_ERR_INVALID, "2D with pbc[2]");
+    double bad_x[6] = {0.1, 0.2, NAN, 0.4, 0.5, 0.6};
+    CHECK_STATUS(try_cell(unit, all, 0.5, bad_x, 2, 3), PROX_ERR_DATA, "NaN position");
+    double far_x[3] = {1e12, 0, 0};
+    CHECK_STATUS(try_cell(unit, all, 0.5, far_x, 1, 3), PROX_ERR_RANGE, "2^30 cells away");
+    CHECK_STATUS(prox_cell_pairs(NULL, NULL, NULL, NULL), PROX_ERR_INVALID, "NULL");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(triclinic_3d_matches_oracle),
+        cmocka_unit_test(cell_2d_matches_oracle),
+        cmocka_unit_test(faces_and_exact_cutoff),
+        cmocka_unit_test(lattice_closed_forms),
+        cmocka_unit_test(orthogonal_matches_grid),
+        cmocka_unit_test(threads_give_the_same_output),
+        cmocka_unit_test(bad_input_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
