@@ -80,7 +80,8 @@ static const char usage_sizes[] = /* apart: C99 promises strings of 4095 bytes *
     "      --radii FILE        particles of different sizes: one radius per point\n"
     "                          (text, one number a line, or .f64/.f32/.npy of one\n"
     "                          column); pairs with d <= r_i + r_j instead of R\n"
-    "                          (grid or brute; not with --stream, --runs, --mpi)\n"
+    "                          (grid or brute; not with --stream, --runs, --mpi,\n"
+    "                          --cell)\n"
     "      --rule contact|gather-scatter  with --radii: d <= r_i + r_j (default)\n"
     "                          or d <= max(h_i, h_j)\n"
     "\n";
@@ -364,9 +365,10 @@ static bool parse_options(int argc, char **argv, pairs_options *o)
     if (o->runs > 1 && (o->stream || o->mpi))
         die_usage(p.command, "--runs repeats a search held in memory: not with --stream or --mpi");
     if (o->radii && (o->stream || o->runs > 1 || o->mpi || o->max_memory > 0 ||
-                     o->algo == PROX_ALGO_HIERARCHICAL))
+                     o->algo == PROX_ALGO_HIERARCHICAL || o->cell.cell_values > 0 ||
+                     o->cell_only))
         die_usage(p.command, "--radii searches with the grid or brute force, without --stream, "
-                             "--runs, --mpi or --max-memory");
+                             "--runs, --mpi, --max-memory or --cell (use --periodic)");
     if (o->radii && o->has_radius)
         die_usage(p.command, "--radius and --radii exclude each other");
     if (o->has_radius)
