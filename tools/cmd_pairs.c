@@ -75,6 +75,16 @@ static const char usage[] =
     "                          OUT that is the input file is refused (exit 2)\n"
     "  -h, --help              this help\n";
 
+static const char usage_sizes[] = /* apart: C99 promises strings of 4095 bytes */
+    "Particles of different sizes:\n"
+    "      --radii FILE        particles of different sizes: one radius per point\n"
+    "                          (text, one number a line, or .f64/.f32/.npy of one\n"
+    "                          column); pairs with d <= r_i + r_j instead of R\n"
+    "                          (grid or brute; not with --stream, --runs, --mpi,\n"
+    "                          --cell)\n"
+    "      --rule contact|gather-scatter  with --radii: d <= r_i + r_j (default)\n"
+    "                          or d <= max(h_i, h_j)\n"
+    "\n";
 static const char usage_cell[] = /* apart: C99 promises strings of 4095 bytes */
     "\n"
     "Cells of any shape (include/prox/cell.h):\n"
@@ -134,6 +144,8 @@ typedef struct pairs_options {
     int64_t max_memory; /* 0: no limit */
     bool mpi;
     int runs; /* searches on one grid and output (--runs) */
+    const char *radii;     /* --radii FILE: per-point sizes */
+    prox_size_rule rule;   /* --rule */
     pairs_cell_options cell; /* --cell and its options (cmd_pairs_cell.h) */
     bool cell_only;          /* an option that needs --cell was given */
 } pairs_options;
@@ -142,7 +154,7 @@ enum {
     OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_COORDS, OPT_ROWS, OPT_THREADS, OPT_PERIODIC,
     OPT_DIVISIONS,
     OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP, OPT_STREAM,
-    OPT_MAX_MEMORY, OPT_MPI, OPT_RUNS,
+    OPT_MAX_MEMORY, OPT_MPI, OPT_RUNS, OPT_RADII, OPT_RULE,
     OPT_CELL, OPT_PBC, OPT_GEOMETRY, OPT_FULL, OPT_SELF_INTERACTION,
 };
 
@@ -167,6 +179,8 @@ static const opt_spec pairs_specs[] = {
     { "max-memory", 0, true, OPT_MAX_MEMORY },
     { "mpi", 0, false, OPT_MPI },
     { "runs", 0, true, OPT_RUNS },
+    { "radii", 0, true, OPT_RADII },
+    { "rule", 0, true, OPT_RULE },
     { "cell", 0, true, OPT_CELL },
     { "pbc", 0, true, OPT_PBC },
     { "geometry", 0, false, OPT_GEOMETRY },
@@ -263,6 +277,12 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
     case OPT_STREAM: o->stream = true; break;
     case OPT_MAX_MEMORY: o->max_memory = parse_bytes(p, v); break;
     case OPT_MPI: o->mpi = true; break;
+    case OPT_RADII: o->radii = v; break;
+    case OPT_RULE:
+        if (strcmp(v, "contact") && strcmp(v, "gather-scatter"))
+            die_usage(p->command, "--rule must be contact or gather-scatter, not '%s'", v);
+        o->rule = strcmp(v, "contact") ? PROX_RULE_GATHER_SCATTER : PROX_RULE_CONTACT;
+        break;
     case OPT_CELL: o->cell.cell_values = parse_double_list(p, v, o->cell.cell, 9); break;
     case OPT_PBC: parse_pbc(p, v, &o->cell); o->cell_only = true; break;
     case OPT_GEOMETRY: o->cell.geometry = o->cell_only = true; break;
@@ -344,6 +364,13 @@ static bool parse_options(int argc, char **argv, pairs_options *o)
         die_usage(p.command, "--stream writes pairs: not with --count or --lists");
     if (o->runs > 1 && (o->stream || o->mpi))
         die_usage(p.command, "--runs repeats a search held in memory: not with --stream or --mpi");
+    if (o->radii && (o->stream || o->runs > 1 || o->mpi || o->max_memory > 0 ||
+                     o->algo == PROX_ALGO_HIERARCHICAL || o->cell.cell_values > 0 ||
+                     o->cell_only))
+        die_usage(p.command, "--radii searches with the grid or brute force, without --stream, "
+                             "--runs, --mpi, --max-memory or --cell (use --periodic)");
+    if (o->radii && o->has_radius)
+        die_usage(p.command, "--radius and --radii exclude each other");
     if (o->has_radius)
         check_radius(o->radius); /* before reading a big file */
     check_cell_options(&p, o);
@@ -462,6 +489,80 @@ static void run_search(const prox_points *points, const prox_grid_desc *desc, pr
     }
     free(times);
     prox_grid_destroy(grid);
+}
+
+/* ---- particles of different sizes (--radii) ---------------------------- */
+
+typedef struct radii_text {
+    const char *path;
+    double *values;
+    int64_t count, capacity;
+} radii_text;
+
+/* One radius a line ('#' comments, blank lines skipped). */
+static void radius_line(void *ctx, int64_t line, const char *text)
+{
+    radii_text *t = ctx;
+    while (*text == ' ' || *text == '\t')
+        text++;
+    if (*text == '#' || *text == '\n' || *text == '\r' || *text == 0)
+        return;
+    char *end;
+    double v = strtod(text, &end);
+    while (*end == ' ' || *end == '\t' || *end == '\r')
+        end++;
+    if (end == text || (*end && *end != '\n' && *end != '#'))
+        die(EXIT_DATA, "%s:%lld: expected one radius", t->path, (long long)line);
+    if (t->count == t->capacity) {
+        t->capacity = t->capacity ? 2 * t->capacity : 1024;
+        t->values = realloc(t->values, checked_size(t->capacity, sizeof *t->values));
+        if (!t->values)
+            die(EXIT_NO_MEMORY, "out of memory for radii");
+    }
+    t->values[t->count++] = v;
+}
+
+/* The radii of --radii, one per point (widened to double). */
+static double *read_radii(const char *path, int64_t points)
+{
+    double *r;
+    int64_t count;
+    if (is_binary_name(path)) {
+        binary_file bf;
+        read_binary_file(path, 1, "radius", &bf);
+        count = bf.rows;
+        r = xmalloc(checked_size(count + 1, sizeof *r));
+        for (int64_t i = 0; i < count; i++)
+            r[i] = bf.scalar == PROX_F64 ? ((const double *)bf.values)[i]
+                                         : (double)((const float *)bf.values)[i];
+        free(bf.values);
+    } else {
+        radii_text t = {path, NULL, 0, 0};
+        read_text_lines(path, radius_line, &t);
+        r = t.values ? t.values : xmalloc(sizeof *r);
+        count = t.count;
+    }
+    if (count != points)
+        die(EXIT_DATA, "%s: %lld radii for %lld points", path, (long long)count,
+            (long long)points);
+    return r;
+}
+
+static void run_sized(const prox_points *points, const prox_grid_desc *desc,
+                      const pairs_options *o, pairs_result *r)
+{
+    double *radii = read_radii(o->radii, points->count);
+    prox_sizes sizes = prox_sizes_radii(radii, o->rule);
+    prox_sink sink = make_sink(o->task, r);
+    if (o->unsorted)
+        sink = prox_sink_unsorted(sink);
+    double t0 = now_seconds();
+    prox_status st = prox_sized_pairs(points, &sizes, desc, o->algo, sink, &r->stats);
+    r->query_s = now_seconds() - t0;
+    r->first_s = r->query_s;
+    free(radii);
+    if (st != PROX_OK)
+        die_status(st, "search with --radii failed");
 }
 
 /* ---- streaming (--stream) ---------------------------------------------- */
@@ -713,7 +814,8 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             o->algo == PROX_ALGO_BRUTE ? "brute" : o->algo == PROX_ALGO_GRID ? "grid"
                                                                             : "hierarchical",
             keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
-            pf->scalar == PROX_F32 ? "f32" : "f64", pf->dim, (long long)pf->count, desc->radius,
+            pf->scalar == PROX_F32 ? "f32" : "f64", pf->dim, (long long)pf->count,
+            o->radii ? 0.0 : desc->radius, /* --radii: no single radius */
             effective_threads(desc->threads), read_s, o->runs, r->first_s, r->build_s, r->query_s,
             write_s,
             (long long)s->pairs, (long long)s->candidates, (long long)s->rechecked,
@@ -765,6 +867,7 @@ int cmd_pairs(int argc, char **argv)
     pairs_options o;
     if (!parse_options(argc, argv, &o)) {
         fputs(usage, stdout);
+        fputs(usage_sizes, stdout);
         fputs(usage_cell, stdout);
         fputs(usage_output, stdout);
         return EXIT_OK;
@@ -784,7 +887,8 @@ int cmd_pairs(int argc, char **argv)
     point_file_read(&pf, o.input, o.dim);
     double read_s = now_seconds() - t0;
 
-    prox_grid_desc desc = make_desc(&o, resolve_radius(&o, &pf), pf.dim);
+    prox_grid_desc desc =
+        make_desc(&o, o.radii ? PROX_RADIUS_MIN : resolve_radius(&o, &pf), pf.dim);
     prox_points points = point_file_view(&pf);
     pairs_result r;
     memset(&r, 0, sizeof r);
@@ -797,7 +901,10 @@ int cmd_pairs(int argc, char **argv)
         run_stream(&points, &desc, &o, &out, &r); /* writes as it searches */
         output_commit(&out);
     } else {
-        run_search(&points, &desc, o.algo, &o, &r);
+        if (o.radii)
+            run_sized(&points, &desc, &o, &r);
+        else
+            run_search(&points, &desc, o.algo, &o, &r);
         t0 = now_seconds();
         write_result(&out, o.task, &r);
         output_commit(&out);

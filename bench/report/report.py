@@ -31,6 +31,7 @@ WORKLOADS = [
     ("W4", "W4 `mixed2d`: boxes of very different sizes against moving segments"),
     ("W5", "W5 `fluid3d`: the fluid scene (`make run`)"),
     ("W6", "W6 `dem3d`: spheres falling into a pile"),
+    ("W7", "W7 `poly3d`: polydisperse spheres (radii over 1:100)"),
 ]
 # Rows that do a different task from the peers (a count instead of the pairs or
 # lists the peers return): shown in the tables, left out of the summary.

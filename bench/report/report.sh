@@ -107,6 +107,18 @@ else
     own_bench w6 W6 bench dem3d --n 10000 --threads 1 --runs 3
 fi
 
+# ---- particles of different sizes (bench/sizes.sh): W7's contacts against
+# CGAL's box intersection plus the exact test, equal radii against the
+# single-radius path, a 1:100 spread against 1:2
+if [ "$python_only" = 0 ]; then
+    case "$mode" in tiny) sizes_n=20000 ;; *) sizes_n=1000000 ;; esac
+    log "W7: bench/sizes.sh --n $sizes_n --runs $reps"
+    {
+        echo "W7 bench/sizes.sh --n $sizes_n --runs $reps"
+        "$root/bench/sizes.sh" --n "$sizes_n" --runs "$reps" --build "$builddir" 2>/dev/null
+    } > "$own/w7.txt"
+fi
+
 # ---- the Python module (bench/python_bench.py): W1 1M through Python against
 # the same call in C, on one thread and on every core; prox against scipy's
 # cKDTree and ASE's neighbor_list at 10^4, 10^5 and 10^6 points (ASE under a

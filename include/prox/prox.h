@@ -7,5 +7,6 @@
 #include "prox/boxes.h"
 #include "prox/stream.h"
 #include "prox/knn.h"
+#include "prox/sizes.h"
 #include "prox/cell.h"
 #endif

@@ -62,7 +62,32 @@ __version__ = _prox.library_version
 broad_algos = ("auto", "brute", "grid", "multilevel", "hierarchical", "kdtree", "sap")
 
 
-def pairs(points, radius, box=None, threads=0, *, sort=True, algo="grid", index_dtype=None):
+def _sized(points, radius, radii, types, cutoffs, rule, output, box, threads, sort, algo,
+           index_dtype, queries=None, query_radii=None, query_types=None):
+    """The search with per-particle sizes (prox/sizes.h), or None without them."""
+    if radii is None and types is None:
+        if radius is None:
+            raise ValueError("radius: a number, or radii= / types= with cutoffs=")
+        return None
+    if radius is not None:
+        raise ValueError("radius with radii= or types=: give one of them")
+    if radii is not None and types is not None:
+        raise ValueError("radii= and types=: give one of them")
+    if types is not None:
+        if cutoffs is None:
+            raise ValueError("types= needs cutoffs=, a symmetric (types, types) matrix")
+        rule, sizes, qsizes = "types", types, query_types
+    else:
+        rule = rule or "contact"
+        sizes, qsizes = radii, query_radii
+    if queries is not None and qsizes is None:
+        raise ValueError("queries with sizes need query_radii= (or query_types=)")
+    return _prox._sized_search(points, sizes, rule, box, threads, output, cutoffs, queries,
+                               qsizes, sort, algo, index_dtype)
+
+
+def pairs(points, radius=None, box=None, threads=0, *, sort=True, algo="grid", index_dtype=None,
+          radii=None, types=None, cutoffs=None, rule=None):
     """Every pair of points within ``radius``, as ``cKDTree.query_pairs``.
 
     Parameters
@@ -85,10 +110,23 @@ def pairs(points, radius, box=None, threads=0, *, sort=True, algo="grid", index_
     ``cKDTree(points).query_pairs(radius, output_type="ndarray")`` holds,
     in sorted order.
 
+    Particles of different sizes (instead of ``radius``): ``radii=`` (n,)
+    with ``rule="contact"`` (default; pairs with ``d <= r_i + r_j``) or
+    ``rule="gather_scatter"`` (``d <= max(h_i, h_j)``); or ``types=`` (n,)
+    integers in ``[0, T)`` with ``cutoffs=``, a symmetric (T, T) matrix
+    (``d <= cutoffs[t_i, t_j]``; a cutoff of 0 switches a pair off).
+    ``algo`` is then "grid" or "brute".
+
     >>> import numpy as np, prox
     >>> prox.pairs(np.array([[0.1, 0.5], [0.9, 0.5], [0.5, 0.5]]), 0.25, box=1.0).tolist()
     [[0, 1]]
+    >>> prox.pairs(np.array([[0.0, 0], [3, 0], [10, 0]]), radii=[1.0, 2.0, 0.5]).tolist()
+    [[0, 1]]
     """
+    sized = _sized(points, radius, radii, types, cutoffs, rule, "pairs", box, threads, sort, algo,
+                   index_dtype)
+    if sized is not None:
+        return sized
     if _beyond_half_period(points, radius, box, algo):
         p = _minimum_image_pairs(points, radius, box, threads)
         return p.astype(np.uint32) if index_dtype is not None and np.dtype(
@@ -138,37 +176,49 @@ def _minimum_image_pairs(points, radius, box, threads):
     return np.stack([i[keep], j[keep]], axis=1).reshape(-1, 2)
 
 
-def lists(points, radius, box=None, threads=0, *, sort=True, algo="grid", index_dtype=None):
+def lists(points, radius=None, box=None, threads=0, *, sort=True, algo="grid", index_dtype=None,
+          radii=None, types=None, cutoffs=None, rule=None):
     """Every point's full neighbour list (both directions) as CSR.
 
     Returns ``(offsets, indices)``: the neighbours of point ``i`` are
     ``indices[offsets[i]:offsets[i + 1]]``, ascending (``sort=True``);
     ``offsets`` is int64 of length ``n + 1``, ``indices`` intp (uint32 with
-    ``index_dtype=numpy.uint32``). Other parameters as :func:`pairs`.
+    ``index_dtype=numpy.uint32``). Other parameters as :func:`pairs`
+    (``radii=``, ``types=`` too).
 
     >>> import numpy as np, prox
     >>> offsets, indices = prox.lists(np.array([[0.0, 0], [1, 0], [3, 0]]), 1.0)
     >>> offsets.tolist(), indices.tolist()
     ([0, 1, 2, 2], [1, 0])
     """
+    sized = _sized(points, radius, radii, types, cutoffs, rule, "lists", box, threads, sort, algo,
+                   index_dtype)
+    if sized is not None:
+        return sized
     return _prox._search(points, radius, box, threads, "lists", None, sort, algo,
                          index_dtype=index_dtype)
 
 
-def count(points, radius, box=None, threads=0, *, algo="grid"):
+def count(points, radius=None, box=None, threads=0, *, algo="grid", radii=None, types=None,
+          cutoffs=None, rule=None):
     """The number of pairs within ``radius`` (each unordered pair once), nothing stored.
 
     >>> import numpy as np, prox
     >>> prox.count(np.zeros((4, 3), np.float32), 1e-3)
     6
     """
+    sized = _sized(points, radius, radii, types, cutoffs, rule, "count", box, threads, True, algo,
+                   None)
+    if sized is not None:
+        return sized
     if _beyond_half_period(points, radius, box, algo):
         return len(_minimum_image_pairs(points, radius, box, threads))
     return _prox._search(points, radius, box, threads, "count", None, True, algo)
 
 
-def query(points, queries, radius, box=None, threads=0, *, output="lists", sort=True,
-          algo="grid", index_dtype=None):
+def query(points, queries, radius=None, box=None, threads=0, *, output="lists", sort=True,
+          algo="grid", index_dtype=None, radii=None, types=None, cutoffs=None, rule=None,
+          query_radii=None, query_types=None):
     """Ball queries of a second point set, as ``cKDTree.query_ball_point``.
 
     For each row ``q`` of ``queries`` (same dimension as ``points``), the
@@ -181,6 +231,9 @@ def query(points, queries, radius, box=None, threads=0, *, output="lists", sort=
         array of ``(q, j)`` rows sorted by ``(q, j)``; "count": the number of
         ``(q, j)`` pairs.
     index_dtype : None (intp) or numpy.uint32, as :func:`pairs`.
+    radii, types, cutoffs, rule : the points' sizes, as :func:`pairs`; the
+        queries' own then in ``query_radii=`` (or ``query_types=``): query q
+        meets point j when ``d <= qr_q + r_j`` (contact), and so on.
 
     >>> import numpy as np, prox
     >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
@@ -192,6 +245,10 @@ def query(points, queries, radius, box=None, threads=0, *, output="lists", sort=
     """
     if queries is None:
         raise TypeError("query: queries must be an (n, 2) or (n, 3) array, not None")
+    sized = _sized(points, radius, radii, types, cutoffs, rule, output, box, threads, sort, algo,
+                   index_dtype, queries, query_radii, query_types)
+    if sized is not None:
+        return sized
     return _prox._search(points, radius, box, threads, output, queries, sort, algo,
                          index_dtype=index_dtype)
 
@@ -284,6 +341,45 @@ def _pbc_flags(pbc, dim):
     return p.astype(bool)
 
 
+def _cutoff_sizes(cutoff, atoms, n):
+    """ASE's cutoff forms: None for one number; else (sizes, rule, matrix):
+    a list per atom (radii, d <= r_i + r_j, as ASE's natural_cutoffs), or a
+    dict per species pair (types and a cutoff matrix; pairs not named have
+    none)."""
+    if isinstance(cutoff, numbers.Real) or (isinstance(cutoff, np.ndarray) and cutoff.ndim == 0):
+        return None
+    if isinstance(cutoff, dict):
+        if atoms is None:
+            raise ValueError("cutoff: a dict of species pairs needs an ase.Atoms")
+        numbers_ = np.asarray(atoms.numbers)
+        species = sorted(set(numbers_.tolist()))
+        type_of = {z: t for t, z in enumerate(species)}
+        symbols = dict(zip(numbers_.tolist(), atoms.get_chemical_symbols()))
+        by_symbol = {symbols[z]: z for z in species}
+        matrix = np.zeros((len(species), len(species)))
+        for key, value in cutoff.items():
+            if not (isinstance(key, tuple) and len(key) == 2):
+                raise ValueError(f"cutoff: key {key!r} is not a pair of species")
+            pair = []
+            for s in key:
+                z = by_symbol.get(s, s if isinstance(s, numbers.Integral) else None)
+                if z is None and isinstance(s, str):
+                    pair = None
+                    break
+                pair.append(z)
+            if pair is None or any(z not in type_of for z in pair):
+                continue  # a species these atoms do not hold
+            a, b = type_of[pair[0]], type_of[pair[1]]
+            matrix[a, b] = matrix[b, a] = float(value)
+        types = np.array([type_of[z] for z in numbers_.tolist()], dtype=np.int32)
+        return types, "types", matrix
+    radii = np.asarray(cutoff, dtype=np.float64)
+    if radii.ndim != 1 or radii.shape[0] != n:
+        raise ValueError(f"cutoff: one number, a dict of species pairs, or {n} per-atom "
+                         f"cutoffs (got shape {radii.shape})")
+    return radii, "contact", None
+
+
 def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_interaction=False,
                   full=True, threads=0):
     """Neighbour list in ASE's and vesin's convention, in a cell of any shape.
@@ -295,9 +391,14 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_in
     positions : (n, 3) or (n, 2) array (float32/float64, any strides), or an
         ``ase.Atoms`` (duck-typed: its positions, cell and pbc are used);
         positions need not lie inside the cell
-    cutoff : float, one cutoff for every pair (per-atom cutoffs are not
-        supported); any size: beyond the cell's heights every image comes
-        back, self-images (i, i, S != 0) included
+    cutoff : as ASE's: a number, one cutoff for every pair, of any size
+        (beyond the cell's heights every image comes back, self-images
+        (i, i, S != 0) included); a list of one cutoff per atom (pairs with
+        ``d <= c_i + c_j``, as ``natural_cutoffs`` gives them); or a dict of
+        species pairs ``{("H", "O"): 1.2}`` (symbols or atomic numbers; pairs
+        it does not name have no cutoff; needs an ``ase.Atoms``). The last
+        two: orthogonal cells, full lists without self-interaction, the
+        largest pair cutoff below half of every periodic length
     cell : None, ``dim`` lengths, or a (dim, dim) matrix whose rows are the
         cell vectors (any shape: triclinic, LAMMPS' lower-triangular form)
     pbc : None (open), one bool, or ``dim`` bools (mixed pbc allowed)
@@ -325,15 +426,21 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_in
     ([0, 1], [1, 0], [[-1, 0, 0], [1, 0, 0]])
     """
     _check_quantities(quantities)
+    atoms = positions if hasattr(positions, "get_positions") else None
     positions, cell, pbc = _system_of(positions, cell, pbc)
-    if not isinstance(cutoff, numbers.Real) and not (
-            isinstance(cutoff, np.ndarray) and cutoff.ndim == 0):
-        raise ValueError("cutoff: one number (per-atom cutoffs are not supported)")
     positions = positions if isinstance(positions, np.ndarray) else np.asarray(positions)
+    sizes = _cutoff_sizes(cutoff, atoms, positions.shape[0] if positions.ndim == 2 else 0)
     dim = positions.shape[1] if positions.ndim == 2 else 3
     m = _cell_matrix(cell, dim)
     flags = _pbc_flags(pbc, dim)
-    if self_interaction or not full or not _grid_serves(m, flags, float(cutoff)):
+    if sizes is not None:
+        largest = 2 * float(np.max(sizes[0], initial=0)) if sizes[2] is None else float(
+            np.max(sizes[2], initial=0))
+        if self_interaction or not full or not _grid_serves(m, flags, largest):
+            raise ValueError("cutoff per atom or per species pair: orthogonal cells, full lists "
+                             "without self_interaction, and the largest pair cutoff below half "
+                             "of every periodic length")
+    elif self_interaction or not full or not _grid_serves(m, flags, float(cutoff)):
         result, = _prox._cell([(positions, m, flags)], float(cutoff), quantities, bool(full),
                               bool(self_interaction), threads)
         return _unpack(result)
@@ -343,8 +450,12 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_in
         if flags[k] and not lengths[k] > 0:
             raise ValueError(f"pbc along axis {k} needs a cell length > 0, got {lengths[k]}")
         box.append(float(lengths[k]) if flags[k] else 0.0)
-    offsets, indices = _prox._search(positions, float(cutoff), box, threads, "lists",
-                                     index_dtype=np.intp)
+    if sizes is None:
+        offsets, indices = _prox._search(positions, float(cutoff), box, threads, "lists",
+                                         index_dtype=np.intp)
+    else:
+        offsets, indices = _prox._sized_search(positions, sizes[0], sizes[1], box, threads,
+                                               "lists", sizes[2], index_dtype=np.intp)
     out = {}
     if "i" in quantities or "d" in quantities or "D" in quantities or "S" in quantities:
         i = _prox._rows_of(offsets)

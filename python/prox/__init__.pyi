@@ -1,5 +1,5 @@
 """Type hints of the prox package (see prox/__init__.py for the docs)."""
-from typing import List, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Dict, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -19,20 +19,31 @@ Algo = Literal["grid", "brute", "hierarchical"]
 BroadAlgo = Literal["auto", "brute", "grid", "multilevel", "hierarchical", "kdtree", "sap"]
 IndexDtype = Optional[npt.DTypeLike]  # None (intp) or numpy.uint32
 
-def pairs(points: Points, radius: float, box: Box = ..., threads: int = ..., *,
-          sort: bool = ..., algo: Algo = ..., index_dtype: IndexDtype = ...) -> Pairs: ...
-def lists(points: Points, radius: float, box: Box = ..., threads: int = ..., *,
-          sort: bool = ..., algo: Algo = ..., index_dtype: IndexDtype = ...) -> Lists: ...
-def count(points: Points, radius: float, box: Box = ..., threads: int = ..., *,
-          algo: Algo = ...) -> int: ...
-def query(points: Points, queries: Points, radius: float, box: Box = ..., threads: int = ...,
-          *, output: Output = ..., sort: bool = ..., algo: Algo = ...,
-          index_dtype: IndexDtype = ...) -> Union[Lists, Indices, Pairs, int]: ...
+def pairs(points: Points, radius: Optional[float] = ..., box: Box = ..., threads: int = ..., *,
+          sort: bool = ..., algo: Algo = ..., index_dtype: IndexDtype = ...,
+          radii: Optional[npt.ArrayLike] = ..., types: Optional[npt.ArrayLike] = ...,
+          cutoffs: Optional[npt.ArrayLike] = ..., rule: Optional[str] = ...) -> Pairs: ...
+def lists(points: Points, radius: Optional[float] = ..., box: Box = ..., threads: int = ..., *,
+          sort: bool = ..., algo: Algo = ..., index_dtype: IndexDtype = ...,
+          radii: Optional[npt.ArrayLike] = ..., types: Optional[npt.ArrayLike] = ...,
+          cutoffs: Optional[npt.ArrayLike] = ..., rule: Optional[str] = ...) -> Lists: ...
+def count(points: Points, radius: Optional[float] = ..., box: Box = ..., threads: int = ..., *,
+          algo: Algo = ...,
+          radii: Optional[npt.ArrayLike] = ..., types: Optional[npt.ArrayLike] = ...,
+          cutoffs: Optional[npt.ArrayLike] = ..., rule: Optional[str] = ...) -> int: ...
+def query(points: Points, queries: Points, radius: Optional[float] = ..., box: Box = ...,
+          threads: int = ..., *, output: Output = ..., sort: bool = ..., algo: Algo = ...,
+          index_dtype: IndexDtype = ...,
+          radii: Optional[npt.ArrayLike] = ..., types: Optional[npt.ArrayLike] = ...,
+          cutoffs: Optional[npt.ArrayLike] = ..., rule: Optional[str] = ...,
+          query_radii: Optional[npt.ArrayLike] = ...,
+          query_types: Optional[npt.ArrayLike] = ...) -> Union[Lists, Indices, Pairs, int]: ...
 def pair_geometry(points: Points,
                   pairs: Union[npt.ArrayLike, Tuple[npt.ArrayLike, npt.ArrayLike]],
                   quantities: str = ..., box: Box = ..., *, queries: Optional[Points] = ...,
                   threads: int = ...) -> Union[np.ndarray, Tuple[np.ndarray, ...]]: ...
-def neighbor_list(quantities: str, positions: object, cutoff: float,
+def neighbor_list(quantities: str, positions: object,
+                  cutoff: Union[float, Sequence[float], npt.ArrayLike, Dict[Tuple[object, object], float]],
                   cell: Optional[npt.ArrayLike] = ..., pbc: Union[None, bool, Sequence[bool]] = ...,
                   *, self_interaction: bool = ..., full: bool = ...,
                   threads: int = ...) -> Union[np.ndarray, Tuple[np.ndarray, ...]]: ...

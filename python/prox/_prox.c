@@ -544,6 +544,128 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kw)
     return value;
 }
 
+
+/* ---- particles of different sizes (prox/sizes.h) ----------------------- */
+
+static const char *const rule_names[] = {"contact", "gather_scatter", "types"};
+
+/* The sizes of `count` points: radii (float64 copies) or int32 types;
+ * the matrix (float64, square) for types. `keep` holds the arrays. */
+typedef struct sizes_arg {
+    PyArrayObject *values, *matrix;
+    prox_sizes sizes;
+} sizes_arg;
+
+static void sizes_release(sizes_arg *a)
+{
+    Py_CLEAR(a->values);
+    Py_CLEAR(a->matrix);
+}
+
+static int as_sizes(PyObject *obj, const char *what, int rule, PyObject *cutoff, npy_intp count,
+                    sizes_arg *a)
+{
+    memset(a, 0, sizeof *a);
+    int type = rule == PROX_RULE_TYPES ? NPY_INT32 : NPY_FLOAT64;
+    if (rule == PROX_RULE_TYPES) {
+        PyObject *probe = PyArray_FROM_O(obj);
+        if (!probe)
+            return -1;
+        int kind = PyArray_DESCR((PyArrayObject *)probe)->kind;
+        Py_DECREF(probe);
+        if (kind != 'i' && kind != 'u') {
+            PyErr_Format(PyExc_TypeError, "%s: types must be integers", what);
+            return -1;
+        }
+    }
+    a->values = (PyArrayObject *)PyArray_FROMANY(obj, type, 1, 1, NPY_ARRAY_CARRAY_RO |
+                                                                      NPY_ARRAY_FORCECAST);
+    if (!a->values)
+        return -1;
+    if (PyArray_DIM(a->values, 0) != count) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd sizes for %zd points", what,
+                     (Py_ssize_t)PyArray_DIM(a->values, 0), (Py_ssize_t)count);
+        sizes_release(a);
+        return -1;
+    }
+    if (rule != PROX_RULE_TYPES) {
+        a->sizes = prox_sizes_radii((const double *)PyArray_DATA(a->values), (prox_size_rule)rule);
+        return 0;
+    }
+    if (cutoff == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "types need a cutoff matrix");
+        sizes_release(a);
+        return -1;
+    }
+    a->matrix = (PyArrayObject *)PyArray_FROMANY(cutoff, NPY_FLOAT64, 2, 2, NPY_ARRAY_CARRAY_RO |
+                                                                                NPY_ARRAY_FORCECAST);
+    if (!a->matrix || PyArray_DIM(a->matrix, 0) != PyArray_DIM(a->matrix, 1)) {
+        if (a->matrix)
+            PyErr_SetString(PyExc_ValueError, "cutoff matrix: expected a square (types, types) "
+                                              "array");
+        sizes_release(a);
+        return -1;
+    }
+    a->sizes = prox_sizes_types((const int32_t *)PyArray_DATA(a->values),
+                                (int)PyArray_DIM(a->matrix, 0),
+                                (const double *)PyArray_DATA(a->matrix));
+    return 0;
+}
+
+static PyObject *py_sized_search(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"points", "sizes", "rule", "box", "threads", "output", "cutoff",
+                            "queries", "query_sizes", "sort", "algo", "index_dtype", NULL};
+    PyObject *points_obj, *sizes_obj, *box = Py_None, *cutoff = Py_None, *queries_obj = Py_None;
+    PyObject *qsizes_obj = Py_None, *index_dtype = Py_None;
+    const char *rule_name = "contact", *output = "pairs", *algo_name = "grid";
+    int threads = 0, sort = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|sOisOOOpsO", names, &points_obj, &sizes_obj,
+                                     &rule_name, &box, &threads, &output, &cutoff, &queries_obj,
+                                     &qsizes_obj, &sort, &algo_name, &index_dtype))
+        return NULL;
+    int rule = parse_choice("rule", rule_name, rule_names, 3);
+    int algo = parse_choice("algo", algo_name, algo_names, 2);
+    result r;
+    if (rule < 0 || algo < 0 || result_init(&r, output, sort, index_dtype) < 0)
+        return NULL;
+    matrix pm = {0}, qm = {0};
+    prox_points points, queries;
+    sizes_arg ps = {0}, qs = {0};
+    bool query = queries_obj != Py_None;
+    prox_grid_desc desc;
+    PyObject *value = NULL;
+    bool ran = false;
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0 ||
+        as_sizes(sizes_obj, "sizes", rule, cutoff, (npy_intp)points.count, &ps) < 0)
+        goto done;
+    if (query && (as_points(queries_obj, "queries", &qm, &queries, &r.single) < 0 ||
+                  as_sizes(qsizes_obj == Py_None ? sizes_obj : qsizes_obj, "query sizes", rule,
+                           cutoff, (npy_intp)queries.count, &qs) < 0))
+        goto done;
+    if (grid_desc_of(PROX_RADIUS_MIN, box, points.dim, threads, "linear", &desc) < 0)
+        goto done;
+    prox_status status;
+    prox_sink sink = result_sink(&r);
+    Py_BEGIN_ALLOW_THREADS
+    status = query ? prox_sized_query(&points, &ps.sizes, &queries, &qs.sizes, &desc,
+                                      algo_values[algo], sink, &r.stats)
+                   : prox_sized_pairs(&points, &ps.sizes, &desc, algo_values[algo], sink,
+                                      &r.stats);
+    Py_END_ALLOW_THREADS
+    ran = true;
+    value = result_value(&r, status); /* releases r */
+done:
+    if (!ran)
+        result_free(&r);
+    sizes_release(&ps);
+    sizes_release(&qs);
+    matrix_release(&pm);
+    matrix_release(&qm);
+    return value;
+}
+
 /* ---- geometry of given pairs ------------------------------------------ */
 
 /* A 1-D integer array read in place (uint32, int32, int64, uint64). */
@@ -1872,6 +1994,10 @@ static PyMethodDef module_methods[] = {
      "_search(points, radius, box=None, threads=0, output='pairs', queries=None, sort=True,"
      " algo='grid', keys='linear', index_dtype=None)\n--\n\nThe one-shot search behind"
      " pairs/lists/count/query."},
+    {"_sized_search", (PyCFunction)(void (*)(void))py_sized_search, METH_VARARGS | METH_KEYWORDS,
+     "_sized_search(points, sizes, rule='contact', box=None, threads=0, output='pairs',"
+     " cutoff=None, queries=None, query_sizes=None, sort=True, algo='grid', index_dtype=None)"
+     "\n--\n\nThe search with per-particle sizes behind pairs/lists/count/query(radii=, types=)."},
     {"_geometry", (PyCFunction)(void (*)(void))py_geometry, METH_VARARGS | METH_KEYWORDS,
      "_geometry(points, i, j, quantities='d', box=None, queries=None, threads=0)\n--\n\n"
      "The geometry behind pair_geometry and neighbor_list."},

@@ -147,7 +147,7 @@ def test_neighbor_list_errors():
     with pytest.raises(ValueError, match="quantities"):
         prox.neighbor_list("ijx", GOOD, 0.1)
     with pytest.raises(ValueError, match="cutoff"):
-        prox.neighbor_list("ij", GOOD, [0.1] * 50)
+        prox.neighbor_list("ij", GOOD, [0.1] * 49)  # one per atom: 50
     with pytest.raises(ValueError, match="zero on a periodic axis"):
         prox.neighbor_list("ij", GOOD, 0.1, pbc=True)
     with pytest.raises(ValueError, match="pbc"):

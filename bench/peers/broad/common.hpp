@@ -67,9 +67,9 @@ inline options parse_options(int argc, char **argv, std::vector<std::string> var
             files.push_back(a);
         }
     }
-    if (o.workload != "W3" && o.workload != "W4")
-        die("--workload must be W3 or W4, not '%s'", o.workload.c_str());
-    size_t want = o.workload == "W3" ? 1 : 2;
+    if (o.workload != "W3" && o.workload != "W4" && o.workload != "W7")
+        die("--workload must be W3, W4 or W7, not '%s'", o.workload.c_str());
+    size_t want = o.workload == "W4" ? 2 : 1; /* W7: the spheres, x y z r as raw doubles */
     if (files.size() != want)
         die("%s needs %s", o.workload.c_str(), want == 1 ? "BOXES" : "BOXES SEGMENTS");
     o.boxes = files[0];

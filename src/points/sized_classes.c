@@ -1,0 +1,537 @@
+/* sized_classes.c: the size-class grids of the sized search
+ * (sized_classes.h; docs/design.md, "Sizes").
+ *
+ * A class holds the points whose reach lies within two powers of two (more
+ * where there would be over SIZED_MAX_CLASSES classes), so that
+ * its cells can follow its own sizes instead of the largest particle's.
+ * Its cells are at least its largest self interaction wide and at most
+ * four times that, widened up to the members' mean spacing so that sparse
+ * classes (the few large particles, or the small ones of a class spread
+ * over the whole domain) keep about a point per cell. Correctness does not
+ * depend on the width: a query visits every cell its box overlaps.
+ *
+ * Cells are keyed row-major by their integer coordinates (x fastest, at
+ * most 2^20 along an axis), points sorted by key (radix sort), and the
+ * occupied cells found through an open-addressing hash table. */
+#include "points/sized_classes.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/radix_sort.h"
+#include "points/points_common.h"
+
+#define SIZED_AXIS_CELLS ((int64_t)1 << 20)
+#define SIZED_CLASS_POWERS 2 /* powers of two of reach a class spans, at least */
+#define SIZED_EMPTY UINT64_MAX
+
+/* The reach of point i: the largest threshold it can have with a point of
+ * the partner set (types: from the partner's present types). */
+static double point_reach(const sized_rule *rule, const sized_set *set, int64_t i,
+                          const double *type_reach)
+{
+    return rule->rule == PROX_RULE_TYPES ? type_reach[set->type[i]] : set->size[i];
+}
+
+/* TYPES: out[t] = the largest cutoff of type t with a type present in s. */
+static void types_reach(const sized_rule *rule, const sized_set *s, double *out)
+{
+    int64_t T = rule->types;
+    unsigned char present[PROX_MAX_TYPES] = {0};
+    for (int64_t i = 0; i < s->n; i++)
+        present[s->type[i]] = 1;
+    for (int64_t t = 0; t < T; t++) {
+        out[t] = 0;
+        for (int64_t u = 0; u < T; u++)
+            if (present[u] && rule->cut[t * T + u] > out[t])
+                out[t] = rule->cut[t * T + u];
+    }
+}
+
+/* Class of a reach: 0 for reach 0, else the power of two above the
+ * smallest positive reach, `step` powers a class. */
+static int class_of(double reach, double smallest, int step, int count)
+{
+    if (!(reach > 0) || count == 1)
+        return 0;
+    int c = (int)floor(log2(reach / smallest)) / step;
+    return c < 0 ? 0 : (c >= count ? count - 1 : c);
+}
+
+/* The members' box and largest reach. */
+static void class_box(sized_class *g, int dim)
+{
+    for (int k = 0; k < 3; k++) {
+        g->lo[k] = k < dim ? INFINITY : 0;
+        g->hi[k] = k < dim ? -INFINITY : 0;
+    }
+    const double *axis[3] = {g->x, g->y, g->z};
+    for (int64_t i = 0; i < g->n; i++)
+        for (int k = 0; k < dim; k++) {
+            double v = axis[k][i];
+            g->lo[k] = v < g->lo[k] ? v : g->lo[k];
+            g->hi[k] = v > g->hi[k] ? v : g->hi[k];
+        }
+}
+
+/* Cell width, then per axis the cell count, origin and inverse width. */
+static void class_cells(sized_class *g, const sized_classes *c, double self_cut)
+{
+    double volume = 1, span[3];
+    for (int k = 0; k < c->dim; k++) {
+        span[k] = c->period[k] > 0 ? c->period[k] : g->hi[k] - g->lo[k];
+        volume *= span[k] > self_cut ? span[k] : (self_cut > 0 ? self_cut : 1);
+    }
+    double spacing = pow(volume / (double)(g->n > 0 ? g->n : 1), 1.0 / c->dim);
+    double width = self_cut > 0 ? fmax(self_cut, fmin(spacing, 4 * self_cut)) : spacing;
+    if (!(width > 0) || !isfinite(width))
+        width = 1;
+    for (int k = 0; k < 3; k++) {
+        if (k >= c->dim) {
+            g->ncell[k] = 1, g->origin[k] = 0, g->inv[k] = 0;
+        } else if (c->period[k] > 0) {
+            double n = floor(c->period[k] / width);
+            g->ncell[k] = n < 1 ? 1 : (n > SIZED_AXIS_CELLS ? SIZED_AXIS_CELLS : (int64_t)n);
+            g->origin[k] = 0;
+            g->inv[k] = (double)g->ncell[k] / c->period[k];
+        } else {
+            double w = fmax(width, span[k] / (double)(SIZED_AXIS_CELLS - 2));
+            double n = floor(span[k] / w) + 1;
+            g->ncell[k] = n > SIZED_AXIS_CELLS ? SIZED_AXIS_CELLS : (int64_t)n;
+            g->origin[k] = g->lo[k];
+            g->inv[k] = 1 / w;
+        }
+    }
+}
+
+/* Cell coordinate of v along axis k: monotone in v (a subtraction and a
+ * product by a positive constant round monotonically), clamped; the
+ * conversion truncates, which is the floor of a positive value. */
+static inline int64_t cell_of(const sized_class *g, int k, double v)
+{
+    double c = (v - g->origin[k]) * g->inv[k];
+    if (!(c > 0))
+        return 0;
+    return c >= (double)g->ncell[k] ? g->ncell[k] - 1 : (int64_t)c;
+}
+
+static inline uint64_t cell_key(const sized_class *g, int64_t cx, int64_t cy, int64_t cz)
+{
+    return (uint64_t)cx + (uint64_t)g->ncell[0] * ((uint64_t)cy + (uint64_t)g->ncell[1] * (uint64_t)cz);
+}
+
+/* The home slot of cell (cx, row): the row hashed, cx added, so that the
+ * cells of one row, which a query box visits one after the other, sit in
+ * neighbouring slots (one cache line, not one miss each). */
+static inline uint64_t slot_of(const sized_class *g, uint64_t cx, uint64_t row)
+{
+    return (((row * 0x9E3779B97F4A7C15ull) >> g->shift) + cx) & g->mask;
+}
+
+/* The occupied cell (cx, row), or -1. */
+static inline int64_t find_cell(const sized_class *g, uint64_t cx, uint64_t row)
+{
+    uint64_t key = cx + (uint64_t)g->ncell[0] * row;
+    for (uint64_t s = slot_of(g, cx, row);; s = (s + 1) & g->mask) {
+        if (g->slot_key[s] == key)
+            return g->slot_cell[s];
+        if (g->slot_key[s] == SIZED_EMPTY)
+            return -1;
+    }
+}
+
+static bool class_alloc(sized_class *g, const prox_allocator *al)
+{
+    int64_t n = g->n;
+    g->x = prox_alloc_array(al, 3 * n, sizeof *g->x);
+    g->size = prox_alloc_array(al, n, sizeof *g->size);
+    g->type = prox_alloc_array(al, n, sizeof *g->type);
+    g->id = prox_alloc_array(al, n, sizeof *g->id);
+    g->start = prox_alloc_array(al, n + 1, sizeof *g->start);
+    if (!g->x || !g->size || !g->type || !g->id || !g->start)
+        return false;
+    g->y = g->x + n;
+    g->z = g->y + n;
+    return true;
+}
+
+/* Members sorted by cell key; cells and their hash table. */
+static prox_status class_sort(sized_class *g, const sized_classes *c, int threads)
+{
+    const prox_allocator *al = c->al;
+    int64_t n = g->n;
+    uint64_t *keys = prox_alloc_array(al, 2 * n, sizeof *keys);
+    uint32_t *order = prox_alloc_array(al, 2 * n, sizeof *order);
+    double *tmp = prox_alloc_array(al, n, sizeof *tmp);
+    prox_status st = PROX_OK;
+    if (!keys || !order || !tmp) {
+        st = prox_fail(PROX_ERR_NO_MEMORY, "sizes: out of memory for a class of %lld points",
+                       (long long)n);
+        goto done;
+    }
+    const double *axis[3] = {g->x, g->y, g->z};
+    for (int64_t i = 0; i < n; i++) {
+        keys[i] = cell_key(g, cell_of(g, 0, axis[0][i]), cell_of(g, 1, axis[1][i]),
+                           c->dim == 3 ? cell_of(g, 2, axis[2][i]) : 0);
+        order[i] = (uint32_t)i;
+    }
+    prox_radix_sort64(keys, order, keys + n, order + n, n, threads);
+    double *cols[4] = {g->x, g->y, g->z, g->size};
+    for (int a = 0; a < 4; a++) {
+        for (int64_t i = 0; i < n; i++)
+            tmp[i] = cols[a][order[i]];
+        memcpy(cols[a], tmp, (size_t)n * sizeof *tmp);
+    }
+    int32_t *t32 = (int32_t *)(void *)(order + n); /* the sort's scratch, free now */
+    for (int64_t i = 0; i < n; i++)
+        t32[i] = g->type[order[i]];
+    memcpy(g->type, t32, (size_t)n * sizeof *t32);
+    for (int64_t i = 0; i < n; i++)
+        t32[i] = (int32_t)g->id[order[i]];
+    memcpy(g->id, t32, (size_t)n * sizeof *t32);
+    g->cells = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || keys[i] != keys[i - 1])
+            g->start[g->cells++] = (uint32_t)i;
+    g->start[g->cells] = (uint32_t)n;
+    int bits = 1;
+    while (((int64_t)1 << bits) < 2 * g->cells)
+        bits++;
+    int64_t slots = (int64_t)1 << bits;
+    g->shift = 64 - bits;
+    g->mask = (uint64_t)slots - 1;
+    g->slot_key = prox_alloc_array(al, slots, sizeof *g->slot_key);
+    g->slot_cell = prox_alloc_array(al, slots, sizeof *g->slot_cell);
+    if (!g->slot_key || !g->slot_cell) {
+        st = prox_fail(PROX_ERR_NO_MEMORY, "sizes: out of memory for a cell table");
+        goto done;
+    }
+    for (int64_t s = 0; s < slots; s++)
+        g->slot_key[s] = SIZED_EMPTY;
+    for (int64_t cell = 0; cell < g->cells; cell++) {
+        uint64_t key = keys[g->start[cell]];
+        uint64_t nx = (uint64_t)g->ncell[0];
+        uint64_t s = slot_of(g, key % nx, key / nx);
+        while (g->slot_key[s] != SIZED_EMPTY)
+            s = (s + 1) & (uint64_t)(slots - 1);
+        g->slot_key[s] = key;
+        g->slot_cell[s] = (uint32_t)cell;
+    }
+done:
+    prox_free(al, keys);
+    prox_free(al, order);
+    prox_free(al, tmp);
+    return st;
+}
+
+/* How many classes, and how many powers of two each spans: two (a factor
+ * of four: fewer class pairs against wider sizes within each, the better
+ * trade on W7: docs/design.md, "Sizes"), more where there would be over
+ * SIZED_MAX_CLASSES. */
+static int class_count(double smallest, double largest, int *step)
+{
+    *step = SIZED_CLASS_POWERS;
+    if (!(smallest > 0) || largest < 2 * smallest)
+        return 1;
+    int powers = (int)floor(log2(largest / smallest)) + 1;
+    int needed = (powers + SIZED_MAX_CLASSES - 1) / SIZED_MAX_CLASSES;
+    *step = needed > SIZED_CLASS_POWERS ? needed : SIZED_CLASS_POWERS;
+    return (powers + *step - 1) / *step;
+}
+
+/* Each point's reach (TYPES: 0 for a point that reaches no type of the
+ * partner set; it is left out), and the smallest positive and largest. */
+static void reaches(const sized_rule *rule, const sized_set *set, const sized_set *partner,
+                    double *reach, double *type_reach, double *smallest, double *largest)
+{
+    if (rule->rule == PROX_RULE_TYPES)
+        types_reach(rule, partner, type_reach);
+    *smallest = INFINITY;
+    *largest = 0;
+    for (int64_t i = 0; i < set->n; i++) {
+        double r = reach[i] = point_reach(rule, set, i, type_reach);
+        if (r > 0 && r < *smallest)
+            *smallest = r;
+        if (r > *largest)
+            *largest = r;
+    }
+}
+
+/* The class of every kept point (-1: left out), the classes' sizes, and
+ * the empty classes dropped (c->count the occupied ones). */
+static void assign(sized_classes *c, const sized_rule *rule, const sized_set *set,
+                   const double *reach, double smallest, double largest, int *of)
+{
+    int step, count = class_count(smallest, largest, &step);
+    int64_t members[SIZED_MAX_CLASSES] = {0};
+    for (int64_t i = 0; i < set->n; i++) {
+        bool kept = rule->rule != PROX_RULE_TYPES || reach[i] > 0;
+        of[i] = kept ? class_of(reach[i], smallest, step, count) : -1;
+        if (kept)
+            members[of[i]]++;
+    }
+    int compact[SIZED_MAX_CLASSES];
+    c->count = 0;
+    for (int k = 0; k < count; k++) {
+        compact[k] = members[k] ? c->count : -1;
+        if (members[k])
+            c->cls[c->count++].n = members[k];
+    }
+    for (int64_t i = 0; i < set->n; i++)
+        if (of[i] >= 0)
+            of[i] = compact[of[i]];
+}
+
+/* Members copied into their classes in input order, wrapped. */
+static void fill(sized_classes *c, const prox_points *points, const sized_set *set,
+                 const double *reach, const int *of)
+{
+    int64_t at[SIZED_MAX_CLASSES] = {0};
+    for (int64_t i = 0; i < set->n; i++) {
+        if (of[i] < 0)
+            continue;
+        sized_class *g = &c->cls[of[i]];
+        int64_t p = at[of[i]]++;
+        g->x[p] = prox_coord(points, i, 0, c->period);
+        g->y[p] = prox_coord(points, i, 1, c->period);
+        g->z[p] = c->dim == 3 ? prox_coord(points, i, 2, c->period) : 0.0;
+        g->size[p] = set->size ? set->size[i] : 0.0;
+        g->type[p] = set->type ? set->type[i] : 0;
+        g->id[p] = (prox_index)i;
+        if (reach[i] > g->reach)
+            g->reach = reach[i];
+    }
+}
+
+/* TYPES: which types a class holds and each type's largest cutoff with
+ * them. */
+static bool class_types(sized_class *g, const sized_rule *rule, const prox_allocator *al)
+{
+    int64_t T = rule->types;
+    g->present = prox_alloc_array(al, T, 1);
+    g->type_reach = prox_alloc_array(al, T, sizeof *g->type_reach);
+    if (!g->present || !g->type_reach)
+        return false;
+    memset(g->present, 0, (size_t)T);
+    for (int64_t i = 0; i < g->n; i++)
+        g->present[g->type[i]] = 1;
+    for (int64_t t = 0; t < T; t++) {
+        g->type_reach[t] = 0;
+        for (int64_t u = 0; u < T; u++)
+            if (g->present[u] && rule->cut[t * T + u] > g->type_reach[t])
+                g->type_reach[t] = rule->cut[t * T + u];
+    }
+    return true;
+}
+
+static int64_t class_bytes(const sized_class *g)
+{
+    return g->n * (int64_t)(4 * sizeof(double) + 2 * sizeof(int32_t)) +
+           (g->cells + 1) * 4 + ((int64_t)1 << (64 - g->shift)) * 12;
+}
+
+prox_status sized_classes_build(sized_classes *c, const prox_points *points, const sized_set *set,
+                                const sized_set *partner, const sized_rule *rule,
+                                const double period[3], int threads, const prox_allocator *al)
+{
+    memset(c, 0, sizeof *c);
+    c->al = al;
+    c->dim = points->dim;
+    for (int k = 0; k < 3; k++)
+        c->period[k] = k < points->dim ? period[k] : 0;
+    double *reach = prox_alloc_array(al, set->n, sizeof *reach);
+    int *of = prox_alloc_array(al, set->n, sizeof *of);
+    double *type_reach = prox_alloc_array(al, rule->types > 0 ? rule->types : 1, sizeof(double));
+    prox_status st = PROX_OK;
+    if (!reach || !of || !type_reach) {
+        st = prox_fail(PROX_ERR_NO_MEMORY, "sizes: out of memory for the classes");
+        goto done;
+    }
+    double smallest, largest;
+    reaches(rule, set, partner, reach, type_reach, &smallest, &largest);
+    assign(c, rule, set, reach, smallest, largest, of);
+    for (int k = 0; k < c->count && !st; k++)
+        if (!class_alloc(&c->cls[k], al))
+            st = prox_fail(PROX_ERR_NO_MEMORY, "sizes: out of memory for the classes");
+    if (st)
+        goto done;
+    fill(c, points, set, reach, of);
+    for (int k = 0; k < c->count && !st; k++)
+        if (rule->rule == PROX_RULE_TYPES && !class_types(&c->cls[k], rule, al))
+            st = prox_fail(PROX_ERR_NO_MEMORY, "sizes: out of memory for the classes");
+    for (int k = 0; k < c->count && !st; k++) {
+        sized_class *g = &c->cls[k];
+        class_box(g, c->dim);
+        class_cells(g, c, sized_class_pair_cut(rule, g, g));
+        st = class_sort(g, c, threads);
+        c->bytes += class_bytes(g);
+    }
+done:
+    prox_free(al, reach);
+    prox_free(al, of);
+    prox_free(al, type_reach);
+    return st;
+}
+
+void sized_classes_free(sized_classes *c)
+{
+    for (int k = 0; k < c->count; k++) {
+        sized_class *g = &c->cls[k];
+        prox_free(c->al, g->x);
+        prox_free(c->al, g->size);
+        prox_free(c->al, g->type);
+        prox_free(c->al, g->id);
+        prox_free(c->al, g->start);
+        prox_free(c->al, g->slot_key);
+        prox_free(c->al, g->slot_cell);
+        prox_free(c->al, g->present);
+        prox_free(c->al, g->type_reach);
+    }
+    c->count = 0;
+}
+
+double sized_class_cut(const sized_rule *rule, const sized_class *g, double s, int32_t t)
+{
+    switch (rule->rule) {
+    case PROX_RULE_CONTACT: return s + g->reach;
+    case PROX_RULE_GATHER_SCATTER: return s > g->reach ? s : g->reach;
+    default: return g->type_reach[t];
+    }
+}
+
+double sized_class_pair_cut(const sized_rule *rule, const sized_class *a, const sized_class *b)
+{
+    if (rule->rule != PROX_RULE_TYPES)
+        return sized_class_cut(rule, b, a->reach, 0);
+    double cut = 0;
+    for (int64_t t = 0; t < rule->types; t++)
+        if (a->present[t] && b->type_reach[t] > cut)
+            cut = b->type_reach[t];
+    return cut;
+}
+
+/* The cell ranges along axis k that a box of half-width `cut` around v
+ * overlaps (periodic: up to two, wrapped); 0 when it misses the class. */
+static int axis_ranges(const sized_classes *c, const sized_class *g, int k, double v, double cut,
+                       int64_t lo[2], int64_t hi[2])
+{
+    if (k >= c->dim) {
+        lo[0] = hi[0] = 0;
+        return 1;
+    }
+    double L = c->period[k];
+    if (L == 0) {
+        if (v + cut < g->lo[k] || v - cut > g->hi[k])
+            return 0;
+        lo[0] = cell_of(g, k, v - cut);
+        hi[0] = cell_of(g, k, v + cut);
+        return 1;
+    }
+    int64_t n = g->ncell[k];
+    double a = v - cut, b = v + cut;
+    if (2 * cut >= L || n == 1) {
+        lo[0] = 0, hi[0] = n - 1;
+        return 1;
+    }
+    if (a >= 0 && b < L) {
+        lo[0] = cell_of(g, k, a), hi[0] = cell_of(g, k, b);
+        return 1;
+    }
+    /* [0, end of the low piece] and [start of the high piece, n - 1] */
+    lo[0] = 0, hi[0] = cell_of(g, k, a < 0 ? b : b - L);
+    lo[1] = cell_of(g, k, a < 0 ? a + L : a), hi[1] = n - 1;
+    if (lo[1] <= hi[0] + 1) {
+        hi[0] = n - 1;
+        return 1;
+    }
+    return 2;
+}
+
+/* Members [begin, end) of cell order against the probe, under rule `R`
+ * (a constant in each caller below, so the threshold's switch and the
+ * loads it does not need leave the loop). */
+static inline __attribute__((always_inline)) void
+test_run_as(prox_size_rule R, const sized_class *g, const sized_rule *rule, const prox_metric *m,
+            const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e)
+{
+    sized_rule r = *rule;
+    r.rule = R;
+    for (int64_t k = begin; k < end && !e->stop; k++) {
+        double d2 = prox_metric_dist2(m, p->q[0] - g->x[k], p->q[1] - g->y[k], p->q[2] - g->z[k]);
+        double t2 = sized_threshold2(&r, p->qs, R == PROX_RULE_TYPES ? 0 : g->size[k], p->qt,
+                                     R == PROX_RULE_TYPES ? g->type[k] : 0);
+        if (!sized_within(d2, t2))
+            continue;
+        prox_index j = g->id[k];
+        if (p->self && j < p->qid)
+            prox_emit(e, j, p->qid);
+        else
+            prox_emit(e, p->qid, j);
+    }
+}
+
+static void test_run(const sized_class *g, const sized_rule *rule, const prox_metric *m,
+                     const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e)
+{
+    switch (rule->rule) {
+    case PROX_RULE_CONTACT: test_run_as(PROX_RULE_CONTACT, g, rule, m, p, begin, end, e); break;
+    case PROX_RULE_GATHER_SCATTER:
+        test_run_as(PROX_RULE_GATHER_SCATTER, g, rule, m, p, begin, end, e);
+        break;
+    default: test_run_as(PROX_RULE_TYPES, g, rule, m, p, begin, end, e); break;
+    }
+}
+
+void sized_class_query(const sized_classes *c, const sized_class *g, const sized_rule *rule,
+                       const prox_metric *m, const sized_probe *p, prox_emitter *e,
+                       points_chunk *chunk)
+{
+    int64_t lo[3][2], hi[3][2];
+    int ranges[3];
+    for (int k = 0; k < 3; k++) {
+        /* a margin for the rounding of v - cut and of the distance: a pair
+         * the rule accepts lies within it (2^-40 >> the few ulps at stake) */
+        double pad = p->cut + (p->cut + fabs(p->q[k]) + c->period[k]) * 0x1p-40;
+        ranges[k] = axis_ranges(c, g, k, p->q[k], pad, lo[k], hi[k]);
+        if (!ranges[k])
+            return;
+    }
+    for (int rz = 0; rz < ranges[2]; rz++)
+        for (int64_t cz = lo[2][rz]; cz <= hi[2][rz]; cz++)
+            for (int ry = 0; ry < ranges[1]; ry++)
+                for (int64_t cy = lo[1][ry]; cy <= hi[1][ry]; cy++) {
+                    uint64_t row = (uint64_t)cy + (uint64_t)g->ncell[1] * (uint64_t)cz;
+                    for (int rx = 0; rx < ranges[0]; rx++)
+                        for (int64_t cx = lo[0][rx]; cx <= hi[0][rx]; cx++) {
+                            int64_t cell = find_cell(g, (uint64_t)cx, row);
+                            chunk->cells_visited++;
+                            if (cell < 0)
+                                continue;
+                            int64_t begin = g->start[cell], end = g->start[cell + 1];
+                            if (begin <= p->after)
+                                begin = p->after + 1;
+                            if (begin >= end)
+                                continue;
+                            chunk->candidates += end - begin;
+                            test_run(g, rule, m, p, begin, end, e);
+                            if (e->stop)
+                                return;
+                        }
+                }
+}
+
+double sized_class_cost(const sized_classes *c, const sized_class *g, int64_t n_q, double cut)
+{
+    double lookups = 1, share = 1;
+    for (int k = 0; k < c->dim; k++) {
+        double w = 1 / g->inv[k];
+        double extent = w * (double)g->ncell[k];
+        double cells = 1 + 2 * cut / w;
+        lookups *= cells < (double)g->ncell[k] ? cells : (double)g->ncell[k];
+        double f = (2 * cut + w) / extent;
+        share *= f < 1 ? f : 1;
+    }
+    return (double)n_q * (lookups + share * (double)g->n);
+}
