@@ -36,35 +36,18 @@ typedef struct cell_points {
 
 typedef struct cell_hit {
     uint64_t key; /* (j, S) packed in lexicographic order (cell_search.keyed) */
-    prox_index j;
+    prox_index i, j;
     int32_t S[3];
     double D[3];
     double d2;
 } cell_hit;
 
-/* The current row's hits, and their sort keys. */
-typedef struct cell_key {
-    uint64_t key; /* (j, S) packed in lexicographic order */
-    int64_t at;   /* the hit */
-} cell_key;
-
-typedef struct cell_row {
+/* One chunk of query points: the pairs they find, in rows of any point. */
+typedef struct cell_chunk {
     cell_hit *hits;
     int64_t count, capacity;
     uint32_t *slots; /* the screen's survivors of one run */
     int64_t slot_capacity;
-    cell_key *keys;
-    int64_t key_capacity;
-} cell_row;
-
-/* One chunk of rows: its pairs in row order, in the arrays the output
- * asks for (with the output's allocator, so that a single chunk's arrays
- * become the output's). */
-typedef struct cell_chunk {
-    cell_row row;
-    prox_geometry part;
-    int64_t capacity[5];
-    int64_t rows;       /* rows of the chunk */
     int64_t pairs;
     int64_t candidates;
     prox_status status;
@@ -284,32 +267,6 @@ static bool shift_positive(const int32_t *S)
     return S[0] != 0 ? S[0] > 0 : S[1] != 0 ? S[1] > 0 : S[2] > 0;
 }
 
-/* Whether (i, j, S) belongs to the output's orientation. */
-static bool oriented(const cell_search *s, prox_index i, prox_index j, const int32_t *S)
-{
-    if (i != j)
-        return s->full || i < j;
-    if (S[0] == 0 && S[1] == 0 && S[2] == 0)
-        return s->self_interaction;
-    return s->full || shift_positive(S);
-}
-
-/* The per-point constants of the candidates' tests. */
-typedef struct cell_query {
-    prox_index i;
-    int32_t w[3];      /* the point's wrap */
-    double x[3];       /* the caller's coordinates */
-    int64_t key_lo[3]; /* the lowest shift of the row, per axis */
-} cell_query;
-
-/* The row holds room for `more` hits beyond its count. */
-static bool row_room(cell_row *row, const cell_search *s, int64_t more)
-{
-    return row->count + more <= row->capacity ||
-           prox_grow(s->al, (void **)&row->hits, &row->capacity, row->count + more, row->count,
-                     sizeof *row->hits);
-}
-
 /* Runs from which the screen is the SIMD kernel's (cell_screen.c); shorter
  * ones are screened here, where a call through the engine would cost more
  * than the run. */
@@ -334,44 +291,85 @@ static int64_t screen_run(const cell_search *s, const double *qx, int64_t lo, in
     return passed;
 }
 
-/* The candidates of slots [lo, hi) for point q, whose wrapped coordinates
- * seen through the bin shift `shift` are qx: screened (an approximation
- * widened by its rounding), then decided by the rule. */
-static bool test_range(const cell_search *s, const cell_query *qp, const double *qx,
-                       const int32_t *shift, int64_t lo, int64_t hi, cell_chunk *ch)
+/* The chunk's list holds room for `more` hits beyond its count. */
+static bool hits_room(cell_chunk *ch, const cell_search *s, int64_t more)
+{
+    return ch->count + more <= ch->capacity ||
+           prox_grow(s->al, (void **)&ch->hits, &ch->capacity, ch->count + more, ch->count,
+                     sizeof *ch->hits);
+}
+
+/* Pair (a, b, S) of slots sa, sb as the chunk's next hit, in row a: the
+ * vector of the rule of cell.h, term by term, and the row's sort key. */
+static void hit_write(const cell_search *s, int64_t sa, int64_t sb, const int32_t *S,
+                      cell_hit *h)
 {
     const cell_points *q = &s->pts;
-    cell_row *row = &ch->row;
-    int64_t need = hi - lo + PROX_CELL_SCREEN_SLACK;
-    if ((row->slot_capacity < need &&
-         !prox_reserve(s->al, (void **)&row->slots, &row->slot_capacity, need,
-                       sizeof *row->slots)) ||
-        !row_room(row, s, hi - lo))
-        return false;
     const double(*m)[3] = (const double(*)[3])s->frame.m;
-    double r2 = s->r2;
-    int64_t passed = screen_run(s, qx, lo, hi, row->slots);
+    double S0 = (double)S[0], S1 = (double)S[1], S2 = (double)S[2];
+    for (int k = 0; k < 3; k++)
+        h->D[k] = (q->xo[k][sb] - q->xo[k][sa]) + ((S0 * m[0][k] + S1 * m[1][k]) + S2 * m[2][k]);
+    h->d2 = h->D[0] * h->D[0] + h->D[1] * h->D[1] + h->D[2] * h->D[2];
+    h->i = q->index[sa];
+    h->j = q->index[sb];
+    uint64_t key = h->j;
+    for (int k = 0; k < 3; k++) {
+        h->S[k] = S[k];
+        int64_t key_lo = s->image_lo[k] + q->w[k][sa] - s->w_max[k];
+        key = key * (uint64_t)s->key_range[k] + (uint64_t)(S[k] - key_lo);
+    }
+    h->key = key;
+}
+
+/* Candidate slot t of the query slot si through the shift S (that is,
+ * (i, j, S) with i = index[si], j = index[t]), found once for the pair and
+ * its reverse (j, i, -S) (the half stencil): oriented as the half list
+ * holds it (i < j, or i == j with S positive), decided by the rule, and
+ * kept: once for a half list, in both directions for a full one. Returns
+ * the pairs kept. */
+static int64_t keep_pair(const cell_search *s, int64_t si, int64_t t, const int32_t *S,
+                         cell_chunk *ch)
+{
+    const cell_points *q = &s->pts;
+    prox_index i = q->index[si], j = q->index[t];
+    bool self = i == j && S[0] == 0 && S[1] == 0 && S[2] == 0;
+    bool flip = i != j ? i > j : !self && !shift_positive(S);
+    int32_t So[3] = {flip ? -S[0] : S[0], flip ? -S[1] : S[1], flip ? -S[2] : S[2]};
+    int64_t sa = flip ? t : si, sb = flip ? si : t;
+    cell_hit probe, *h = s->store ? &ch->hits[ch->count] : &probe;
+    hit_write(s, sa, sb, So, h);
+    if (!(h->d2 <= s->r2))
+        return 0;
+    ch->count += s->store;
+    if (!s->full || self)
+        return 1;
+    int32_t Sr[3] = {-So[0], -So[1], -So[2]};
+    hit_write(s, sb, sa, Sr, s->store ? &ch->hits[ch->count] : &probe);
+    ch->count += s->store;
+    return 2;
+}
+
+/* The candidates of slots [lo, hi) for query slot si, whose wrapped
+ * coordinates seen through the bin image `shift` are qx: screened (an
+ * approximation widened by its rounding), then decided by the rule. */
+static bool test_range(const cell_search *s, int64_t si, const double *qx, const int32_t *shift,
+                       int64_t lo, int64_t hi, cell_chunk *ch)
+{
+    const cell_points *q = &s->pts;
+    int64_t need = hi - lo + PROX_CELL_SCREEN_SLACK;
+    if ((ch->slot_capacity < need &&
+         !prox_reserve(s->al, (void **)&ch->slots, &ch->slot_capacity, need, sizeof *ch->slots)) ||
+        (s->store && !hits_room(ch, s, 2 * (hi - lo))))
+        return false;
+    int64_t passed = screen_run(s, qx, lo, hi, ch->slots);
     ch->candidates += hi - lo;
+    int32_t wq[3] = {q->w[0][si], q->w[1][si], q->w[2][si]};
     for (int64_t p = 0; p < passed; p++) {
-        int64_t t = row->slots[p];
-        cell_hit *h = &row->hits[row->count];
-        h->j = q->index[t];
+        int64_t t = ch->slots[p];
+        int32_t S[3];
         for (int k = 0; k < 3; k++)
-            h->S[k] = shift[k] + qp->w[k] - q->w[k][t];
-        if (!oriented(s, qp->i, h->j, h->S))
-            continue;
-        /* the rule of cell.h, term by term */
-        double S0 = (double)h->S[0], S1 = (double)h->S[1], S2 = (double)h->S[2];
-        for (int k = 0; k < 3; k++)
-            h->D[k] = (q->xo[k][t] - qp->x[k]) + ((S0 * m[0][k] + S1 * m[1][k]) + S2 * m[2][k]);
-        h->d2 = h->D[0] * h->D[0] + h->D[1] * h->D[1] + h->D[2] * h->D[2];
-        if (!(h->d2 <= r2))
-            continue;
-        uint64_t key = h->j;
-        for (int k = 0; k < 3; k++)
-            key = key * (uint64_t)s->key_range[k] + (uint64_t)(h->S[k] - qp->key_lo[k]);
-        h->key = key;
-        row->count++;
+            S[k] = shift[k] + wq[k] - q->w[k][t];
+        ch->pairs += keep_pair(s, si, t, S, ch);
     }
     return true;
 }
@@ -389,31 +387,23 @@ static void wrap_bin(int64_t t, int64_t n, int64_t *bin, int32_t *image)
     *bin = t - im * n;
 }
 
-static cell_query query_of(const cell_search *s, int64_t si)
-{
-    const cell_points *q = &s->pts;
-    cell_query qp;
-    qp.i = q->index[si];
-    for (int k = 0; k < 3; k++) {
-        qp.w[k] = q->w[k][si];
-        qp.x[k] = q->xo[k][si];
-        qp.key_lo[k] = s->image_lo[k] + qp.w[k] - s->w_max[k];
-    }
-    return qp;
-}
-
-/* Every stencil bin of point slot si: for each (b1, b2) offset, the first
- * axis' bins as runs that share one image. */
+/* The forward half of point slot si's stencil: the bin offsets o with
+ * o2 > 0, or o2 == 0 and o1 > 0, or o2 == o1 == 0 and o0 >= 0, the
+ * point's own bin from the slot after si (from si itself with
+ * self_interaction). An image pair is one visit (o, si) and its reverse
+ * the visit (-o, t) of the other point: visiting the forward offsets finds
+ * each pair and its reverse once (self-images (i, i, S) too: their
+ * offsets are nonzero). For each (o1, o2) the first axis' bins are runs
+ * that share one image. */
 static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
 {
     const prox_cell_bins *b = &s->bins;
     const prox_cell_frame *c = &s->frame;
     const cell_points *q = &s->pts;
-    cell_query qp = query_of(s, si);
-    int64_t bin = q->bin[qp.i];
+    int64_t bin = q->bin[q->index[si]];
     int64_t b0 = bin % b->nb[0], b1 = (bin / b->nb[0]) % b->nb[1], b2 = bin / (b->nb[0] * b->nb[1]);
     double xw[3] = {q->xw[0][si], q->xw[1][si], q->xw[2][si]};
-    for (int64_t o2 = -b->n[2]; o2 <= b->n[2]; o2++) {
+    for (int64_t o2 = 0; o2 <= b->n[2]; o2++) {
         int64_t t2;
         int32_t s2;
         wrap_bin(b2 + o2, b->nb[2], &t2, &s2);
@@ -422,7 +412,7 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
         double v2[3];
         for (int k = 0; k < 3; k++)
             v2[k] = (double)s2 * c->m[2][k];
-        for (int64_t o1 = -b->n[1]; o1 <= b->n[1]; o1++) {
+        for (int64_t o1 = o2 > 0 ? -b->n[1] : 0; o1 <= b->n[1]; o1++) {
             int64_t t1;
             int32_t s1;
             wrap_bin(b1 + o1, b->nb[1], &t1, &s1);
@@ -432,7 +422,8 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
             for (int k = 0; k < 3; k++)
                 v21[k] = (double)s1 * c->m[1][k] + v2[k];
             int64_t row = b->nb[0] * (t1 + b->nb[1] * t2);
-            int64_t t = b0 - b->n[0], end = b0 + b->n[0];
+            bool own = o1 == 0 && o2 == 0; /* the row of the point's own bin */
+            int64_t t = own ? b0 : b0 - b->n[0], end = b0 + b->n[0];
             while (t <= end) {
                 int64_t t0;
                 int32_t s0;
@@ -445,7 +436,9 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
                     for (int k = 0; k < 3; k++) /* screening only: any rounding will do */
                         qx[k] = xw[k] - ((double)s0 * c->m[0][k] + v21[k]);
                     int64_t lo = q->start[row + t0], hi = q->start[row + t0 + (last - t) + 1];
-                    if (lo < hi && !test_range(s, &qp, qx, shift, lo, hi, ch))
+                    if (own && t == b0) /* the own bin: the slots after si */
+                        lo = si + !s->self_interaction;
+                    if (lo < hi && !test_range(s, si, qx, shift, lo, hi, ch))
                         return false;
                 }
                 t = last + 1;
@@ -455,14 +448,21 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
     return true;
 }
 
+/* A row's entry: its sort key and its hit. */
+typedef struct cell_key {
+    uint64_t key; /* (j, S) packed in lexicographic order */
+    const cell_hit *hit;
+} cell_key;
+
 static int compare_keys(const void *pa, const void *pb)
 {
     const cell_key *a = pa, *b = pb;
     return a->key < b->key ? -1 : a->key > b->key;
 }
 
-static int compare_hits(const cell_hit *a, const cell_hit *b)
+static int compare_hits(const void *pa, const void *pb)
 {
+    const cell_hit *a = ((const cell_key *)pa)->hit, *b = ((const cell_key *)pb)->hit;
     if (a->j != b->j)
         return a->j < b->j ? -1 : 1;
     for (int k = 0; k < 3; k++)
@@ -471,72 +471,29 @@ static int compare_hits(const cell_hit *a, const cell_hit *b)
     return 0;
 }
 
-/* Sorts a row's hits by (j, S): by their packed keys when the search is
- * keyed (returns 1, the order in row->keys), else the records by
- * comparison (returns 0); -1 when out of memory. Insertion sort for the
- * short rows of small cells. */
-static int sort_row(cell_row *row, const cell_search *s)
+/* Sorts a row's entries by (j, S): by their packed keys when the search is
+ * keyed, else by comparison of the hits. Insertion sort for short rows. */
+static void sort_row(cell_key *keys, int64_t n, bool keyed)
 {
-    int64_t n = row->count;
-    if (n < 2)
-        return 0;
-    if (!s->keyed) {
-        for (int64_t h = 1; h < n; h++) {
-            cell_hit v = row->hits[h];
-            int64_t at = h;
-            for (; at > 0 && compare_hits(&row->hits[at - 1], &v) > 0; at--)
-                row->hits[at] = row->hits[at - 1];
-            row->hits[at] = v;
-        }
-        return 0;
-    }
-    if (row->key_capacity < n &&
-        !prox_reserve(s->al, (void **)&row->keys, &row->key_capacity, n, sizeof *row->keys))
-        return -1;
-    for (int64_t h = 0; h < n; h++)
-        row->keys[h] = (cell_key){row->hits[h].key, h};
-    if (n > 48) {
-        qsort(row->keys, (size_t)n, sizeof *row->keys, compare_keys);
-        return 1;
+    if (!keyed || n > 48) {
+        qsort(keys, (size_t)n, sizeof *keys, keyed ? compare_keys : compare_hits);
+        return;
     }
     for (int64_t h = 1; h < n; h++) {
-        cell_key v = row->keys[h];
+        cell_key v = keys[h];
         int64_t at = h;
-        for (; at > 0 && row->keys[at - 1].key > v.key; at--)
-            row->keys[at] = row->keys[at - 1];
-        row->keys[at] = v;
+        for (; at > 0 && keys[at - 1].key > v.key; at--)
+            keys[at] = keys[at - 1];
+        keys[at] = v;
     }
-    return 1;
 }
 
-/* The chunk's arrays hold at least `count` pairs. */
-static bool part_reserve(cell_chunk *ch, int64_t count)
-{
-    prox_geometry *g = &ch->part;
-    const prox_allocator *al = &g->allocator;
-    int64_t keep = g->count, dim = g->dim;
-    bool ok = true;
-    if (g->fields & PROX_GEOMETRY_I)
-        ok &= prox_grow(al, (void **)&g->i, &ch->capacity[0], count, keep, sizeof *g->i);
-    if (g->fields & PROX_GEOMETRY_J)
-        ok &= prox_grow(al, (void **)&g->j, &ch->capacity[1], count, keep, sizeof *g->j);
-    if (g->fields & PROX_GEOMETRY_DISTANCE)
-        ok &= prox_grow(al, (void **)&g->d, &ch->capacity[2], count, keep, sizeof *g->d);
-    if (g->fields & PROX_GEOMETRY_VECTOR)
-        ok &= prox_grow(al, (void **)&g->D, &ch->capacity[3], count * dim, keep * dim,
-                        sizeof *g->D);
-    if (g->fields & PROX_GEOMETRY_SHIFT)
-        ok &= prox_grow(al, (void **)&g->S, &ch->capacity[4], count * dim, keep * dim,
-                        sizeof *g->S);
-    return ok;
-}
-
-/* Hit h of the row as pair p of the chunk. */
-static void part_write(prox_geometry *g, int64_t p, prox_index i, const cell_hit *x)
+/* Hit x as pair p of the output. */
+static void part_write(prox_geometry *g, int64_t p, const cell_hit *x)
 {
     int dim = g->dim;
     if (g->fields == PROX_GEOMETRY_ALL && dim == 3) { /* ASE's "ijdDS" */
-        g->i[p] = i;
+        g->i[p] = x->i;
         g->j[p] = x->j;
         g->d[p] = sqrt(x->d2);
         g->D[3 * p] = x->D[0];
@@ -548,7 +505,7 @@ static void part_write(prox_geometry *g, int64_t p, prox_index i, const cell_hit
         return;
     }
     if (g->i)
-        g->i[p] = i;
+        g->i[p] = x->i;
     if (g->j)
         g->j[p] = x->j;
     if (g->d)
@@ -561,64 +518,15 @@ static void part_write(prox_geometry *g, int64_t p, prox_index i, const cell_hit
             g->S[p * dim + k] = x->S[k];
 }
 
-/* The row of point i, sorted, appended to the chunk's arrays. */
-static bool row_append(cell_chunk *ch, const cell_search *s, prox_index i)
+/* The half stencil of slots [begin, end) (bin order: neighbouring points
+ * read neighbouring bins), the hits in the chunk's list. */
+static void run_chunk(const cell_search *s, int64_t begin, int64_t end, cell_chunk *ch)
 {
-    cell_row *row = &ch->row;
-    prox_geometry *g = &ch->part;
-    int keyed = sort_row(row, s);
-    /* first reserve: room for rows like this one, a quarter more */
-    int64_t want = g->count + row->count;
-    if (g->count == 0 && row->count > 0)
-        want = row->count * (ch->rows + 1) + (row->count * ch->rows) / 4;
-    if (keyed < 0 || !part_reserve(ch, want))
-        return false;
-    for (int64_t h = 0; h < row->count; h++)
-        part_write(g, g->count + h, i, &row->hits[keyed ? row->keys[h].at : h]);
-    g->count += row->count;
-    return true;
-}
-
-/* Rows [begin, end) in point order, each sorted by (j, S). */
-/* Rows [begin, end): in point order, or with `row_count` in bin order
- * (slots), each row's length kept for the reorder (bin_order_gather). */
-static void run_chunk(const cell_search *s, int64_t begin, int64_t end, int64_t *row_count,
-                      cell_chunk *ch)
-{
-    ch->rows = end - begin;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t si = row_count ? t : s->pts.slot[t];
-        ch->row.count = 0;
-        if (!visit_point(s, si, ch) ||
-            (s->store && !row_append(ch, s, s->pts.index[si]))) {
+    for (int64_t si = begin; si < end; si++)
+        if (!visit_point(s, si, ch)) {
             ch->status = PROX_ERR_NO_MEMORY;
             return;
         }
-        ch->pairs += ch->row.count;
-        if (row_count)
-            row_count[si] = ch->row.count;
-    }
-}
-
-/* Points from which rows run in bin order: neighbouring rows then read
- * neighbouring bins (cache), at the price of one reorder of the output. */
-#define CELL_BIN_ORDER_MIN 4096
-
-static void copy_part(void *to, const void *from, int64_t at, int64_t n, size_t size)
-{
-    if (to && from && n > 0)
-        memcpy((char *)to + (size_t)at * size, from, (size_t)n * size);
-}
-
-static void copy_row(prox_geometry *to, int64_t at, const prox_geometry *from, int64_t src,
-                     int64_t n)
-{
-    int64_t dim = to->dim;
-    copy_part(to->i, from->i ? from->i + src : NULL, at, n, sizeof *to->i);
-    copy_part(to->j, from->j ? from->j + src : NULL, at, n, sizeof *to->j);
-    copy_part(to->d, from->d ? from->d + src : NULL, at, n, sizeof *to->d);
-    copy_part(to->D, from->D ? from->D + src * dim : NULL, at * dim, n * dim, sizeof *to->D);
-    copy_part(to->S, from->S ? from->S + src * dim : NULL, at * dim, n * dim, sizeof *to->S);
 }
 
 static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
@@ -644,59 +552,46 @@ static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
     return PROX_OK;
 }
 
-/* The chunks' arrays, in chunk order, as the output: a single chunk's
- * arrays are handed over as they are. */
-static prox_status gather(cell_chunk *ch, int64_t chunks, int64_t total, prox_geometry *out)
-{
-    int dim = ch[0].part.dim;
-    if (chunks == 1) {
-        *out = ch[0].part;
-        memset(&ch[0].part, 0, sizeof ch[0].part);
-        return PROX_OK;
-    }
-    prox_status st = alloc_output(out, total, dim);
-    for (int64_t k = 0, at = 0; !st && k < chunks; at += ch[k].part.count, k++) {
-        const prox_geometry *g = &ch[k].part;
-        copy_part(out->i, g->i, at, g->count, sizeof *g->i);
-        copy_part(out->j, g->j, at, g->count, sizeof *g->j);
-        copy_part(out->d, g->d, at, g->count, sizeof *g->d);
-        copy_part(out->D, g->D, at * dim, g->count * dim, sizeof *g->D);
-        copy_part(out->S, g->S, at * dim, g->count * dim, sizeof *g->S);
-    }
-    return st;
-}
-
-/* Rows found in bin order (lengths per slot), placed in point order:
- * each row's place from the lengths taken in point order, then every
- * chunk's rows copied there. */
-static prox_status bin_order_gather(const cell_search *s, cell_chunk *ch, int64_t chunks,
-                                    const int64_t *lengths, int64_t total, int threads,
-                                    prox_geometry *out)
+/* The chunks' hits as the output, in point order, each row sorted by
+ * (j, S): the hits bucketed by row (a counting sort of their entries),
+ * then each row sorted and written at its place. Rows hold unique (j, S),
+ * so the output does not depend on the order the hits were found in. */
+static prox_status place_rows(const cell_search *s, cell_chunk *ch, int64_t chunks,
+                              int64_t total, int threads, prox_geometry *out)
 {
     int64_t n = s->count;
-    int64_t *place = prox_alloc_array(s->al, n, sizeof *place);
-    if (!place)
-        return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory to order %lld rows", (long long)n);
-    prox_status st = alloc_output(out, total, s->frame.dim);
-    if (st) {
-        prox_free(s->al, place);
-        return st;
-    }
-    for (int64_t i = 0, at = 0; i < n; i++) {
-        int64_t si = s->pts.slot[i];
-        place[si] = at;
-        at += lengths[si];
-    }
+    int64_t *start = prox_alloc_array(s->al, n + 1, sizeof *start);
+    cell_key *keys = prox_alloc_array(s->al, total, sizeof *keys);
+    prox_status st = start && keys ? alloc_output(out, total, s->frame.dim)
+                                   : prox_fail(PROX_ERR_NO_MEMORY,
+                                               "cell: no memory to order %lld pairs",
+                                               (long long)total);
+    if (!st) {
+        memset(start, 0, (size_t)(n + 1) * sizeof *start);
+        for (int64_t k = 0; k < chunks; k++)
+            for (int64_t h = 0; h < ch[k].count; h++)
+                start[ch[k].hits[h].i + 1]++;
+        for (int64_t a = 0; a < n; a++)
+            start[a + 1] += start[a];
+        for (int64_t k = 0; k < chunks; k++)
+            for (int64_t h = 0; h < ch[k].count; h++) {
+                const cell_hit *x = &ch[k].hits[h];
+                keys[start[x->i]++] = (cell_key){x->key, x};
+            }
+        for (int64_t a = n; a > 0; a--)
+            start[a] = start[a - 1];
+        start[0] = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
-    for (int64_t k = 0; k < chunks; k++) {
-        int64_t begin = n * k / chunks, end = n * (k + 1) / chunks, src = 0;
-        for (int64_t si = begin; si < end; si++) {
-            copy_row(out, place[si], &ch[k].part, src, lengths[si]);
-            src += lengths[si];
-        }
+        for (int64_t k = 0; k < chunks; k++)
+            for (int64_t a = n * k / chunks; a < n * (k + 1) / chunks; a++) {
+                sort_row(keys + start[a], start[a + 1] - start[a], s->keyed);
+                for (int64_t p = start[a]; p < start[a + 1]; p++)
+                    part_write(out, p, keys[p].hit);
+            }
     }
-    prox_free(s->al, place);
-    return PROX_OK;
+    prox_free(s->al, start);
+    prox_free(s->al, keys);
+    return st;
 }
 
 static int64_t chunk_count_for(int64_t n, int threads)
@@ -707,7 +602,8 @@ static int64_t chunk_count_for(int64_t n, int threads)
     return chunks < n / 64 ? chunks : (n / 64 > 0 ? n / 64 : 1);
 }
 
-/* Runs the rows in chunks and gathers them into `out` (NULL: count). */
+/* Runs the half stencil in chunks and places the hits into `out` (NULL:
+ * count). */
 static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, prox_stats *st)
 {
     int64_t chunks = chunk_count_for(s->count, threads);
@@ -715,21 +611,10 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
     if (!ch)
         return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld chunks", (long long)chunks);
     memset(ch, 0, (size_t)chunks * sizeof *ch);
-    for (int64_t k = 0; k < chunks; k++) {
-        prox_geometry_init(&ch[k].part, out ? out->fields : PROX_GEOMETRY_I,
-                           out ? &out->allocator : s->al);
-        ch[k].part.dim = s->frame.dim;
-    }
     int64_t n = s->count;
-    int64_t *lengths = NULL; /* rows in bin order: their lengths per slot */
-    if (out && n >= CELL_BIN_ORDER_MIN &&
-        !(lengths = prox_alloc_array(s->al, n, sizeof *lengths))) {
-        prox_free(s->al, ch);
-        return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld rows", (long long)n);
-    }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
     for (int64_t k = 0; k < chunks; k++)
-        run_chunk(s, n * k / chunks, n * (k + 1) / chunks, lengths, &ch[k]);
+        run_chunk(s, n * k / chunks, n * (k + 1) / chunks, &ch[k]);
     prox_status status = PROX_OK;
     int64_t total = 0, candidates = 0;
     for (int64_t k = 0; k < chunks; k++) {
@@ -739,18 +624,14 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
         candidates += ch[k].candidates;
     }
     if (!status && out)
-        status = lengths ? bin_order_gather(s, ch, chunks, lengths, total, threads, out)
-                         : gather(ch, chunks, total, out);
-    prox_free(s->al, lengths);
+        status = place_rows(s, ch, chunks, total, threads, out);
     if (st) {
         st->pairs = total;
         st->candidates = candidates;
     }
     for (int64_t k = 0; k < chunks; k++) {
-        prox_free(s->al, ch[k].row.hits);
-        prox_free(s->al, ch[k].row.keys);
-        prox_free(s->al, ch[k].row.slots);
-        geometry_release(&ch[k].part);
+        prox_free(s->al, ch[k].hits);
+        prox_free(s->al, ch[k].slots);
     }
     prox_free(s->al, ch);
     return status;
