@@ -66,6 +66,7 @@ typedef struct cell_search {
      * count * key_range[0..2] stays below 2^62 */
     int64_t image_lo[3], w_max[3], key_range[3];
     bool keyed;
+    double hits_per_point; /* expected, for the chunks' first reserve; 0 = unknown */
     const prox_allocator *al;
 } cell_search;
 
@@ -522,6 +523,14 @@ static void part_write(prox_geometry *g, int64_t p, const cell_hit *x)
  * read neighbouring bins), the hits in the chunk's list. */
 static void run_chunk(const cell_search *s, int64_t begin, int64_t end, cell_chunk *ch)
 {
+    /* room for the expected hits, a quarter more, so that the list rarely grows */
+    double expect = s->hits_per_point * 1.25 * (double)(end - begin) + 64;
+    if (s->store && s->hits_per_point > 0 &&
+        !prox_reserve(s->al, (void **)&ch->hits, &ch->capacity,
+                      (int64_t)(expect < 0x1p22 ? expect : 0x1p22), sizeof *ch->hits)) {
+        ch->status = PROX_ERR_NO_MEMORY;
+        return;
+    }
     for (int64_t si = begin; si < end; si++)
         if (!visit_point(s, si, ch)) {
             ch->status = PROX_ERR_NO_MEMORY;
@@ -675,6 +684,30 @@ static void plan_keys(cell_search *s)
     s->keyed = span < 0x1p62;
 }
 
+/* The hits a point adds in a cell periodic along every axis of its
+ * dimension: the points in the ball of the cutoff at the cell's density,
+ * half of them for a half list (0 with an open axis: unknown). */
+static double expected_hits(const cell_search *s)
+{
+    const double(*m)[3] = (const double(*)[3])s->frame.m;
+    const double pi = 3.14159265358979323846;
+    double r = sqrt(s->r2), volume, ball;
+    for (int k = 0; k < s->frame.dim; k++)
+        if (!s->frame.pbc[k])
+            return 0;
+    if (s->frame.dim == 2) {
+        volume = fabs(m[0][0] * m[1][1] - m[0][1] * m[1][0]);
+        ball = pi * r * r;
+    } else {
+        volume = fabs(m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+                      m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+                      m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]));
+        ball = 4 * pi / 3 * r * r * r;
+    }
+    double hits = (double)s->count / volume * ball * (s->full ? 1 : 0.5);
+    return isfinite(hits) ? hits : 0;
+}
+
 static prox_status cell_run(const prox_points *points, const prox_cell_desc *desc,
                             prox_geometry *out, prox_stats *stats)
 {
@@ -698,6 +731,7 @@ static prox_status cell_run(const prox_points *points, const prox_cell_desc *des
     s.store = out != NULL;
     double screen = screen_radius(&s, &e);
     s.screen2 = screen * screen;
+    s.hits_per_point = expected_hits(&s);
     if (!points_alloc(&s.pts, s.count, s.bins.total, &al)) {
         points_free(&s.pts, &al);
         return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld points in %lld bins",
