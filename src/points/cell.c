@@ -67,6 +67,15 @@ typedef struct cell_search {
     int64_t image_lo[3], w_max[3], key_range[3];
     bool keyed;
     double hits_per_point; /* expected, for the chunks' first reserve; 0 = unknown */
+    /* Small cells, many points per bin: each bin's forward stencil outside
+     * the bin itself gathered once (gather_stencils): entries [gstart[b],
+     * gstart[b + 1]) hold the slot, the bin image and the wrapped
+     * coordinates plus image . cell, screened as one run per point */
+    bool gathered;
+    int64_t *gstart;
+    double *gx[3];
+    uint32_t *gslot;
+    int32_t *gimage; /* 3 per entry */
     const prox_allocator *al;
 } cell_search;
 
@@ -273,19 +282,19 @@ static bool shift_positive(const int32_t *S)
  * than the run. */
 #define CELL_KERNEL_RUN 16
 
-/* The slots of [lo, hi) within the screen radius of qx, into `slots`
- * (room for hi - lo + PROX_CELL_SCREEN_SLACK). */
-static int64_t screen_run(const cell_search *s, const double *qx, int64_t lo, int64_t hi,
+/* The entries t of [lo, hi) of the coordinate arrays x, y, z within the
+ * screen radius of qx, into `slots` (room for hi - lo +
+ * PROX_CELL_SCREEN_SLACK). */
+static int64_t screen_run(const cell_search *s, const double *restrict x, const double *restrict y,
+                          const double *restrict z, const double *qx, int64_t lo, int64_t hi,
                           uint32_t *restrict slots)
 {
-    const cell_points *q = &s->pts;
     if (hi - lo >= CELL_KERNEL_RUN)
-        return prox_cell_screen(q->xw[0], q->xw[1], q->xw[2], lo, hi, qx, s->screen2, slots);
-    const double *restrict xw0 = q->xw[0], *restrict xw1 = q->xw[1], *restrict xw2 = q->xw[2];
+        return prox_cell_screen(x, y, z, lo, hi, qx, s->screen2, slots);
     double screen2 = s->screen2;
     int64_t passed = 0;
     for (int64_t t = lo; t < hi; t++) { /* branch-free: every slot written, the near kept */
-        double dx = qx[0] - xw0[t], dy = qx[1] - xw1[t], dz = qx[2] - xw2[t];
+        double dx = qx[0] - x[t], dy = qx[1] - y[t], dz = qx[2] - z[t];
         slots[passed] = (uint32_t)t;
         passed += dx * dx + dy * dy + dz * dz <= screen2;
     }
@@ -362,7 +371,7 @@ static bool test_range(const cell_search *s, int64_t si, const double *qx, const
          !prox_reserve(s->al, (void **)&ch->slots, &ch->slot_capacity, need, sizeof *ch->slots)) ||
         (s->store && !hits_room(ch, s, 2 * (hi - lo))))
         return false;
-    int64_t passed = screen_run(s, qx, lo, hi, ch->slots);
+    int64_t passed = screen_run(s, q->xw[0], q->xw[1], q->xw[2], qx, lo, hi, ch->slots);
     ch->candidates += hi - lo;
     int32_t wq[3] = {q->w[0][si], q->w[1][si], q->w[2][si]};
     for (int64_t p = 0; p < passed; p++) {
@@ -388,22 +397,31 @@ static void wrap_bin(int64_t t, int64_t n, int64_t *bin, int32_t *image)
     *bin = t - im * n;
 }
 
-/* The forward half of point slot si's stencil: the bin offsets o with
- * o2 > 0, or o2 == 0 and o1 > 0, or o2 == o1 == 0 and o0 >= 0, the
- * point's own bin from the slot after si (from si itself with
- * self_interaction). An image pair is one visit (o, si) and its reverse
- * the visit (-o, t) of the other point: visiting the forward offsets finds
- * each pair and its reverse once (self-images (i, i, S) too: their
- * offsets are nonzero). For each (o1, o2) the first axis' bins are runs
- * that share one image. */
-static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
+/* One run of a bin's stencil: slots [lo, hi) seen through the bin image
+ * `shift`, whose vector shift . cell is v (screening only); `own` marks
+ * the bin itself (image 0). */
+typedef struct cell_span {
+    int64_t lo, hi;
+    int32_t shift[3];
+    double v[3];
+    bool own;
+} cell_span;
+
+typedef bool (*cell_run_fn)(const cell_search *s, const cell_span *run, void *context);
+
+/* The forward half of the stencil of `bin`: the bin offsets o with
+ * o2 > 0, or o2 == 0 and o1 > 0, or o2 == o1 == 0 and o0 >= 0. An image
+ * pair is one visit (o, i) and its reverse the visit (-o, j) of the other
+ * point: visiting the forward offsets (and, in the bin itself, the slots
+ * after the point's own) finds each pair and its reverse once; self-images
+ * (i, i, S) have nonzero offsets. For each (o1, o2) the first axis' bins
+ * are runs that share one image, each handed to fn. */
+static bool visit_runs(const cell_search *s, int64_t bin, cell_run_fn fn, void *context)
 {
     const prox_cell_bins *b = &s->bins;
     const prox_cell_frame *c = &s->frame;
     const cell_points *q = &s->pts;
-    int64_t bin = q->bin[q->index[si]];
     int64_t b0 = bin % b->nb[0], b1 = (bin / b->nb[0]) % b->nb[1], b2 = bin / (b->nb[0] * b->nb[1]);
-    double xw[3] = {q->xw[0][si], q->xw[1][si], q->xw[2][si]};
     for (int64_t o2 = 0; o2 <= b->n[2]; o2++) {
         int64_t t2;
         int32_t s2;
@@ -423,7 +441,7 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
             for (int k = 0; k < 3; k++)
                 v21[k] = (double)s1 * c->m[1][k] + v2[k];
             int64_t row = b->nb[0] * (t1 + b->nb[1] * t2);
-            bool own = o1 == 0 && o2 == 0; /* the row of the point's own bin */
+            bool own = o1 == 0 && o2 == 0; /* the row of the bin itself */
             int64_t t = own ? b0 : b0 - b->n[0], end = b0 + b->n[0];
             while (t <= end) {
                 int64_t t0;
@@ -432,14 +450,11 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
                 int64_t last = t + (b->nb[0] - 1 - t0); /* the run ends at the image's last bin */
                 last = last < end ? last : end;
                 if (c->pbc[0] || s0 == 0) {
-                    int32_t shift[3] = {s0, s1, s2};
-                    double qx[3];
+                    cell_span run = {q->start[row + t0], q->start[row + t0 + (last - t) + 1],
+                                    {s0, s1, s2}, {0, 0, 0}, own && t == b0};
                     for (int k = 0; k < 3; k++) /* screening only: any rounding will do */
-                        qx[k] = xw[k] - ((double)s0 * c->m[0][k] + v21[k]);
-                    int64_t lo = q->start[row + t0], hi = q->start[row + t0 + (last - t) + 1];
-                    if (own && t == b0) /* the own bin: the slots after si */
-                        lo = si + !s->self_interaction;
-                    if (lo < hi && !test_range(s, si, qx, shift, lo, hi, ch))
+                        run.v[k] = (double)s0 * c->m[0][k] + v21[k];
+                    if (run.lo < run.hi && !fn(s, &run, context))
                         return false;
                 }
                 t = last + 1;
@@ -447,6 +462,144 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
         }
     }
     return true;
+}
+
+/* A point's search: its slot and chunk. */
+typedef struct cell_visit {
+    int64_t si;
+    const double *xw; /* its wrapped coordinates */
+    cell_chunk *ch;
+} cell_visit;
+
+/* A run of the point's stencil tested (cell_run_fn); in the bin itself
+ * the slots after the point's own (from it with self_interaction). */
+static bool point_run(const cell_search *s, const cell_span *run, void *context)
+{
+    const cell_visit *p = context;
+    int64_t lo = run->own ? p->si + !s->self_interaction : run->lo;
+    double qx[3];
+    for (int k = 0; k < 3; k++)
+        qx[k] = p->xw[k] - run->v[k];
+    return lo >= run->hi || test_range(s, p->si, qx, run->shift, lo, run->hi, p->ch);
+}
+
+/* The gathered forward stencil of slot si's bin outside the bin itself
+ * (cell_search.gathered), screened as one run, then decided as
+ * test_range does. */
+static bool test_gathered(const cell_search *s, int64_t si, int64_t bin, cell_chunk *ch)
+{
+    const cell_points *q = &s->pts;
+    int64_t lo = s->gstart[bin], hi = s->gstart[bin + 1];
+    int64_t need = hi - lo + PROX_CELL_SCREEN_SLACK;
+    if ((ch->slot_capacity < need &&
+         !prox_reserve(s->al, (void **)&ch->slots, &ch->slot_capacity, need, sizeof *ch->slots)) ||
+        (s->store && !hits_room(ch, s, 2 * (hi - lo))))
+        return false;
+    double xw[3] = {q->xw[0][si], q->xw[1][si], q->xw[2][si]};
+    int64_t passed = screen_run(s, s->gx[0], s->gx[1], s->gx[2], xw, lo, hi, ch->slots);
+    ch->candidates += hi - lo;
+    int32_t wq[3] = {q->w[0][si], q->w[1][si], q->w[2][si]};
+    for (int64_t p = 0; p < passed; p++) {
+        int64_t e = ch->slots[p], t = s->gslot[e];
+        int32_t S[3];
+        for (int k = 0; k < 3; k++)
+            S[k] = s->gimage[3 * e + k] + wq[k] - q->w[k][t];
+        ch->pairs += keep_pair(s, si, t, S, ch);
+    }
+    return true;
+}
+
+/* Every pair of point slot si in its forward stencil. */
+static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
+{
+    const cell_points *q = &s->pts;
+    int64_t bin = q->bin[q->index[si]];
+    double xw[3] = {q->xw[0][si], q->xw[1][si], q->xw[2][si]};
+    if (s->gathered) {
+        int64_t lo = si + !s->self_interaction, hi = q->start[bin + 1];
+        int32_t zero[3] = {0, 0, 0};
+        return (lo >= hi || test_range(s, si, xw, zero, lo, hi, ch)) &&
+               test_gathered(s, si, bin, ch);
+    }
+    cell_visit p = {si, xw, ch};
+    return visit_runs(s, bin, point_run, &p);
+}
+
+/* Appends a run of a bin's stencil to the gathered entries, from the
+ * entry `at` on (cell_span_fn). The run from the bin itself keeps its
+ * bins after it (the bin's own slots are the point's own run,
+ * visit_point). */
+typedef struct cell_gather {
+    int64_t bin, at;
+} cell_gather;
+
+static bool gather_run(const cell_search *s, const cell_span *run, void *context)
+{
+    cell_gather *g = context;
+    const cell_points *q = &s->pts;
+    int64_t lo = run->own ? q->start[g->bin + 1] : run->lo, at = g->at;
+    double *restrict gx = s->gx[0], *restrict gy = s->gx[1], *restrict gz = s->gx[2];
+    const double *restrict x = q->xw[0], *restrict y = q->xw[1], *restrict z = q->xw[2];
+    double v0 = run->v[0], v1 = run->v[1], v2 = run->v[2];
+    for (int64_t t = lo; t < run->hi; t++, at++) {
+        gx[at] = x[t] + v0;
+        gy[at] = y[t] + v1;
+        gz[at] = z[t] + v2;
+        s->gslot[at] = (uint32_t)t;
+        memcpy(&s->gimage[3 * at], run->shift, sizeof run->shift);
+    }
+    g->at = at;
+    return true;
+}
+
+/* Bins from which the stencils are gathered: at least as many points as
+ * bins, and at most this many entries. */
+#define CELL_GATHER_MAX (1 << 18)
+
+/* Gathers every bin's forward stencil (cell_search.gathered) when the
+ * cell holds as many points as bins and a bound on the entries (the
+ * stencil's half times the fullest bin, per bin) stays within
+ * CELL_GATHER_MAX; false when out of memory. */
+static bool gather_stencils(cell_search *s)
+{
+    const prox_cell_bins *b = &s->bins;
+    int64_t bins = b->total, fullest = 0;
+    if (bins > s->count)
+        return true;
+    for (int64_t t = 0; t < bins; t++)
+        fullest = s->pts.start[t + 1] - s->pts.start[t] > fullest
+                      ? s->pts.start[t + 1] - s->pts.start[t]
+                      : fullest;
+    double half = ((double)(2 * b->n[0] + 1) * (double)(2 * b->n[1] + 1) *
+                       (double)(2 * b->n[2] + 1) + 1) / 2;
+    double bound = half * (double)fullest * (double)bins;
+    if (!(bound <= CELL_GATHER_MAX))
+        return true;
+    int64_t room = (int64_t)bound;
+    bool ok = (s->gstart = prox_alloc_array(s->al, bins + 1, sizeof *s->gstart)) != NULL;
+    ok &= (s->gslot = prox_alloc_array(s->al, room, sizeof *s->gslot)) != NULL;
+    ok &= (s->gimage = prox_alloc_array(s->al, 3 * room, sizeof *s->gimage)) != NULL;
+    for (int k = 0; k < 3; k++)
+        ok &= (s->gx[k] = prox_alloc_array(s->al, room, sizeof(double))) != NULL;
+    if (!ok)
+        return false;
+    cell_gather g = {0, 0};
+    for (; g.bin < bins; g.bin++) {
+        s->gstart[g.bin] = g.at;
+        visit_runs(s, g.bin, gather_run, &g);
+    }
+    s->gstart[bins] = g.at;
+    s->gathered = true;
+    return true;
+}
+
+static void gather_free(cell_search *s)
+{
+    prox_free(s->al, s->gstart);
+    prox_free(s->al, s->gslot);
+    prox_free(s->al, s->gimage);
+    for (int k = 0; k < 3; k++)
+        prox_free(s->al, s->gx[k]);
 }
 
 /* A row's entry: its sort key and its hit. */
@@ -739,7 +892,12 @@ static prox_status cell_run(const prox_points *points, const prox_cell_desc *des
     }
     sort_points(&s, points);
     plan_keys(&s);
-    st = search_rows(&s, prox_threads_resolve(desc->threads), out, stats);
+    if (!gather_stencils(&s))
+        st = prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory to gather the stencils of %lld bins",
+                       (long long)s.bins.total);
+    else
+        st = search_rows(&s, prox_threads_resolve(desc->threads), out, stats);
+    gather_free(&s);
     if (stats) {
         stats->cells = s.bins.total;
         stats->method = "cell.bins";
