@@ -3,14 +3,16 @@
  * "Periodic cells of any shape").
  *
  * The points are binned by their wrapped fractional coordinates
- * (cell_geometry.c); each point visits the bins of its stencil, each
- * reached through a wrap that carries an integer shift s, as contiguous
- * runs of bins along the first axis. A candidate is first screened with
- * the wrapped coordinates (an approximation, widened by a bound on its
- * rounding), then decided by the rule of cell.h from the caller's
- * positions and the integer shift S = s + w_i - w_j, where w is each
- * point's wrap. Rows are produced in point order and sorted by (j, S), so
- * the output is the same for every thread count. */
+ * (cell_geometry.c); each point visits the forward half of its stencil
+ * (visit_runs), each bin reached through a wrap that carries an integer
+ * shift s, as contiguous runs of bins along the first axis (in small
+ * cells, each bin's runs gathered once into one). A candidate is first
+ * screened with the wrapped coordinates (an approximation, widened by a
+ * bound on its rounding), then oriented as the output holds it and
+ * decided by the rule of cell.h from the caller's positions and the
+ * integer shift S = s + w_i - w_j, where w is each point's wrap. The pairs
+ * are bucketed by row and each row sorted by (j, S), so the output is the
+ * same for every thread count. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
