@@ -716,42 +716,53 @@ static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
     return PROX_OK;
 }
 
+/* The bucket of hit x: its row, or with `pairs` buckets of n its (i, j). */
+static inline int64_t bucket_of(const cell_hit *x, int64_t n, bool pairs)
+{
+    return pairs ? (int64_t)x->i * n + x->j : (int64_t)x->i;
+}
+
 /* The chunks' hits as the output, in point order, each row sorted by
- * (j, S): the hits bucketed by row (a counting sort of their entries),
- * then each row sorted and written at its place. Rows hold unique (j, S),
- * so the output does not depend on the order the hits were found in. */
+ * (j, S): the hits bucketed (a counting sort of their entries) by row, or
+ * by (i, j) when there are few points for the pairs (n * n within 8
+ * entries a pair: small cells, where a row holds many images), then each
+ * bucket sorted and written at its place. Rows hold unique (j, S), so the
+ * output does not depend on the order the hits were found in. */
 static prox_status place_rows(const cell_search *s, cell_chunk *ch, int64_t chunks,
                               int64_t total, int threads, prox_geometry *out)
 {
     int64_t n = s->count;
-    int64_t *start = prox_alloc_array(s->al, n + 1, sizeof *start);
+    bool pairs = (double)n * (double)n <= 2 * (double)total;
+    int64_t buckets = pairs ? n * n : n;
+    int64_t *start = prox_alloc_array(s->al, buckets + 1, sizeof *start);
     cell_key *keys = prox_alloc_array(s->al, total, sizeof *keys);
     prox_status st = start && keys ? alloc_output(out, total, s->frame.dim)
                                    : prox_fail(PROX_ERR_NO_MEMORY,
                                                "cell: no memory to order %lld pairs",
                                                (long long)total);
     if (!st) {
-        memset(start, 0, (size_t)(n + 1) * sizeof *start);
+        memset(start, 0, (size_t)(buckets + 1) * sizeof *start);
         for (int64_t k = 0; k < chunks; k++)
             for (int64_t h = 0; h < ch[k].count; h++)
-                start[ch[k].hits[h].i + 1]++;
-        for (int64_t a = 0; a < n; a++)
+                start[bucket_of(&ch[k].hits[h], n, pairs) + 1]++;
+        for (int64_t a = 0; a < buckets; a++)
             start[a + 1] += start[a];
         for (int64_t k = 0; k < chunks; k++)
             for (int64_t h = 0; h < ch[k].count; h++) {
                 const cell_hit *x = &ch[k].hits[h];
-                keys[start[x->i]++] = (cell_key){x->key, x};
+                keys[start[bucket_of(x, n, pairs)]++] = (cell_key){x->key, x};
             }
-        for (int64_t a = n; a > 0; a--)
+        for (int64_t a = buckets; a > 0; a--)
             start[a] = start[a - 1];
         start[0] = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
         for (int64_t k = 0; k < chunks; k++)
-            for (int64_t a = n * k / chunks; a < n * (k + 1) / chunks; a++) {
-                sort_row(keys + start[a], start[a + 1] - start[a], s->keyed);
-                for (int64_t p = start[a]; p < start[a + 1]; p++)
-                    part_write(out, p, keys[p].hit);
-            }
+            for (int64_t a = buckets * k / chunks; a < buckets * (k + 1) / chunks; a++)
+                if (start[a + 1] - start[a] > 1)
+                    sort_row(keys + start[a], start[a + 1] - start[a], s->keyed);
+#pragma omp parallel for schedule(static) num_threads(threads) if (chunks > 1)
+        for (int64_t p = 0; p < total; p++)
+            part_write(out, p, keys[p].hit);
     }
     prox_free(s->al, start);
     prox_free(s->al, keys);
