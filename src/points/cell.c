@@ -34,6 +34,7 @@ typedef struct cell_points {
     int64_t *start;     /* bins + 1: bin t holds slots [start[t], start[t+1]) */
     int64_t *slot;      /* caller's index -> slot */
     int64_t *bin;       /* caller's index -> (b0, b1, b2) packed as a linear bin */
+    uint64_t *key_lo;   /* slot -> its row's lowest key (plan_keys) */
 } cell_points;
 
 typedef struct cell_hit {
@@ -67,6 +68,7 @@ typedef struct cell_search {
      * [0, key_range[k]), key_lo = image_lo + w_i - w_max; keyed when
      * count * key_range[0..2] stays below 2^62 */
     int64_t image_lo[3], w_max[3], key_range[3];
+    uint64_t key_stride[4]; /* of j, S[0], S[1], S[2] in the packed key */
     bool keyed;
     double hits_per_point; /* expected, for the chunks' first reserve; 0 = unknown */
     /* Small cells, many points per bin: each bin's forward stencil outside
@@ -139,6 +141,7 @@ static void points_free(cell_points *p, const prox_allocator *al)
     prox_free(al, p->start);
     prox_free(al, p->slot);
     prox_free(al, p->bin);
+    prox_free(al, p->key_lo);
 }
 
 static bool points_alloc(cell_points *p, int64_t n, int64_t bins, const prox_allocator *al)
@@ -153,6 +156,7 @@ static bool points_alloc(cell_points *p, int64_t n, int64_t bins, const prox_all
     ok &= (p->start = prox_alloc_array(al, bins + 1, sizeof(int64_t))) != NULL;
     ok &= (p->slot = prox_alloc_array(al, n, sizeof(int64_t))) != NULL;
     ok &= (p->bin = prox_alloc_array(al, n, sizeof(int64_t))) != NULL;
+    ok &= (p->key_lo = prox_alloc_array(al, n, sizeof(uint64_t))) != NULL;
     return ok;
 }
 
@@ -324,11 +328,11 @@ static void hit_write(const cell_search *s, int64_t sa, int64_t sb, const int32_
     h->d2 = h->D[0] * h->D[0] + h->D[1] * h->D[1] + h->D[2] * h->D[2];
     h->i = q->index[sa];
     h->j = q->index[sb];
-    uint64_t key = h->j;
+    const uint64_t *stride = s->key_stride;
+    uint64_t key = (uint64_t)h->j * stride[0] - q->key_lo[sa];
     for (int k = 0; k < 3; k++) {
         h->S[k] = S[k];
-        int64_t key_lo = s->image_lo[k] + q->w[k][sa] - s->w_max[k];
-        key = key * (uint64_t)s->key_range[k] + (uint64_t)(S[k] - key_lo);
+        key += (uint64_t)(int64_t)S[k] * stride[k + 1];
     }
     h->key = key;
 }
@@ -848,6 +852,18 @@ static void plan_keys(cell_search *s)
         span *= (double)s->key_range[k];
     }
     s->keyed = span < 0x1p62;
+    /* key = j * stride[0] + sum_k (S[k] - lo[k]) * stride[k + 1] with lo[k] =
+     * image_lo[k] + w_i[k] - w_max[k], in arithmetic modulo 2^64 (exact
+     * when keyed); the lo part per slot */
+    s->key_stride[3] = 1;
+    for (int k = 2; k >= 0; k--)
+        s->key_stride[k] = s->key_stride[k + 1] * (uint64_t)s->key_range[k];
+    for (int64_t t = 0; t < s->count; t++) {
+        uint64_t lo = 0;
+        for (int k = 0; k < 3; k++)
+            lo += (uint64_t)(s->image_lo[k] + s->pts.w[k][t] - s->w_max[k]) * s->key_stride[k + 1];
+        s->pts.key_lo[t] = lo;
+    }
 }
 
 /* The hits a point adds in a cell periodic along every axis of its
