@@ -221,9 +221,9 @@ static double fraction_error(const prox_cell_frame *c, const cell_extent *e)
     return 64 * DBL_EPSILON * sqrt(nm * ni) * (e->fbig + 1);
 }
 
-/* Wrap of point x: its fractions, the integer wrap along periodic axes
+/* Wrap of point x: its fractions, the integer wrap w along periodic axes
  * and the linear bin. */
-static int64_t wrap_point(const cell_search *s, const double *x, int32_t *w, double *xw)
+static int64_t wrap_point(const cell_search *s, const double *x, int32_t *w)
 {
     const prox_cell_frame *c = &s->frame;
     const prox_cell_bins *b = &s->bins;
@@ -238,35 +238,33 @@ static int64_t wrap_point(const cell_search *s, const double *x, int32_t *w, dou
         }
         bin[k] = prox_cell_bin_of(b, k, f);
     }
-    for (int k = 0; k < 3; k++)
-        xw[k] = x[k] - (((double)w[0] * c->m[0][k] + (double)w[1] * c->m[1][k]) +
-                        (double)w[2] * c->m[2][k]);
     return bin[0] + b->nb[0] * (bin[1] + b->nb[1] * bin[2]);
 }
 
-/* Counting sort of the points into bin order. */
-static void sort_points(cell_search *s, const prox_points *p)
+/* Counting sort of the points into bin order; `wraps` (3 a point) keeps
+ * the first pass's wraps for the second. */
+static void sort_points(cell_search *s, const prox_points *p, int32_t *wraps)
 {
     cell_points *q = &s->pts;
+    const double(*m)[3] = (const double(*)[3])s->frame.m;
     int64_t bins = s->bins.total;
     memset(q->start, 0, (size_t)(bins + 1) * sizeof(int64_t));
     for (int64_t i = 0; i < p->count; i++) {
-        double x[3], xw[3];
-        int32_t w[3];
+        double x[3];
         load_point(p, i, x);
-        q->bin[i] = wrap_point(s, x, w, xw);
+        q->bin[i] = wrap_point(s, x, wraps + 3 * i);
         q->start[q->bin[i] + 1]++;
     }
     for (int64_t t = 0; t < bins; t++)
         q->start[t + 1] += q->start[t];
     for (int64_t i = 0; i < p->count; i++) {
-        double x[3], xw[3];
-        int32_t w[3];
+        double x[3];
+        const int32_t *w = wraps + 3 * i;
         load_point(p, i, x);
-        wrap_point(s, x, w, xw);
         int64_t at = q->start[q->bin[i]]++;
         for (int k = 0; k < 3; k++) {
-            q->xw[k][at] = xw[k];
+            q->xw[k][at] = x[k] - (((double)w[0] * m[0][k] + (double)w[1] * m[1][k]) +
+                                   (double)w[2] * m[2][k]);
             q->xo[k][at] = x[k];
             q->w[k][at] = w[k];
         }
@@ -914,12 +912,15 @@ static prox_status cell_run(const prox_points *points, const prox_cell_desc *des
     double screen = screen_radius(&s, &e);
     s.screen2 = screen * screen;
     s.hits_per_point = expected_hits(&s);
-    if (!points_alloc(&s.pts, s.count, s.bins.total, &al)) {
+    int32_t *wraps = prox_alloc_array(&al, 3 * s.count, sizeof *wraps);
+    if (!points_alloc(&s.pts, s.count, s.bins.total, &al) || !wraps) {
         points_free(&s.pts, &al);
+        prox_free(&al, wraps);
         return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld points in %lld bins",
                          (long long)s.count, (long long)s.bins.total);
     }
-    sort_points(&s, points);
+    sort_points(&s, points, wraps);
+    prox_free(&al, wraps);
     plan_keys(&s);
     if (!gather_stencils(&s))
         st = prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory to gather the stencils of %lld bins",
