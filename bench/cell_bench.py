@@ -18,6 +18,8 @@ Rows (medians of --runs, one thread unless said):
     triclinic box of --lammps-n points against prox's half-pair count.
 Usage: PYTHONPATH=build/python bench/cell_bench.py [--n 1e6] [--small 1000]
        [--runs 5] [--lammps-n 1e5] [--skip mdanalysis,lammps,ase] [-o OUT.md]
+The C side of the same cases, with a hash of the output (and for
+callgrind): build/bench_cell_points (bench/cell_points.c).
 """
 import argparse
 import os

@@ -157,23 +157,49 @@ static void cell_systems_free(cell_system *s, Py_ssize_t n)
     free(s);
 }
 
-static void cell_systems_run(cell_system *s, Py_ssize_t n, int threads)
+/* The threads the batch runs on (0: OpenMP's default). */
+static int cell_team(int threads)
 {
     int team = threads;
 #ifdef _OPENMP
     if (team == 0)
         team = omp_get_max_threads();
 #endif
-    if (team < 1)
-        team = 1;
+    return team < 1 ? 1 : team;
+}
+
+static void cell_system_run(cell_system *s)
+{
+    s->status = prox_cell_pairs(&s->points, &s->desc, &s->out, NULL);
+    if (s->status)
+        snprintf(s->error, sizeof s->error, "%s", prox_last_error());
+}
+
+static void cell_systems_run(cell_system *s, Py_ssize_t n, int threads)
+{
+    int team = cell_team(threads);
     if (n == 1) /* one system: its own search takes the threads */
         s[0].desc.threads = threads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1 && n > 1)
-    for (Py_ssize_t k = 0; k < n; k++) {
-        s[k].status = prox_cell_pairs(&s[k].points, &s[k].desc, &s[k].out, NULL);
-        if (s[k].status)
-            snprintf(s[k].error, sizeof s[k].error, "%s", prox_last_error());
+    for (Py_ssize_t k = 0; k < n; k++)
+        cell_system_run(&s[k]);
+}
+
+/* System k's arrays as the tuple of `quantities` (its geometry then
+ * released), or NULL with the error set. */
+static PyObject *cell_result(cell_system *s, Py_ssize_t k, Py_ssize_t n, const char *quantities)
+{
+    if (s[k].status) {
+        PyObject *kind = s[k].status == PROX_ERR_NO_MEMORY ? PyExc_MemoryError : PyExc_ValueError;
+        if (n > 1)
+            PyErr_Format(kind, "system %zd: %s", k, s[k].error);
+        else
+            PyErr_SetString(kind, s[k].error);
+        return NULL;
     }
+    PyObject *v = cell_value(&s[k], quantities);
+    prox_geometry_free(&s[k].out);
+    return v;
 }
 
 static PyObject *py_cell(PyObject *self, PyObject *args, PyObject *kw)
@@ -208,22 +234,23 @@ static PyObject *py_cell(PyObject *self, PyObject *args, PyObject *kw)
             return NULL;
         }
     }
-    Py_BEGIN_ALLOW_THREADS
-    cell_systems_run(s, n, threads);
-    Py_END_ALLOW_THREADS
+    /* On one thread each system's arrays are made as soon as it is
+     * searched and its geometry released, so that the next search reuses
+     * that memory (warm pages) instead of holding every system's at once. */
+    bool one_by_one = n > 1 && cell_team(threads) == 1;
+    if (!one_by_one) {
+        Py_BEGIN_ALLOW_THREADS
+        cell_systems_run(s, n, threads);
+        Py_END_ALLOW_THREADS
+    }
     PyObject *list = PyList_New(n);
     for (Py_ssize_t k = 0; list && k < n; k++) {
-        if (s[k].status) {
-            PyObject *kind =
-                s[k].status == PROX_ERR_NO_MEMORY ? PyExc_MemoryError : PyExc_ValueError;
-            if (n > 1)
-                PyErr_Format(kind, "system %zd: %s", k, s[k].error);
-            else
-                PyErr_SetString(kind, s[k].error);
-            Py_CLEAR(list);
-            break;
+        if (one_by_one) {
+            Py_BEGIN_ALLOW_THREADS
+            cell_system_run(&s[k]);
+            Py_END_ALLOW_THREADS
         }
-        PyObject *v = cell_value(&s[k], quantities);
+        PyObject *v = cell_result(s, k, n, quantities);
         if (!v) {
             Py_CLEAR(list);
             break;

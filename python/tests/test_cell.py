@@ -154,8 +154,10 @@ def test_batch_matches_single_calls():
                 assert np.array_equal(g, w)
     assert [len(i) for i in prox.neighbor_lists("i", triples, 5.0)] == [
         len(prox.neighbor_list("i", a, 5.0)) for a in systems]
-    with pytest.raises(ValueError, match="system 1"):
-        prox.neighbor_lists("ij", [triples[0], (triples[0][0], np.zeros((3, 3)), [True] * 3)], 5.0)
+    for threads in (0, 1):  # one thread: each system's arrays made as it is searched
+        with pytest.raises(ValueError, match="system 1"):
+            prox.neighbor_lists("ij", [triples[0], (triples[0][0], np.zeros((3, 3)), [True] * 3)],
+                                5.0, threads=threads)
 
 
 @pytest.mark.parametrize("radius", [0.3, 0.5, 0.7, 1.9])

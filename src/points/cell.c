@@ -3,14 +3,16 @@
  * "Periodic cells of any shape").
  *
  * The points are binned by their wrapped fractional coordinates
- * (cell_geometry.c); each point visits the bins of its stencil, each
- * reached through a wrap that carries an integer shift s, as contiguous
- * runs of bins along the first axis. A candidate is first screened with
- * the wrapped coordinates (an approximation, widened by a bound on its
- * rounding), then decided by the rule of cell.h from the caller's
- * positions and the integer shift S = s + w_i - w_j, where w is each
- * point's wrap. Rows are produced in point order and sorted by (j, S), so
- * the output is the same for every thread count. */
+ * (cell_geometry.c); each point visits the forward half of its stencil
+ * (visit_runs), each bin reached through a wrap that carries an integer
+ * shift s, as contiguous runs of bins along the first axis (in small
+ * cells, each bin's runs gathered once into one). A candidate is first
+ * screened with the wrapped coordinates (an approximation, widened by a
+ * bound on its rounding), then oriented as the output holds it and
+ * decided by the rule of cell.h from the caller's positions and the
+ * integer shift S = s + w_i - w_j, where w is each point's wrap. The pairs
+ * are bucketed by row and each row sorted by (j, S), so the output is the
+ * same for every thread count. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -32,39 +34,23 @@ typedef struct cell_points {
     int64_t *start;     /* bins + 1: bin t holds slots [start[t], start[t+1]) */
     int64_t *slot;      /* caller's index -> slot */
     int64_t *bin;       /* caller's index -> (b0, b1, b2) packed as a linear bin */
+    uint64_t *key_lo;   /* slot -> its row's lowest key (plan_keys) */
 } cell_points;
 
 typedef struct cell_hit {
     uint64_t key; /* (j, S) packed in lexicographic order (cell_search.keyed) */
-    prox_index j;
+    prox_index i, j;
     int32_t S[3];
     double D[3];
     double d2;
 } cell_hit;
 
-/* The current row's hits, and their sort keys. */
-typedef struct cell_key {
-    uint64_t key; /* (j, S) packed in lexicographic order */
-    int64_t at;   /* the hit */
-} cell_key;
-
-typedef struct cell_row {
+/* One chunk of query points: the pairs they find, in rows of any point. */
+typedef struct cell_chunk {
     cell_hit *hits;
     int64_t count, capacity;
     uint32_t *slots; /* the screen's survivors of one run */
     int64_t slot_capacity;
-    cell_key *keys;
-    int64_t key_capacity;
-} cell_row;
-
-/* One chunk of rows: its pairs in row order, in the arrays the output
- * asks for (with the output's allocator, so that a single chunk's arrays
- * become the output's). */
-typedef struct cell_chunk {
-    cell_row row;
-    prox_geometry part;
-    int64_t capacity[5];
-    int64_t rows;       /* rows of the chunk */
     int64_t pairs;
     int64_t candidates;
     prox_status status;
@@ -82,7 +68,18 @@ typedef struct cell_search {
      * [0, key_range[k]), key_lo = image_lo + w_i - w_max; keyed when
      * count * key_range[0..2] stays below 2^62 */
     int64_t image_lo[3], w_max[3], key_range[3];
+    uint64_t key_stride[4]; /* of j, S[0], S[1], S[2] in the packed key */
     bool keyed;
+    double hits_per_point; /* expected, for the chunks' first reserve; 0 = unknown */
+    /* Small cells, many points per bin: each bin's forward stencil outside
+     * the bin itself gathered once (gather_stencils): entries [gstart[b],
+     * gstart[b + 1]) hold the slot, the bin image and the wrapped
+     * coordinates plus image . cell, screened as one run per point */
+    bool gathered;
+    int64_t *gstart;
+    double *gx[3];
+    uint32_t *gslot;
+    int32_t *gimage; /* 3 per entry */
     const prox_allocator *al;
 } cell_search;
 
@@ -144,6 +141,7 @@ static void points_free(cell_points *p, const prox_allocator *al)
     prox_free(al, p->start);
     prox_free(al, p->slot);
     prox_free(al, p->bin);
+    prox_free(al, p->key_lo);
 }
 
 static bool points_alloc(cell_points *p, int64_t n, int64_t bins, const prox_allocator *al)
@@ -158,6 +156,7 @@ static bool points_alloc(cell_points *p, int64_t n, int64_t bins, const prox_all
     ok &= (p->start = prox_alloc_array(al, bins + 1, sizeof(int64_t))) != NULL;
     ok &= (p->slot = prox_alloc_array(al, n, sizeof(int64_t))) != NULL;
     ok &= (p->bin = prox_alloc_array(al, n, sizeof(int64_t))) != NULL;
+    ok &= (p->key_lo = prox_alloc_array(al, n, sizeof(uint64_t))) != NULL;
     return ok;
 }
 
@@ -222,9 +221,9 @@ static double fraction_error(const prox_cell_frame *c, const cell_extent *e)
     return 64 * DBL_EPSILON * sqrt(nm * ni) * (e->fbig + 1);
 }
 
-/* Wrap of point x: its fractions, the integer wrap along periodic axes
+/* Wrap of point x: its fractions, the integer wrap w along periodic axes
  * and the linear bin. */
-static int64_t wrap_point(const cell_search *s, const double *x, int32_t *w, double *xw)
+static int64_t wrap_point(const cell_search *s, const double *x, int32_t *w)
 {
     const prox_cell_frame *c = &s->frame;
     const prox_cell_bins *b = &s->bins;
@@ -239,35 +238,33 @@ static int64_t wrap_point(const cell_search *s, const double *x, int32_t *w, dou
         }
         bin[k] = prox_cell_bin_of(b, k, f);
     }
-    for (int k = 0; k < 3; k++)
-        xw[k] = x[k] - (((double)w[0] * c->m[0][k] + (double)w[1] * c->m[1][k]) +
-                        (double)w[2] * c->m[2][k]);
     return bin[0] + b->nb[0] * (bin[1] + b->nb[1] * bin[2]);
 }
 
-/* Counting sort of the points into bin order. */
-static void sort_points(cell_search *s, const prox_points *p)
+/* Counting sort of the points into bin order; `wraps` (3 a point) keeps
+ * the first pass's wraps for the second. */
+static void sort_points(cell_search *s, const prox_points *p, int32_t *wraps)
 {
     cell_points *q = &s->pts;
+    const double(*m)[3] = (const double(*)[3])s->frame.m;
     int64_t bins = s->bins.total;
     memset(q->start, 0, (size_t)(bins + 1) * sizeof(int64_t));
     for (int64_t i = 0; i < p->count; i++) {
-        double x[3], xw[3];
-        int32_t w[3];
+        double x[3];
         load_point(p, i, x);
-        q->bin[i] = wrap_point(s, x, w, xw);
+        q->bin[i] = wrap_point(s, x, wraps + 3 * i);
         q->start[q->bin[i] + 1]++;
     }
     for (int64_t t = 0; t < bins; t++)
         q->start[t + 1] += q->start[t];
     for (int64_t i = 0; i < p->count; i++) {
-        double x[3], xw[3];
-        int32_t w[3];
+        double x[3];
+        const int32_t *w = wraps + 3 * i;
         load_point(p, i, x);
-        wrap_point(s, x, w, xw);
         int64_t at = q->start[q->bin[i]]++;
         for (int k = 0; k < 3; k++) {
-            q->xw[k][at] = xw[k];
+            q->xw[k][at] = x[k] - (((double)w[0] * m[0][k] + (double)w[1] * m[1][k]) +
+                                   (double)w[2] * m[2][k]);
             q->xo[k][at] = x[k];
             q->w[k][at] = w[k];
         }
@@ -284,94 +281,109 @@ static bool shift_positive(const int32_t *S)
     return S[0] != 0 ? S[0] > 0 : S[1] != 0 ? S[1] > 0 : S[2] > 0;
 }
 
-/* Whether (i, j, S) belongs to the output's orientation. */
-static bool oriented(const cell_search *s, prox_index i, prox_index j, const int32_t *S)
-{
-    if (i != j)
-        return s->full || i < j;
-    if (S[0] == 0 && S[1] == 0 && S[2] == 0)
-        return s->self_interaction;
-    return s->full || shift_positive(S);
-}
-
-/* The per-point constants of the candidates' tests. */
-typedef struct cell_query {
-    prox_index i;
-    int32_t w[3];      /* the point's wrap */
-    double x[3];       /* the caller's coordinates */
-    int64_t key_lo[3]; /* the lowest shift of the row, per axis */
-} cell_query;
-
-/* The row holds room for `more` hits beyond its count. */
-static bool row_room(cell_row *row, const cell_search *s, int64_t more)
-{
-    return row->count + more <= row->capacity ||
-           prox_grow(s->al, (void **)&row->hits, &row->capacity, row->count + more, row->count,
-                     sizeof *row->hits);
-}
-
 /* Runs from which the screen is the SIMD kernel's (cell_screen.c); shorter
  * ones are screened here, where a call through the engine would cost more
  * than the run. */
 #define CELL_KERNEL_RUN 16
 
-/* The slots of [lo, hi) within the screen radius of qx, into `slots`
- * (room for hi - lo + PROX_CELL_SCREEN_SLACK). */
-static int64_t screen_run(const cell_search *s, const double *qx, int64_t lo, int64_t hi,
+/* The entries t of [lo, hi) of the coordinate arrays x, y, z within the
+ * screen radius of qx, into `slots` (room for hi - lo +
+ * PROX_CELL_SCREEN_SLACK). */
+static int64_t screen_run(const cell_search *s, const double *restrict x, const double *restrict y,
+                          const double *restrict z, const double *qx, int64_t lo, int64_t hi,
                           uint32_t *restrict slots)
 {
-    const cell_points *q = &s->pts;
     if (hi - lo >= CELL_KERNEL_RUN)
-        return prox_cell_screen(q->xw[0], q->xw[1], q->xw[2], lo, hi, qx, s->screen2, slots);
-    const double *restrict xw0 = q->xw[0], *restrict xw1 = q->xw[1], *restrict xw2 = q->xw[2];
+        return prox_cell_screen(x, y, z, lo, hi, qx, s->screen2, slots);
     double screen2 = s->screen2;
     int64_t passed = 0;
     for (int64_t t = lo; t < hi; t++) { /* branch-free: every slot written, the near kept */
-        double dx = qx[0] - xw0[t], dy = qx[1] - xw1[t], dz = qx[2] - xw2[t];
+        double dx = qx[0] - x[t], dy = qx[1] - y[t], dz = qx[2] - z[t];
         slots[passed] = (uint32_t)t;
         passed += dx * dx + dy * dy + dz * dz <= screen2;
     }
     return passed;
 }
 
-/* The candidates of slots [lo, hi) for point q, whose wrapped coordinates
- * seen through the bin shift `shift` are qx: screened (an approximation
- * widened by its rounding), then decided by the rule. */
-static bool test_range(const cell_search *s, const cell_query *qp, const double *qx,
-                       const int32_t *shift, int64_t lo, int64_t hi, cell_chunk *ch)
+/* The chunk's list holds room for `more` hits beyond its count. */
+static bool hits_room(cell_chunk *ch, const cell_search *s, int64_t more)
+{
+    return ch->count + more <= ch->capacity ||
+           prox_grow(s->al, (void **)&ch->hits, &ch->capacity, ch->count + more, ch->count,
+                     sizeof *ch->hits);
+}
+
+/* Pair (a, b, S) of slots sa, sb as the chunk's next hit, in row a: the
+ * vector of the rule of cell.h, term by term, and the row's sort key. */
+static void hit_write(const cell_search *s, int64_t sa, int64_t sb, const int32_t *S,
+                      cell_hit *h)
 {
     const cell_points *q = &s->pts;
-    cell_row *row = &ch->row;
-    int64_t need = hi - lo + PROX_CELL_SCREEN_SLACK;
-    if ((row->slot_capacity < need &&
-         !prox_reserve(s->al, (void **)&row->slots, &row->slot_capacity, need,
-                       sizeof *row->slots)) ||
-        !row_room(row, s, hi - lo))
-        return false;
     const double(*m)[3] = (const double(*)[3])s->frame.m;
-    double r2 = s->r2;
-    int64_t passed = screen_run(s, qx, lo, hi, row->slots);
+    double S0 = (double)S[0], S1 = (double)S[1], S2 = (double)S[2];
+    for (int k = 0; k < 3; k++)
+        h->D[k] = (q->xo[k][sb] - q->xo[k][sa]) + ((S0 * m[0][k] + S1 * m[1][k]) + S2 * m[2][k]);
+    h->d2 = h->D[0] * h->D[0] + h->D[1] * h->D[1] + h->D[2] * h->D[2];
+    h->i = q->index[sa];
+    h->j = q->index[sb];
+    const uint64_t *stride = s->key_stride;
+    uint64_t key = (uint64_t)h->j * stride[0] - q->key_lo[sa];
+    for (int k = 0; k < 3; k++) {
+        h->S[k] = S[k];
+        key += (uint64_t)(int64_t)S[k] * stride[k + 1];
+    }
+    h->key = key;
+}
+
+/* Candidate slot t of the query slot si through the shift S (that is,
+ * (i, j, S) with i = index[si], j = index[t]), found once for the pair and
+ * its reverse (j, i, -S) (the half stencil): oriented as the half list
+ * holds it (i < j, or i == j with S positive), decided by the rule, and
+ * kept: once for a half list, in both directions for a full one. Returns
+ * the pairs kept. */
+static int64_t keep_pair(const cell_search *s, int64_t si, int64_t t, const int32_t *S,
+                         cell_chunk *ch)
+{
+    const cell_points *q = &s->pts;
+    prox_index i = q->index[si], j = q->index[t];
+    bool self = i == j && S[0] == 0 && S[1] == 0 && S[2] == 0;
+    bool flip = i != j ? i > j : !self && !shift_positive(S);
+    int32_t So[3] = {flip ? -S[0] : S[0], flip ? -S[1] : S[1], flip ? -S[2] : S[2]};
+    int64_t sa = flip ? t : si, sb = flip ? si : t;
+    cell_hit probe, *h = s->store ? &ch->hits[ch->count] : &probe;
+    hit_write(s, sa, sb, So, h);
+    if (!(h->d2 <= s->r2))
+        return 0;
+    ch->count += s->store;
+    if (!s->full || self)
+        return 1;
+    int32_t Sr[3] = {-So[0], -So[1], -So[2]};
+    hit_write(s, sb, sa, Sr, s->store ? &ch->hits[ch->count] : &probe);
+    ch->count += s->store;
+    return 2;
+}
+
+/* The candidates of slots [lo, hi) for query slot si, whose wrapped
+ * coordinates seen through the bin image `shift` are qx: screened (an
+ * approximation widened by its rounding), then decided by the rule. */
+static bool test_range(const cell_search *s, int64_t si, const double *qx, const int32_t *shift,
+                       int64_t lo, int64_t hi, cell_chunk *ch)
+{
+    const cell_points *q = &s->pts;
+    int64_t need = hi - lo + PROX_CELL_SCREEN_SLACK;
+    if ((ch->slot_capacity < need &&
+         !prox_reserve(s->al, (void **)&ch->slots, &ch->slot_capacity, need, sizeof *ch->slots)) ||
+        (s->store && !hits_room(ch, s, 2 * (hi - lo))))
+        return false;
+    int64_t passed = screen_run(s, q->xw[0], q->xw[1], q->xw[2], qx, lo, hi, ch->slots);
     ch->candidates += hi - lo;
+    int32_t wq[3] = {q->w[0][si], q->w[1][si], q->w[2][si]};
     for (int64_t p = 0; p < passed; p++) {
-        int64_t t = row->slots[p];
-        cell_hit *h = &row->hits[row->count];
-        h->j = q->index[t];
+        int64_t t = ch->slots[p];
+        int32_t S[3];
         for (int k = 0; k < 3; k++)
-            h->S[k] = shift[k] + qp->w[k] - q->w[k][t];
-        if (!oriented(s, qp->i, h->j, h->S))
-            continue;
-        /* the rule of cell.h, term by term */
-        double S0 = (double)h->S[0], S1 = (double)h->S[1], S2 = (double)h->S[2];
-        for (int k = 0; k < 3; k++)
-            h->D[k] = (q->xo[k][t] - qp->x[k]) + ((S0 * m[0][k] + S1 * m[1][k]) + S2 * m[2][k]);
-        h->d2 = h->D[0] * h->D[0] + h->D[1] * h->D[1] + h->D[2] * h->D[2];
-        if (!(h->d2 <= r2))
-            continue;
-        uint64_t key = h->j;
-        for (int k = 0; k < 3; k++)
-            key = key * (uint64_t)s->key_range[k] + (uint64_t)(h->S[k] - qp->key_lo[k]);
-        h->key = key;
-        row->count++;
+            S[k] = shift[k] + wq[k] - q->w[k][t];
+        ch->pairs += keep_pair(s, si, t, S, ch);
     }
     return true;
 }
@@ -389,31 +401,32 @@ static void wrap_bin(int64_t t, int64_t n, int64_t *bin, int32_t *image)
     *bin = t - im * n;
 }
 
-static cell_query query_of(const cell_search *s, int64_t si)
-{
-    const cell_points *q = &s->pts;
-    cell_query qp;
-    qp.i = q->index[si];
-    for (int k = 0; k < 3; k++) {
-        qp.w[k] = q->w[k][si];
-        qp.x[k] = q->xo[k][si];
-        qp.key_lo[k] = s->image_lo[k] + qp.w[k] - s->w_max[k];
-    }
-    return qp;
-}
+/* One run of a bin's stencil: slots [lo, hi) seen through the bin image
+ * `shift`, whose vector shift . cell is v (screening only); `own` marks
+ * the bin itself (image 0). */
+typedef struct cell_span {
+    int64_t lo, hi;
+    int32_t shift[3];
+    double v[3];
+    bool own;
+} cell_span;
 
-/* Every stencil bin of point slot si: for each (b1, b2) offset, the first
- * axis' bins as runs that share one image. */
-static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
+typedef bool (*cell_run_fn)(const cell_search *s, const cell_span *run, void *context);
+
+/* The forward half of the stencil of `bin`: the bin offsets o with
+ * o2 > 0, or o2 == 0 and o1 > 0, or o2 == o1 == 0 and o0 >= 0. An image
+ * pair is one visit (o, i) and its reverse the visit (-o, j) of the other
+ * point: visiting the forward offsets (and, in the bin itself, the slots
+ * after the point's own) finds each pair and its reverse once; self-images
+ * (i, i, S) have nonzero offsets. For each (o1, o2) the first axis' bins
+ * are runs that share one image, each handed to fn. */
+static bool visit_runs(const cell_search *s, int64_t bin, cell_run_fn fn, void *context)
 {
     const prox_cell_bins *b = &s->bins;
     const prox_cell_frame *c = &s->frame;
     const cell_points *q = &s->pts;
-    cell_query qp = query_of(s, si);
-    int64_t bin = q->bin[qp.i];
     int64_t b0 = bin % b->nb[0], b1 = (bin / b->nb[0]) % b->nb[1], b2 = bin / (b->nb[0] * b->nb[1]);
-    double xw[3] = {q->xw[0][si], q->xw[1][si], q->xw[2][si]};
-    for (int64_t o2 = -b->n[2]; o2 <= b->n[2]; o2++) {
+    for (int64_t o2 = 0; o2 <= b->n[2]; o2++) {
         int64_t t2;
         int32_t s2;
         wrap_bin(b2 + o2, b->nb[2], &t2, &s2);
@@ -422,7 +435,7 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
         double v2[3];
         for (int k = 0; k < 3; k++)
             v2[k] = (double)s2 * c->m[2][k];
-        for (int64_t o1 = -b->n[1]; o1 <= b->n[1]; o1++) {
+        for (int64_t o1 = o2 > 0 ? -b->n[1] : 0; o1 <= b->n[1]; o1++) {
             int64_t t1;
             int32_t s1;
             wrap_bin(b1 + o1, b->nb[1], &t1, &s1);
@@ -432,7 +445,8 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
             for (int k = 0; k < 3; k++)
                 v21[k] = (double)s1 * c->m[1][k] + v2[k];
             int64_t row = b->nb[0] * (t1 + b->nb[1] * t2);
-            int64_t t = b0 - b->n[0], end = b0 + b->n[0];
+            bool own = o1 == 0 && o2 == 0; /* the row of the bin itself */
+            int64_t t = own ? b0 : b0 - b->n[0], end = b0 + b->n[0];
             while (t <= end) {
                 int64_t t0;
                 int32_t s0;
@@ -440,12 +454,11 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
                 int64_t last = t + (b->nb[0] - 1 - t0); /* the run ends at the image's last bin */
                 last = last < end ? last : end;
                 if (c->pbc[0] || s0 == 0) {
-                    int32_t shift[3] = {s0, s1, s2};
-                    double qx[3];
+                    cell_span run = {q->start[row + t0], q->start[row + t0 + (last - t) + 1],
+                                    {s0, s1, s2}, {0, 0, 0}, own && t == b0};
                     for (int k = 0; k < 3; k++) /* screening only: any rounding will do */
-                        qx[k] = xw[k] - ((double)s0 * c->m[0][k] + v21[k]);
-                    int64_t lo = q->start[row + t0], hi = q->start[row + t0 + (last - t) + 1];
-                    if (lo < hi && !test_range(s, &qp, qx, shift, lo, hi, ch))
+                        run.v[k] = (double)s0 * c->m[0][k] + v21[k];
+                    if (run.lo < run.hi && !fn(s, &run, context))
                         return false;
                 }
                 t = last + 1;
@@ -455,14 +468,159 @@ static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
     return true;
 }
 
+/* A point's search: its slot and chunk. */
+typedef struct cell_visit {
+    int64_t si;
+    const double *xw; /* its wrapped coordinates */
+    cell_chunk *ch;
+} cell_visit;
+
+/* A run of the point's stencil tested (cell_run_fn); in the bin itself
+ * the slots after the point's own (from it with self_interaction). */
+static bool point_run(const cell_search *s, const cell_span *run, void *context)
+{
+    const cell_visit *p = context;
+    int64_t lo = run->own ? p->si + !s->self_interaction : run->lo;
+    double qx[3];
+    for (int k = 0; k < 3; k++)
+        qx[k] = p->xw[k] - run->v[k];
+    return lo >= run->hi || test_range(s, p->si, qx, run->shift, lo, run->hi, p->ch);
+}
+
+/* The gathered forward stencil of slot si's bin outside the bin itself
+ * (cell_search.gathered), screened as one run, then decided as
+ * test_range does. */
+static bool test_gathered(const cell_search *s, int64_t si, int64_t bin, cell_chunk *ch)
+{
+    const cell_points *q = &s->pts;
+    int64_t lo = s->gstart[bin], hi = s->gstart[bin + 1];
+    int64_t need = hi - lo + PROX_CELL_SCREEN_SLACK;
+    if ((ch->slot_capacity < need &&
+         !prox_reserve(s->al, (void **)&ch->slots, &ch->slot_capacity, need, sizeof *ch->slots)) ||
+        (s->store && !hits_room(ch, s, 2 * (hi - lo))))
+        return false;
+    double xw[3] = {q->xw[0][si], q->xw[1][si], q->xw[2][si]};
+    int64_t passed = screen_run(s, s->gx[0], s->gx[1], s->gx[2], xw, lo, hi, ch->slots);
+    ch->candidates += hi - lo;
+    int32_t wq[3] = {q->w[0][si], q->w[1][si], q->w[2][si]};
+    for (int64_t p = 0; p < passed; p++) {
+        int64_t e = ch->slots[p], t = s->gslot[e];
+        int32_t S[3];
+        for (int k = 0; k < 3; k++)
+            S[k] = s->gimage[3 * e + k] + wq[k] - q->w[k][t];
+        ch->pairs += keep_pair(s, si, t, S, ch);
+    }
+    return true;
+}
+
+/* Every pair of point slot si in its forward stencil. */
+static bool visit_point(const cell_search *s, int64_t si, cell_chunk *ch)
+{
+    const cell_points *q = &s->pts;
+    int64_t bin = q->bin[q->index[si]];
+    double xw[3] = {q->xw[0][si], q->xw[1][si], q->xw[2][si]};
+    if (s->gathered) {
+        int64_t lo = si + !s->self_interaction, hi = q->start[bin + 1];
+        int32_t zero[3] = {0, 0, 0};
+        return (lo >= hi || test_range(s, si, xw, zero, lo, hi, ch)) &&
+               test_gathered(s, si, bin, ch);
+    }
+    cell_visit p = {si, xw, ch};
+    return visit_runs(s, bin, point_run, &p);
+}
+
+/* Appends a run of a bin's stencil to the gathered entries, from the
+ * entry `at` on (cell_span_fn). The run from the bin itself keeps its
+ * bins after it (the bin's own slots are the point's own run,
+ * visit_point). */
+typedef struct cell_gather {
+    int64_t bin, at;
+} cell_gather;
+
+static bool gather_run(const cell_search *s, const cell_span *run, void *context)
+{
+    cell_gather *g = context;
+    const cell_points *q = &s->pts;
+    int64_t lo = run->own ? q->start[g->bin + 1] : run->lo, at = g->at;
+    double *restrict gx = s->gx[0], *restrict gy = s->gx[1], *restrict gz = s->gx[2];
+    const double *restrict x = q->xw[0], *restrict y = q->xw[1], *restrict z = q->xw[2];
+    double v0 = run->v[0], v1 = run->v[1], v2 = run->v[2];
+    for (int64_t t = lo; t < run->hi; t++, at++) {
+        gx[at] = x[t] + v0;
+        gy[at] = y[t] + v1;
+        gz[at] = z[t] + v2;
+        s->gslot[at] = (uint32_t)t;
+        memcpy(&s->gimage[3 * at], run->shift, sizeof run->shift);
+    }
+    g->at = at;
+    return true;
+}
+
+/* Bins from which the stencils are gathered: at least as many points as
+ * bins, and at most this many entries. */
+#define CELL_GATHER_MAX (1 << 18)
+
+/* Gathers every bin's forward stencil (cell_search.gathered) when the
+ * cell holds as many points as bins and a bound on the entries (the
+ * stencil's half times the fullest bin, per bin) stays within
+ * CELL_GATHER_MAX; false when out of memory. */
+static bool gather_stencils(cell_search *s)
+{
+    const prox_cell_bins *b = &s->bins;
+    int64_t bins = b->total, fullest = 0;
+    if (bins > s->count)
+        return true;
+    for (int64_t t = 0; t < bins; t++)
+        fullest = s->pts.start[t + 1] - s->pts.start[t] > fullest
+                      ? s->pts.start[t + 1] - s->pts.start[t]
+                      : fullest;
+    double half = ((double)(2 * b->n[0] + 1) * (double)(2 * b->n[1] + 1) *
+                       (double)(2 * b->n[2] + 1) + 1) / 2;
+    double bound = half * (double)fullest * (double)bins;
+    if (!(bound <= CELL_GATHER_MAX))
+        return true;
+    int64_t room = (int64_t)bound;
+    bool ok = (s->gstart = prox_alloc_array(s->al, bins + 1, sizeof *s->gstart)) != NULL;
+    ok &= (s->gslot = prox_alloc_array(s->al, room, sizeof *s->gslot)) != NULL;
+    ok &= (s->gimage = prox_alloc_array(s->al, 3 * room, sizeof *s->gimage)) != NULL;
+    for (int k = 0; k < 3; k++)
+        ok &= (s->gx[k] = prox_alloc_array(s->al, room, sizeof(double))) != NULL;
+    if (!ok)
+        return false;
+    cell_gather g = {0, 0};
+    for (; g.bin < bins; g.bin++) {
+        s->gstart[g.bin] = g.at;
+        visit_runs(s, g.bin, gather_run, &g);
+    }
+    s->gstart[bins] = g.at;
+    s->gathered = true;
+    return true;
+}
+
+static void gather_free(cell_search *s)
+{
+    prox_free(s->al, s->gstart);
+    prox_free(s->al, s->gslot);
+    prox_free(s->al, s->gimage);
+    for (int k = 0; k < 3; k++)
+        prox_free(s->al, s->gx[k]);
+}
+
+/* A row's entry: its sort key and its hit. */
+typedef struct cell_key {
+    uint64_t key; /* (j, S) packed in lexicographic order */
+    const cell_hit *hit;
+} cell_key;
+
 static int compare_keys(const void *pa, const void *pb)
 {
     const cell_key *a = pa, *b = pb;
     return a->key < b->key ? -1 : a->key > b->key;
 }
 
-static int compare_hits(const cell_hit *a, const cell_hit *b)
+static int compare_hits(const void *pa, const void *pb)
 {
+    const cell_hit *a = ((const cell_key *)pa)->hit, *b = ((const cell_key *)pb)->hit;
     if (a->j != b->j)
         return a->j < b->j ? -1 : 1;
     for (int k = 0; k < 3; k++)
@@ -471,72 +629,29 @@ static int compare_hits(const cell_hit *a, const cell_hit *b)
     return 0;
 }
 
-/* Sorts a row's hits by (j, S): by their packed keys when the search is
- * keyed (returns 1, the order in row->keys), else the records by
- * comparison (returns 0); -1 when out of memory. Insertion sort for the
- * short rows of small cells. */
-static int sort_row(cell_row *row, const cell_search *s)
+/* Sorts a row's entries by (j, S): by their packed keys when the search is
+ * keyed, else by comparison of the hits. Insertion sort for short rows. */
+static void sort_row(cell_key *keys, int64_t n, bool keyed)
 {
-    int64_t n = row->count;
-    if (n < 2)
-        return 0;
-    if (!s->keyed) {
-        for (int64_t h = 1; h < n; h++) {
-            cell_hit v = row->hits[h];
-            int64_t at = h;
-            for (; at > 0 && compare_hits(&row->hits[at - 1], &v) > 0; at--)
-                row->hits[at] = row->hits[at - 1];
-            row->hits[at] = v;
-        }
-        return 0;
-    }
-    if (row->key_capacity < n &&
-        !prox_reserve(s->al, (void **)&row->keys, &row->key_capacity, n, sizeof *row->keys))
-        return -1;
-    for (int64_t h = 0; h < n; h++)
-        row->keys[h] = (cell_key){row->hits[h].key, h};
-    if (n > 48) {
-        qsort(row->keys, (size_t)n, sizeof *row->keys, compare_keys);
-        return 1;
+    if (!keyed || n > 48) {
+        qsort(keys, (size_t)n, sizeof *keys, keyed ? compare_keys : compare_hits);
+        return;
     }
     for (int64_t h = 1; h < n; h++) {
-        cell_key v = row->keys[h];
+        cell_key v = keys[h];
         int64_t at = h;
-        for (; at > 0 && row->keys[at - 1].key > v.key; at--)
-            row->keys[at] = row->keys[at - 1];
-        row->keys[at] = v;
+        for (; at > 0 && keys[at - 1].key > v.key; at--)
+            keys[at] = keys[at - 1];
+        keys[at] = v;
     }
-    return 1;
 }
 
-/* The chunk's arrays hold at least `count` pairs. */
-static bool part_reserve(cell_chunk *ch, int64_t count)
-{
-    prox_geometry *g = &ch->part;
-    const prox_allocator *al = &g->allocator;
-    int64_t keep = g->count, dim = g->dim;
-    bool ok = true;
-    if (g->fields & PROX_GEOMETRY_I)
-        ok &= prox_grow(al, (void **)&g->i, &ch->capacity[0], count, keep, sizeof *g->i);
-    if (g->fields & PROX_GEOMETRY_J)
-        ok &= prox_grow(al, (void **)&g->j, &ch->capacity[1], count, keep, sizeof *g->j);
-    if (g->fields & PROX_GEOMETRY_DISTANCE)
-        ok &= prox_grow(al, (void **)&g->d, &ch->capacity[2], count, keep, sizeof *g->d);
-    if (g->fields & PROX_GEOMETRY_VECTOR)
-        ok &= prox_grow(al, (void **)&g->D, &ch->capacity[3], count * dim, keep * dim,
-                        sizeof *g->D);
-    if (g->fields & PROX_GEOMETRY_SHIFT)
-        ok &= prox_grow(al, (void **)&g->S, &ch->capacity[4], count * dim, keep * dim,
-                        sizeof *g->S);
-    return ok;
-}
-
-/* Hit h of the row as pair p of the chunk. */
-static void part_write(prox_geometry *g, int64_t p, prox_index i, const cell_hit *x)
+/* Hit x as pair p of the output. */
+static void part_write(prox_geometry *g, int64_t p, const cell_hit *x)
 {
     int dim = g->dim;
     if (g->fields == PROX_GEOMETRY_ALL && dim == 3) { /* ASE's "ijdDS" */
-        g->i[p] = i;
+        g->i[p] = x->i;
         g->j[p] = x->j;
         g->d[p] = sqrt(x->d2);
         g->D[3 * p] = x->D[0];
@@ -548,7 +663,7 @@ static void part_write(prox_geometry *g, int64_t p, prox_index i, const cell_hit
         return;
     }
     if (g->i)
-        g->i[p] = i;
+        g->i[p] = x->i;
     if (g->j)
         g->j[p] = x->j;
     if (g->d)
@@ -561,64 +676,23 @@ static void part_write(prox_geometry *g, int64_t p, prox_index i, const cell_hit
             g->S[p * dim + k] = x->S[k];
 }
 
-/* The row of point i, sorted, appended to the chunk's arrays. */
-static bool row_append(cell_chunk *ch, const cell_search *s, prox_index i)
+/* The half stencil of slots [begin, end) (bin order: neighbouring points
+ * read neighbouring bins), the hits in the chunk's list. */
+static void run_chunk(const cell_search *s, int64_t begin, int64_t end, cell_chunk *ch)
 {
-    cell_row *row = &ch->row;
-    prox_geometry *g = &ch->part;
-    int keyed = sort_row(row, s);
-    /* first reserve: room for rows like this one, a quarter more */
-    int64_t want = g->count + row->count;
-    if (g->count == 0 && row->count > 0)
-        want = row->count * (ch->rows + 1) + (row->count * ch->rows) / 4;
-    if (keyed < 0 || !part_reserve(ch, want))
-        return false;
-    for (int64_t h = 0; h < row->count; h++)
-        part_write(g, g->count + h, i, &row->hits[keyed ? row->keys[h].at : h]);
-    g->count += row->count;
-    return true;
-}
-
-/* Rows [begin, end) in point order, each sorted by (j, S). */
-/* Rows [begin, end): in point order, or with `row_count` in bin order
- * (slots), each row's length kept for the reorder (bin_order_gather). */
-static void run_chunk(const cell_search *s, int64_t begin, int64_t end, int64_t *row_count,
-                      cell_chunk *ch)
-{
-    ch->rows = end - begin;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t si = row_count ? t : s->pts.slot[t];
-        ch->row.count = 0;
-        if (!visit_point(s, si, ch) ||
-            (s->store && !row_append(ch, s, s->pts.index[si]))) {
+    /* room for the expected hits, a quarter more, so that the list rarely grows */
+    double expect = s->hits_per_point * 1.25 * (double)(end - begin) + 64;
+    if (s->store && s->hits_per_point > 0 &&
+        !prox_reserve(s->al, (void **)&ch->hits, &ch->capacity,
+                      (int64_t)(expect < 0x1p22 ? expect : 0x1p22), sizeof *ch->hits)) {
+        ch->status = PROX_ERR_NO_MEMORY;
+        return;
+    }
+    for (int64_t si = begin; si < end; si++)
+        if (!visit_point(s, si, ch)) {
             ch->status = PROX_ERR_NO_MEMORY;
             return;
         }
-        ch->pairs += ch->row.count;
-        if (row_count)
-            row_count[si] = ch->row.count;
-    }
-}
-
-/* Points from which rows run in bin order: neighbouring rows then read
- * neighbouring bins (cache), at the price of one reorder of the output. */
-#define CELL_BIN_ORDER_MIN 4096
-
-static void copy_part(void *to, const void *from, int64_t at, int64_t n, size_t size)
-{
-    if (to && from && n > 0)
-        memcpy((char *)to + (size_t)at * size, from, (size_t)n * size);
-}
-
-static void copy_row(prox_geometry *to, int64_t at, const prox_geometry *from, int64_t src,
-                     int64_t n)
-{
-    int64_t dim = to->dim;
-    copy_part(to->i, from->i ? from->i + src : NULL, at, n, sizeof *to->i);
-    copy_part(to->j, from->j ? from->j + src : NULL, at, n, sizeof *to->j);
-    copy_part(to->d, from->d ? from->d + src : NULL, at, n, sizeof *to->d);
-    copy_part(to->D, from->D ? from->D + src * dim : NULL, at * dim, n * dim, sizeof *to->D);
-    copy_part(to->S, from->S ? from->S + src * dim : NULL, at * dim, n * dim, sizeof *to->S);
 }
 
 static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
@@ -644,59 +718,57 @@ static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
     return PROX_OK;
 }
 
-/* The chunks' arrays, in chunk order, as the output: a single chunk's
- * arrays are handed over as they are. */
-static prox_status gather(cell_chunk *ch, int64_t chunks, int64_t total, prox_geometry *out)
+/* The bucket of hit x: its row, or with `pairs` buckets of n its (i, j). */
+static inline int64_t bucket_of(const cell_hit *x, int64_t n, bool pairs)
 {
-    int dim = ch[0].part.dim;
-    if (chunks == 1) {
-        *out = ch[0].part;
-        memset(&ch[0].part, 0, sizeof ch[0].part);
-        return PROX_OK;
-    }
-    prox_status st = alloc_output(out, total, dim);
-    for (int64_t k = 0, at = 0; !st && k < chunks; at += ch[k].part.count, k++) {
-        const prox_geometry *g = &ch[k].part;
-        copy_part(out->i, g->i, at, g->count, sizeof *g->i);
-        copy_part(out->j, g->j, at, g->count, sizeof *g->j);
-        copy_part(out->d, g->d, at, g->count, sizeof *g->d);
-        copy_part(out->D, g->D, at * dim, g->count * dim, sizeof *g->D);
-        copy_part(out->S, g->S, at * dim, g->count * dim, sizeof *g->S);
-    }
-    return st;
+    return pairs ? (int64_t)x->i * n + x->j : (int64_t)x->i;
 }
 
-/* Rows found in bin order (lengths per slot), placed in point order:
- * each row's place from the lengths taken in point order, then every
- * chunk's rows copied there. */
-static prox_status bin_order_gather(const cell_search *s, cell_chunk *ch, int64_t chunks,
-                                    const int64_t *lengths, int64_t total, int threads,
-                                    prox_geometry *out)
+/* The chunks' hits as the output, in point order, each row sorted by
+ * (j, S): the hits bucketed (a counting sort of their entries) by row, or
+ * by (i, j) when there are few points for the pairs (n * n within 8
+ * entries a pair: small cells, where a row holds many images), then each
+ * bucket sorted and written at its place. Rows hold unique (j, S), so the
+ * output does not depend on the order the hits were found in. */
+static prox_status place_rows(const cell_search *s, cell_chunk *ch, int64_t chunks,
+                              int64_t total, int threads, prox_geometry *out)
 {
     int64_t n = s->count;
-    int64_t *place = prox_alloc_array(s->al, n, sizeof *place);
-    if (!place)
-        return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory to order %lld rows", (long long)n);
-    prox_status st = alloc_output(out, total, s->frame.dim);
-    if (st) {
-        prox_free(s->al, place);
-        return st;
-    }
-    for (int64_t i = 0, at = 0; i < n; i++) {
-        int64_t si = s->pts.slot[i];
-        place[si] = at;
-        at += lengths[si];
-    }
+    bool pairs = (double)n * (double)n <= 2 * (double)total;
+    int64_t buckets = pairs ? n * n : n;
+    int64_t *start = prox_alloc_array(s->al, buckets + 1, sizeof *start);
+    cell_key *keys = prox_alloc_array(s->al, total, sizeof *keys);
+    prox_status st = start && keys ? alloc_output(out, total, s->frame.dim)
+                                   : prox_fail(PROX_ERR_NO_MEMORY,
+                                               "cell: no memory to order %lld pairs",
+                                               (long long)total);
+    if (!st) {
+        memset(start, 0, (size_t)(buckets + 1) * sizeof *start);
+        for (int64_t k = 0; k < chunks; k++)
+            for (int64_t h = 0; h < ch[k].count; h++)
+                start[bucket_of(&ch[k].hits[h], n, pairs) + 1]++;
+        for (int64_t a = 0; a < buckets; a++)
+            start[a + 1] += start[a];
+        for (int64_t k = 0; k < chunks; k++)
+            for (int64_t h = 0; h < ch[k].count; h++) {
+                const cell_hit *x = &ch[k].hits[h];
+                keys[start[bucket_of(x, n, pairs)]++] = (cell_key){x->key, x};
+            }
+        for (int64_t a = buckets; a > 0; a--)
+            start[a] = start[a - 1];
+        start[0] = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
-    for (int64_t k = 0; k < chunks; k++) {
-        int64_t begin = n * k / chunks, end = n * (k + 1) / chunks, src = 0;
-        for (int64_t si = begin; si < end; si++) {
-            copy_row(out, place[si], &ch[k].part, src, lengths[si]);
-            src += lengths[si];
-        }
+        for (int64_t k = 0; k < chunks; k++)
+            for (int64_t a = buckets * k / chunks; a < buckets * (k + 1) / chunks; a++)
+                if (start[a + 1] - start[a] > 1)
+                    sort_row(keys + start[a], start[a + 1] - start[a], s->keyed);
+#pragma omp parallel for schedule(static) num_threads(threads) if (chunks > 1)
+        for (int64_t p = 0; p < total; p++)
+            part_write(out, p, keys[p].hit);
     }
-    prox_free(s->al, place);
-    return PROX_OK;
+    prox_free(s->al, start);
+    prox_free(s->al, keys);
+    return st;
 }
 
 static int64_t chunk_count_for(int64_t n, int threads)
@@ -707,7 +779,8 @@ static int64_t chunk_count_for(int64_t n, int threads)
     return chunks < n / 64 ? chunks : (n / 64 > 0 ? n / 64 : 1);
 }
 
-/* Runs the rows in chunks and gathers them into `out` (NULL: count). */
+/* Runs the half stencil in chunks and places the hits into `out` (NULL:
+ * count). */
 static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, prox_stats *st)
 {
     int64_t chunks = chunk_count_for(s->count, threads);
@@ -715,21 +788,10 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
     if (!ch)
         return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld chunks", (long long)chunks);
     memset(ch, 0, (size_t)chunks * sizeof *ch);
-    for (int64_t k = 0; k < chunks; k++) {
-        prox_geometry_init(&ch[k].part, out ? out->fields : PROX_GEOMETRY_I,
-                           out ? &out->allocator : s->al);
-        ch[k].part.dim = s->frame.dim;
-    }
     int64_t n = s->count;
-    int64_t *lengths = NULL; /* rows in bin order: their lengths per slot */
-    if (out && n >= CELL_BIN_ORDER_MIN &&
-        !(lengths = prox_alloc_array(s->al, n, sizeof *lengths))) {
-        prox_free(s->al, ch);
-        return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld rows", (long long)n);
-    }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
     for (int64_t k = 0; k < chunks; k++)
-        run_chunk(s, n * k / chunks, n * (k + 1) / chunks, lengths, &ch[k]);
+        run_chunk(s, n * k / chunks, n * (k + 1) / chunks, &ch[k]);
     prox_status status = PROX_OK;
     int64_t total = 0, candidates = 0;
     for (int64_t k = 0; k < chunks; k++) {
@@ -739,18 +801,14 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
         candidates += ch[k].candidates;
     }
     if (!status && out)
-        status = lengths ? bin_order_gather(s, ch, chunks, lengths, total, threads, out)
-                         : gather(ch, chunks, total, out);
-    prox_free(s->al, lengths);
+        status = place_rows(s, ch, chunks, total, threads, out);
     if (st) {
         st->pairs = total;
         st->candidates = candidates;
     }
     for (int64_t k = 0; k < chunks; k++) {
-        prox_free(s->al, ch[k].row.hits);
-        prox_free(s->al, ch[k].row.keys);
-        prox_free(s->al, ch[k].row.slots);
-        geometry_release(&ch[k].part);
+        prox_free(s->al, ch[k].hits);
+        prox_free(s->al, ch[k].slots);
     }
     prox_free(s->al, ch);
     return status;
@@ -792,6 +850,42 @@ static void plan_keys(cell_search *s)
         span *= (double)s->key_range[k];
     }
     s->keyed = span < 0x1p62;
+    /* key = j * stride[0] + sum_k (S[k] - lo[k]) * stride[k + 1] with lo[k] =
+     * image_lo[k] + w_i[k] - w_max[k], in arithmetic modulo 2^64 (exact
+     * when keyed); the lo part per slot */
+    s->key_stride[3] = 1;
+    for (int k = 2; k >= 0; k--)
+        s->key_stride[k] = s->key_stride[k + 1] * (uint64_t)s->key_range[k];
+    for (int64_t t = 0; t < s->count; t++) {
+        uint64_t lo = 0;
+        for (int k = 0; k < 3; k++)
+            lo += (uint64_t)(s->image_lo[k] + s->pts.w[k][t] - s->w_max[k]) * s->key_stride[k + 1];
+        s->pts.key_lo[t] = lo;
+    }
+}
+
+/* The hits a point adds in a cell periodic along every axis of its
+ * dimension: the points in the ball of the cutoff at the cell's density,
+ * half of them for a half list (0 with an open axis: unknown). */
+static double expected_hits(const cell_search *s)
+{
+    const double(*m)[3] = (const double(*)[3])s->frame.m;
+    const double pi = 3.14159265358979323846;
+    double r = sqrt(s->r2), volume, ball;
+    for (int k = 0; k < s->frame.dim; k++)
+        if (!s->frame.pbc[k])
+            return 0;
+    if (s->frame.dim == 2) {
+        volume = fabs(m[0][0] * m[1][1] - m[0][1] * m[1][0]);
+        ball = pi * r * r;
+    } else {
+        volume = fabs(m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+                      m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+                      m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]));
+        ball = 4 * pi / 3 * r * r * r;
+    }
+    double hits = (double)s->count / volume * ball * (s->full ? 1 : 0.5);
+    return isfinite(hits) ? hits : 0;
 }
 
 static prox_status cell_run(const prox_points *points, const prox_cell_desc *desc,
@@ -817,14 +911,23 @@ static prox_status cell_run(const prox_points *points, const prox_cell_desc *des
     s.store = out != NULL;
     double screen = screen_radius(&s, &e);
     s.screen2 = screen * screen;
-    if (!points_alloc(&s.pts, s.count, s.bins.total, &al)) {
+    s.hits_per_point = expected_hits(&s);
+    int32_t *wraps = prox_alloc_array(&al, 3 * s.count, sizeof *wraps);
+    if (!points_alloc(&s.pts, s.count, s.bins.total, &al) || !wraps) {
         points_free(&s.pts, &al);
+        prox_free(&al, wraps);
         return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld points in %lld bins",
                          (long long)s.count, (long long)s.bins.total);
     }
-    sort_points(&s, points);
+    sort_points(&s, points, wraps);
+    prox_free(&al, wraps);
     plan_keys(&s);
-    st = search_rows(&s, prox_threads_resolve(desc->threads), out, stats);
+    if (!gather_stencils(&s))
+        st = prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory to gather the stencils of %lld bins",
+                       (long long)s.bins.total);
+    else
+        st = search_rows(&s, prox_threads_resolve(desc->threads), out, stats);
+    gather_free(&s);
     if (stats) {
         stats->cells = s.bins.total;
         stats->method = "cell.bins";
