@@ -637,29 +637,28 @@ static bool near_block_fill(const prox_knn_index *x, const query *q, near_block 
 }
 
 /* The near block's candidates offered to the best set, whose limit is
- * `bound` while it holds fewer than k. */
+ * `bound` while it holds fewer than k: a vector of distances at a time
+ * against the current worst (the threshold filter: one compare and one
+ * branch for PD_W candidates, most of which lie beyond it), then each
+ * kept lane offered in order (sorted insertion, ties by index). */
 static void near_offer(const near_block *nb, const query *q, best_set *best, double bound)
 {
     double limit = best->limit;
     best->limit = bound;
     best->count = 0;
-    double worst = best_worst(best);
-    int64_t t = 0;
-    for (; t + 4 <= nb->count; t += 4) { /* one branch for four candidates */
-        const double *d = nb->d2 + t;
-        if (!((d[0] <= worst) | (d[1] <= worst) | (d[2] <= worst) | (d[3] <= worst)))
+    pd_f64 worst = pd_set1(bound);
+    for (int64_t t = 0; t < nb->count; t += PD_W) {
+        int64_t left = nb->count - t;
+        uint32_t kept = pd_bits(pd_le(pd_load_n(nb->d2 + t, left), worst)) & pd_live(left);
+        if (!kept)
             continue;
-        for (int u = 0; u < 4; u++)
-            if (d[u] <= worst && (int64_t)nb->id[t + u] != q->self) {
-                best_offer(best, d[u], nb->id[t + u]);
-                worst = best_worst(best);
-            }
-    }
-    for (; t < nb->count; t++)
-        if (nb->d2[t] <= worst && (int64_t)nb->id[t] != q->self) {
-            best_offer(best, nb->d2[t], nb->id[t]);
-            worst = best_worst(best);
+        for (; kept; kept &= kept - 1) {
+            int64_t u = t + __builtin_ctz(kept);
+            if (nb->d2[u] <= best_worst(best) && (int64_t)nb->id[u] != q->self)
+                best_offer(best, nb->d2[u], nb->id[u]);
         }
+        worst = pd_set1(best_worst(best));
+    }
     best->limit = limit;
 }
 
@@ -774,11 +773,13 @@ static void knn_step(const void *job, points_chunk *chunk)
     }
     bool near = near_block_fits(x);
     near_block nb = {0};
+    /* carried from group to group: a neighbouring cell's k-th distance
+     * is a better first guess than none (any guess is exact) */
+    double guess = INFINITY;
     for (int64_t g = g0; g < g1 && !j->stop; g++) {
         int64_t b, e;
         group_members(j, g, &b, &e);
         query q;
-        double guess = INFINITY;
         for (int64_t t = b; t < e && !j->stop; t++) {
             int64_t s = j->queries ? j->order[t] : t;
             query_at(j, s, &q);
