@@ -1,6 +1,7 @@
 /* knn.c: the front of k nearest neighbours (prox/knn.h): options, their
- * checks, results, the one-shot calls and the kept index. The cells are
- * knn_build.c's, the search knn_search.c's. */
+ * checks, the one-shot calls and the kept index. The cells are
+ * knn_build.c's, the search knn_search.c's, the result's rows
+ * knn_result.c's. */
 #include <math.h>
 #include <string.h>
 
@@ -9,31 +10,12 @@
 #include "core/threads.h"
 #include "core/views.h"
 #include "prox/grid.h"
-#include "points/knn_private.h"
+#include "points/knn_build.h"
+#include "points/knn_search.h"
 
 prox_knn_desc prox_default_knn_desc(void)
 {
     return (prox_knn_desc){.k = 1, .max_radius = 0.0, .period = {0.0, 0.0, 0.0}, .threads = 0};
-}
-
-void prox_knn_result_init(prox_knn_result *r, const prox_allocator *allocator)
-{
-    if (!r)
-        return;
-    *r = (prox_knn_result){0};
-    r->allocator = prox_allocator_resolve(allocator);
-}
-
-void prox_knn_result_free(prox_knn_result *r)
-{
-    if (!r)
-        return;
-    prox_free(&r->allocator, r->indices);
-    prox_free(&r->allocator, r->distances);
-    prox_free(&r->allocator, r->counts);
-    prox_allocator a = r->allocator;
-    *r = (prox_knn_result){0};
-    r->allocator = a;
 }
 
 /* The options for points of dimension dim (message names the field). */
@@ -105,7 +87,7 @@ static prox_status knn_once(const prox_points *points, const prox_points *querie
     prox_knn_index *x = NULL;
     st = knn_build(points, desc, &x);
     if (!st)
-        st = knn_search(x, queries, desc, out, stats);
+        st = prox_knn_search(x, queries, desc, out, stats);
     prox_knn_index_destroy(x);
     return st;
 }
@@ -176,5 +158,5 @@ prox_status prox_knn_index_query(const prox_knn_index *x, const prox_points *que
         if (st)
             return st;
     }
-    return knn_search(x, queries, desc, (knn_out){.result = out}, stats);
+    return prox_knn_search(x, queries, desc, (knn_out){.result = out}, stats);
 }

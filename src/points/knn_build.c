@@ -1,4 +1,4 @@
-/* knn_build.c: a kNN index's cells (knn_private.h).
+/* knn_build.c: a kNN index's cells (knn_build.h).
  *
  * The planner's one decision is the cell size. It starts from the mean
  * density of the points' box (a cell of knn_cell_points(k) points on
@@ -19,7 +19,7 @@
 #include "core/error.h"
 #include "core/radix_sort.h"
 #include "core/threads.h"
-#include "points/knn_private.h"
+#include "points/knn_build.h"
 #include "points/points_common.h"
 
 /* Sorts of the keys the planner may spend fitting the cell size. */

@@ -34,8 +34,10 @@
 #include "core/radix_sort.h"
 #include "core/threads.h"
 #include "points/drive.h"
-#include "points/knn_private.h"
+#include "points/knn_result.h"
+#include "points/knn_search.h"
 #include "points/points_common.h"
+#include "simd/kernel.h"
 
 /* Up to this k the best set is a sorted array with insertion from its
  * end; beyond, a max-heap (insertion cost k against log k). */
@@ -169,41 +171,26 @@ typedef struct counters {
 /* Candidates per block of the distance pass. */
 #define KNN_BLOCK 64
 
-/* d2[t] = the exact squared distance of sorted point b + t to the query,
- * exact.h's arithmetic (the same bits as brute force and the oracle):
- * one loop without branches over a block, which the compiler vectorises
- * (no contraction: -ffp-contract=off). */
+/* d2[t] = the exact squared distance of candidate t to the query: the
+ * vector kernel's pd_dist2 (simd/kernel.h), lane by lane prox_metric_dist2
+ * (minimum images, then dx*dx + dy*dy + dz*dz in that order, no
+ * contraction), so the same bits as brute force and the oracle at every
+ * SIMD level. zs NULL: 2D. */
 static inline void arrays_dist2(const prox_knn_index *x, const query *q, const double *xs,
                                 const double *ys, const double *zs, int64_t len,
                                 double *restrict d2)
 {
-    const double *restrict px = xs, *restrict py = ys;
-    double qx = q->q[0], qy = q->q[1];
-    if (x->dim == 2 && !x->periodic[0] && !x->periodic[1]) {
-        for (int64_t t = 0; t < len; t++) {
-            double dx = qx - px[t], dy = qy - py[t];
-            d2[t] = dx * dx + dy * dy + 0.0 * 0.0;
-        }
-        return;
+    prox_block blk = {xs, ys, zs};
+    prox_metric m = {{x->period[0], x->period[1], x->period[2]}, 0.0,
+                     x->periodic[0] || x->periodic[1] || x->periodic[2]};
+    int64_t t = 0;
+    for (; t + PD_W <= len; t += PD_W) {
+        pd_f64 v = pd_dist2(&blk, t, PD_W, q->q, &m);
+        memcpy(d2 + t, &v, sizeof v);
     }
-    const double *restrict pz = zs;
-    double qz = q->q[2];
-    if (x->dim == 3 && !x->periodic[0] && !x->periodic[1] && !x->periodic[2]) {
-        for (int64_t t = 0; t < len; t++) {
-            double dx = qx - px[t], dy = qy - py[t], dz = qz - pz[t];
-            d2[t] = dx * dx + dy * dy + dz * dz;
-        }
-        return;
-    }
-    for (int64_t t = 0; t < len; t++) {
-        double dx = qx - px[t], dy = qy - py[t], dz = pz ? qz - pz[t] : 0.0;
-        if (x->periodic[0])
-            dx = prox_min_image(dx, x->period[0]);
-        if (x->periodic[1])
-            dy = prox_min_image(dy, x->period[1]);
-        if (x->periodic[2])
-            dz = prox_min_image(dz, x->period[2]);
-        d2[t] = prox_dist2(dx, dy, dz);
+    if (t < len) { /* the tail: only its live lanes stored */
+        pd_f64 v = pd_dist2(&blk, t, len - t, q->q, &m);
+        memcpy(d2 + t, &v, (size_t)(len - t) * sizeof(double));
     }
 }
 
@@ -650,29 +637,28 @@ static bool near_block_fill(const prox_knn_index *x, const query *q, near_block 
 }
 
 /* The near block's candidates offered to the best set, whose limit is
- * `bound` while it holds fewer than k. */
+ * `bound` while it holds fewer than k: a vector of distances at a time
+ * against the current worst (the threshold filter: one compare and one
+ * branch for PD_W candidates, most of which lie beyond it), then each
+ * kept lane offered in order (sorted insertion, ties by index). */
 static void near_offer(const near_block *nb, const query *q, best_set *best, double bound)
 {
     double limit = best->limit;
     best->limit = bound;
     best->count = 0;
-    double worst = best_worst(best);
-    int64_t t = 0;
-    for (; t + 4 <= nb->count; t += 4) { /* one branch for four candidates */
-        const double *d = nb->d2 + t;
-        if (!((d[0] <= worst) | (d[1] <= worst) | (d[2] <= worst) | (d[3] <= worst)))
+    pd_f64 worst = pd_set1(bound);
+    for (int64_t t = 0; t < nb->count; t += PD_W) {
+        int64_t left = nb->count - t;
+        uint32_t kept = pd_bits(pd_le(pd_load_n(nb->d2 + t, left), worst)) & pd_live(left);
+        if (!kept)
             continue;
-        for (int u = 0; u < 4; u++)
-            if (d[u] <= worst && (int64_t)nb->id[t + u] != q->self) {
-                best_offer(best, d[u], nb->id[t + u]);
-                worst = best_worst(best);
-            }
-    }
-    for (; t < nb->count; t++)
-        if (nb->d2[t] <= worst && (int64_t)nb->id[t] != q->self) {
-            best_offer(best, nb->d2[t], nb->id[t]);
-            worst = best_worst(best);
+        for (; kept; kept &= kept - 1) {
+            int64_t u = t + __builtin_ctz(kept);
+            if (nb->d2[u] <= best_worst(best) && (int64_t)nb->id[u] != q->self)
+                best_offer(best, nb->d2[u], nb->id[u]);
         }
+        worst = pd_set1(best_worst(best));
+    }
     best->limit = limit;
 }
 
@@ -787,11 +773,13 @@ static void knn_step(const void *job, points_chunk *chunk)
     }
     bool near = near_block_fits(x);
     near_block nb = {0};
+    /* carried from group to group: a neighbouring cell's k-th distance
+     * is a better first guess than none (any guess is exact) */
+    double guess = INFINITY;
     for (int64_t g = g0; g < g1 && !j->stop; g++) {
         int64_t b, e;
         group_members(j, g, &b, &e);
         query q;
-        double guess = INFINITY;
         for (int64_t t = b; t < e && !j->stop; t++) {
             int64_t s = j->queries ? j->order[t] : t;
             query_at(j, s, &q);
@@ -852,21 +840,6 @@ static prox_status order_queries(const prox_knn_index *x, const prox_points *qs,
     return PROX_OK;
 }
 
-static prox_status result_room(prox_knn_result *r, int64_t rows, int k)
-{
-    prox_knn_result_free(r);
-    r->rows = rows;
-    r->k = k;
-    r->indices = prox_alloc_array(&r->allocator, rows * k, sizeof *r->indices);
-    r->distances = prox_alloc_array(&r->allocator, rows * k, sizeof *r->distances);
-    r->counts = prox_alloc_array(&r->allocator, rows, sizeof *r->counts);
-    if (r->indices && r->distances && r->counts)
-        return PROX_OK;
-    prox_knn_result_free(r);
-    return prox_fail(PROX_ERR_NO_MEMORY, "kNN: no memory for %lld x %d neighbours",
-                     (long long)rows, k);
-}
-
 static int chunk_count(int64_t groups, int threads, bool callback)
 {
     if (callback || threads <= 1 || groups < 2)
@@ -875,8 +848,8 @@ static int chunk_count(int64_t groups, int threads, bool callback)
     return (int)(c < groups ? c : groups);
 }
 
-prox_status knn_search(const prox_knn_index *x, const prox_points *queries,
-                       const prox_knn_desc *desc, knn_out out, prox_stats *stats)
+prox_status prox_knn_search(const prox_knn_index *x, const prox_points *queries,
+                            const prox_knn_desc *desc, knn_out out, prox_stats *stats)
 {
     int threads = prox_threads_resolve(desc->threads);
     int64_t rows = queries ? queries->count : x->n;
@@ -887,7 +860,7 @@ prox_status knn_search(const prox_knn_index *x, const prox_points *queries,
     uint32_t *order = NULL, *starts = NULL;
     prox_status st = PROX_OK;
     if (out.result)
-        st = result_room(out.result, rows, desc->k);
+        st = knn_result_room(out.result, rows, desc->k);
     if (!st && queries)
         st = order_queries(x, queries, threads, &keys, &order, &starts, &j.groups);
     j.order = order;

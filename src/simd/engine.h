@@ -15,6 +15,7 @@
 #include "core/radix_sort.h"
 #include "points/cell_geometry.h"
 #include "points/grid_private.h"
+#include "points/knn_search.h"
 #include "points/points_common.h"
 #include "prox/boxes.h"
 #include "prox/grid.h"
@@ -77,6 +78,10 @@
       (const double *x, const double *y, const double *z, int64_t lo, int64_t hi,               \
        const double q[3], double r2, uint32_t *hits),                                            \
       (x, y, z, lo, hi, q, r2, hits))                                                           \
+    X(return, prox_status, knn_search, prox_knn_search,                                         \
+      (const prox_knn_index *x, const prox_points *qs, const prox_knn_desc *desc, knn_out out,  \
+       prox_stats *st),                                                                         \
+      (x, qs, desc, out, st))                                                                   \
     X(return, int64_t, kd_count_sweep_pairs, prox_kd_count_sweep_pairs,                                 \
       (const uint64_t *keys, int64_t n, int depth), (keys, n, depth))                           \
     X(return, int, kd_pieces_of, prox_kd_pieces_of,                                                     \

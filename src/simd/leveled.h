@@ -56,6 +56,9 @@
 /* points/cell_screen.c */
 #define prox_cell_screen PROX_LEVELED(prox_cell_screen)
 
+/* points/knn_search.c */
+#define prox_knn_search PROX_LEVELED(prox_knn_search)
+
 /* core/radix_sort.c */
 #define prox_radix_sort64 PROX_LEVELED(prox_radix_sort64)
 #define prox_radix_sort64_either PROX_LEVELED(prox_radix_sort64_either)

@@ -1,5 +1,6 @@
-/* knn_private.h: the cells of a kNN index (knn_build.c builds them,
- * knn_search.c searches them, knn.c is the public front).
+/* knn_build.h: the cells of a kNN index (knn_build.c builds them,
+ * knn_search.c searches them through the cell helpers here, knn.c is the
+ * public front).
  *
  * Points sorted by a row-major cell key (x fastest) into flat arrays:
  * coordinates per axis in cell order (doubles, wrapped on periodic axes)
@@ -8,8 +9,8 @@
  * of the occupied cells (sparse: clustered data whose small cells would
  * leave most of the box empty). Cells along an axis are contiguous keys,
  * so the points of a strip of cells along x are one range. */
-#ifndef PROX_KNN_PRIVATE_H
-#define PROX_KNN_PRIVATE_H
+#ifndef PROX_KNN_BUILD_H
+#define PROX_KNN_BUILD_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,18 +81,6 @@ void knn_strip(const prox_knn_index *x, int64_t x0, int64_t x1, int64_t y, int64
 
 /* Build from checked, finite points; desc checked. */
 prox_status knn_build(const prox_points *points, const prox_knn_desc *desc, prox_knn_index **out);
-
-/* Where the search's results go: rows of a result, or a callback. */
-typedef struct knn_out {
-    prox_knn_result *result; /* rows in input order, or NULL */
-    prox_knn_fn fn;          /* else: called per query, one thread */
-    void *user;
-} knn_out;
-
-/* The search. queries NULL: the index's own points (self excluded unless
- * desc->include_self). */
-prox_status knn_search(const prox_knn_index *x, const prox_points *queries,
-                       const prox_knn_desc *desc, knn_out out, prox_stats *stats);
 
 /* The name stats.method gives the search of x ("knn.cells.dense", ...). */
 const char *knn_method(const prox_knn_index *x);
