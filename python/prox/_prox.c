@@ -1257,6 +1257,32 @@ typedef struct SkinObject {
     prox_stats stats;
 } SkinObject;
 
+/* The checks and the box every skin list type's __init__ shares. */
+static int skin_reset(const char *type, int busy, int threads, PyObject *box, PyObject **slot)
+{
+    if (busy) {
+        PyErr_Format(PyExc_RuntimeError, "this %s is in use by another thread", type);
+        return -1;
+    }
+    if (check_threads(threads) < 0)
+        return -1;
+    Py_INCREF(box);
+    Py_XSETREF(*slot, box);
+    return 0;
+}
+
+/* Getters of a skin list type's last stats; closure: the offset of its
+ * prox_stats. */
+static PyObject *skin_get_rebuilt(PyObject *self, void *offset)
+{
+    return PyBool_FromLong(((const prox_stats *)((char *)self + (size_t)offset))->rebuilt);
+}
+
+static PyObject *skin_get_stats(PyObject *self, void *offset)
+{
+    return stats_dict((const prox_stats *)((char *)self + (size_t)offset));
+}
+
 static int Skin_init(SkinObject *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"radius", "skin", "box", "threads", NULL};
@@ -1265,11 +1291,7 @@ static int Skin_init(SkinObject *self, PyObject *args, PyObject *kw)
     int threads = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "dd|Oi", names, &radius, &skin, &box, &threads))
         return -1;
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "this SkinList is in use by another thread");
-        return -1;
-    }
-    if (check_threads(threads) < 0)
+    if (skin_reset("SkinList", self->busy, threads, box, &self->box) < 0)
         return -1;
     prox_skin_list_destroy(self->list);
     self->list = NULL;
@@ -1277,8 +1299,6 @@ static int Skin_init(SkinObject *self, PyObject *args, PyObject *kw)
     self->skin = skin;
     self->threads = threads;
     self->dim = 0;
-    Py_INCREF(box);
-    Py_XSETREF(self->box, box);
     /* radius and skin checked now rather than at the first step (the box
      * waits for the points' dimension) */
     prox_grid_desc desc = prox_default_grid_desc();
@@ -1363,18 +1383,6 @@ static PyObject *Skin_count(SkinObject *self, PyObject *args, PyObject *kw)
     return skin_step(self, args, kw, "count");
 }
 
-static PyObject *Skin_get_rebuilt(SkinObject *self, void *c)
-{
-    (void)c;
-    return PyBool_FromLong(self->stats.rebuilt);
-}
-
-static PyObject *Skin_get_stats(SkinObject *self, void *c)
-{
-    (void)c;
-    return stats_dict(&self->stats);
-}
-
 static PyMethodDef Skin_methods[] = {
     {"pairs", (PyCFunction)(void (*)(void))Skin_pairs, METH_VARARGS | METH_KEYWORDS,
      "pairs($self, /, points, *, sort=True, index_dtype=None)\n--\n\nThe pairs within the radius"
@@ -1389,8 +1397,10 @@ static PyMethodDef Skin_methods[] = {
 };
 
 static PyGetSetDef Skin_getset[] = {
-    {"rebuilt", (getter)Skin_get_rebuilt, NULL, "whether the last call rebuilt the lists", NULL},
-    {"stats", (getter)Skin_get_stats, NULL, "figures of the last call (dict)", NULL},
+    {"rebuilt", skin_get_rebuilt, NULL, "whether the last call rebuilt the lists",
+     (void *)offsetof(SkinObject, stats)},
+    {"stats", skin_get_stats, NULL, "figures of the last call (dict)",
+     (void *)offsetof(SkinObject, stats)},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1428,19 +1438,13 @@ static int SizedSkin_init(SizedSkinObject *self, PyObject *args, PyObject *kw)
     int threads = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "d|Oi", names, &skin, &box, &threads))
         return -1;
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "this SizedSkinList is in use by another thread");
-        return -1;
-    }
-    if (check_threads(threads) < 0)
+    if (skin_reset("SizedSkinList", self->busy, threads, box, &self->box) < 0)
         return -1;
     prox_sized_skin_list_destroy(self->list);
     self->list = NULL;
     self->skin = skin;
     self->threads = threads;
     self->dim = 0;
-    Py_INCREF(box);
-    Py_XSETREF(self->box, box);
     prox_grid_desc desc = prox_default_grid_desc();
     desc.threads = threads;
     prox_sized_skin_list *probe = NULL;
@@ -1524,18 +1528,6 @@ done:
     return value;
 }
 
-static PyObject *SizedSkin_get_rebuilt(SizedSkinObject *self, void *c)
-{
-    (void)c;
-    return PyBool_FromLong(self->stats.rebuilt);
-}
-
-static PyObject *SizedSkin_get_stats(SizedSkinObject *self, void *c)
-{
-    (void)c;
-    return stats_dict(&self->stats);
-}
-
 static PyMethodDef SizedSkin_methods[] = {
     {"step", (PyCFunction)(void (*)(void))SizedSkin_step, METH_VARARGS | METH_KEYWORDS,
      "step($self, /, points, sizes, rule='contact', cutoff=None, output='pairs', sort=True,"
@@ -1545,9 +1537,10 @@ static PyMethodDef SizedSkin_methods[] = {
 };
 
 static PyGetSetDef SizedSkin_getset[] = {
-    {"rebuilt", (getter)SizedSkin_get_rebuilt, NULL, "whether the last call rebuilt the lists",
-     NULL},
-    {"stats", (getter)SizedSkin_get_stats, NULL, "figures of the last call (dict)", NULL},
+    {"rebuilt", skin_get_rebuilt, NULL, "whether the last call rebuilt the lists",
+     (void *)offsetof(SizedSkinObject, stats)},
+    {"stats", skin_get_stats, NULL, "figures of the last call (dict)",
+     (void *)offsetof(SizedSkinObject, stats)},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
