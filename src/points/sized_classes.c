@@ -484,57 +484,27 @@ static void test_run(const sized_class *g, const sized_rule *rule, const prox_me
     }
 }
 
-/* A lower bound of the distance along open axis k from v to any member of
- * cell cell (0 on periodic and absent axes): the cell's edges, the end cells
- * open outward (cell_of clamps), less 2^-40 relative, far above the ulps by
- * which cell_of may place a member beyond its cell's computed edge. */
-static double cell_gap(const sized_classes *c, const sized_class *g, int k, int64_t cell,
-                       double v)
-{
-    if (k >= c->dim || c->period[k] > 0)
-        return 0;
-    double w = 1 / g->inv[k];
-    double lo = g->origin[k] + (double)cell * w, hi = lo + w;
-    double gap = 0;
-    if (cell > 0 && v < lo)
-        gap = lo - v;
-    else if (cell < g->ncell[k] - 1 && v > hi)
-        gap = v - hi;
-    gap -= (fabs(v) + fabs(g->origin[k]) + fabs(hi) + w) * 0x1p-40;
-    return gap > 0 ? gap : 0;
-}
-
 void sized_class_query(const sized_classes *c, const sized_class *g, const sized_rule *rule,
                        const prox_metric *m, const sized_probe *p, prox_emitter *e,
                        points_chunk *chunk)
 {
     int64_t lo[3][2], hi[3][2];
     int ranges[3];
-    double reach2 = 0; /* the largest pad, squared: cells beyond it hold no pair */
     for (int k = 0; k < 3; k++) {
         /* a margin for the rounding of v - cut and of the distance: a pair
          * the rule accepts lies within it (2^-40 >> the few ulps at stake) */
         double pad = p->cut + (p->cut + fabs(p->q[k]) + c->period[k]) * 0x1p-40;
-        reach2 = fmax(reach2, pad * pad);
         ranges[k] = axis_ranges(c, g, k, p->q[k], pad, lo[k], hi[k]);
         if (!ranges[k])
             return;
     }
     for (int rz = 0; rz < ranges[2]; rz++)
-        for (int64_t cz = lo[2][rz]; cz <= hi[2][rz]; cz++) {
-            double gz = cell_gap(c, g, 2, cz, p->q[2]);
+        for (int64_t cz = lo[2][rz]; cz <= hi[2][rz]; cz++)
             for (int ry = 0; ry < ranges[1]; ry++)
                 for (int64_t cy = lo[1][ry]; cy <= hi[1][ry]; cy++) {
-                    double gy = cell_gap(c, g, 1, cy, p->q[1]);
-                    double gzy = gz * gz + gy * gy;
-                    if (gzy > reach2)
-                        continue; /* the row lies beyond the ball */
                     uint64_t row = (uint64_t)cy + (uint64_t)g->ncell[1] * (uint64_t)cz;
                     for (int rx = 0; rx < ranges[0]; rx++)
                         for (int64_t cx = lo[0][rx]; cx <= hi[0][rx]; cx++) {
-                            double gx = cell_gap(c, g, 0, cx, p->q[0]);
-                            if (gzy + gx * gx > reach2)
-                                continue;
                             int64_t cell = find_cell(g, (uint64_t)cx, row);
                             chunk->cells_visited++;
                             if (cell < 0)
@@ -550,7 +520,6 @@ void sized_class_query(const sized_classes *c, const sized_class *g, const sized
                                 return;
                         }
                 }
-        }
 }
 
 double sized_class_cost(const sized_classes *c, const sized_class *g, int64_t n_q, double cut)
