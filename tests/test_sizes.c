@@ -711,6 +711,11 @@ static void skin_lists_rebuild_when_sizes_change(void **state)
     assert_true(skin_step(l, &s));
     s.n = 300; /* another count */
     assert_true(skin_step(l, &s));
+    s.n = 0; /* no points, then one */
+    assert_true(skin_step(l, &s));
+    s.n = 1;
+    assert_true(skin_step(l, &s));
+    assert_false(skin_step(l, &s));
     s.n = 600;
     assert_true(skin_step(l, &s));
     prox_points p = scene_points(&s);
