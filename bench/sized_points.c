@@ -8,6 +8,10 @@
  *                                             the sized path vs prox_pairs at r
  *   bench_sized_points spread N RUNS          radii over 1:100 vs 1:2 at the
  *                                             same expected number of contacts
+ *   bench_sized_points moving FILE.f64 STEPS  W7 moving (every sphere up to
+ *                                             0.05 an axis a step): seconds a
+ *                                             step of a sized skin list (skin
+ *                                             1) vs prox_sized_pairs each step
  *
  * bench/sizes.sh runs them with CGAL's row beside (bench/peers). */
 #include <math.h>
@@ -180,6 +184,58 @@ static int spread(int64_t n, int runs)
     return 0;
 }
 
+/* W7 moving: STEPS steps of random motion, the contacts counted at each
+ * through one prox_sized_skin_list and through one-shot prox_sized_pairs;
+ * the mean seconds a step of each, and the skin list's rebuilds. */
+static int moving(const char *path, int steps)
+{
+    int64_t values = 0;
+    double *xyzr = ab_read_doubles(path, &values);
+    if (!xyzr || steps < 1)
+        return 2;
+    int64_t n = values / 4, pairs = 0, rebuilds = 0;
+    prox_points p = prox_points_strided(xyzr, n, 3, PROX_F64, 4 * sizeof(double));
+    prox_sizes z = prox_sizes_radii_strided(xyzr + 3, PROX_F64, 4 * sizeof(double),
+                                            PROX_RULE_CONTACT);
+    prox_grid_desc d = prox_default_grid_desc();
+    d.threads = 1;
+    prox_sized_skin_list *l = NULL;
+    if (prox_sized_skin_list_create(&d, 1.0, &l) != PROX_OK)
+        return 1;
+    uint64_t state = 7;
+    double skin_s = 0, oneshot_s = 0;
+    for (int t = 0; t < steps; t++) {
+        prox_stats st;
+        double t0 = ab_now();
+        if (prox_sized_skin_list_pairs(l, &p, &z, prox_sink_count(), &st) != PROX_OK)
+            return 1;
+        skin_s += ab_now() - t0;
+        rebuilds += st.rebuilt;
+        int64_t want = st.pairs;
+        t0 = ab_now();
+        if (prox_sized_pairs(&p, &z, &d, PROX_ALGO_GRID, prox_sink_count(), &st) != PROX_OK)
+            return 1;
+        oneshot_s += ab_now() - t0;
+        if (st.pairs != want) {
+            fprintf(stderr, "sized_points: step %d: %lld pairs, one-shot %lld\n", t,
+                    (long long)want, (long long)st.pairs);
+            return 1;
+        }
+        pairs = want;
+        for (int64_t i = 0; i < n; i++)
+            for (int k = 0; k < 3; k++)
+                xyzr[4 * i + k] += 0.1 * uniform(&state) - 0.05;
+    }
+    prox_sized_skin_list_destroy(l);
+    printf("W7-moving-skin n=%lld seconds=%.4f pairs=%lld rebuilds=%lld steps=%d simd=%s\n",
+           (long long)n, skin_s / steps, (long long)pairs, (long long)rebuilds, steps,
+           prox_simd_level());
+    printf("W7-moving-oneshot n=%lld seconds=%.4f pairs=%lld steps=%d simd=%s\n", (long long)n,
+           oneshot_s / steps, (long long)pairs, steps, prox_simd_level());
+    free(xyzr);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && !strcmp(argv[1], "w7")) {
@@ -199,7 +255,9 @@ int main(int argc, char **argv)
         return equal(atoll(argv[2]), atoi(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "spread"))
         return spread(atoll(argv[2]), atoi(argv[3]));
+    if (argc == 4 && !strcmp(argv[1], "moving"))
+        return moving(argv[2], atoi(argv[3]));
     fprintf(stderr, "usage: %s w7 N SEED OUT.f64 | contacts FILE.f64 RUNS | equal N RUNS | "
-                    "spread N RUNS\n", argv[0]);
+                    "spread N RUNS | moving FILE.f64 STEPS\n", argv[0]);
     return 2;
 }

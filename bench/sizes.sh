@@ -9,7 +9,9 @@
 # - W1 at N with equal radii r/2 through the sized path against the
 #   single-radius path (target: within 1.3x);
 # - radii over 1:100 against 1:2 at the same expected contacts (target:
-#   at most 2x).
+#   at most 2x);
+# - W7 moving (20 steps of random motion): a step of prox_sized_skin_list
+#   (skin 1) against prox_sized_pairs from scratch at every step.
 # Needs build/bench_sized_points (make checks). Prints key=value lines and
 # the ratios; bench/report/report.sh puts them in docs/benchmarks.md (W7).
 set -euo pipefail
@@ -22,7 +24,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=${2:?}; shift ;;
     --build) build=${2:?}; shift ;;
     --peers) peers=${2:?}; shift ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
     shift
 done
@@ -58,3 +60,4 @@ else
 fi
 pin "$driver" equal "$n" "$runs"
 pin "$driver" spread "$n" "$runs"
+pin "$driver" moving "$work/w7.f64" 20

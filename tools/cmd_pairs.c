@@ -84,6 +84,10 @@ static const char usage_sizes[] = /* apart: C99 promises strings of 4095 bytes *
     "                          --cell)\n"
     "      --rule contact|gather-scatter  with --radii: d <= r_i + r_j (default)\n"
     "                          or d <= max(h_i, h_j)\n"
+    "      --types FILE        one integer type per point (0 to T-1; read as --radii\n"
+    "                          reads); pairs with d <= cutoff[t_i][t_j]; needs\n"
+    "      --cutoffs FILE      the symmetric T x T cutoff matrix: text, T lines of\n"
+    "                          T numbers (limits as --radii)\n"
     "\n";
 static const char usage_cell[] = /* apart: C99 promises strings of 4095 bytes */
     "\n"
@@ -146,6 +150,8 @@ typedef struct pairs_options {
     int runs; /* searches on one grid and output (--runs) */
     const char *radii;     /* --radii FILE: per-point sizes */
     prox_size_rule rule;   /* --rule */
+    const char *types;     /* --types FILE: per-point integer types */
+    const char *cutoffs;   /* --cutoffs FILE: their cutoff matrix */
     pairs_cell_options cell; /* --cell and its options (cmd_pairs_cell.h) */
     bool cell_only;          /* an option that needs --cell was given */
 } pairs_options;
@@ -154,7 +160,7 @@ enum {
     OPT_RADIUS = 1, OPT_DIM, OPT_ALGO, OPT_KEYS, OPT_COORDS, OPT_ROWS, OPT_THREADS, OPT_PERIODIC,
     OPT_DIVISIONS,
     OPT_TABLE, OPT_COUNT, OPT_LISTS, OPT_UNSORTED, OPT_STATS, OPT_OUTPUT, OPT_HELP, OPT_STREAM,
-    OPT_MAX_MEMORY, OPT_MPI, OPT_RUNS, OPT_RADII, OPT_RULE,
+    OPT_MAX_MEMORY, OPT_MPI, OPT_RUNS, OPT_RADII, OPT_RULE, OPT_TYPES, OPT_CUTOFFS,
     OPT_CELL, OPT_PBC, OPT_GEOMETRY, OPT_FULL, OPT_SELF_INTERACTION,
 };
 
@@ -181,6 +187,8 @@ static const opt_spec pairs_specs[] = {
     { "runs", 0, true, OPT_RUNS },
     { "radii", 0, true, OPT_RADII },
     { "rule", 0, true, OPT_RULE },
+    { "types", 0, true, OPT_TYPES },
+    { "cutoffs", 0, true, OPT_CUTOFFS },
     { "cell", 0, true, OPT_CELL },
     { "pbc", 0, true, OPT_PBC },
     { "geometry", 0, false, OPT_GEOMETRY },
@@ -278,6 +286,8 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
     case OPT_MAX_MEMORY: o->max_memory = parse_bytes(p, v); break;
     case OPT_MPI: o->mpi = true; break;
     case OPT_RADII: o->radii = v; break;
+    case OPT_TYPES: o->types = v; break;
+    case OPT_CUTOFFS: o->cutoffs = v; break;
     case OPT_RULE:
         if (strcmp(v, "contact") && strcmp(v, "gather-scatter"))
             die_usage(p->command, "--rule must be contact or gather-scatter, not '%s'", v);
@@ -364,6 +374,17 @@ static bool parse_options(int argc, char **argv, pairs_options *o)
         die_usage(p.command, "--stream writes pairs: not with --count or --lists");
     if (o->runs > 1 && (o->stream || o->mpi))
         die_usage(p.command, "--runs repeats a search held in memory: not with --stream or --mpi");
+    if (!o->types != !o->cutoffs)
+        die_usage(p.command, "--types and --cutoffs go together");
+    if (o->types && o->radii)
+        die_usage(p.command, "--radii and --types exclude each other");
+    if (o->types && o->has_radius)
+        die_usage(p.command, "--radius and --types exclude each other");
+    if (o->types && (o->stream || o->runs > 1 || o->mpi || o->max_memory > 0 ||
+                     o->algo == PROX_ALGO_HIERARCHICAL || o->cell.cell_values > 0 ||
+                     o->cell_only))
+        die_usage(p.command, "--types searches with the grid or brute force, without --stream, "
+                             "--runs, --mpi, --max-memory or --cell (use --periodic)");
     if (o->radii && (o->stream || o->runs > 1 || o->mpi || o->max_memory > 0 ||
                      o->algo == PROX_ALGO_HIERARCHICAL || o->cell.cell_values > 0 ||
                      o->cell_only))
@@ -499,31 +520,48 @@ typedef struct radii_text {
     int64_t count, capacity;
 } radii_text;
 
-/* One radius a line ('#' comments, blank lines skipped). */
-static void radius_line(void *ctx, int64_t line, const char *text)
+static void radii_push(radii_text *t, double v)
 {
-    radii_text *t = ctx;
-    while (*text == ' ' || *text == '\t')
-        text++;
-    if (*text == '#' || *text == '\n' || *text == '\r' || *text == 0)
-        return;
-    char *end;
-    double v = strtod(text, &end);
-    while (*end == ' ' || *end == '\t' || *end == '\r')
-        end++;
-    if (end == text || (*end && *end != '\n' && *end != '#'))
-        die(EXIT_DATA, "%s:%lld: expected one radius", t->path, (long long)line);
     if (t->count == t->capacity) {
         t->capacity = t->capacity ? 2 * t->capacity : 1024;
         t->values = realloc(t->values, checked_size(t->capacity, sizeof *t->values));
         if (!t->values)
-            die(EXIT_NO_MEMORY, "out of memory for radii");
+            die(EXIT_NO_MEMORY, "out of memory for sizes");
     }
     t->values[t->count++] = v;
 }
 
-/* The radii of --radii, one per point (widened to double). */
-static double *read_radii(const char *path, int64_t points)
+/* The numbers of one line, pushed ('#' comments, blank lines skipped);
+ * returns how many. */
+static int64_t numbers_line(radii_text *t, int64_t line, const char *text)
+{
+    int64_t n = 0;
+    for (;;) {
+        while (*text == ' ' || *text == '\t' || *text == '\r')
+            text++;
+        if (*text == '#' || *text == '\n' || *text == 0)
+            return n;
+        char *end;
+        double v = strtod(text, &end);
+        if (end == text || (*end && !strchr(" \t\r\n#", *end)))
+            die(EXIT_DATA, "%s:%lld: expected numbers", t->path, (long long)line);
+        radii_push(t, v);
+        n++;
+        text = end;
+    }
+}
+
+/* One radius a line. */
+static void radius_line(void *ctx, int64_t line, const char *text)
+{
+    radii_text *t = ctx;
+    if (numbers_line(t, line, text) > 1)
+        die(EXIT_DATA, "%s:%lld: expected one radius", t->path, (long long)line);
+}
+
+/* The radii of --radii (or the types of --types), one per point (widened
+ * to double). */
+static double *read_radii(const char *path, int64_t points, const char *what)
 {
     double *r;
     int64_t count;
@@ -543,16 +581,72 @@ static double *read_radii(const char *path, int64_t points)
         count = t.count;
     }
     if (count != points)
-        die(EXIT_DATA, "%s: %lld radii for %lld points", path, (long long)count,
+        die(EXIT_DATA, "%s: %lld %s for %lld points", path, (long long)count, what,
             (long long)points);
     return r;
+}
+
+/* Types as the library takes them: each value an integer of int32 (the
+ * library checks the range of the matrix). */
+static int32_t *types_of(const double *v, int64_t n, const char *path)
+{
+    int32_t *t = xmalloc(checked_size(n + 1, sizeof *t));
+    for (int64_t i = 0; i < n; i++) {
+        if (!(v[i] == floor(v[i]) && v[i] >= 0 && v[i] <= INT32_MAX))
+            die(EXIT_DATA, "%s: the type of point %lld is %g; types are integers >= 0", path,
+                (long long)i, v[i]);
+        t[i] = (int32_t)v[i];
+    }
+    return t;
+}
+
+/* One row of --cutoffs: each line holds as many numbers as the first. */
+typedef struct matrix_text {
+    radii_text values;
+    int64_t rows, columns;
+} matrix_text;
+
+static void matrix_line(void *ctx, int64_t line, const char *text)
+{
+    matrix_text *m = ctx;
+    int64_t n = numbers_line(&m->values, line, text);
+    if (n == 0)
+        return;
+    if (m->rows == 0)
+        m->columns = n;
+    if (n != m->columns)
+        die(EXIT_DATA, "%s:%lld: %lld numbers, but the first row has %lld", m->values.path,
+            (long long)line, (long long)n, (long long)m->columns);
+    m->rows++;
+}
+
+/* The square cutoff matrix of --cutoffs; *types its side. */
+static double *read_cutoffs(const char *path, int *types)
+{
+    matrix_text m = {{path, NULL, 0, 0}, 0, 0};
+    read_text_lines(path, matrix_line, &m);
+    if (m.rows == 0 || m.rows != m.columns || m.rows > PROX_MAX_TYPES)
+        die(EXIT_DATA, "%s: the cutoffs are %lld rows of %lld; expected a square matrix of 1 "
+                       "to %d types",
+            path, (long long)m.rows, (long long)m.columns, PROX_MAX_TYPES);
+    *types = (int)m.rows;
+    return m.values.values;
 }
 
 static void run_sized(const prox_points *points, const prox_grid_desc *desc,
                       const pairs_options *o, pairs_result *r)
 {
-    double *radii = read_radii(o->radii, points->count);
+    double *radii = read_radii(o->types ? o->types : o->radii, points->count,
+                               o->types ? "types" : "radii");
+    int32_t *type = NULL;
+    double *cutoff = NULL;
     prox_sizes sizes = prox_sizes_radii(radii, o->rule);
+    if (o->types) {
+        int types;
+        cutoff = read_cutoffs(o->cutoffs, &types);
+        type = types_of(radii, points->count, o->types);
+        sizes = prox_sizes_types(type, types, cutoff);
+    }
     prox_sink sink = make_sink(o->task, r);
     if (o->unsorted)
         sink = prox_sink_unsorted(sink);
@@ -561,8 +655,10 @@ static void run_sized(const prox_points *points, const prox_grid_desc *desc,
     r->query_s = now_seconds() - t0;
     r->first_s = r->query_s;
     free(radii);
+    free(type);
+    free(cutoff);
     if (st != PROX_OK)
-        die_status(st, "search with --radii failed");
+        die_status(st, o->types ? "search with --types failed" : "search with --radii failed");
 }
 
 /* ---- streaming (--stream) ---------------------------------------------- */
@@ -815,7 +911,7 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
                                                                             : "hierarchical",
             keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
             pf->scalar == PROX_F32 ? "f32" : "f64", pf->dim, (long long)pf->count,
-            o->radii ? 0.0 : desc->radius, /* --radii: no single radius */
+            o->radii || o->types ? 0.0 : desc->radius, /* sizes: no single radius */
             effective_threads(desc->threads), read_s, o->runs, r->first_s, r->build_s, r->query_s,
             write_s,
             (long long)s->pairs, (long long)s->candidates, (long long)s->rechecked,
@@ -888,7 +984,7 @@ int cmd_pairs(int argc, char **argv)
     double read_s = now_seconds() - t0;
 
     prox_grid_desc desc =
-        make_desc(&o, o.radii ? PROX_RADIUS_MIN : resolve_radius(&o, &pf), pf.dim);
+        make_desc(&o, o.radii || o.types ? PROX_RADIUS_MIN : resolve_radius(&o, &pf), pf.dim);
     prox_points points = point_file_view(&pf);
     pairs_result r;
     memset(&r, 0, sizeof r);
@@ -901,7 +997,7 @@ int cmd_pairs(int argc, char **argv)
         run_stream(&points, &desc, &o, &out, &r); /* writes as it searches */
         output_commit(&out);
     } else {
-        if (o.radii)
+        if (o.radii || o.types)
             run_sized(&points, &desc, &o, &r);
         else
             run_search(&points, &desc, o.algo, &o, &r);

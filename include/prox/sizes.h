@@ -96,6 +96,27 @@ PROX_API prox_status prox_sized_query(const prox_points *points, const prox_size
                                       const prox_grid_desc *desc, prox_algo algo, prox_sink sink,
                                       prox_stats *stats);
 
+/* Skin (Verlet) lists of moving particles with sizes, as prox_skin_list
+ * (grid.h) for one radius: a rebuild keeps every pair within its threshold
+ * + skin; each call returns the pairs of prox_sized_pairs at the current
+ * positions and sizes, filtered from those candidates. The list is rebuilt
+ * (stats.rebuilt) at the first call, when the count, dimension, rule or
+ * any radius, type or cutoff differs from the last rebuild's, and when some
+ * point moved more than skin / 2 since then. desc as for prox_sized_pairs
+ * (radius not read); on a periodic axis the largest interaction + skin (plus
+ * 2^-40 relative, a rounding guard) must stay below half the period, checked
+ * at each rebuild. Errors as prox_sized_pairs; PROX_ERR_INVALID for a
+ * negative or non-finite skin. */
+typedef struct prox_sized_skin_list prox_sized_skin_list;
+
+PROX_API prox_status prox_sized_skin_list_create(const prox_grid_desc *desc, double skin,
+                                                 prox_sized_skin_list **out);
+PROX_API void prox_sized_skin_list_destroy(prox_sized_skin_list *list);
+PROX_API prox_status prox_sized_skin_list_pairs(prox_sized_skin_list *list,
+                                                const prox_points *points,
+                                                const prox_sizes *sizes, prox_sink sink,
+                                                prox_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -50,6 +50,7 @@ __all__ = [
     "KNNIndex",
     "Grid",
     "SkinList",
+    "SizedSkinList",
     "Broad",
     "broad_algos",
     "__version__",
@@ -558,6 +559,55 @@ class SkinList(_prox.SkinList):
     >>> s.pairs(x).tolist(), s.rebuilt
     ([[0, 1]], False)
     """
+
+
+class SizedSkinList(_prox.SizedSkinList):
+    """Skin (Verlet) lists of moving particles with sizes.
+
+    ``SizedSkinList(skin, box=None, threads=0)``. Each call of
+    ``pairs(points, radii=r)`` (``rule="contact"`` by default, or
+    ``rule="gather_scatter"``), or ``pairs(points, types=t, cutoffs=m)``
+    (and ``lists``, ``count``) returns what :func:`pairs` returns with those
+    sizes at the current positions, from candidates within each pair's
+    threshold + ``skin``. The candidates are gathered again only after some
+    point moved more than ``skin / 2`` since the last rebuild, or when the
+    count, the rule or any size, type or cutoff changed; ``rebuilt`` tells
+    which.
+
+    >>> import numpy as np, prox
+    >>> x = np.array([[0.0, 0.0], [2.05, 0.0]])
+    >>> s = prox.SizedSkinList(0.2)
+    >>> s.pairs(x, radii=[1.0, 1.0]).tolist(), s.rebuilt
+    ([], True)
+    >>> x[1, 0] = 1.98
+    >>> s.pairs(x, radii=[1.0, 1.0]).tolist(), s.rebuilt
+    ([[0, 1]], False)
+    >>> s.pairs(x, radii=[1.0, 0.9]).tolist(), s.rebuilt
+    ([], True)
+    """
+
+    def _step(self, points, radii, types, cutoffs, rule, output, sort, index_dtype):
+        if (radii is None) == (types is None):
+            raise ValueError("give radii= or types= (with cutoffs=)")
+        if types is not None:
+            if cutoffs is None:
+                raise ValueError("types= needs cutoffs=, a symmetric (types, types) matrix")
+            return self.step(points, types, "types", cutoffs, output, sort, index_dtype)
+        return self.step(points, radii, rule or "contact", None, output, sort, index_dtype)
+
+    def pairs(self, points, radii=None, *, types=None, cutoffs=None, rule=None, sort=True,
+              index_dtype=None):
+        """The pairs within their threshold, ``(m, 2)``, ``i < j``, sorted."""
+        return self._step(points, radii, types, cutoffs, rule, "pairs", sort, index_dtype)
+
+    def lists(self, points, radii=None, *, types=None, cutoffs=None, rule=None, sort=True,
+              index_dtype=None):
+        """Full neighbour lists (offsets, indices) within each pair's threshold."""
+        return self._step(points, radii, types, cutoffs, rule, "lists", sort, index_dtype)
+
+    def count(self, points, radii=None, *, types=None, cutoffs=None, rule=None):
+        """The number of pairs within their threshold."""
+        return self._step(points, radii, types, cutoffs, rule, "count", True, None)
 
 
 class Broad(_prox.Broad):

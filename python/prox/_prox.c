@@ -1257,6 +1257,32 @@ typedef struct SkinObject {
     prox_stats stats;
 } SkinObject;
 
+/* The checks and the box every skin list type's __init__ shares. */
+static int skin_reset(const char *type, int busy, int threads, PyObject *box, PyObject **slot)
+{
+    if (busy) {
+        PyErr_Format(PyExc_RuntimeError, "this %s is in use by another thread", type);
+        return -1;
+    }
+    if (check_threads(threads) < 0)
+        return -1;
+    Py_INCREF(box);
+    Py_XSETREF(*slot, box);
+    return 0;
+}
+
+/* Getters of a skin list type's last stats; closure: the offset of its
+ * prox_stats. */
+static PyObject *skin_get_rebuilt(PyObject *self, void *offset)
+{
+    return PyBool_FromLong(((const prox_stats *)((char *)self + (size_t)offset))->rebuilt);
+}
+
+static PyObject *skin_get_stats(PyObject *self, void *offset)
+{
+    return stats_dict((const prox_stats *)((char *)self + (size_t)offset));
+}
+
 static int Skin_init(SkinObject *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"radius", "skin", "box", "threads", NULL};
@@ -1265,11 +1291,7 @@ static int Skin_init(SkinObject *self, PyObject *args, PyObject *kw)
     int threads = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "dd|Oi", names, &radius, &skin, &box, &threads))
         return -1;
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "this SkinList is in use by another thread");
-        return -1;
-    }
-    if (check_threads(threads) < 0)
+    if (skin_reset("SkinList", self->busy, threads, box, &self->box) < 0)
         return -1;
     prox_skin_list_destroy(self->list);
     self->list = NULL;
@@ -1277,8 +1299,6 @@ static int Skin_init(SkinObject *self, PyObject *args, PyObject *kw)
     self->skin = skin;
     self->threads = threads;
     self->dim = 0;
-    Py_INCREF(box);
-    Py_XSETREF(self->box, box);
     /* radius and skin checked now rather than at the first step (the box
      * waits for the points' dimension) */
     prox_grid_desc desc = prox_default_grid_desc();
@@ -1363,18 +1383,6 @@ static PyObject *Skin_count(SkinObject *self, PyObject *args, PyObject *kw)
     return skin_step(self, args, kw, "count");
 }
 
-static PyObject *Skin_get_rebuilt(SkinObject *self, void *c)
-{
-    (void)c;
-    return PyBool_FromLong(self->stats.rebuilt);
-}
-
-static PyObject *Skin_get_stats(SkinObject *self, void *c)
-{
-    (void)c;
-    return stats_dict(&self->stats);
-}
-
 static PyMethodDef Skin_methods[] = {
     {"pairs", (PyCFunction)(void (*)(void))Skin_pairs, METH_VARARGS | METH_KEYWORDS,
      "pairs($self, /, points, *, sort=True, index_dtype=None)\n--\n\nThe pairs within the radius"
@@ -1389,8 +1397,10 @@ static PyMethodDef Skin_methods[] = {
 };
 
 static PyGetSetDef Skin_getset[] = {
-    {"rebuilt", (getter)Skin_get_rebuilt, NULL, "whether the last call rebuilt the lists", NULL},
-    {"stats", (getter)Skin_get_stats, NULL, "figures of the last call (dict)", NULL},
+    {"rebuilt", skin_get_rebuilt, NULL, "whether the last call rebuilt the lists",
+     (void *)offsetof(SkinObject, stats)},
+    {"stats", skin_get_stats, NULL, "figures of the last call (dict)",
+     (void *)offsetof(SkinObject, stats)},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1405,6 +1415,146 @@ static PyTypeObject SkinType = {
     .tp_dealloc = (destructor)Skin_dealloc,
     .tp_methods = Skin_methods,
     .tp_getset = Skin_getset,
+};
+
+/* ---- SizedSkinList: skin lists of particles with sizes ----------------- */
+
+typedef struct SizedSkinObject {
+    PyObject_HEAD
+    prox_sized_skin_list *list;
+    double skin;
+    PyObject *box;
+    int threads;
+    int dim;
+    int busy;
+    prox_stats stats;
+} SizedSkinObject;
+
+static int SizedSkin_init(SizedSkinObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"skin", "box", "threads", NULL};
+    double skin;
+    PyObject *box = Py_None;
+    int threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "d|Oi", names, &skin, &box, &threads))
+        return -1;
+    if (skin_reset("SizedSkinList", self->busy, threads, box, &self->box) < 0)
+        return -1;
+    prox_sized_skin_list_destroy(self->list);
+    self->list = NULL;
+    self->skin = skin;
+    self->threads = threads;
+    self->dim = 0;
+    prox_grid_desc desc = prox_default_grid_desc();
+    desc.threads = threads;
+    prox_sized_skin_list *probe = NULL;
+    prox_status status = prox_sized_skin_list_create(&desc, skin, &probe);
+    prox_sized_skin_list_destroy(probe);
+    if (status != PROX_OK) {
+        raise_status(status);
+        return -1;
+    }
+    return 0;
+}
+
+static void SizedSkin_dealloc(SizedSkinObject *self)
+{
+    prox_sized_skin_list_destroy(self->list);
+    Py_XDECREF(self->box);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A list for points of this dimension (the box needs it), made once. */
+static int sized_skin_ready(SizedSkinObject *self, int dim)
+{
+    if (self->list && self->dim == dim)
+        return 0;
+    prox_grid_desc desc = prox_default_grid_desc();
+    desc.threads = self->threads;
+    prox_sized_skin_list *list = NULL;
+    if (parse_box(self->box, dim, desc.period) < 0)
+        return -1;
+    prox_status status = prox_sized_skin_list_create(&desc, self->skin, &list);
+    if (status != PROX_OK) {
+        raise_status(status);
+        return -1;
+    }
+    prox_sized_skin_list_destroy(self->list);
+    self->list = list;
+    self->dim = dim;
+    return 0;
+}
+
+static PyObject *SizedSkin_step(SizedSkinObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"points", "sizes", "rule", "cutoff", "output", "sort", "index_dtype",
+                            NULL};
+    PyObject *points_obj, *sizes_obj, *cutoff = Py_None, *index_dtype = Py_None;
+    const char *rule_name = "contact", *output = "pairs";
+    int sort = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|sOspO", names, &points_obj, &sizes_obj,
+                                     &rule_name, &cutoff, &output, &sort, &index_dtype))
+        return NULL;
+    int rule = parse_choice("rule", rule_name, rule_names, 3);
+    result r;
+    if (rule < 0 || result_init(&r, output, sort, index_dtype) < 0)
+        return NULL;
+    matrix pm = {0};
+    prox_points points;
+    sizes_arg ps = {0};
+    PyObject *value = NULL;
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0 ||
+        as_sizes(sizes_obj, "sizes", rule, cutoff, (npy_intp)points.count, &ps) < 0 ||
+        claim(&self->busy, "SizedSkinList") < 0) {
+        result_free(&r);
+        goto done;
+    }
+    if (sized_skin_ready(self, points.dim) < 0) {
+        self->busy = 0;
+        result_free(&r);
+        goto done;
+    }
+    prox_status status;
+    prox_sink sink = result_sink(&r);
+    Py_BEGIN_ALLOW_THREADS
+    status = prox_sized_skin_list_pairs(self->list, &points, &ps.sizes, sink, &r.stats);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    self->stats = r.stats;
+    value = result_value(&r, status); /* releases r */
+done:
+    sizes_release(&ps);
+    matrix_release(&pm);
+    return value;
+}
+
+static PyMethodDef SizedSkin_methods[] = {
+    {"step", (PyCFunction)(void (*)(void))SizedSkin_step, METH_VARARGS | METH_KEYWORDS,
+     "step($self, /, points, sizes, rule='contact', cutoff=None, output='pairs', sort=True,"
+     " index_dtype=None)\n--\n\nThe pairs within their threshold at these positions and sizes"
+     " (see prox.SizedSkinList)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef SizedSkin_getset[] = {
+    {"rebuilt", skin_get_rebuilt, NULL, "whether the last call rebuilt the lists",
+     (void *)offsetof(SizedSkinObject, stats)},
+    {"stats", skin_get_stats, NULL, "figures of the last call (dict)",
+     (void *)offsetof(SizedSkinObject, stats)},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SizedSkinType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "prox._prox.SizedSkinList",
+    .tp_basicsize = sizeof(SizedSkinObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)SizedSkin_init,
+    .tp_doc = "SizedSkinList(skin, box=None, threads=0)\n--\n\n"
+              "Skin lists of particles with sizes (see prox.SizedSkinList).",
+    .tp_dealloc = (destructor)SizedSkin_dealloc,
+    .tp_methods = SizedSkin_methods,
+    .tp_getset = SizedSkin_getset,
 };
 
 /* ---- Broad ------------------------------------------------------------- */
@@ -2021,7 +2171,8 @@ PyMODINIT_FUNC PyInit__prox(void)
 {
     import_array();
     if (PyType_Ready(&GridType) < 0 || PyType_Ready(&SkinType) < 0 ||
-        PyType_Ready(&BroadType) < 0 || PyType_Ready(&KNNType) < 0)
+        PyType_Ready(&BroadType) < 0 || PyType_Ready(&KNNType) < 0 ||
+        PyType_Ready(&SizedSkinType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -2030,10 +2181,12 @@ PyMODINIT_FUNC PyInit__prox(void)
     Py_INCREF(&SkinType);
     Py_INCREF(&BroadType);
     Py_INCREF(&KNNType);
+    Py_INCREF(&SizedSkinType);
     if (PyModule_AddObject(m, "Grid", (PyObject *)&GridType) < 0 ||
         PyModule_AddObject(m, "SkinList", (PyObject *)&SkinType) < 0 ||
         PyModule_AddObject(m, "Broad", (PyObject *)&BroadType) < 0 ||
         PyModule_AddObject(m, "KNNIndex", (PyObject *)&KNNType) < 0 ||
+        PyModule_AddObject(m, "SizedSkinList", (PyObject *)&SizedSkinType) < 0 ||
         PyModule_AddStringConstant(m, "library_version", PROX_VERSION_STRING) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -163,3 +163,46 @@ def test_species_dict_matches_ase(pbc):
 def test_species_dict_needs_atoms():
     with pytest.raises(ValueError, match="ase.Atoms"):
         prox.neighbor_list("ij", np.zeros((2, 3)), {("H", "H"): 1.0})
+
+
+@pytest.mark.parametrize("rule", ["contact", "gather_scatter", "types"])
+def test_sized_skin_list_follows_moving_particles(rule):
+    """Exact at every step of random motion, periodic, with rebuilds at
+    some steps only; a changed size rebuilds and is honoured."""
+    x, r = scene(n=300, seed=5)
+    box = [40.0, 40.0, 40.0]
+    rng = np.random.default_rng(9)
+    t = rng.integers(0, 3, size=len(x))
+    m = np.array([[0.5, 2.0, 0.0], [2.0, 4.0, 1.0], [0.0, 1.0, 3.0]])
+    s = prox.SizedSkinList(1.0, box=box)
+    kw = dict(types=t, cutoffs=m) if rule == "types" else dict(radii=r, rule=rule)
+    rebuilds = 0
+    for step in range(10):
+        want = brute(x, box=box, rule=rule, **({"types": t, "cutoffs": m} if rule == "types"
+                                                 else {"radii": r}))
+        got = s.pairs(x, **kw)
+        assert got.tolist() == want.tolist()
+        assert s.rebuilt or step > 0
+        rebuilds += s.rebuilt
+        assert s.count(x, **kw) == len(want) and not s.rebuilt
+        x = np.mod(x + rng.uniform(-0.15, 0.15, size=x.shape), 40.0)
+    assert 1 < rebuilds < 10
+    if rule != "types":
+        r = r.copy()
+        r[0] = 8.0
+        kw["radii"] = r
+        assert s.pairs(x, **kw).tolist() == brute(x, radii=r, rule=rule, box=box).tolist()
+        assert s.rebuilt
+
+
+def test_sized_skin_list_bad_input():
+    x, r = scene(n=20)
+    with pytest.raises(ValueError):
+        prox.SizedSkinList(-1.0)
+    s = prox.SizedSkinList(0.5)
+    with pytest.raises(ValueError):
+        s.pairs(x)
+    bad = r.copy()
+    bad[3] = -1.0
+    with pytest.raises(ValueError):
+        s.pairs(x, radii=bad)

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/pair_sink.h"
 #include "points/points_common.h"
+#include "points/skin_motion.h"
 #include "core/threads.h"
 #include "core/views.h"
 
@@ -86,29 +87,44 @@ void prox_skin_list_destroy(prox_skin_list *l)
     prox_free(&l->allocator, l);
 }
 
-static double displacement2(const prox_skin_list *l, const prox_points *p, int64_t i,
-                            const prox_metric *m)
+/* The motion test of every skin list (skin_motion.h): true when some
+ * point is more than skin / 2 (minimum image) from its recorded position. */
+bool prox_skin_moved_far(const double *reference, int64_t n, const prox_grid_desc *desc,
+                         double skin, const prox_points *p)
 {
-    double d[3] = {0, 0, 0};
-    for (int k = 0; k < l->dim; k++)
-        d[k] = prox_coord(p, i, k, l->desc.period) - l->reference[k * l->n + i];
-    return prox_metric_dist2(m, d[0], d[1], d[2]);
+    prox_metric m = prox_metric_of(desc, p->dim);
+    double limit = 0.25 * skin * skin; /* (skin / 2)^2 */
+    int moved_far = 0;
+    int dim = p->dim;
+    int threads = prox_threads_resolve(desc->threads);
+#pragma omp parallel for num_threads(threads) if (threads > 1 && n > 65536) \
+    reduction(| : moved_far) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        double d[3] = {0, 0, 0};
+        for (int k = 0; k < dim; k++)
+            d[k] = prox_coord(p, i, k, desc->period) - reference[k * n + i];
+        moved_far |= prox_metric_dist2(&m, d[0], d[1], d[2]) > limit;
+    }
+    return moved_far != 0;
+}
+
+/* Records the wrapped positions, axis-major, into *reference (grown). */
+prox_status prox_skin_record(double **reference, int64_t *cap, const prox_points *p,
+                             const double *period, const prox_allocator *al)
+{
+    if (!prox_reserve(al, (void **)reference, cap, 3 * p->count, sizeof **reference))
+        return prox_fail(PROX_ERR_NO_MEMORY, "skin list: out of memory for positions");
+    for (int k = 0; k < p->dim; k++)
+        for (int64_t i = 0; i < p->count; i++)
+            (*reference)[k * p->count + i] = prox_coord(p, i, k, period);
+    return PROX_OK;
 }
 
 static bool needs_rebuild(const prox_skin_list *l, const prox_points *p)
 {
     if (!l->valid || p->count != l->n || p->dim != l->dim)
         return true;
-    prox_metric m = prox_metric_of(&l->desc, l->dim);
-    double limit = 0.25 * l->skin * l->skin; /* (skin / 2)^2 */
-    int moved_far = 0;
-    int64_t n = l->n;
-    int threads = prox_threads_resolve(l->desc.threads);
-#pragma omp parallel for num_threads(threads) if (threads > 1 && n > 65536) \
-    reduction(| : moved_far) schedule(static)
-    for (int64_t i = 0; i < n; i++)
-        moved_far |= displacement2(l, p, i, &m) > limit;
-    return moved_far != 0;
+    return prox_skin_moved_far(l->reference, l->n, &l->desc, l->skin, p);
 }
 
 static prox_status rebuild(prox_skin_list *l, const prox_points *p)
@@ -117,16 +133,13 @@ static prox_status rebuild(prox_skin_list *l, const prox_points *p)
     prox_status st = prox_grid_build(l->grid, p);
     if (!st)
         st = prox_grid_pairs(l->grid, prox_sink_buffer(&l->candidates), NULL);
-    if (!st && !prox_reserve(&l->allocator, (void **)&l->reference, &l->reference_cap,
-                             3 * p->count, sizeof *l->reference))
-        st = prox_fail(PROX_ERR_NO_MEMORY, "skin list: out of memory for positions");
+    if (!st)
+        st = prox_skin_record(&l->reference, &l->reference_cap, p, l->desc.period,
+                              &l->allocator);
     if (st)
         return st;
     l->n = p->count;
     l->dim = p->dim;
-    for (int k = 0; k < p->dim; k++)
-        for (int64_t i = 0; i < p->count; i++)
-            l->reference[k * l->n + i] = prox_coord(p, i, k, l->desc.period);
     l->valid = true;
     return PROX_OK;
 }

@@ -1133,11 +1133,49 @@ END
         && expect_fail 2 "lengths or 9" out.txt "$PROX" pairs --cell 1,1 -r 1 two.txt -o out.txt
 }
 
+# --types and --cutoffs: one cutoff per pair of types; the expected pairs
+# worked by hand (a pair at exactly its cutoff pairs; cutoff 0 never).
+t_pairs_types() {
+    printf '0 0 0\n1 0 0\n0 1.5 0\n3 0 0\n3 0.4 0\n' >typed.txt
+    printf '0\n1\n1\n2\n# comment\n0\n' >types.txt
+    printf '1.0 1.5 0\n1.5 0 2.0\n0 2.0 0.5\n' >cutoffs.txt
+    printf '0 1\n0 2\n1 3\n' >types.expected
+    run "$PROX" pairs --types types.txt --cutoffs cutoffs.txt typed.txt
+    expect_exit 0 && expect_stdout types.expected || return 1
+    run "$PROX" pairs --types types.txt --cutoffs cutoffs.txt --algo brute typed.txt
+    expect_exit 0 && expect_stdout types.expected || return 1
+    # periodic along x: 0 and 3 pair only through the wrap (|dx| 3, period 5)
+    printf '0 3\n1 3\n3 4\n' >types-periodic.expected
+    printf '1.0 0 2.0\n0 0 2.0\n2.0 2.0 0.5\n' >cutoffs2.txt
+    printf '0\n1\n0\n2\n0\n' >types2.txt
+    run "$PROX" pairs --types types2.txt --cutoffs cutoffs2.txt --periodic 5,100,100 typed.txt
+    expect_exit 0 && expect_stdout types-periodic.expected || return 1
+    printf '1 3\n3 4\n' >types-open.expected
+    run "$PROX" pairs --types types2.txt --cutoffs cutoffs2.txt typed.txt
+    expect_exit 0 && expect_stdout types-open.expected || return 1
+    printf '1 2\n3 4\n' >asym.txt
+    printf '1 2\n3\n' >ragged.txt
+    printf '0\n1\n1.5\n2\n0\n' >frac.txt
+    printf '0\n1\n5\n2\n0\n' >range.txt
+    expect_fail 2 "go together" out.txt "$PROX" pairs --types types.txt typed.txt -o out.txt \
+        && expect_fail 2 "exclude" out.txt "$PROX" pairs --types types.txt \
+            --cutoffs cutoffs.txt -r 1 typed.txt -o out.txt \
+        && expect_fail 3 "not symmetric" out.txt "$PROX" pairs --types types.txt \
+            --cutoffs asym.txt typed.txt -o out.txt \
+        && expect_fail 3 "first row" out.txt "$PROX" pairs --types types.txt \
+            --cutoffs ragged.txt typed.txt -o out.txt \
+        && expect_fail 3 "type of point 2 is 1.5" out.txt "$PROX" pairs --types frac.txt \
+            --cutoffs cutoffs.txt typed.txt -o out.txt \
+        && expect_fail 3 "outside" out.txt "$PROX" pairs --types range.txt \
+            --cutoffs cutoffs.txt typed.txt -o out.txt
+}
+
 check output_is_input t_output_is_input
 check pairs_cell t_pairs_cell
 check npy t_npy
 check reading_bounded t_reading_bounded
 check sorted_refused_up_front t_sorted_refused_up_front
+check pairs_types t_pairs_types
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
