@@ -592,8 +592,8 @@ class SizedSkinList(_prox.SizedSkinList):
         if types is not None:
             if cutoffs is None:
                 raise ValueError("types= needs cutoffs=, a symmetric (types, types) matrix")
-            return self.step(points, types, "types", cutoffs, output, sort, index_dtype)
-        return self.step(points, radii, rule or "contact", None, output, sort, index_dtype)
+            return self._search(points, types, "types", cutoffs, output, sort, index_dtype)
+        return self._search(points, radii, rule or "contact", None, output, sort, index_dtype)
 
     def pairs(self, points, radii=None, *, types=None, cutoffs=None, rule=None, sort=True,
               index_dtype=None):

@@ -1529,8 +1529,8 @@ done:
 }
 
 static PyMethodDef SizedSkin_methods[] = {
-    {"step", (PyCFunction)(void (*)(void))SizedSkin_step, METH_VARARGS | METH_KEYWORDS,
-     "step($self, /, points, sizes, rule='contact', cutoff=None, output='pairs', sort=True,"
+    {"_search", (PyCFunction)(void (*)(void))SizedSkin_step, METH_VARARGS | METH_KEYWORDS,
+     "_search($self, /, points, sizes, rule='contact', cutoff=None, output='pairs', sort=True,"
      " index_dtype=None)\n--\n\nThe pairs within their threshold at these positions and sizes"
      " (see prox.SizedSkinList)."},
     {NULL, NULL, 0, NULL},
