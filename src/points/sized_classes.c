@@ -26,6 +26,17 @@
 #define SIZED_AXIS_CELLS ((int64_t)1 << 20)
 #define SIZED_CLASS_POWERS 2 /* powers of two of reach a class spans, at least */
 #define SIZED_EMPTY UINT64_MAX
+#define SIZED_SPARSE_LIMIT 4 /* dense cells at most this many interactions and spacings wide */
+
+#include <stdlib.h>
+static double env_or(const char *name, double v)
+{
+    const char *s = getenv(name);
+    return s ? atof(s) : v;
+}
+static double sized_cell_fraction(void) { return env_or("SIZED_F", 0.5); }
+static double sized_x_split(void) { return env_or("SIZED_X", 2); }
+static double sized_dense_cells(void) { return env_or("SIZED_B", 8); }
 
 /* The reach of point i: the largest threshold it can have with a point of
  * the partner set (types: from the partner's present types). */
@@ -76,7 +87,41 @@ static void class_box(sized_class *g, int dim)
         }
 }
 
-/* Cell width, then per axis the cell count, origin and inverse width. */
+/* Per axis the cell count, origin and inverse width for cells `w` wide
+ * along axis k; the number of cells in all (as a double: no overflow). */
+static double class_layout(sized_class *g, const sized_classes *c, const double span[3],
+                           const double w[3])
+{
+    double total = 1;
+    for (int k = 0; k < 3; k++) {
+        if (k >= c->dim) {
+            g->ncell[k] = 1, g->origin[k] = 0, g->inv[k] = 0;
+        } else if (c->period[k] > 0) {
+            double n = floor(c->period[k] / w[k]);
+            g->ncell[k] = n < 1 ? 1 : (n > SIZED_AXIS_CELLS ? SIZED_AXIS_CELLS : (int64_t)n);
+            g->origin[k] = 0;
+            g->inv[k] = (double)g->ncell[k] / c->period[k];
+        } else {
+            double wk = fmax(w[k], span[k] / (double)(SIZED_AXIS_CELLS - 2));
+            double n = floor(span[k] / wk) + 1;
+            g->ncell[k] = n > SIZED_AXIS_CELLS ? SIZED_AXIS_CELLS : (int64_t)n;
+            g->origin[k] = g->lo[k];
+            g->inv[k] = 1 / wk;
+        }
+        total *= (double)g->ncell[k];
+    }
+    return total;
+}
+
+/* The cells of a class. Dense (every cell's first point stored, so that
+ * the cells a query box covers along x are one run of members): cells
+ * SIZED_CELL_FRACTION of the self interaction wide across, x cut
+ * SIZED_X_SPLIT times finer, widened evenly until the cells number at most
+ * SIZED_DENSE_CELLS per member. Where that would take the cells past
+ * SIZED_SPARSE_LIMIT times the self interaction and the members' spacing
+ * (members clustered in a wide box), hashed: only the occupied cells
+ * stored, cells between the self interaction and four times it, widened
+ * toward the members' spacing (about a member a cell). */
 static void class_cells(sized_class *g, const sized_classes *c, double self_cut)
 {
     double volume = 1, span[3];
@@ -85,25 +130,28 @@ static void class_cells(sized_class *g, const sized_classes *c, double self_cut)
         volume *= span[k] > self_cut ? span[k] : (self_cut > 0 ? self_cut : 1);
     }
     double spacing = pow(volume / (double)(g->n > 0 ? g->n : 1), 1.0 / c->dim);
+    double base = self_cut > 0 ? self_cut * sized_cell_fraction() : spacing;
+    if (!(base > 0) || !isfinite(base))
+        base = 1;
+    double budget = sized_dense_cells() * (double)g->n + 64;
+    double scale = 1, w[3];
+    for (int round = 0; round < 64; round++) {
+        for (int k = 0; k < 3; k++)
+            w[k] = base * scale / (k == 0 ? sized_x_split() : 1);
+        double total = class_layout(g, c, span, w);
+        if (total <= budget)
+            break;
+        scale *= fmax(1.01, pow(total / budget, 1.0 / c->dim));
+    }
+    g->dense = class_layout(g, c, span, w) <= budget &&
+               base * scale <= SIZED_SPARSE_LIMIT * fmax(self_cut, spacing);
+    if (g->dense)
+        return;
     double width = self_cut > 0 ? fmax(self_cut, fmin(spacing, 4 * self_cut)) : spacing;
     if (!(width > 0) || !isfinite(width))
         width = 1;
-    for (int k = 0; k < 3; k++) {
-        if (k >= c->dim) {
-            g->ncell[k] = 1, g->origin[k] = 0, g->inv[k] = 0;
-        } else if (c->period[k] > 0) {
-            double n = floor(c->period[k] / width);
-            g->ncell[k] = n < 1 ? 1 : (n > SIZED_AXIS_CELLS ? SIZED_AXIS_CELLS : (int64_t)n);
-            g->origin[k] = 0;
-            g->inv[k] = (double)g->ncell[k] / c->period[k];
-        } else {
-            double w = fmax(width, span[k] / (double)(SIZED_AXIS_CELLS - 2));
-            double n = floor(span[k] / w) + 1;
-            g->ncell[k] = n > SIZED_AXIS_CELLS ? SIZED_AXIS_CELLS : (int64_t)n;
-            g->origin[k] = g->lo[k];
-            g->inv[k] = 1 / w;
-        }
-    }
+    w[0] = w[1] = w[2] = width;
+    class_layout(g, c, span, w);
 }
 
 /* Cell coordinate of v along axis k: monotone in v (a subtraction and a
@@ -149,12 +197,29 @@ static bool class_alloc(sized_class *g, const prox_allocator *al)
     g->size = prox_alloc_array(al, n, sizeof *g->size);
     g->type = prox_alloc_array(al, n, sizeof *g->type);
     g->id = prox_alloc_array(al, n, sizeof *g->id);
-    g->start = prox_alloc_array(al, n + 1, sizeof *g->start);
-    if (!g->x || !g->size || !g->type || !g->id || !g->start)
+    if (!g->x || !g->size || !g->type || !g->id)
         return false;
     g->y = g->x + n;
     g->z = g->y + n;
     return true;
+}
+
+/* Dense: start[key] the first member of cell `key` in sorted order (of
+ * the next occupied cell when empty), start[total] = n, so that the
+ * members of cells [a, b] of a row are [start[a], start[b + 1]). */
+static prox_status dense_starts(sized_class *g, const uint64_t *keys, const prox_allocator *al)
+{
+    int64_t total = g->ncell[0] * g->ncell[1] * g->ncell[2];
+    g->start = prox_alloc_array(al, total + 1, sizeof *g->start);
+    if (!g->start)
+        return prox_fail(PROX_ERR_NO_MEMORY, "sizes: out of memory for a cell table");
+    int64_t i = 0;
+    for (int64_t key = 0; key <= total; key++) {
+        while (i < g->n && keys[i] < (uint64_t)key)
+            i++;
+        g->start[key] = (uint32_t)i;
+    }
+    return PROX_OK;
 }
 
 /* Members sorted by cell key; cells and their hash table. */
@@ -191,6 +256,18 @@ static prox_status class_sort(sized_class *g, const sized_classes *c, int thread
     for (int64_t i = 0; i < n; i++)
         t32[i] = (int32_t)g->id[order[i]];
     memcpy(g->id, t32, (size_t)n * sizeof *t32);
+    g->cells = 0;
+    for (int64_t i = 0; i < n; i++)
+        g->cells += i == 0 || keys[i] != keys[i - 1];
+    if (g->dense) {
+        st = dense_starts(g, keys, al);
+        goto done;
+    }
+    g->start = prox_alloc_array(al, g->cells + 1, sizeof *g->start);
+    if (!g->start) {
+        st = prox_fail(PROX_ERR_NO_MEMORY, "sizes: out of memory for a cell table");
+        goto done;
+    }
     g->cells = 0;
     for (int64_t i = 0; i < n; i++)
         if (i == 0 || keys[i] != keys[i - 1])
@@ -328,8 +405,10 @@ static bool class_types(sized_class *g, const sized_rule *rule, const prox_alloc
 
 static int64_t class_bytes(const sized_class *g)
 {
-    return g->n * (int64_t)(4 * sizeof(double) + 2 * sizeof(int32_t)) +
-           (g->cells + 1) * 4 + ((int64_t)1 << (64 - g->shift)) * 12;
+    int64_t members = g->n * (int64_t)(4 * sizeof(double) + 2 * sizeof(int32_t));
+    if (g->dense)
+        return members + (g->ncell[0] * g->ncell[1] * g->ncell[2] + 1) * 4;
+    return members + (g->cells + 1) * 4 + ((int64_t)1 << (64 - g->shift)) * 12;
 }
 
 prox_status sized_classes_build(sized_classes *c, const prox_points *points, const sized_set *set,
@@ -450,16 +529,20 @@ static int axis_ranges(const sized_classes *c, const sized_class *g, int k, doub
 }
 
 /* Members [begin, end) of cell order against the probe, under rule `R`
- * (a constant in each caller below, so the threshold's switch and the
- * loads it does not need leave the loop). */
+ * on open (P false) or periodic axes (constants in each caller below, so
+ * the threshold's switch, the minimum images and the loads a rule does not
+ * need leave the loop). The stop flag changes only at an emission. */
 static inline __attribute__((always_inline)) void
-test_run_as(prox_size_rule R, const sized_class *g, const sized_rule *rule, const prox_metric *m,
-            const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e)
+test_run_as(prox_size_rule R, bool P, const sized_class *g, const sized_rule *rule,
+            const prox_metric *m, const sized_probe *p, int64_t begin, int64_t end,
+            prox_emitter *e)
 {
     sized_rule r = *rule;
     r.rule = R;
-    for (int64_t k = begin; k < end && !e->stop; k++) {
-        double d2 = prox_metric_dist2(m, p->q[0] - g->x[k], p->q[1] - g->y[k], p->q[2] - g->z[k]);
+    double qx = p->q[0], qy = p->q[1], qz = p->q[2];
+    for (int64_t k = begin; k < end; k++) {
+        double dx = qx - g->x[k], dy = qy - g->y[k], dz = qz - g->z[k];
+        double d2 = P ? prox_metric_dist2(m, dx, dy, dz) : prox_dist2(dx, dy, dz);
         double t2 = sized_threshold2(&r, p->qs, R == PROX_RULE_TYPES ? 0 : g->size[k], p->qt,
                                      R == PROX_RULE_TYPES ? g->type[k] : 0);
         if (!sized_within(d2, t2))
@@ -469,18 +552,83 @@ test_run_as(prox_size_rule R, const sized_class *g, const sized_rule *rule, cons
             prox_emit(e, j, p->qid);
         else
             prox_emit(e, p->qid, j);
+        if (e->stop)
+            return;
     }
+}
+
+/* One run of members, those up to `after` skipped; false when stopped. */
+static inline __attribute__((always_inline)) bool
+run_as(prox_size_rule R, bool P, const sized_class *g, const sized_rule *rule,
+       const prox_metric *m, const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e,
+       points_chunk *chunk)
+{
+    chunk->cells_visited++;
+    if (begin <= p->after)
+        begin = p->after + 1;
+    if (begin >= end)
+        return true;
+    chunk->candidates += end - begin;
+    test_run_as(R, P, g, rule, m, p, begin, end, e);
+    return !e->stop;
+}
+
+/* Dense: each row the box covers, its cells [lo, hi] along x one run of
+ * members (two where the box wraps along x). A self query skips the rows
+ * before its own (their members precede it in cell order: keys are
+ * row-major). */
+static inline __attribute__((always_inline)) void
+dense_as(prox_size_rule R, bool P, const sized_class *g, const sized_rule *rule,
+         const prox_metric *m, const sized_probe *p, int64_t lo[3][2], int64_t hi[3][2],
+         const int ranges[3], prox_emitter *e, points_chunk *chunk)
+{
+    int64_t nx = g->ncell[0], ny = g->ncell[1];
+    int64_t own = p->after >= 0 ? cell_of(g, 1, p->q[1]) + ny * cell_of(g, 2, p->q[2]) : -1;
+    int64_t a0 = lo[0][0], b0 = hi[0][0] + 1, a1 = lo[0][1], b1 = hi[0][1] + 1;
+    bool wrap = ranges[0] == 2;
+    for (int rz = 0; rz < ranges[2]; rz++)
+        for (int64_t cz = lo[2][rz]; cz <= hi[2][rz]; cz++)
+            for (int ry = 0; ry < ranges[1]; ry++)
+                for (int64_t row = lo[1][ry] + ny * cz, last = hi[1][ry] + ny * cz; row <= last;
+                     row++) {
+                    if (row < own)
+                        continue;
+                    const uint32_t *s = g->start + row * nx;
+                    if (!run_as(R, P, g, rule, m, p, s[a0], s[b0], e, chunk) ||
+                        (wrap && !run_as(R, P, g, rule, m, p, s[a1], s[b1], e, chunk)))
+                        return;
+                }
 }
 
 static void test_run(const sized_class *g, const sized_rule *rule, const prox_metric *m,
                      const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e)
 {
     switch (rule->rule) {
-    case PROX_RULE_CONTACT: test_run_as(PROX_RULE_CONTACT, g, rule, m, p, begin, end, e); break;
+    case PROX_RULE_CONTACT: test_run_as(PROX_RULE_CONTACT, true, g, rule, m, p, begin, end, e); break;
     case PROX_RULE_GATHER_SCATTER:
-        test_run_as(PROX_RULE_GATHER_SCATTER, g, rule, m, p, begin, end, e);
+        test_run_as(PROX_RULE_GATHER_SCATTER, true, g, rule, m, p, begin, end, e);
         break;
-    default: test_run_as(PROX_RULE_TYPES, g, rule, m, p, begin, end, e); break;
+    default: test_run_as(PROX_RULE_TYPES, true, g, rule, m, p, begin, end, e); break;
+    }
+}
+
+#define SIZED_DENSE(R, P) dense_as(R, P, g, rule, m, p, lo, hi, ranges, e, chunk)
+
+/* The dense traversal for the call's rule and metric. */
+static void query_dense(const sized_class *g, const sized_rule *rule, const prox_metric *m,
+                        const sized_probe *p, int64_t lo[3][2], int64_t hi[3][2],
+                        const int ranges[3], prox_emitter *e, points_chunk *chunk)
+{
+    bool P = m->periodic;
+    switch (rule->rule) {
+    case PROX_RULE_CONTACT:
+        P ? SIZED_DENSE(PROX_RULE_CONTACT, true) : SIZED_DENSE(PROX_RULE_CONTACT, false);
+        break;
+    case PROX_RULE_GATHER_SCATTER:
+        P ? SIZED_DENSE(PROX_RULE_GATHER_SCATTER, true)
+          : SIZED_DENSE(PROX_RULE_GATHER_SCATTER, false);
+        break;
+    default: P ? SIZED_DENSE(PROX_RULE_TYPES, true) : SIZED_DENSE(PROX_RULE_TYPES, false); break;
     }
 }
 
@@ -497,6 +645,10 @@ void sized_class_query(const sized_classes *c, const sized_class *g, const sized
         ranges[k] = axis_ranges(c, g, k, p->q[k], pad, lo[k], hi[k]);
         if (!ranges[k])
             return;
+    }
+    if (g->dense) {
+        query_dense(g, rule, m, p, lo, hi, ranges, e, chunk);
+        return;
     }
     for (int rz = 0; rz < ranges[2]; rz++)
         for (int64_t cz = lo[2][rz]; cz <= hi[2][rz]; cz++)

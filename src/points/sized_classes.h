@@ -22,8 +22,9 @@ typedef struct sized_class {
     double lo[3], hi[3];   /* the members' box */
     double origin[3], inv[3];
     int64_t ncell[3];
-    int64_t cells;
-    uint32_t *start;    /* cells + 1: first point of each occupied cell */
+    int64_t cells;      /* occupied cells */
+    bool dense;         /* start indexed by every cell's key (row runs), not hashed */
+    uint32_t *start;    /* dense: every key + 1; else occupied cells + 1: first point of each */
     uint64_t *slot_key; /* hash table of occupied cells: key or UINT64_MAX */
     uint32_t *slot_cell;
     int shift;          /* 64 - log2(slots) */
