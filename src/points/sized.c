@@ -4,8 +4,6 @@
  * force under the same rule. */
 #include <math.h>
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
@@ -66,7 +64,6 @@ static void self_step(const void *job, points_chunk *chunk)
     int64_t end = j->items * (chunk->index + 1) / chunk->count;
     for (int t = 0; t < j->tasks && !chunk->emitter->stop; t++) {
         const sized_task *task = &j->task[t];
-        int64_t c0 = chunk->candidates, v0 = chunk->cells_visited, e0 = chunk->emitter->count;
         const sized_class *q = &j->classes->cls[task->q], *g = &j->classes->cls[task->g];
         int64_t from = begin > task->first ? begin - task->first : 0;
         int64_t to = end - task->first < q->n ? end - task->first : q->n;
@@ -81,10 +78,6 @@ static void self_step(const void *job, points_chunk *chunk)
                                  task->q == task->g ? p : -1, true};
             sized_class_query(j->classes, g, j->rule, &j->metric, &probe, chunk->emitter, chunk);
         }
-        if (getenv("SIZED_DEBUG"))
-            fprintf(stderr, "task q=%d(n=%lld reach=%g cells=%lld) g=%d(n=%lld reach=%g cells=%lld w=%g) cut=%g visited=%lld cand=%lld pairs=%lld\n",
-                    task->q, (long long)q->n, q->reach, (long long)q->cells, task->g, (long long)g->n, g->reach, (long long)g->cells, 1 / g->inv[0], task->cut,
-                    (long long)(chunk->cells_visited - v0), (long long)(chunk->candidates - c0), (long long)(chunk->emitter->count - e0));
     }
 }
 

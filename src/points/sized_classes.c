@@ -24,19 +24,13 @@
 #include "points/points_common.h"
 
 #define SIZED_AXIS_CELLS ((int64_t)1 << 20)
-#define SIZED_CLASS_POWERS 2 /* powers of two of reach a class spans, at least */
+#define SIZED_CLASS_POWERS 5 /* powers of two of reach a class spans, at least */
 #define SIZED_EMPTY UINT64_MAX
-#define SIZED_SPARSE_LIMIT 4 /* dense cells at most this many interactions and spacings wide */
+#define SIZED_SPARSE_LIMIT 4 /* dense cells at most this many self interactions wide */
 
-#include <stdlib.h>
-static double env_or(const char *name, double v)
-{
-    const char *s = getenv(name);
-    return s ? atof(s) : v;
-}
-static double sized_cell_fraction(void) { return env_or("SIZED_F", 0.5); }
-static double sized_x_split(void) { return env_or("SIZED_X", 2); }
-static double sized_dense_cells(void) { return env_or("SIZED_B", 8); }
+#define SIZED_CELL_FRACTION 1.0 /* dense cells across: the self interaction wide */
+#define SIZED_X_SPLIT 4.0       /* dense cells along x: that over four */
+#define SIZED_DENSE_CELLS 4.0   /* dense cells at most this many a member */
 
 /* The reach of point i: the largest threshold it can have with a point of
  * the partner set (types: from the partner's present types). */
@@ -67,7 +61,7 @@ static int class_of(double reach, double smallest, int step, int count)
 {
     if (!(reach > 0) || count == 1)
         return 0;
-    int c = (int)floor(log2(reach / smallest)) / step;
+    int c = ilogb(reach / smallest) / step; /* floor(log2): reach / smallest >= 1 */
     return c < 0 ? 0 : (c >= count ? count - 1 : c);
 }
 
@@ -130,21 +124,21 @@ static void class_cells(sized_class *g, const sized_classes *c, double self_cut)
         volume *= span[k] > self_cut ? span[k] : (self_cut > 0 ? self_cut : 1);
     }
     double spacing = pow(volume / (double)(g->n > 0 ? g->n : 1), 1.0 / c->dim);
-    double base = self_cut > 0 ? self_cut * sized_cell_fraction() : spacing;
+    double base = self_cut > 0 ? self_cut * SIZED_CELL_FRACTION : spacing;
     if (!(base > 0) || !isfinite(base))
         base = 1;
-    double budget = sized_dense_cells() * (double)g->n + 64;
+    double budget = SIZED_DENSE_CELLS * (double)g->n + 64;
     double scale = 1, w[3];
     for (int round = 0; round < 64; round++) {
         for (int k = 0; k < 3; k++)
-            w[k] = base * scale / (k == 0 ? sized_x_split() : 1);
+            w[k] = base * scale / (k == 0 ? SIZED_X_SPLIT : 1);
         double total = class_layout(g, c, span, w);
         if (total <= budget)
             break;
         scale *= fmax(1.01, pow(total / budget, 1.0 / c->dim));
     }
     g->dense = class_layout(g, c, span, w) <= budget &&
-               base * scale <= SIZED_SPARSE_LIMIT * fmax(self_cut, spacing);
+               base * scale <= SIZED_SPARSE_LIMIT * (self_cut > 0 ? self_cut : spacing);
     if (g->dense)
         return;
     double width = self_cut > 0 ? fmax(self_cut, fmin(spacing, 4 * self_cut)) : spacing;
@@ -314,7 +308,7 @@ static int class_count(double smallest, double largest, int *step)
         return 1;
     int powers = (int)floor(log2(largest / smallest)) + 1;
     int needed = (powers + SIZED_MAX_CLASSES - 1) / SIZED_MAX_CLASSES;
-    *step = needed > SIZED_CLASS_POWERS ? needed : SIZED_CLASS_POWERS;
+    *step = needed > *step ? needed : *step;
     return (powers + *step - 1) / *step;
 }
 
@@ -636,8 +630,20 @@ void sized_class_query(const sized_classes *c, const sized_class *g, const sized
                        const prox_metric *m, const sized_probe *p, prox_emitter *e,
                        points_chunk *chunk)
 {
-    int64_t lo[3][2], hi[3][2];
-    int ranges[3];
+    int64_t lo[3][2] = {{0, 0}, {0, 0}, {0, 0}}, hi[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+    int ranges[3] = {1, 1, 1};
+    if (g->dense && !m->periodic) {
+        /* open axes: one range each; the margin as below */
+        for (int k = 0; k < c->dim; k++) {
+            double v = p->q[k], pad = p->cut + (p->cut + fabs(v)) * 0x1p-40;
+            if (v + pad < g->lo[k] || v - pad > g->hi[k])
+                return;
+            lo[k][0] = cell_of(g, k, v - pad);
+            hi[k][0] = cell_of(g, k, v + pad);
+        }
+        query_dense(g, rule, m, p, lo, hi, ranges, e, chunk);
+        return;
+    }
     for (int k = 0; k < 3; k++) {
         /* a margin for the rounding of v - cut and of the distance: a pair
          * the rule accepts lies within it (2^-40 >> the few ulps at stake) */
@@ -681,7 +687,8 @@ double sized_class_cost(const sized_classes *c, const sized_class *g, int64_t n_
         double w = 1 / g->inv[k];
         double extent = w * (double)g->ncell[k];
         double cells = 1 + 2 * cut / w;
-        lookups *= cells < (double)g->ncell[k] ? cells : (double)g->ncell[k];
+        if (!g->dense || k > 0) /* dense: one lookup a row */
+            lookups *= cells < (double)g->ncell[k] ? cells : (double)g->ncell[k];
         double f = (2 * cut + w) / extent;
         share *= f < 1 ? f : 1;
     }
