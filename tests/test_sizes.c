@@ -5,7 +5,8 @@
  * positive; minimum images on periodic axes as tests/oracle.h says.
  * Radii spanning 1:1000, a few huge among many tiny, equal radii (the
  * pairs of prox_pairs at radius 2r, bit for bit), touching spheres, zero
- * radii, zero cutoffs, periodic axes, 2D and 3D, f64 and f32, every sink,
+ * radii, zero cutoffs, W7 in small with exact contacts, clusters far
+ * apart (hashed cells), periodic axes, 2D and 3D, f64 and f32, every sink,
  * 1 to 3 threads, grid and brute force; bad input refused. */
 #include <math.h>
 #include <setjmp.h>
@@ -388,7 +389,8 @@ static void touching_spheres(void **state)
 static void touching_at_class_extremes(void **state)
 {
     (void)state;
-    static const double radii[3][2] = {{2.5, 20.0}, {20.0, 20.0}, {2.5, 2.5}};
+    /* 1.25 and 40 fall in two classes (five powers of two a class) */
+    static const double radii[3][2] = {{1.25, 40.0}, {40.0, 40.0}, {1.25, 1.25}};
     for (int rr = 0; rr < 3; rr++)
         for (int dir = 0; dir < 5; dir++)
             for (int hair = 0; hair < 2; hair++) {
@@ -398,13 +400,13 @@ static void touching_at_class_extremes(void **state)
                 if (dir < 3)
                     off[dir] = t;
                 else
-                    off[0] = 3 * (t / 5), off[1] = 4 * (t / 5); /* t / 5: 1, 4.5, 8 */
+                    off[0] = 3 * (t / 5), off[1] = 4 * (t / 5); /* t / 5: 8.25, 16, 0.5 */
                 s.size[0] = radii[rr][0];
                 s.size[1] = radii[rr][1];
                 if (hair)
                     s.size[1] = nextafter(s.size[1], 0);
-                s.size[2] = 2.5; /* far away, so that both sizes exist in both scenes */
-                s.size[3] = 20.0;
+                s.size[2] = 1.25; /* far away, so that both sizes exist in both scenes */
+                s.size[3] = 40.0;
                 for (int k = 0; k < 3; k++) {
                     s.xyz[k] = 10.0;
                     s.xyz[3 + k] = 10.0 + off[k];
@@ -443,6 +445,71 @@ static void zero_radii(void **state)
     s.name = "all radii zero";
     check_scene(&s, NULL);
     scene_free(&s);
+}
+
+/* W7 in small (radii log-uniform over [1, 100], volume fraction 0.3),
+ * with pairs touching at exactly r_i + r_j across the two classes and
+ * within each (a (3, 4) diagonal from an integer point, radii 1.25 and
+ * 1.25 (1 + 3j) - 1.25 so that every step is exact), half of them a hair
+ * apart; open and periodic, 3D and 2D (areas at the same fraction). */
+static void w7_in_small(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++) {
+        int64_t n = 2400;
+        double mean = dim == 3 ? 4.0 / 3.0 * 3.14159265358979 * (1e6 - 1) / (3 * log(100.0))
+                               : 3.14159265358979 * (1e4 - 1) / (2 * log(100.0));
+        double side = pow((double)n * mean / 0.3, 1.0 / dim);
+        scene s = polydisperse("W7 small", dim, n, side, 1.0, 100.0, PROX_RULE_CONTACT, 61);
+        rng r = rng_seeded(67);
+        for (int64_t i = 0; i + 1 < 160; i += 2) {
+            int64_t j = 1 + rng_below(&r, 26);
+            s.size[i] = i % 4 ? 1.25 * (double)(1 + 3 * j) - 40.0 : 1.25;
+            if (!(s.size[i] > 0))
+                s.size[i] = 1.25;
+            double t = 1.25 * (double)(1 + 3 * j);
+            s.size[i + 1] = t - s.size[i];
+            for (int k = 0; k < dim; k++)
+                s.xyz[dim * i + k] = floor(s.xyz[dim * i + k] * 0.9);
+            s.xyz[dim * (i + 1)] = s.xyz[dim * i] + 3 * (t / 5);
+            s.xyz[dim * (i + 1) + 1] = s.xyz[dim * i + 1] + 4 * (t / 5);
+            if (dim == 3)
+                s.xyz[dim * (i + 1) + 2] = s.xyz[dim * i + 2];
+            if (i % 8 == 6)
+                s.size[i + 1] = nextafter(s.size[i + 1], 0);
+        }
+        pair_list want;
+        oracle(&s, NULL, &want);
+        assert_true(want.count > 100);
+        pair_list_free(&want);
+        check_scene(&s, NULL);
+        scene_periodic(&s, side);
+        s.name = "W7 small, periodic";
+        check_scene(&s, NULL);
+        scene_free(&s);
+    }
+}
+
+/* Clusters far apart in a wide box: classes whose dense cells would be
+ * too coarse take hashed cells; open and periodic. */
+static void clustered_classes(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++) {
+        scene s = polydisperse("clusters", dim, 1800, 30.0, 0.05, 8.0, PROX_RULE_CONTACT, 71);
+        for (int64_t i = 0; i < s.n; i++)
+            for (int k = 0; k < dim; k++)
+                s.xyz[dim * i + k] += (double)(i % 3) * 4.0e4 + (k == 1 ? (double)(i % 2) * 1e3 : 0);
+        check_scene(&s, NULL);
+        s.rule = PROX_RULE_GATHER_SCATTER;
+        s.name = "clusters gather-scatter";
+        check_scene(&s, NULL);
+        scene_periodic(&s, 1.0e5);
+        s.rule = PROX_RULE_CONTACT;
+        s.name = "clusters, periodic";
+        check_scene(&s, NULL);
+        scene_free(&s);
+    }
 }
 
 /* Types: cutoffs over 1:20, one type pair switched off (0), one type
@@ -752,6 +819,8 @@ int main(void)
         cmocka_unit_test(touching_spheres),
         cmocka_unit_test(touching_at_class_extremes),
         cmocka_unit_test(zero_radii),
+        cmocka_unit_test(w7_in_small),
+        cmocka_unit_test(clustered_classes),
         cmocka_unit_test(types_with_zero_cutoffs),
         cmocka_unit_test(periodic_polydisperse),
         cmocka_unit_test(queries_with_sizes),
