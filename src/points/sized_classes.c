@@ -103,6 +103,7 @@ static double class_layout(sized_class *g, const sized_classes *c, const double 
             g->inv[k] = 1 / wk;
         }
         total *= (double)g->ncell[k];
+        g->top[k] = (double)(g->ncell[k] - 1);
     }
     return total;
 }
@@ -154,9 +155,9 @@ static void class_cells(sized_class *g, const sized_classes *c, double self_cut)
 static inline int64_t cell_of(const sized_class *g, int k, double v)
 {
     double c = (v - g->origin[k]) * g->inv[k];
-    if (!(c > 0))
-        return 0;
-    return c >= (double)g->ncell[k] ? g->ncell[k] - 1 : (int64_t)c;
+    c = c > 0 ? c : 0;                   /* NaN too */
+    c = c < g->top[k] ? c : g->top[k]; /* top = ncell - 1: the same cell as c >= ncell */
+    return (int64_t)c;
 }
 
 static inline uint64_t cell_key(const sized_class *g, int64_t cx, int64_t cy, int64_t cz)
@@ -551,6 +552,57 @@ test_run_as(prox_size_rule R, bool P, const sized_class *g, const sized_rule *ru
     }
 }
 
+/* Two doubles in one vector (GCC and Clang vector extensions, the
+ * baseline's SSE2 width: each lane the IEEE operation of the scalar code,
+ * no contraction), for the contact and gather-scatter tests on open axes. */
+typedef double sized_v2 __attribute__((vector_size(16)));
+typedef int64_t sized_m2 __attribute__((vector_size(16)));
+
+static inline sized_v2 load2(const double *p)
+{
+    sized_v2 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Members [begin, end) on open axes, two at a time: lane by lane the
+ * arithmetic of test_run_as (dx*dx + dy*dy + dz*dz against the squared
+ * threshold), hits emitted in member order; the rest by test_run_as. */
+static inline __attribute__((always_inline)) void
+test_run2(prox_size_rule R, const sized_class *g, const sized_rule *rule, const prox_metric *m,
+          const sized_probe *p, int64_t begin, int64_t end, prox_emitter *e)
+{
+    double qx = p->q[0], qy = p->q[1], qz = p->q[2], qs = p->qs;
+    sized_v2 vqs = {qs, qs};
+    int64_t k = begin;
+    for (; k + 2 <= end; k += 2) {
+        sized_v2 dx = qx - load2(g->x + k), dy = qy - load2(g->y + k), dz = qz - load2(g->z + k);
+        sized_v2 d2 = dx * dx + dy * dy + dz * dz, s = load2(g->size + k), t;
+        if (R == PROX_RULE_CONTACT) {
+            t = vqs + s;
+        } else { /* max(qs, s) as the scalar rule picks it: qs when qs > s */
+            sized_m2 pick = (sized_m2)(vqs > s);
+            t = (sized_v2)(((sized_m2)vqs & pick) | ((sized_m2)s & ~pick));
+        }
+        sized_v2 t2 = t * t;
+        sized_m2 hit = (d2 <= t2) & (t2 > 0);
+        if (!(hit[0] | hit[1]))
+            continue;
+        for (int l = 0; l < 2; l++) {
+            if (!hit[l])
+                continue;
+            prox_index j = g->id[k + l];
+            if (p->self && j < p->qid)
+                prox_emit(e, j, p->qid);
+            else
+                prox_emit(e, p->qid, j);
+            if (e->stop)
+                return;
+        }
+    }
+    test_run_as(R, false, g, rule, m, p, k, end, e);
+}
+
 /* One run of members, those up to `after` skipped; false when stopped. */
 static inline __attribute__((always_inline)) bool
 run_as(prox_size_rule R, bool P, const sized_class *g, const sized_rule *rule,
@@ -563,7 +615,10 @@ run_as(prox_size_rule R, bool P, const sized_class *g, const sized_rule *rule,
     if (begin >= end)
         return true;
     chunk->candidates += end - begin;
-    test_run_as(R, P, g, rule, m, p, begin, end, e);
+    if (!P && R != PROX_RULE_TYPES)
+        test_run2(R, g, rule, m, p, begin, end, e);
+    else
+        test_run_as(R, P, g, rule, m, p, begin, end, e);
     return !e->stop;
 }
 

@@ -20,7 +20,7 @@ typedef struct sized_class {
     prox_index *id;     /* the caller's index */
     double reach;       /* largest size (TYPES: largest cutoff with any point) */
     double lo[3], hi[3];   /* the members' box */
-    double origin[3], inv[3];
+    double origin[3], inv[3], top[3]; /* top: ncell - 1 */
     int64_t ncell[3];
     int64_t cells;      /* occupied cells */
     bool dense;         /* start indexed by every cell's key (row runs), not hashed */
