@@ -55,14 +55,16 @@ static void types_reach(const sized_rule *rule, const sized_set *s, double *out)
     }
 }
 
-/* Class of a reach: 0 for reach 0, else the power of two above the
- * smallest positive reach, `step` powers a class. */
-static int class_of(double reach, double smallest, int step, int count)
+/* Class of a reach: 0 for reach 0, else the number of class bounds
+ * (bound[c] = smallest * 2^(step c), c >= 1) at or below it, clamped;
+ * any assignment is exact (a class's reach is its members' largest), the
+ * bounds only decide the sizes a class mixes. */
+static int class_of(double reach, const double *bound, int count)
 {
-    if (!(reach > 0) || count == 1)
-        return 0;
-    int c = ilogb(reach / smallest) / step; /* floor(log2): reach / smallest >= 1 */
-    return c < 0 ? 0 : (c >= count ? count - 1 : c);
+    int c = 0;
+    while (c + 1 < count && reach >= bound[c + 1])
+        c++;
+    return c;
 }
 
 /* The members' box and largest reach. */
@@ -337,10 +339,13 @@ static void assign(sized_classes *c, const sized_rule *rule, const sized_set *se
                    const double *reach, double smallest, double largest, int *of)
 {
     int step, count = class_count(smallest, largest, &step);
+    double bound[SIZED_MAX_CLASSES];
+    for (int k = 0; k < count; k++)
+        bound[k] = ldexp(smallest, step * k);
     int64_t members[SIZED_MAX_CLASSES] = {0};
     for (int64_t i = 0; i < set->n; i++) {
         bool kept = rule->rule != PROX_RULE_TYPES || reach[i] > 0;
-        of[i] = kept ? class_of(reach[i], smallest, step, count) : -1;
+        of[i] = kept ? class_of(reach[i], bound, count) : -1;
         if (kept)
             members[of[i]]++;
     }
