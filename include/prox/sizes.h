@@ -21,11 +21,11 @@
  *
  * The planner reads the sizes once: all thresholds equal (and positive):
  * the single-radius grid at that radius (stats.method "sized.uniform");
- * sizes within a factor of four: one grid with cells of the largest
- * interaction ("sized.grid"); wider: one grid per size class (two powers
- * of two of the particle's reach each), each pair of classes searched once, the
- * points of one class queried against the other's grid over the classes'
- * largest interaction ("sized.classes"; docs/design.md, "Sizes"). */
+ * sizes within a factor of 32: one grid ("sized.grid"); wider: one grid
+ * per size class (five powers of two of the particle's reach each), each
+ * pair of classes searched once, the points of one class queried against
+ * the other's grid over the classes' largest interaction ("sized.classes";
+ * docs/design.md, "Sizes"). */
 #ifndef PROX_SIZES_H
 #define PROX_SIZES_H
 

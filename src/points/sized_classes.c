@@ -1,18 +1,17 @@
 /* sized_classes.c: the size-class grids of the sized search
  * (sized_classes.h; docs/design.md, "Sizes").
  *
- * A class holds the points whose reach lies within two powers of two (more
- * where there would be over SIZED_MAX_CLASSES classes), so that
- * its cells can follow its own sizes instead of the largest particle's.
- * Its cells are at least its largest self interaction wide and at most
- * four times that, widened up to the members' mean spacing so that sparse
- * classes (the few large particles, or the small ones of a class spread
- * over the whole domain) keep about a point per cell. Correctness does not
- * depend on the width: a query visits every cell its box overlaps.
- *
+ * A class holds the points whose reach lies within five powers of two
+ * (more where there would be over SIZED_MAX_CLASSES classes), so that its
+ * cells can follow its own sizes instead of the largest particle's.
  * Cells are keyed row-major by their integer coordinates (x fastest, at
- * most 2^20 along an axis), points sorted by key (radix sort), and the
- * occupied cells found through an open-addressing hash table. */
+ * most 2^20 along an axis) and the members sorted by key (radix sort).
+ * A dense class stores every cell's first member, so that the cells of a
+ * row a query box covers are one run of members; a class whose dense
+ * cells would be too coarse (members clustered in a wide box) stores the
+ * occupied cells only, found through an open-addressing hash table
+ * (class_cells). Correctness does not depend on the widths: a query
+ * visits every cell its box overlaps. */
 #include "points/sized_classes.h"
 
 #include <math.h>
