@@ -512,6 +512,19 @@ static void clustered_classes(void **state)
     }
 }
 
+/* Members near both ends of the doubles (a box whose span overflows)
+ * beside an ordinary cluster. */
+static void extreme_coordinates(void **state)
+{
+    (void)state;
+    scene s = polydisperse("extremes", 3, 600, 20.0, 0.1, 5.0, PROX_RULE_CONTACT, 73);
+    for (int64_t i = 0; i < 12; i++)
+        for (int k = 0; k < 3; k++)
+            s.xyz[3 * i + k] = (i % 2 ? 1.0 : -1.0) * 0x1.8p1023 - (double)(i / 2) * 0x1p980;
+    check_scene(&s, NULL);
+    scene_free(&s);
+}
+
 /* Types: cutoffs over 1:20, one type pair switched off (0), one type
  * that reaches nothing; periodic too. */
 static scene typed(const char *name, int dim, int64_t n, double side, uint64_t seed)
@@ -821,6 +834,7 @@ int main(void)
         cmocka_unit_test(zero_radii),
         cmocka_unit_test(w7_in_small),
         cmocka_unit_test(clustered_classes),
+        cmocka_unit_test(extreme_coordinates),
         cmocka_unit_test(types_with_zero_cutoffs),
         cmocka_unit_test(periodic_polydisperse),
         cmocka_unit_test(queries_with_sizes),

@@ -99,9 +99,12 @@ static double class_layout(sized_class *g, const sized_classes *c, const double 
         } else {
             double wk = fmax(w[k], span[k] / (double)(SIZED_AXIS_CELLS - 2));
             double n = floor(span[k] / wk) + 1;
-            g->ncell[k] = n > SIZED_AXIS_CELLS ? SIZED_AXIS_CELLS : (int64_t)n;
+            /* a span that overflowed (members near both ends of the doubles):
+             * one cell along the axis, inv 0 (every cell_of is 0) */
+            bool one = !(n >= 1) || !isfinite(wk);
+            g->ncell[k] = one ? 1 : (n > SIZED_AXIS_CELLS ? SIZED_AXIS_CELLS : (int64_t)n);
             g->origin[k] = g->lo[k];
-            g->inv[k] = 1 / wk;
+            g->inv[k] = one ? 0 : 1 / wk;
         }
         total *= (double)g->ncell[k];
         g->top[k] = (double)(g->ncell[k] - 1);
