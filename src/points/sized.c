@@ -67,17 +67,8 @@ static void self_step(const void *job, points_chunk *chunk)
         const sized_class *q = &j->classes->cls[task->q], *g = &j->classes->cls[task->g];
         int64_t from = begin > task->first ? begin - task->first : 0;
         int64_t to = end - task->first < q->n ? end - task->first : q->n;
-        for (int64_t p = from; p < to && !chunk->emitter->stop; p++) {
-            double xyz[3] = {q->x[p], q->y[p], q->z[p]};
-            /* this point's own largest interaction with the class, within
-             * the task's: a box no larger than its pairs need */
-            double cut = sized_class_cut(j->rule, g, q->size[p], q->type[p]);
-            if (!(cut > 0))
-                continue;
-            sized_probe probe = {xyz, q->size[p], q->type[p], q->id[p], cut,
-                                 task->q == task->g ? p : -1, true};
-            sized_class_query(j->classes, g, j->rule, &j->metric, &probe, chunk->emitter, chunk);
-        }
+        sized_class_query_class(j->classes, g, j->rule, &j->metric, q, from, to,
+                                task->q == task->g, chunk->emitter, chunk);
     }
 }
 

@@ -742,6 +742,70 @@ void sized_class_query(const sized_classes *c, const sized_class *g, const sized
                 }
 }
 
+/* One open-axes query of a dense class under rule R: the box's cell
+ * range per axis (the margin of sized_class_query), then its rows. */
+static inline __attribute__((always_inline)) void
+open_dense_as(prox_size_rule R, const sized_classes *c, const sized_class *g,
+              const sized_rule *rule, const prox_metric *m, const sized_probe *p, prox_emitter *e,
+              points_chunk *chunk)
+{
+    int64_t lo[3][2] = {{0, 0}, {0, 0}, {0, 0}}, hi[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+    static const int ranges[3] = {1, 1, 1};
+    for (int k = 0; k < c->dim; k++) {
+        double v = p->q[k], pad = p->cut + (p->cut + fabs(v)) * 0x1p-40;
+        if (v + pad < g->lo[k] || v - pad > g->hi[k])
+            return;
+        lo[k][0] = cell_of(g, k, v - pad);
+        hi[k][0] = cell_of(g, k, v + pad);
+    }
+    dense_as(R, false, g, rule, m, p, lo, hi, ranges, e, chunk);
+}
+
+/* Members [from, to) of class q, each against g over its own largest
+ * interaction with g, as sized_class_query; rule and layout decided once
+ * for the batch. */
+static inline __attribute__((always_inline)) void
+batch_as(prox_size_rule R, bool fast, const sized_classes *c, const sized_class *g,
+         const sized_rule *rule, const prox_metric *m, const sized_class *q, int64_t from,
+         int64_t to, bool same, prox_emitter *e, points_chunk *chunk)
+{
+    for (int64_t i = from; i < to && !e->stop; i++) {
+        double xyz[3] = {q->x[i], q->y[i], q->z[i]};
+        double qs = R == PROX_RULE_TYPES ? 0 : q->size[i];
+        int32_t qt = R == PROX_RULE_TYPES ? q->type[i] : 0;
+        double cut = sized_class_cut(rule, g, qs, qt);
+        if (!(cut > 0))
+            continue;
+        sized_probe probe = {xyz, qs, qt, q->id[i], cut, same ? i : -1, true};
+        if (fast)
+            open_dense_as(R, c, g, rule, m, &probe, e, chunk);
+        else
+            sized_class_query(c, g, rule, m, &probe, e, chunk);
+    }
+}
+
+void sized_class_query_class(const sized_classes *c, const sized_class *g,
+                             const sized_rule *rule, const prox_metric *m, const sized_class *q,
+                             int64_t from, int64_t to, bool same, prox_emitter *e,
+                             points_chunk *chunk)
+{
+    bool fast = g->dense && !m->periodic;
+    switch (fast ? rule->rule : PROX_RULE_TYPES + 1) {
+    case PROX_RULE_CONTACT:
+        batch_as(PROX_RULE_CONTACT, true, c, g, rule, m, q, from, to, same, e, chunk);
+        break;
+    case PROX_RULE_GATHER_SCATTER:
+        batch_as(PROX_RULE_GATHER_SCATTER, true, c, g, rule, m, q, from, to, same, e, chunk);
+        break;
+    case PROX_RULE_TYPES:
+        batch_as(PROX_RULE_TYPES, true, c, g, rule, m, q, from, to, same, e, chunk);
+        break;
+    default: /* periodic or hashed: the general query, rule read per point */
+        batch_as(rule->rule, false, c, g, rule, m, q, from, to, same, e, chunk);
+        break;
+    }
+}
+
 double sized_class_cost(const sized_classes *c, const sized_class *g, int64_t n_q, double cut)
 {
     double lookups = 1, share = 1;

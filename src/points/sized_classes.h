@@ -75,6 +75,14 @@ void sized_class_query(const sized_classes *c, const sized_class *g, const sized
                        const prox_metric *m, const sized_probe *p, prox_emitter *e,
                        points_chunk *chunk);
 
+/* Members [from, to) of class q queried against class g, each over its
+ * own largest interaction with g (sized_class_cut), as self pairs
+ * (same: q is g, each member testing only the members after it). */
+void sized_class_query_class(const sized_classes *c, const sized_class *g,
+                             const sized_rule *rule, const prox_metric *m, const sized_class *q,
+                             int64_t from, int64_t to, bool same, prox_emitter *e,
+                             points_chunk *chunk);
+
 /* Estimated work of querying the n_q points of one class against g's
  * grid over `cut` (lookups plus candidates). */
 double sized_class_cost(const sized_classes *c, const sized_class *g, int64_t n_q, double cut);
