@@ -59,7 +59,10 @@ static int by_value(const void *a, const void *b)
 }
 
 /* Median seconds of `runs` one-shot calls over points p with sizes z
- * (NULL: prox_pairs at `radius`); *pairs and *method of the last. */
+ * (NULL: prox_pairs at `radius`); *pairs, *method and the candidates
+ * tested (last_candidates) of the last. */
+static int64_t last_candidates;
+
 static double median_of(prox_points p, const prox_sizes *z, double radius, prox_sink_kind kind,
                         int runs, int64_t *pairs, const char **method)
 {
@@ -83,6 +86,7 @@ static double median_of(prox_points p, const prox_sizes *z, double radius, prox_
         t[r] = ab_now() - t0;
         *pairs = st.pairs;
         *method = st.method;
+        last_candidates = st.candidates;
         prox_pair_buffer_free(&b);
     }
     qsort(t, (size_t)runs, sizeof *t, by_value);
@@ -100,8 +104,9 @@ static double median_run(const double *xyzr, int64_t n, prox_size_rule rule, pro
 
 static void report(const char *row, int64_t n, double s, int64_t pairs, const char *method)
 {
-    printf("%s n=%lld seconds=%.4f pairs=%lld method=%s simd=%s\n", row, (long long)n, s,
-           (long long)pairs, method, prox_simd_level());
+    printf("%s n=%lld seconds=%.4f pairs=%lld candidates=%lld method=%s simd=%s\n", row,
+           (long long)n, s, (long long)pairs, (long long)last_candidates, method,
+           prox_simd_level());
 }
 
 static int contacts(const char *path, int runs)
@@ -174,8 +179,8 @@ static int spread(int64_t n, int runs)
     int64_t pw, pn;
     const char *mw, *mn;
     double tw = median_run(wide, n, PROX_RULE_CONTACT, PROX_SINK_BUFFER, runs, &pw, &mw);
-    double tn = median_run(narrow, n, PROX_RULE_CONTACT, PROX_SINK_BUFFER, runs, &pn, &mn);
     report("spread-1:100", n, tw, pw, mw);
+    double tn = median_run(narrow, n, PROX_RULE_CONTACT, PROX_SINK_BUFFER, runs, &pn, &mn);
     report("spread-1:2", n, tn, pn, mn);
     printf("ratio 1:100/1:2=%.3f (target <= 2), per pair %.3f\n", tw / tn,
            (tw / (double)pw) / (tn / (double)pn));
