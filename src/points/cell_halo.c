@@ -100,19 +100,32 @@ static void load_point(const prox_points *p, int64_t i, double *x)
         x[k] = k < p->dim ? prox_points_get(p, i, k) : 0.0;
 }
 
-/* The largest |coordinate|; false on a non-finite one. */
+/* The largest |coordinate|; false on a non-finite one. Packed doubles
+ * (the common view) are read as one array. */
 static bool measure(const halo *h, double *xmax)
 {
+    const prox_points *p = h->points;
     double xm = 0;
     bool finite = true;
-    for (int64_t i = 0; i < h->n; i++) {
-        double x[3];
-        load_point(h->points, i, x);
-        for (int k = 0; k < 3; k++) {
-            finite &= isfinite(x[k]);
-            xm = fmax(xm, fabs(x[k]));
+    bool packed = p->scalar == PROX_F64 && p->stride == (ptrdiff_t)(p->dim * sizeof(double));
+    for (int k = 1; k < p->dim; k++)
+        packed &= (const char *)p->axis[k] == (const char *)p->axis[0] + k * sizeof(double);
+    if (packed) {
+        const double *x = p->axis[0];
+        for (int64_t t = 0; t < h->n * p->dim; t++) {
+            double a = fabs(x[t]);
+            finite &= a <= DBL_MAX; /* false for inf and NaN */
+            xm = a > xm ? a : xm;
         }
-    }
+    } else
+        for (int64_t i = 0; i < h->n; i++) {
+            double x[3];
+            load_point(p, i, x);
+            for (int k = 0; k < 3; k++) {
+                finite &= fabs(x[k]) <= DBL_MAX;
+                xm = fmax(xm, fabs(x[k]));
+            }
+        }
     *xmax = xm;
     return finite;
 }
@@ -318,12 +331,45 @@ typedef struct halo_images {
     int64_t count;
 } halo_images;
 
+/* The shifts point i's images may take along each axis: 0, +1 near face
+ * 0, -1 near face 1. */
+static void shift_choices(uint8_t faces, int dim, int choices[3][3], int count[3])
+{
+    for (int k = 0; k < 3; k++) {
+        count[k] = 0;
+        choices[k][count[k]++] = 0;
+        if (k < dim && (faces >> (2 * k)) & 1)
+            choices[k][count[k]++] = 1;
+        if (k < dim && (faces >> (2 * k + 1)) & 1)
+            choices[k][count[k]++] = -1;
+    }
+}
+
+/* Only shifts whose first nonzero entry is +1 make images: an image pair
+ * (i, j, S') with S' != 0 is then found once, from i's query meeting the
+ * image (j, S') or from j's meeting (i, -S'). */
+static bool shift_forward(const int32_t *S)
+{
+    return S[0] ? S[0] > 0 : S[1] ? S[1] > 0 : S[2] > 0;
+}
+
 static int image_count(uint8_t faces, int dim)
 {
-    int c = 1;
-    for (int k = 0; k < dim; k++)
-        c *= 1 + ((faces >> (2 * k)) & 1) + ((faces >> (2 * k + 1)) & 1);
-    return c - 1;
+    int choices[3][3], count[3], c = 0;
+    shift_choices(faces, dim, choices, count);
+    for (int a0 = 0; a0 < count[0]; a0++)
+        for (int a1 = 0; a1 < count[1]; a1++)
+            for (int a2 = 0; a2 < count[2]; a2++) {
+                int32_t S[3] = {choices[0][a0], choices[1][a1], choices[2][a2]};
+                c += shift_forward(S);
+            }
+    return c;
+}
+
+/* A point near face 1 of some axis: the images across it may meet it. */
+static bool near_face_one(uint8_t faces)
+{
+    return faces & 0x2a;
 }
 
 static void images_free(const halo *h, halo_images *g)
@@ -333,26 +379,17 @@ static void images_free(const halo *h, halo_images *g)
     prox_free(h->al, g->shift);
 }
 
-/* The images of point i through every shift its face bits allow, but 0. */
-static void images_of(const halo *h, int64_t i, halo_images *g)
+/* The images of point i, at b, through every forward shift its face
+ * bits allow. */
+static void images_of(const halo *h, int64_t i, const double *b, halo_images *g)
 {
-    uint8_t f = h->faces[i];
     int choices[3][3], count[3];
-    for (int k = 0; k < 3; k++) {
-        count[k] = 0;
-        choices[k][count[k]++] = 0;
-        if (k < h->dim && (f >> (2 * k)) & 1)
-            choices[k][count[k]++] = 1;
-        if (k < h->dim && (f >> (2 * k + 1)) & 1)
-            choices[k][count[k]++] = -1;
-    }
-    double b[3];
-    base_of(h, i, b);
+    shift_choices(h->faces[i], h->dim, choices, count);
     for (int a0 = 0; a0 < count[0]; a0++)
         for (int a1 = 0; a1 < count[1]; a1++)
             for (int a2 = 0; a2 < count[2]; a2++) {
                 int32_t S[3] = {choices[0][a0], choices[1][a1], choices[2][a2]};
-                if (!(S[0] | S[1] | S[2]))
+                if (!shift_forward(S))
                     continue;
                 double t[3];
                 shift_of(h->frame, S, t);
@@ -370,10 +407,8 @@ static void images_of(const halo *h, int64_t i, halo_images *g)
  * read the grid, and the images lie, near their neighbours. */
 #define HALO_ORDER_BINS 32
 
-static uint32_t order_key(const halo *h, int64_t i)
+static uint32_t order_key(const halo *h, const double *b)
 {
-    double b[3];
-    base_of(h, i, b);
     uint32_t key = 0;
     for (int k = 0; k < h->dim; k++) {
         double f = h->frame->pbc[k] ? prox_cell_fraction(h->frame, b, k) : 0;
@@ -384,43 +419,83 @@ static uint32_t order_key(const halo *h, int64_t i)
     return key;
 }
 
-/* The points near a face, in order of space (*near), and their images. */
-static bool images_make(const halo *h, halo_images *g, prox_index **near, int64_t *near_count)
+/* The points near a face (with images, or near face 1 of an axis: the
+ * queries), in index order: their indices, coordinates (3 each) and order
+ * keys. */
+typedef struct near_set {
+    prox_index *point;
+    double *x;
+    uint32_t *key;
+    int64_t count;
+} near_set;
+
+static bool near_collect(const halo *h, near_set *s, int64_t *images)
 {
     int64_t total = 0, nq = 0;
     for (int64_t i = 0; i < h->n; i++) {
         int c = image_count(h->faces[i], h->dim);
         total += c;
-        nq += c > 0;
+        nq += c > 0 || near_face_one(h->faces[i]);
     }
-    memset(g, 0, sizeof *g);
+    s->point = prox_alloc_array(h->al, nq, sizeof *s->point);
+    s->x = prox_alloc_array(h->al, 3 * nq, sizeof *s->x);
+    s->key = prox_alloc_array(h->al, nq, sizeof *s->key);
+    if (!s->point || !s->x || !s->key)
+        return false;
+    s->count = 0;
+    for (int64_t i = 0; i < h->n; i++)
+        if (image_count(h->faces[i], h->dim) > 0 || near_face_one(h->faces[i])) {
+            int64_t q = s->count++;
+            s->point[q] = (prox_index)i;
+            base_of(h, i, &s->x[3 * q]);
+            s->key[q] = order_key(h, &s->x[3 * q]);
+        }
+    *images = total;
+    return true;
+}
+
+static void near_free(const halo *h, near_set *s)
+{
+    prox_free(h->al, s->point);
+    prox_free(h->al, s->x);
+    prox_free(h->al, s->key);
+}
+
+/* The points near face 1 of an axis in order of space, the queries: their
+ * indices (*near) and coordinates (*qx, dim each); and the images of the
+ * points near a face, in the same order. */
+static bool images_make(const halo *h, halo_images *g, prox_index **near, double **qx,
+                        int64_t *near_count)
+{
+    near_set s = {0};
+    int64_t total = 0;
     int64_t buckets = h->dim == 3 ? HALO_ORDER_BINS * HALO_ORDER_BINS * HALO_ORDER_BINS
                                   : HALO_ORDER_BINS * HALO_ORDER_BINS;
+    bool ok = near_collect(h, &s, &total);
+    memset(g, 0, sizeof *g);
     g->x = prox_alloc_array(h->al, total * h->dim, sizeof *g->x);
     g->point = prox_alloc_array(h->al, total, sizeof *g->point);
     g->shift = prox_alloc_array(h->al, 3 * total, sizeof *g->shift);
-    *near = prox_alloc_array(h->al, nq, sizeof **near);
-    uint32_t *keys = prox_alloc_array(h->al, nq, sizeof *keys);
-    uint32_t *order = prox_alloc_array(h->al, nq, sizeof *order);
+    *near = prox_alloc_array(h->al, s.count, sizeof **near);
+    *qx = prox_alloc_array(h->al, s.count * h->dim, sizeof **qx);
+    uint32_t *order = prox_alloc_array(h->al, s.count, sizeof *order);
     uint32_t *starts = prox_alloc_array(h->al, buckets + 1, sizeof *starts);
-    bool ok = g->x && g->point && g->shift && *near && keys && order && starts;
+    ok = ok && g->x && g->point && g->shift && *near && *qx && order && starts;
     if (ok) {
-        int64_t q = 0;
-        for (int64_t i = 0; i < h->n; i++)
-            if (image_count(h->faces[i], h->dim) > 0) {
-                order[q] = (uint32_t)i;
-                keys[q++] = order_key(h, i);
+        prox_counting_sort_u32(s.key, s.count, buckets, starts, order, NULL, 1);
+        int64_t nq = 0;
+        for (int64_t q = 0; q < s.count; q++) {
+            int64_t from = order[q];
+            prox_index i = s.point[from];
+            if (near_face_one(h->faces[i])) {
+                (*near)[nq] = i;
+                memcpy(&(*qx)[nq++ * h->dim], &s.x[3 * from], (size_t)h->dim * sizeof **qx);
             }
-        memcpy(*near, order, (size_t)nq * sizeof *order);
-        prox_counting_sort_u32(keys, nq, buckets, starts, order, NULL, 1);
-        for (q = 0; q < nq; q++)
-            keys[q] = (*near)[order[q]];
-        memcpy(*near, keys, (size_t)nq * sizeof *keys);
-        for (q = 0; q < nq; q++)
-            images_of(h, (*near)[q], g);
+            images_of(h, i, &s.x[3 * from], g);
+        }
         *near_count = nq;
     }
-    prox_free(h->al, keys);
+    near_free(h, &s);
     prox_free(h->al, order);
     prox_free(h->al, starts);
     return ok;
@@ -455,9 +530,9 @@ static prox_status screen_search(const halo *h, const prox_points *points,
     return s;
 }
 
-/* Each image pair once, from its canonical side: query point i found the
- * image (j, S') of j, whose shift from the caller's positions is
- * S = S' + w_i - w_j. */
+/* Each image pair once: query point i found the image (j, S') of j (S'
+ * forward), whose shift from the caller's positions is S = S' + w_i - w_j;
+ * kept as the half list holds it. */
 static prox_status halo_search(const halo *h, halo_hits *hits, int64_t *candidates)
 {
     halo_images g;
@@ -467,7 +542,7 @@ static prox_status halo_search(const halo *h, halo_hits *hits, int64_t *candidat
     prox_pair_buffer found;
     prox_pair_buffer_init(&found, h->al);
     prox_status st = PROX_ERR_NO_MEMORY;
-    if (images_make(h, &g, &near, &nq) && (qx = bases_of(h, near, nq))) {
+    if (images_make(h, &g, &near, &qx, &nq)) {
         prox_points images = prox_points_f64(g.x, g.count, h->dim);
         prox_points queries = prox_points_f64(qx, nq, h->dim);
         st = screen_search(h, &images, &queries, &found, candidates);
@@ -478,11 +553,11 @@ static prox_status halo_search(const halo *h, halo_hits *hits, int64_t *candidat
         int32_t S[3];
         for (int k = 0; k < 3; k++)
             S[k] = g.shift[3 * (int64_t)at + k] + wi[k] - wj[k];
-        if (!canonical(i, j, S))
-            continue;
         double a2 = dist2(&g.x[(int64_t)at * h->dim], &qx[found.pairs[p].i * (int64_t)h->dim],
                           h->dim);
-        if (!offer(h, i, j, S, a2, hits))
+        int32_t R[3] = {-S[0], -S[1], -S[2]};
+        bool ok = canonical(i, j, S) ? offer(h, i, j, S, a2, hits) : offer(h, j, i, R, a2, hits);
+        if (!ok)
             st = PROX_ERR_NO_MEMORY;
     }
     prox_pair_buffer_free(&found);
@@ -727,12 +802,18 @@ static int64_t copy_pairs_below(halo_out *o, int64_t at, prox_index a)
     while (end < o->main.count && pairs[end].i < a)
         end++;
     prox_geometry *g = o->g;
-    if (g && g->i)
+    prox_index *restrict gi = g ? g->i + p - at : NULL, *restrict gj = g ? g->j + p - at : NULL;
+    if (g && g->i && g->j)
+        for (int64_t t = at; t < end; t++) {
+            gi[t] = pairs[t].i;
+            gj[t] = pairs[t].j;
+        }
+    else if (g && g->i)
         for (int64_t t = at; t < end; t++)
-            g->i[p + t - at] = pairs[t].i;
-    if (g && g->j)
+            gi[t] = pairs[t].i;
+    else if (g && g->j)
         for (int64_t t = at; t < end; t++)
-            g->j[p + t - at] = pairs[t].j;
+            gj[t] = pairs[t].j;
     o->written += end - at;
     return end;
 }
