@@ -355,6 +355,8 @@ static bool shift_forward(const int32_t *S)
 
 static int image_count(uint8_t faces, int dim)
 {
+    if (!(faces & 0x3f))
+        return 0;
     int choices[3][3], count[3], c = 0;
     shift_choices(faces, dim, choices, count);
     for (int a0 = 0; a0 < count[0]; a0++)
@@ -370,6 +372,12 @@ static int image_count(uint8_t faces, int dim)
 static bool near_face_one(uint8_t faces)
 {
     return faces & 0x2a;
+}
+
+/* A point with images or a query of the halo search. */
+static bool near_any(uint8_t faces, int dim)
+{
+    return near_face_one(faces) || image_count(faces, dim) > 0;
 }
 
 static void images_free(const halo *h, halo_images *g)
@@ -433,9 +441,10 @@ static bool near_collect(const halo *h, near_set *s, int64_t *images)
 {
     int64_t total = 0, nq = 0;
     for (int64_t i = 0; i < h->n; i++) {
-        int c = image_count(h->faces[i], h->dim);
-        total += c;
-        nq += c > 0 || near_face_one(h->faces[i]);
+        if (!(h->faces[i] & 0x3f))
+            continue;
+        total += image_count(h->faces[i], h->dim);
+        nq += near_any(h->faces[i], h->dim);
     }
     s->point = prox_alloc_array(h->al, nq, sizeof *s->point);
     s->x = prox_alloc_array(h->al, 3 * nq, sizeof *s->x);
@@ -444,7 +453,7 @@ static bool near_collect(const halo *h, near_set *s, int64_t *images)
         return false;
     s->count = 0;
     for (int64_t i = 0; i < h->n; i++)
-        if (image_count(h->faces[i], h->dim) > 0 || near_face_one(h->faces[i])) {
+        if ((h->faces[i] & 0x3f) && near_any(h->faces[i], h->dim)) {
             int64_t q = s->count++;
             s->point[q] = (prox_index)i;
             base_of(h, i, &s->x[3 * q]);
