@@ -268,6 +268,64 @@ static void fcc_cutoff_at_the_neighbours(void **state)
     }
 }
 
+static bool same_geometry(const prox_geometry *a, const prox_geometry *b)
+{
+    size_t n = (size_t)a->count, dim = (size_t)a->dim;
+    return a->count == b->count && a->dim == b->dim &&
+           memcmp(a->i, b->i, n * sizeof *a->i) == 0 && memcmp(a->j, b->j, n * sizeof *a->j) == 0 &&
+           memcmp(a->d, b->d, n * sizeof *a->d) == 0 &&
+           memcmp(a->D, b->D, n * dim * sizeof *a->D) == 0 &&
+           memcmp(a->S, b->S, n * dim * sizeof *a->S) == 0;
+}
+
+/* Sets too large for the oracle, whose output the halo writes in parts
+ * over the threads: the same arrays as the bins (tested against the oracle
+ * in test_cell), at 1, 2 and 3 threads, half and full, some points moved. */
+static void large_sets_match_the_bins(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(4790);
+    for (int t = 0; t < 4; t++) {
+        double m[3][3];
+        random_cell(&r, 3, m);
+        for (int a = 0; a < 3; a++)
+            for (int k = 0; k < 3; k++)
+                m[a][k] *= 12;
+        int64_t n = 60000;
+        double *x = halo_points(&r, m, 3, n, t % 2 ? 3 : 0);
+        prox_points view = prox_points_f64(x, n, 3);
+        prox_cell_desc d = prox_default_cell_desc();
+        double h = fmin(height(m, 3, 0), fmin(height(m, 3, 1), height(m, 3, 2)));
+        d.cutoff = 0.04 * h;
+        memcpy(d.cell, m, sizeof m);
+        d.pbc[0] = d.pbc[1] = true;
+        d.pbc[2] = t != 2;
+        d.full = t >= 2;
+        d.self_interaction = t == 3;
+        char context[80];
+        snprintf(context, sizeof context, "60000 points, case %d", t);
+        prox_geometry bins, halo;
+        prox_geometry_init(&bins, 0, NULL);
+        prox_geometry_init(&halo, 0, NULL);
+        prox_stats st;
+        prox_cell_halo_set_min_points(INT64_MAX);
+        CHECK_STATUS(prox_cell_pairs(&view, &d, &bins, &st), PROX_OK, context);
+        CHECK(strcmp(st.method, "cell.bins") == 0, context, "method %s", st.method);
+        prox_cell_halo_set_min_points(0);
+        for (int threads = 1; threads <= 3; threads++) {
+            d.threads = threads;
+            CHECK_STATUS(prox_cell_pairs(&view, &d, &halo, &st), PROX_OK, context);
+            CHECK(strcmp(st.method, "cell.halo") == 0, context, "method %s", st.method);
+            CHECK(bins.count > 0 && same_geometry(&bins, &halo), context,
+                  "%d threads: %lld pairs, the bins %lld, or different arrays", threads,
+                  (long long)halo.count, (long long)bins.count);
+        }
+        prox_geometry_free(&bins);
+        prox_geometry_free(&halo);
+        free(x);
+    }
+}
+
 /* What the halo leaves to the bins: few points, a cutoff beyond a quarter
  * of a height, most points outside the cell. */
 static void the_bins_serve_the_rest(void **state)
@@ -299,6 +357,7 @@ int main(void)
         cmocka_unit_test(triclinic_3d_matches_oracle),
         cmocka_unit_test(cell_2d_matches_oracle),
         cmocka_unit_test(fcc_cutoff_at_the_neighbours),
+        cmocka_unit_test(large_sets_match_the_bins),
         cmocka_unit_test(the_bins_serve_the_rest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -834,24 +834,6 @@ static bool rows_plain(const halo_out *o)
     return !h->self_interaction && !h->w && (!o->g || !(o->g->d || o->g->D || o->g->S));
 }
 
-static void emit_all(halo_out *o)
-{
-    const halo *h = o->h;
-    o->written = 0;
-    o->main.at = 0;
-    if (!rows_plain(o) || o->main.lists) {
-        for (int64_t a = 0; a < h->n; a++)
-            emit_row(o, (prox_index)a);
-        return;
-    }
-    for (int64_t a = 0; a < h->n; a++)
-        if (o->hit_start[a] < o->hit_start[a + 1]) {
-            o->main.at = copy_pairs_below(o, o->main.at, (prox_index)a);
-            emit_row(o, (prox_index)a);
-        }
-    copy_pairs_below(o, o->main.at, (prox_index)h->n);
-}
-
 static void free_geometry(prox_geometry *g)
 {
     const prox_allocator *al = &g->allocator;
@@ -888,33 +870,87 @@ static prox_status alloc_geometry(prox_geometry *g, int64_t n, int dim)
     return PROX_ERR_NO_MEMORY;
 }
 
-/* The entries: the main search's kept, the hits (reverses included) and
- * the self pairs. */
-static int64_t output_count(const halo *h, const main_rows *m, int64_t hits)
+/* The first main pair of row a or later. */
+static int64_t main_row_start(const main_rows *m, prox_index a)
 {
-    int64_t count = hits + (h->self_interaction ? h->n : 0);
+    if (m->lists)
+        return m->lists->offsets[a];
+    int64_t lo = 0, hi = m->count;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (m->pairs[mid].i < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Rows [a0, a1) into the output from o->written on. */
+static void emit_rows(halo_out *o, prox_index a0, prox_index a1)
+{
+    o->main.at = o->main.lists ? 0 : main_row_start(&o->main, a0);
+    if (!rows_plain(o) || o->main.lists) {
+        for (prox_index a = a0; a < a1; a++)
+            emit_row(o, a);
+        return;
+    }
+    for (prox_index a = a0; a < a1; a++)
+        if (o->hit_start[a] < o->hit_start[a + 1]) {
+            o->main.at = copy_pairs_below(o, o->main.at, a);
+            emit_row(o, a);
+        }
+    copy_pairs_below(o, o->main.at, a1);
+}
+
+/* The entries of rows [a0, a1): the main search's kept, the hits
+ * (reverses included) and the self pairs. */
+static int64_t rows_count(const halo *h, const main_rows *m, const int64_t *hit_start,
+                          prox_index a0, prox_index a1)
+{
+    int64_t count = hit_start[a1] - hit_start[a0] + (h->self_interaction ? a1 - a0 : 0);
+    int64_t b = main_row_start(m, a0), e = main_row_start(m, a1);
     if (!h->w)
-        return count + (m->lists ? m->lists->offsets[h->n] : m->count);
-    for (int64_t a = 0; m->lists && a < h->n; a++)
+        return count + e - b;
+    for (prox_index a = a0; m->lists && a < a1; a++)
         for (int64_t t = m->lists->offsets[a]; t < m->lists->offsets[a + 1]; t++)
-            count += main_kept(h, (prox_index)a, m->lists->indices[t]);
-    for (int64_t p = 0; !m->lists && p < m->count; p++)
+            count += main_kept(h, a, m->lists->indices[t]);
+    for (int64_t p = b; !m->lists && p < e; p++)
         count += main_kept(h, m->pairs[p].i, m->pairs[p].j);
     return count;
 }
 
+/* Rows a part of the output's writing holds at least, so that each
+ * part's copy outweighs its binary searches; parts run on the threads. */
+#define HALO_PART_ROWS 16384
+
 static prox_status write_output(const halo *h, main_rows main, const halo_hit *hits,
                                 const int64_t *hit_start, prox_geometry *g, int64_t *count)
 {
-    halo_out o = {.h = h, .main = main, .hits = hits, .hit_start = hit_start};
-    *count = output_count(h, &main, hit_start[h->n]);
-    if (!g)
-        return PROX_OK;
-    prox_status st = alloc_geometry(g, *count, h->dim);
-    if (!st) {
-        o.g = g;
-        emit_all(&o);
+    int threads = prox_threads_resolve(h->grid.threads);
+    int64_t parts = h->n / HALO_PART_ROWS;
+    parts = parts < 1 ? 1 : parts > 8 * threads ? 8 * threads : parts;
+    int64_t *at = prox_alloc_array(h->al, parts + 1, sizeof *at);
+    if (!at)
+        return PROX_ERR_NO_MEMORY;
+    at[0] = 0;
+#pragma omp parallel for num_threads(threads) if (parts > 1) schedule(dynamic, 1)
+    for (int64_t k = 0; k < parts; k++)
+        at[k + 1] = rows_count(h, &main, hit_start, (prox_index)(h->n * k / parts),
+                               (prox_index)(h->n * (k + 1) / parts));
+    for (int64_t k = 0; k < parts; k++)
+        at[k + 1] += at[k];
+    *count = at[parts];
+    prox_status st = g ? alloc_geometry(g, *count, h->dim) : PROX_OK;
+    if (g && !st) {
+#pragma omp parallel for num_threads(threads) if (parts > 1) schedule(dynamic, 1)
+        for (int64_t k = 0; k < parts; k++) {
+            halo_out o = {.h = h, .g = g, .main = main, .hits = hits, .hit_start = hit_start,
+                          .written = at[k]};
+            emit_rows(&o, (prox_index)(h->n * k / parts), (prox_index)(h->n * (k + 1) / parts));
+        }
     }
+    prox_free(h->al, at);
     return st;
 }
 
