@@ -12,6 +12,7 @@
 #include "input.h"
 #include "output.h"
 #include "prox/prox.h"
+#include "sizes_file.h"
 
 static const char usage[] =
     "usage: prox pairs [OPTIONS] FILE\n"
@@ -80,8 +81,8 @@ static const char usage_sizes[] = /* apart: C99 promises strings of 4095 bytes *
     "      --radii FILE        particles of different sizes: one radius per point\n"
     "                          (text, one number a line, or .f64/.f32/.npy of one\n"
     "                          column); pairs with d <= r_i + r_j instead of R\n"
-    "                          (grid or brute; not with --stream, --runs, --mpi,\n"
-    "                          --cell)\n"
+    "                          (grid, brute or --cell; not with --stream, --runs,\n"
+    "                          --mpi)\n"
     "      --rule contact|gather-scatter  with --radii: d <= r_i + r_j (default)\n"
     "                          or d <= max(h_i, h_j)\n"
     "      --types FILE        one integer type per point (0 to T-1; read as --radii\n"
@@ -148,10 +149,7 @@ typedef struct pairs_options {
     int64_t max_memory; /* 0: no limit */
     bool mpi;
     int runs; /* searches on one grid and output (--runs) */
-    const char *radii;     /* --radii FILE: per-point sizes */
-    prox_size_rule rule;   /* --rule */
-    const char *types;     /* --types FILE: per-point integer types */
-    const char *cutoffs;   /* --cutoffs FILE: their cutoff matrix */
+    sizes_files sizes;     /* --radii, --rule, --types, --cutoffs (sizes_file.h) */
     pairs_cell_options cell; /* --cell and its options (cmd_pairs_cell.h) */
     bool cell_only;          /* an option that needs --cell was given */
 } pairs_options;
@@ -285,13 +283,13 @@ static bool apply_option(opt_parser *p, pairs_options *o, int id, const char *v)
     case OPT_STREAM: o->stream = true; break;
     case OPT_MAX_MEMORY: o->max_memory = parse_bytes(p, v); break;
     case OPT_MPI: o->mpi = true; break;
-    case OPT_RADII: o->radii = v; break;
-    case OPT_TYPES: o->types = v; break;
-    case OPT_CUTOFFS: o->cutoffs = v; break;
+    case OPT_RADII: o->sizes.radii = v; break;
+    case OPT_TYPES: o->sizes.types = v; break;
+    case OPT_CUTOFFS: o->sizes.cutoffs = v; break;
     case OPT_RULE:
         if (strcmp(v, "contact") && strcmp(v, "gather-scatter"))
             die_usage(p->command, "--rule must be contact or gather-scatter, not '%s'", v);
-        o->rule = strcmp(v, "contact") ? PROX_RULE_GATHER_SCATTER : PROX_RULE_CONTACT;
+        o->sizes.rule = strcmp(v, "contact") ? PROX_RULE_GATHER_SCATTER : PROX_RULE_CONTACT;
         break;
     case OPT_CELL: o->cell.cell_values = parse_double_list(p, v, o->cell.cell, 9); break;
     case OPT_PBC: parse_pbc(p, v, &o->cell); o->cell_only = true; break;
@@ -374,23 +372,21 @@ static bool parse_options(int argc, char **argv, pairs_options *o)
         die_usage(p.command, "--stream writes pairs: not with --count or --lists");
     if (o->runs > 1 && (o->stream || o->mpi))
         die_usage(p.command, "--runs repeats a search held in memory: not with --stream or --mpi");
-    if (!o->types != !o->cutoffs)
+    if (!o->sizes.types != !o->sizes.cutoffs)
         die_usage(p.command, "--types and --cutoffs go together");
-    if (o->types && o->radii)
+    if (o->sizes.types && o->sizes.radii)
         die_usage(p.command, "--radii and --types exclude each other");
-    if (o->types && o->has_radius)
+    if (o->sizes.types && o->has_radius)
         die_usage(p.command, "--radius and --types exclude each other");
-    if (o->types && (o->stream || o->runs > 1 || o->mpi || o->max_memory > 0 ||
-                     o->algo == PROX_ALGO_HIERARCHICAL || o->cell.cell_values > 0 ||
-                     o->cell_only))
-        die_usage(p.command, "--types searches with the grid or brute force, without --stream, "
-                             "--runs, --mpi, --max-memory or --cell (use --periodic)");
-    if (o->radii && (o->stream || o->runs > 1 || o->mpi || o->max_memory > 0 ||
-                     o->algo == PROX_ALGO_HIERARCHICAL || o->cell.cell_values > 0 ||
-                     o->cell_only))
-        die_usage(p.command, "--radii searches with the grid or brute force, without --stream, "
-                             "--runs, --mpi, --max-memory or --cell (use --periodic)");
-    if (o->radii && o->has_radius)
+    if (o->sizes.types && (o->stream || o->runs > 1 || o->mpi || o->max_memory > 0 ||
+                           o->algo == PROX_ALGO_HIERARCHICAL))
+        die_usage(p.command, "--types searches with the grid, brute force or --cell, without "
+                             "--stream, --runs, --mpi or --max-memory");
+    if (o->sizes.radii && (o->stream || o->runs > 1 || o->mpi || o->max_memory > 0 ||
+                           o->algo == PROX_ALGO_HIERARCHICAL))
+        die_usage(p.command, "--radii searches with the grid, brute force or --cell, without "
+                             "--stream, --runs, --mpi or --max-memory");
+    if (o->sizes.radii && o->has_radius)
         die_usage(p.command, "--radius and --radii exclude each other");
     if (o->has_radius)
         check_radius(o->radius); /* before reading a big file */
@@ -512,153 +508,23 @@ static void run_search(const prox_points *points, const prox_grid_desc *desc, pr
     prox_grid_destroy(grid);
 }
 
-/* ---- particles of different sizes (--radii) ---------------------------- */
-
-typedef struct radii_text {
-    const char *path;
-    double *values;
-    int64_t count, capacity;
-} radii_text;
-
-static void radii_push(radii_text *t, double v)
-{
-    if (t->count == t->capacity) {
-        t->capacity = t->capacity ? 2 * t->capacity : 1024;
-        t->values = realloc(t->values, checked_size(t->capacity, sizeof *t->values));
-        if (!t->values)
-            die(EXIT_NO_MEMORY, "out of memory for sizes");
-    }
-    t->values[t->count++] = v;
-}
-
-/* The numbers of one line, pushed ('#' comments, blank lines skipped);
- * returns how many. */
-static int64_t numbers_line(radii_text *t, int64_t line, const char *text)
-{
-    int64_t n = 0;
-    for (;;) {
-        while (*text == ' ' || *text == '\t' || *text == '\r')
-            text++;
-        if (*text == '#' || *text == '\n' || *text == 0)
-            return n;
-        char *end;
-        double v = strtod(text, &end);
-        if (end == text || (*end && !strchr(" \t\r\n#", *end)))
-            die(EXIT_DATA, "%s:%lld: expected numbers", t->path, (long long)line);
-        radii_push(t, v);
-        n++;
-        text = end;
-    }
-}
-
-/* One radius a line. */
-static void radius_line(void *ctx, int64_t line, const char *text)
-{
-    radii_text *t = ctx;
-    if (numbers_line(t, line, text) > 1)
-        die(EXIT_DATA, "%s:%lld: expected one radius", t->path, (long long)line);
-}
-
-/* The radii of --radii (or the types of --types), one per point (widened
- * to double). */
-static double *read_radii(const char *path, int64_t points, const char *what)
-{
-    double *r;
-    int64_t count;
-    if (is_binary_name(path)) {
-        binary_file bf;
-        read_binary_file(path, 1, "radius", &bf);
-        count = bf.rows;
-        r = xmalloc(checked_size(count + 1, sizeof *r));
-        for (int64_t i = 0; i < count; i++)
-            r[i] = bf.scalar == PROX_F64 ? ((const double *)bf.values)[i]
-                                         : (double)((const float *)bf.values)[i];
-        free(bf.values);
-    } else {
-        radii_text t = {path, NULL, 0, 0};
-        read_text_lines(path, radius_line, &t);
-        r = t.values ? t.values : xmalloc(sizeof *r);
-        count = t.count;
-    }
-    if (count != points)
-        die(EXIT_DATA, "%s: %lld %s for %lld points", path, (long long)count, what,
-            (long long)points);
-    return r;
-}
-
-/* Types as the library takes them: each value an integer of int32 (the
- * library checks the range of the matrix). */
-static int32_t *types_of(const double *v, int64_t n, const char *path)
-{
-    int32_t *t = xmalloc(checked_size(n + 1, sizeof *t));
-    for (int64_t i = 0; i < n; i++) {
-        if (!(v[i] == floor(v[i]) && v[i] >= 0 && v[i] <= INT32_MAX))
-            die(EXIT_DATA, "%s: the type of point %lld is %g; types are integers >= 0", path,
-                (long long)i, v[i]);
-        t[i] = (int32_t)v[i];
-    }
-    return t;
-}
-
-/* One row of --cutoffs: each line holds as many numbers as the first. */
-typedef struct matrix_text {
-    radii_text values;
-    int64_t rows, columns;
-} matrix_text;
-
-static void matrix_line(void *ctx, int64_t line, const char *text)
-{
-    matrix_text *m = ctx;
-    int64_t n = numbers_line(&m->values, line, text);
-    if (n == 0)
-        return;
-    if (m->rows == 0)
-        m->columns = n;
-    if (n != m->columns)
-        die(EXIT_DATA, "%s:%lld: %lld numbers, but the first row has %lld", m->values.path,
-            (long long)line, (long long)n, (long long)m->columns);
-    m->rows++;
-}
-
-/* The square cutoff matrix of --cutoffs; *types its side. */
-static double *read_cutoffs(const char *path, int *types)
-{
-    matrix_text m = {{path, NULL, 0, 0}, 0, 0};
-    read_text_lines(path, matrix_line, &m);
-    if (m.rows == 0 || m.rows != m.columns || m.rows > PROX_MAX_TYPES)
-        die(EXIT_DATA, "%s: the cutoffs are %lld rows of %lld; expected a square matrix of 1 "
-                       "to %d types",
-            path, (long long)m.rows, (long long)m.columns, PROX_MAX_TYPES);
-    *types = (int)m.rows;
-    return m.values.values;
-}
+/* ---- particles of different sizes (--radii, --types) ------------------- */
 
 static void run_sized(const prox_points *points, const prox_grid_desc *desc,
                       const pairs_options *o, pairs_result *r)
 {
-    double *radii = read_radii(o->types ? o->types : o->radii, points->count,
-                               o->types ? "types" : "radii");
-    int32_t *type = NULL;
-    double *cutoff = NULL;
-    prox_sizes sizes = prox_sizes_radii(radii, o->rule);
-    if (o->types) {
-        int types;
-        cutoff = read_cutoffs(o->cutoffs, &types);
-        type = types_of(radii, points->count, o->types);
-        sizes = prox_sizes_types(type, types, cutoff);
-    }
+    loaded_sizes ls;
+    sizes_files_load(&o->sizes, points->count, &ls);
     prox_sink sink = make_sink(o->task, r);
     if (o->unsorted)
         sink = prox_sink_unsorted(sink);
     double t0 = now_seconds();
-    prox_status st = prox_sized_pairs(points, &sizes, desc, o->algo, sink, &r->stats);
+    prox_status st = prox_sized_pairs(points, &ls.sizes, desc, o->algo, sink, &r->stats);
     r->query_s = now_seconds() - t0;
     r->first_s = r->query_s;
-    free(radii);
-    free(type);
-    free(cutoff);
+    loaded_sizes_free(&ls);
     if (st != PROX_OK)
-        die_status(st, o->types ? "search with --types failed" : "search with --radii failed");
+        die_status(st, o->sizes.types ? "search with --types failed" : "search with --radii failed");
 }
 
 /* ---- streaming (--stream) ---------------------------------------------- */
@@ -911,7 +777,7 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
                                                                             : "hierarchical",
             keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
             pf->scalar == PROX_F32 ? "f32" : "f64", pf->dim, (long long)pf->count,
-            o->radii || o->types ? 0.0 : desc->radius, /* sizes: no single radius */
+            o->sizes.radii || o->sizes.types ? 0.0 : desc->radius, /* sizes: no single radius */
             effective_threads(desc->threads), read_s, o->runs, r->first_s, r->build_s, r->query_s,
             write_s,
             (long long)s->pairs, (long long)s->candidates, (long long)s->rechecked,
@@ -970,8 +836,8 @@ int cmd_pairs(int argc, char **argv)
     }
     set_thread_limit(o.threads);
     if (o.cell.cell_values)
-        return pairs_in_cell(&o.cell, o.input, o.output, o.dim, o.has_radius, o.radius,
-                             o.threads, o.task == TASK_COUNT, o.stats);
+        return pairs_in_cell(&o.cell, &o.sizes, o.input, o.output, o.dim, o.has_radius,
+                             o.radius, o.threads, o.task == TASK_COUNT, o.stats);
     if (o.mpi)
         return pairs_over_mpi(&o);
     output out;
@@ -984,7 +850,7 @@ int cmd_pairs(int argc, char **argv)
     double read_s = now_seconds() - t0;
 
     prox_grid_desc desc =
-        make_desc(&o, o.radii || o.types ? PROX_RADIUS_MIN : resolve_radius(&o, &pf), pf.dim);
+        make_desc(&o, o.sizes.radii || o.sizes.types ? PROX_RADIUS_MIN : resolve_radius(&o, &pf), pf.dim);
     prox_points points = point_file_view(&pf);
     pairs_result r;
     memset(&r, 0, sizeof r);
@@ -997,7 +863,7 @@ int cmd_pairs(int argc, char **argv)
         run_stream(&points, &desc, &o, &out, &r); /* writes as it searches */
         output_commit(&out);
     } else {
-        if (o.radii || o.types)
+        if (o.sizes.radii || o.sizes.types)
             run_sized(&points, &desc, &o, &r);
         else
             run_search(&points, &desc, o.algo, &o, &r);

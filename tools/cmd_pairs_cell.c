@@ -8,6 +8,7 @@
 #include "input.h"
 #include "output.h"
 #include "prox/prox.h"
+#include "sizes_file.h"
 
 void parse_pbc(const opt_parser *p, const char *text, pairs_cell_options *c)
 {
@@ -91,8 +92,9 @@ static size_t format_geometry(const void *ctx, int64_t begin, int64_t end, char 
     return (size_t)(p - buf);
 }
 
-int pairs_in_cell(const pairs_cell_options *c, const char *input, const char *output_path,
-                  int dim, bool has_radius, double radius, int threads, bool count, bool stats)
+int pairs_in_cell(const pairs_cell_options *c, const sizes_files *sizes, const char *input,
+                  const char *output_path, int dim, bool has_radius, double radius, int threads,
+                  bool count, bool stats)
 {
     output out;
     output_open(&out, output_path);
@@ -101,17 +103,23 @@ int pairs_in_cell(const pairs_cell_options *c, const char *input, const char *ou
     point_file pf;
     point_file_read(&pf, input, dim);
     double read_s = now_seconds() - t0;
-    if (!has_radius && !pf.has_radius)
+    bool sized = sizes->radii || sizes->types;
+    if (!sized && !has_radius && !pf.has_radius)
         die_usage("pairs", "missing --radius (and %s has no '# radius=' header line)", input);
-    prox_cell_desc d = cell_desc(c, pf.dim, has_radius ? radius : pf.radius, threads);
+    prox_cell_desc d = cell_desc(c, pf.dim, sized ? 0 : has_radius ? radius : pf.radius, threads);
     prox_points points = point_file_view(&pf);
+    loaded_sizes ls = {0};
+    if (sized)
+        sizes_files_load(sizes, pf.count, &ls);
     prox_geometry g;
     prox_geometry_init(&g, c->geometry ? PROX_GEOMETRY_ALL : PROX_GEOMETRY_I | PROX_GEOMETRY_J,
                        NULL);
     prox_stats st;
     t0 = now_seconds();
-    prox_status status = prox_cell_pairs(&points, &d, count ? NULL : &g, &st);
+    prox_status status = sized ? prox_sized_cell_pairs(&points, &ls.sizes, &d, count ? NULL : &g, &st)
+                               : prox_cell_pairs(&points, &d, count ? NULL : &g, &st);
     double query_s = now_seconds() - t0;
+    loaded_sizes_free(&ls);
     if (status)
         die_status(status, "pairs --cell");
     t0 = now_seconds();

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "cli.h"
+#include "sizes_file.h"
 
 typedef struct pairs_cell_options {
     int cell_values;        /* numbers given to --cell: 0 (no cell), dim lengths, or dim*dim rows */
@@ -20,8 +21,11 @@ typedef struct pairs_cell_options {
 /* --pbc's value: comma-separated 1/0, true/false, yes/no (usage error otherwise). */
 void parse_pbc(const opt_parser *p, const char *text, pairs_cell_options *c);
 
-/* The whole `prox pairs --cell` run: read, search, write; returns the exit code. */
-int pairs_in_cell(const pairs_cell_options *c, const char *input, const char *output_path,
-                  int dim, bool has_radius, double radius, int threads, bool count, bool stats);
+/* The whole `prox pairs --cell` run: read, search (with the sizes of
+ * `sizes` when it names a file, prox_sized_cell_pairs), write; returns the
+ * exit code. */
+int pairs_in_cell(const pairs_cell_options *c, const sizes_files *sizes, const char *input,
+                  const char *output_path, int dim, bool has_radius, double radius, int threads,
+                  bool count, bool stats);
 
 #endif

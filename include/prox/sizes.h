@@ -29,6 +29,7 @@
 #ifndef PROX_SIZES_H
 #define PROX_SIZES_H
 
+#include "prox/cell.h"
 #include "prox/core.h"
 #include "prox/grid.h"
 #include "prox/pairs.h"
@@ -116,6 +117,20 @@ PROX_API prox_status prox_sized_skin_list_pairs(prox_sized_skin_list *list,
                                                 const prox_points *points,
                                                 const prox_sizes *sizes, prox_sink sink,
                                                 prox_stats *stats);
+
+/* Every image pair (i, j, S) of `points` in a periodic cell of any shape
+ * (cell.h: the cell, pbc, full or half lists, self_interaction, the
+ * geometry arrays and their order) kept when the squared distance of
+ * cell.h's rule is within the pair's threshold under the rule of `sizes`
+ * (d2 <= t*t, t > 0); self_interaction's (i, i, 0) are kept whatever the
+ * sizes. desc->cutoff is not read: the search runs at the largest
+ * threshold of any pair, so a wide spread of sizes costs what that one
+ * costs. stats->method: "sized.cell.halo" or "sized.cell.bins" (the cell
+ * search that ran). Errors as prox_sized_pairs and prox_cell_pairs; on
+ * failure `out` is left empty. */
+PROX_API prox_status prox_sized_cell_pairs(const prox_points *points, const prox_sizes *sizes,
+                                           const prox_cell_desc *desc, prox_geometry *out,
+                                           prox_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -381,6 +381,43 @@ def _cutoff_sizes(cutoff, atoms, n):
     return radii, "contact", None
 
 
+def _largest_threshold(sizes):
+    """The largest threshold a pair can have: twice the largest radius, or
+    the largest cutoff between the types present."""
+    values, rule, matrix = sizes
+    if matrix is None:
+        bad = ~np.isfinite(values) | (values < 0)
+        if np.any(bad):
+            k = int(np.argmax(bad))
+            raise ValueError(f"cutoff: per-atom cutoffs must be finite and >= 0; atom {k} has "
+                             f"{values[k]}")
+        return 2 * float(np.max(values, initial=0))
+    present = np.unique(values)
+    return float(np.max(matrix[np.ix_(present, present)], initial=0))
+
+
+def _sized_cell(quantities, positions, m, flags, sizes, largest, full, self_interaction,
+                threads):
+    """Per-atom or per-species cutoffs in any cell (prox_sized_cell_pairs'
+    rule): the cell search at the largest threshold, each pair then kept
+    when the squared distance of its D, summed as the C rule sums it, is
+    within its own threshold squared (and that threshold > 0)."""
+    values, rule, matrix = sizes
+    (i, j, D, S), = _prox._cell([(positions, m, flags)], largest if largest > 0 else 1e-150,
+                                "ijDS", bool(full), bool(self_interaction), threads)
+    d2 = D[:, 0] * D[:, 0] + D[:, 1] * D[:, 1]
+    if D.shape[1] == 3:
+        d2 = d2 + D[:, 2] * D[:, 2]
+    t = values[i] + values[j] if matrix is None else matrix[values[i], values[j]]
+    keep = (d2 <= t * t) & (t > 0)
+    if self_interaction:
+        keep |= (i == j) & ~np.any(S, axis=1)
+    out = {"i": i[keep], "j": j[keep], "D": D[keep], "S": S[keep], "d": None}
+    if "d" in quantities:
+        out["d"] = np.sqrt(d2[keep])
+    return _unpack(tuple(out[q] for q in quantities))
+
+
 def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_interaction=False,
                   full=True, threads=0):
     """Neighbour list in ASE's and vesin's convention, in a cell of any shape.
@@ -397,9 +434,9 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_in
         (i, i, S != 0) included); a list of one cutoff per atom (pairs with
         ``d <= c_i + c_j``, as ``natural_cutoffs`` gives them); or a dict of
         species pairs ``{("H", "O"): 1.2}`` (symbols or atomic numbers; pairs
-        it does not name have no cutoff; needs an ``ase.Atoms``). The last
-        two: orthogonal cells, full lists without self-interaction, the
-        largest pair cutoff below half of every periodic length
+        it does not name have no cutoff; needs an ``ase.Atoms``); the last
+        two in any cell, each pair decided by its own cutoff (the search runs
+        at the largest)
     cell : None, ``dim`` lengths, or a (dim, dim) matrix whose rows are the
         cell vectors (any shape: triclinic, LAMMPS' lower-triangular form)
     pbc : None (open), one bool, or ``dim`` bools (mixed pbc allowed)
@@ -435,12 +472,10 @@ def neighbor_list(quantities, positions, cutoff, cell=None, pbc=None, *, self_in
     m = _cell_matrix(cell, dim)
     flags = _pbc_flags(pbc, dim)
     if sizes is not None:
-        largest = 2 * float(np.max(sizes[0], initial=0)) if sizes[2] is None else float(
-            np.max(sizes[2], initial=0))
+        largest = _largest_threshold(sizes)
         if self_interaction or not full or not _grid_serves(m, flags, largest):
-            raise ValueError("cutoff per atom or per species pair: orthogonal cells, full lists "
-                             "without self_interaction, and the largest pair cutoff below half "
-                             "of every periodic length")
+            return _sized_cell(quantities, positions, m, flags, sizes, largest, full,
+                               self_interaction, threads)
     elif self_interaction or not full or not _grid_serves(m, flags, float(cutoff)):
         result, = _prox._cell([(positions, m, flags)], float(cutoff), quantities, bool(full),
                               bool(self_interaction), threads)

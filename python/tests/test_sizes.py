@@ -160,6 +160,53 @@ def test_species_dict_matches_ase(pbc):
     assert np.all(d > 0)
 
 
+def triclinic_crystal(seed):
+    """A rattled primitive fcc crystal with mixed species: a triclinic cell
+    small enough for images of a pair and self-images."""
+    from ase.build import bulk
+    rng = np.random.default_rng(seed)
+    atoms = bulk("Cu", "fcc", a=3.6).repeat((3, 2, 2))
+    atoms.set_chemical_symbols(rng.choice(["Cu", "Ni", "O"], size=len(atoms)).tolist())
+    atoms.rattle(0.1, seed=seed)
+    return atoms
+
+
+def geometry_of(q):
+    i, j, D, S = q
+    order = np.lexsort((S[:, 2], S[:, 1], S[:, 0], j, i))
+    return i[order], j[order], D[order], S[order]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sizes_in_a_triclinic_cell_match_ase(seed):
+    atoms = triclinic_crystal(seed)
+    for cutoff in (natural_cutoffs(atoms, mult=1.6),
+                   {("Cu", "Cu"): 2.7, ("Cu", "O"): 3.3, ("Ni", "O"): 4.4, ("O", "O"): 6.0}):
+        ours = prox.neighbor_list("ijDS", atoms, cutoff)
+        theirs = geometry_of(ase_neighbor_list("ijDS", atoms, cutoff))
+        assert len(ours[0]) == len(theirs[0]) > 0
+        for a, b in zip(ours[:2] + ours[3:], theirs[:2] + theirs[3:]):
+            assert np.array_equal(a, b)
+        assert np.allclose(ours[2], theirs[2], rtol=0, atol=1e-12)
+
+
+def test_sizes_in_a_cell_half_lists_and_self():
+    atoms = triclinic_crystal(3)
+    radii = np.asarray(natural_cutoffs(atoms, mult=1.5))
+    i, j, S = prox.neighbor_list("ijS", atoms, radii)
+    hi, hj, hS = prox.neighbor_list("ijS", atoms, radii, full=False)
+    assert len(hi) * 2 == len(i)
+    assert np.all((hi < hj) | ((hi == hj) & (hS[:, 0] >= 0)))
+    si, sj, sS = prox.neighbor_list("ijS", atoms, radii, self_interaction=True)
+    assert len(si) == len(i) + len(atoms)
+    one, = [prox.neighbor_list("i", atoms, radii * 0)]
+    assert len(one) == 0
+    with pytest.raises(ValueError, match="atom 2"):
+        bad = radii.copy()
+        bad[2] = -1
+        prox.neighbor_list("ij", atoms, bad)
+
+
 def test_species_dict_needs_atoms():
     with pytest.raises(ValueError, match="ase.Atoms"):
         prox.neighbor_list("ij", np.zeros((2, 3)), {("H", "H"): 1.0})

@@ -24,6 +24,7 @@
 #include "core/views.h"
 #include "prox/grid.h"
 #include "points/cell_geometry.h"
+#include "points/cell_halo.h"
 
 /* The points in bin order. */
 typedef struct cell_points {
@@ -954,7 +955,13 @@ prox_status prox_cell_pairs(const prox_points *points, const prox_cell_desc *des
     st = check_desc(desc);
     if (!st)
         st = prox_points_check(points, "points");
+    prox_cell_frame frame;
     if (!st)
+        st = prox_cell_frame_make(desc, points->dim, &frame);
+    bool served = false;
+    if (!st) /* large cells: the grid with the halo (cell_halo.c) */
+        st = prox_cell_halo_pairs(points, desc, &frame, out, stats, &served);
+    if (!st && !served)
         st = cell_run(points, desc, out, stats);
     return st;
 }

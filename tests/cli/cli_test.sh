@@ -1133,6 +1133,33 @@ END
         && expect_fail 2 "lengths or 9" out.txt "$PROX" pairs --cell 1,1 -r 1 two.txt -o out.txt
 }
 
+# --cell with --radii and --types: the skewed cell of t_pairs_cell, each
+# image pair within its own threshold: radii 0.5 and 0.45 keep point 0's
+# self-images at exactly 1 = 0.5 + 0.5 and both (0, 1) images (0.1, 0.9 <=
+# 0.95), not point 1's (1 > 0.9); types with a cutoff of 0.5 between 0 and 1
+# keep the (0, 1) image at 0.1 alone.
+t_pairs_cell_sizes() {
+    printf '0 0 0\n0.9 0 0\n' >two.txt
+    printf '0.5\n0.45\n' >two-radii.txt
+    cat >cell-sizes.expected <<'END'
+0 0 1 0 0 1 0 0 1
+0 0 1 1 0 0 1 0 0
+0 1 0.099999999999999978 -0.099999999999999978 0 0 -1 0 0
+0 1 0.90000000000000002 0.90000000000000002 0 0 0 0 0
+END
+    run "$PROX" pairs --cell 1,0,0,0.5,1,0,0,0,1 --radii two-radii.txt --geometry two.txt
+    expect_exit 0 && expect_stdout cell-sizes.expected || return 1
+    printf '0\n1\n' >two-types.txt
+    printf '0 0.5\n0.5 0\n' >two-cutoffs.txt
+    printf '0 1\n' >cell-types.expected
+    run "$PROX" pairs --cell 1,0,0,0.5,1,0,0,0,1 --types two-types.txt --cutoffs two-cutoffs.txt \
+        two.txt
+    expect_exit 0 && expect_stdout cell-types.expected || return 1
+    printf '0.5\n-1\n' >bad-radii.txt
+    expect_fail 3 "radius 1 is -1" out.txt "$PROX" pairs --cell 1,1,1 --radii bad-radii.txt two.txt \
+        -o out.txt
+}
+
 # --types and --cutoffs: one cutoff per pair of types; the expected pairs
 # worked by hand (a pair at exactly its cutoff pairs; cutoff 0 never).
 t_pairs_types() {
@@ -1176,6 +1203,7 @@ check npy t_npy
 check reading_bounded t_reading_bounded
 check sorted_refused_up_front t_sorted_refused_up_front
 check pairs_types t_pairs_types
+check pairs_cell_sizes t_pairs_cell_sizes
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
