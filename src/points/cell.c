@@ -653,6 +653,11 @@ static void gather_free(cell_search *s)
     prox_free(s->al, s->gimage);
     for (int k = 0; k < 3; k++)
         prox_free(s->al, s->gx[k]);
+    s->gstart = NULL;
+    s->gslot = NULL;
+    s->gimage = NULL;
+    s->gx[0] = s->gx[1] = s->gx[2] = NULL;
+    s->gathered = false;
 }
 
 /* A row's entry: its sort key and its hit. */
@@ -842,17 +847,23 @@ static bool radix_serves(const cell_search *s, int64_t chunks, int64_t total)
            (double)total >= (double)s->count + span;
 }
 
-static prox_status place_radix(const cell_search *s, const cell_chunk *ch, int64_t total,
+/* The counters and the two orders of place_radix live in the chunk's
+ * list past its hits (grown when it lacks the room): no allocation of
+ * their own, so that a call's heap stays the same shape as the search
+ * left it. */
+static prox_status place_radix(const cell_search *s, cell_chunk *ch, int64_t total,
                                prox_geometry *out)
 {
     int64_t n = s->count, span = (int64_t)s->key_stride[0];
     uint64_t stride = s->key_stride[0];
-    int64_t *cs = prox_alloc_array(s->al, span + 2 * n + 3, sizeof *cs);
-    uint32_t *order = prox_alloc_array(s->al, 2 * total, sizeof *order);
-    prox_status st = cs && order ? alloc_output(out, total, s->frame.dim)
-                                 : prox_fail(PROX_ERR_NO_MEMORY,
-                                             "cell: no memory to order %lld pairs",
-                                             (long long)total);
+    size_t bytes = (size_t)(span + 2 * n + 3) * sizeof(int64_t) + (size_t)(2 * total) * 4;
+    int64_t more = (int64_t)((bytes + sizeof(cell_hit) - 1) / sizeof(cell_hit));
+    prox_status st = hits_room(ch, s, more) ? alloc_output(out, total, s->frame.dim)
+                                            : prox_fail(PROX_ERR_NO_MEMORY,
+                                                        "cell: no memory to order %lld pairs",
+                                                        (long long)total);
+    int64_t *cs = (int64_t *)(void *)(ch->hits + ch->count);
+    uint32_t *order = (uint32_t *)(void *)(cs + span + 2 * n + 3);
     if (!st) {
         int64_t *cj = cs + span + 1, *ci = cj + n + 1;
         uint32_t *by_shift = order, *by_j = order + total;
@@ -886,8 +897,6 @@ static prox_status place_radix(const cell_search *s, const cell_chunk *ch, int64
                 part_write(out, ci[x->i]++, x);
             }
     }
-    prox_free(s->al, cs);
-    prox_free(s->al, order);
     return st;
 }
 
@@ -920,6 +929,12 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
         total += ch[k].pairs;
         candidates += ch[k].candidates;
     }
+    /* the search's arrays released before the output is allocated, so that
+     * the output may take their memory: a call's heap peaks lower, and a
+     * caller that frees everything between calls finds it warm */
+    gather_free(s);
+    points_free(&s->pts, s->al);
+    memset(&s->pts, 0, sizeof s->pts);
     if (!status && out)
         status = radix_serves(s, chunks, total) ? place_radix(s, ch, total, out)
                                                  : place_rows(s, ch, chunks, total, threads, out);
