@@ -11,7 +11,8 @@
  * bound on its rounding), then oriented as the output holds it and
  * decided by the rule of cell.h from the caller's positions and the
  * integer shift S = s + w_i - w_j, where w is each point's wrap. The pairs
- * are bucketed by row and each row sorted by (j, S), so the output is the
+ * are bucketed by row and each row sorted by (j, S) (in small cells, three
+ * counting sorts written in place, place_radix), so the output is the
  * same for every thread count. */
 #include <float.h>
 #include <math.h>
