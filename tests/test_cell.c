@@ -212,6 +212,67 @@ static void cell_2d_matches_oracle(void **state)
 
 /* Lattice points exactly on faces and corners, and pairs at exactly the
  * cutoff: a cell of exact entries, points at fractions 0, 1/2, 1, -1. */
+/* Small cells, many images of few points (the counting-sort placement of
+ * cell.c): 1 to 64 points, cutoffs up to 2.6 cell heights, triclinic and
+ * primitive fcc cells, pbc mixes, half and full lists, with and without
+ * self-interaction, random points and lattice points (whose vectors hold
+ * exact zeros, the sign of which the reverse of a pair keeps): the
+ * oracle's arrays, D bit for bit (the sign of a zero included). */
+static void small_cells_match_oracle(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(4343);
+    static const int64_t sizes[] = {1, 2, 5, 17, 64};
+    static const double reach[] = {0.8, 1.4, 2.6};
+    for (int t = 0; t < 60; t++) {
+        cell_case c;
+        memset(&c, 0, sizeof c);
+        c.dim = 3;
+        bool lattice = t % 4 == 1;
+        if (t % 3 == 0 || lattice) {
+            double fcc[3][3] = {{0, 1.8, 1.8}, {1.8, 0, 1.8}, {1.8, 1.8, 0}};
+            memcpy(c.cell, fcc, sizeof fcc);
+        } else {
+            random_cell(&r, 3, c.cell);
+        }
+        for (int k = 0; k < 3; k++)
+            c.pbc[k] = t % 5 == 4 ? k != 1 : true;
+        c.n = sizes[t % 5];
+        c.cutoff = reach[(t / 5) % 3] * min_height(c.cell, 3);
+        c.full = t % 2 == 0;
+        c.self_interaction = t % 6 == 5;
+        if (lattice) { /* sites a * (u, v, w) / 4 of the cube of side 4: D has exact zeros */
+            c.x = malloc((size_t)(3 * c.n + 1) * sizeof *c.x);
+            for (int64_t i = 0; i < c.n; i++) {
+                int64_t u = i % 4, v = (i / 4) % 4, w = i / 16;
+                c.x[3 * i] = 0.9 * (double)u;
+                c.x[3 * i + 1] = 0.9 * (double)v;
+                c.x[3 * i + 2] = 0.9 * (double)w;
+            }
+        } else {
+            c.x = random_points(&r, c.cell, 3, c.n);
+        }
+        char context[160];
+        snprintf(context, sizeof context, "small cell %d: n %lld, cutoff %.2f heights, full %d",
+                 t, (long long)c.n, reach[(t / 5) % 3], c.full);
+        run_case(&c, false, context);
+        oracle_images o;
+        oracle_cell_pairs(c.x, c.n, 3, c.cell, c.pbc, c.cutoff, c.full, c.self_interaction, &o);
+        prox_cell_desc d = desc_of(&c, 1);
+        prox_points view = prox_points_f64(c.x, c.n, 3);
+        prox_geometry g;
+        prox_geometry_init(&g, 0, NULL);
+        CHECK_STATUS(prox_cell_pairs(&view, &d, &g, NULL), PROX_OK, context);
+        CHECK(g.count == o.count, context, "%lld pairs", (long long)g.count);
+        for (int64_t p = 0; p < o.count && p < g.count; p++)
+            CHECK(memcmp(&g.D[3 * p], o.items[p].D, sizeof o.items[p].D) == 0, context,
+                  "pair %lld: D differs in its bits", (long long)p);
+        prox_geometry_free(&g);
+        oracle_images_free(&o);
+        free(c.x);
+    }
+}
+
 static void faces_and_exact_cutoff(void **state)
 {
     (void)state;
@@ -401,6 +462,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(triclinic_3d_matches_oracle),
         cmocka_unit_test(cell_2d_matches_oracle),
+        cmocka_unit_test(small_cells_match_oracle),
         cmocka_unit_test(faces_and_exact_cutoff),
         cmocka_unit_test(lattice_closed_forms),
         cmocka_unit_test(orthogonal_matches_grid),

@@ -110,7 +110,51 @@ static PyObject *cell_index_array(const prox_index *v, int64_t n)
     return a;
 }
 
-static PyObject *cell_quantity(const prox_geometry *g, char q)
+/* The geometry's arrays come from malloc (cell_malloc), so that d and D
+ * become numpy arrays without a copy: taken from the geometry, freed with
+ * the array (through a capsule, its base). */
+static void *cell_malloc(size_t size, void *user)
+{
+    (void)user;
+    return malloc(size);
+}
+
+static void cell_mfree(void *ptr, void *user)
+{
+    (void)user;
+    free(ptr);
+}
+
+static void cell_capsule_free(PyObject *capsule)
+{
+    free(PyCapsule_GetPointer(capsule, "prox.cell"));
+}
+
+/* An array over the malloc'd `data`, which it takes (freed with the array,
+ * or here on failure). */
+static PyObject *cell_adopt(void *data, int nd, npy_intp *dims, int type)
+{
+    PyObject *a = PyArray_SimpleNewFromData(nd, dims, type, data);
+    if (!a) {
+        free(data);
+        return NULL;
+    }
+    PyObject *c = PyCapsule_New(data, "prox.cell", cell_capsule_free);
+    if (!c) {
+        Py_DECREF(a);
+        free(data);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)a, c) < 0) { /* c released, data with it */
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* Quantity q of g; `take` lets it take g's d or D array (a letter asked
+ * for once). */
+static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
 {
     int64_t n = g->count;
     int dim = g->dim ? g->dim : 3;
@@ -119,6 +163,12 @@ static PyObject *cell_quantity(const prox_geometry *g, char q)
         return cell_index_array(g->i, n);
     if (q == 'j')
         return cell_index_array(g->j, n);
+    if (take && n > 0 && (q == 'd' || q == 'D')) {
+        double **v = q == 'd' ? &g->d : &g->D;
+        void *data = *v;
+        *v = NULL;
+        return cell_adopt(data, q == 'd' ? 1 : 2, dims, NPY_DOUBLE);
+    }
     PyObject *a = PyArray_SimpleNew(q == 'd' ? 1 : 2, dims, q == 'S' ? NPY_INT64 : NPY_DOUBLE);
     if (!a || n == 0)
         return a;
@@ -133,12 +183,13 @@ static PyObject *cell_quantity(const prox_geometry *g, char q)
     return a;
 }
 
-static PyObject *cell_value(const cell_system *s, const char *quantities)
+static PyObject *cell_value(cell_system *s, const char *quantities)
 {
     Py_ssize_t n = (Py_ssize_t)strlen(quantities);
     PyObject *t = PyTuple_New(n);
     for (Py_ssize_t k = 0; t && k < n; k++) {
-        PyObject *a = cell_quantity(&s->out, quantities[k]);
+        char q = quantities[k];
+        PyObject *a = cell_quantity(&s->out, q, strchr(quantities, q) == strrchr(quantities, q));
         if (!a) {
             Py_CLEAR(t);
             break;
@@ -226,7 +277,8 @@ static PyObject *py_cell(PyObject *self, PyObject *args, PyObject *kw)
     }
     unsigned fields = cell_fields_of(quantities);
     for (Py_ssize_t k = 0; k < n; k++) {
-        prox_geometry_init(&s[k].out, fields ? fields : PROX_GEOMETRY_I, NULL);
+        prox_allocator al = {cell_malloc, cell_mfree, NULL};
+        prox_geometry_init(&s[k].out, fields ? fields : PROX_GEOMETRY_I, &al);
         if (cell_system_parse(PySequence_Fast_GET_ITEM(seq, k), &s[k], cutoff, full,
                               self_interaction) < 0) {
             cell_systems_free(s, n);

@@ -160,6 +160,48 @@ def test_batch_matches_single_calls():
                                 5.0, threads=threads)
 
 
+def test_batch_of_mixed_systems():
+    """A batch mixing cell shapes (orthogonal, triclinic, primitive fcc, a cell
+    smaller than the cutoff), pbc mixes, empty and 1-atom systems, half and
+    full lists: each system's arrays those of its own call, and for the 3D
+    full lists ASE's (i, j, S)."""
+    rng = np.random.default_rng(43)
+    fcc = np.array([[0.0, 1.8, 1.8], [1.8, 0.0, 1.8], [1.8, 1.8, 0.0]])
+    tri = cell_from([4.0, 4.5, 5.0], [65, 115, 80])
+    shapes = [np.diag([5.0, 6.0, 7.0]), tri, fcc * 4, fcc, np.diag([2.0, 9.0, 9.0])]
+    flags = [[True] * 3, [True, False, True], [False] * 3, [True, True, False]]
+    systems = []
+    for k in range(40):
+        cell = shapes[k % len(shapes)]
+        n = [0, 1, 2, 17, 64][(k // 2) % 5]
+        x = rng.uniform(-0.2, 1.2, (n, 3)) @ cell
+        systems.append((x, cell, flags[(k // 5) % len(flags)]))
+    for self_interaction in (False, True):
+        for threads in (1, 2):
+            many = prox.neighbor_lists("ijdDS", systems, 4.2, threads=threads,
+                                       self_interaction=self_interaction)
+            assert len(many) == len(systems)
+            for (x, cell, pbc), got in zip(systems, many):
+                want = prox.neighbor_list("ijdDS", x, 4.2, cell=cell, pbc=pbc,
+                                          self_interaction=self_interaction)
+                for g, w in zip(got, want):
+                    assert g.dtype == w.dtype and np.array_equal(g, w)
+                i, j, d, D, S = got
+                assert D.shape == (len(i), 3) and S.shape == (len(i), 3)
+                assert np.array_equal(D, rule_D(x, cell, i, j, S))
+    for x, cell, pbc in systems[:12]:  # every shape, size and pbc mix once
+        if len(x):
+            check_against_ase(x, cell, pbc, 4.2)
+    # 2D systems in a batch, and an empty batch
+    cell2 = np.array([[2.0, 0.0], [1.3, 1.7]])
+    flat = [(rng.uniform(-1, 3, (n, 2)) @ cell2, cell2, (True, k % 2 == 0))
+            for k, n in enumerate([0, 1, 12, 5])]
+    for (x, cell, pbc), (i, j, S) in zip(flat, prox.neighbor_lists("ijS", flat, 2.9)):
+        got = [(a, b, s[0], s[1]) for a, b, s in zip(i.tolist(), j.tolist(), S.tolist())]
+        assert got == oracle_2d(x, cell, pbc, 2.9)
+    assert prox.neighbor_lists("ijdDS", [], 5.0) == []
+
+
 @pytest.mark.parametrize("radius", [0.3, 0.5, 0.7, 1.9])
 def test_pairs_beyond_half_the_box_match_scipy(radius):
     spatial = pytest.importorskip("scipy.spatial")

@@ -11,7 +11,8 @@
  * bound on its rounding), then oriented as the output holds it and
  * decided by the rule of cell.h from the caller's positions and the
  * integer shift S = s + w_i - w_j, where w is each point's wrap. The pairs
- * are bucketed by row and each row sorted by (j, S), so the output is the
+ * are bucketed by row and each row sorted by (j, S) (in small cells, three
+ * counting sorts written in place, place_radix), so the output is the
  * same for every thread count. */
 #include <float.h>
 #include <math.h>
@@ -314,26 +315,71 @@ static bool hits_room(cell_chunk *ch, const cell_search *s, int64_t more)
                      sizeof *ch->hits);
 }
 
+/* The sort key of (a, b, S) in row a: (j, S) packed (cell_search.keyed). */
+static inline uint64_t hit_key(const cell_search *s, int64_t sa, prox_index j, const int32_t *S)
+{
+    const uint64_t *stride = s->key_stride;
+    return (uint64_t)j * stride[0] - s->pts.key_lo[sa] + (uint64_t)(int64_t)S[0] * stride[1] +
+           (uint64_t)(int64_t)S[1] * stride[2] + (uint64_t)(int64_t)S[2] * stride[3];
+}
+
 /* Pair (a, b, S) of slots sa, sb as the chunk's next hit, in row a: the
- * vector of the rule of cell.h, term by term, and the row's sort key. */
-static void hit_write(const cell_search *s, int64_t sa, int64_t sb, const int32_t *S,
-                      cell_hit *h)
+ * vector of the rule of cell.h, term by term, and the row's sort key.
+ * Computed in locals, then stored (the stores would otherwise reload the
+ * cell and coordinate arrays they might alias). */
+static inline void hit_write(const cell_search *s, int64_t sa, int64_t sb, const int32_t *S,
+                             cell_hit *restrict h)
 {
     const cell_points *q = &s->pts;
     const double(*m)[3] = (const double(*)[3])s->frame.m;
     double S0 = (double)S[0], S1 = (double)S[1], S2 = (double)S[2];
+    double D[3];
     for (int k = 0; k < 3; k++)
-        h->D[k] = (q->xo[k][sb] - q->xo[k][sa]) + ((S0 * m[0][k] + S1 * m[1][k]) + S2 * m[2][k]);
-    h->d2 = h->D[0] * h->D[0] + h->D[1] * h->D[1] + h->D[2] * h->D[2];
+        D[k] = (q->xo[k][sb] - q->xo[k][sa]) + ((S0 * m[0][k] + S1 * m[1][k]) + S2 * m[2][k]);
+    prox_index j = q->index[sb];
+    uint64_t key = hit_key(s, sa, j, S);
+    h->d2 = D[0] * D[0] + D[1] * D[1] + D[2] * D[2];
+    h->D[0] = D[0];
+    h->D[1] = D[1];
+    h->D[2] = D[2];
     h->i = q->index[sa];
-    h->j = q->index[sb];
-    const uint64_t *stride = s->key_stride;
-    uint64_t key = (uint64_t)h->j * stride[0] - q->key_lo[sa];
-    for (int k = 0; k < 3; k++) {
-        h->S[k] = S[k];
-        key += (uint64_t)(int64_t)S[k] * stride[k + 1];
-    }
+    h->j = j;
+    h->S[0] = S[0];
+    h->S[1] = S[1];
+    h->S[2] = S[2];
     h->key = key;
+}
+
+/* The reverse (b, a, -S) of the hit h of (a, b, S), in row b. Its vector
+ * is -D bit for bit: round-to-nearest is symmetric under negation, of the
+ * difference, the products and the sums alike; only an exact zero may
+ * differ in sign (x + (-x) is +0 both ways), so a zero entry is computed
+ * by the rule itself. The squared distance is the same. */
+static inline void hit_reverse(const cell_search *s, int64_t sa, int64_t sb,
+                               const cell_hit *restrict h, cell_hit *restrict r)
+{
+    int32_t S[3] = {-h->S[0], -h->S[1], -h->S[2]};
+    double D[3] = {-h->D[0], -h->D[1], -h->D[2]};
+    if (D[0] == 0 || D[1] == 0 || D[2] == 0) {
+        const cell_points *q = &s->pts;
+        const double(*m)[3] = (const double(*)[3])s->frame.m;
+        for (int k = 0; k < 3; k++)
+            if (D[k] == 0)
+                D[k] = (q->xo[k][sa] - q->xo[k][sb]) +
+                       (((double)S[0] * m[0][k] + (double)S[1] * m[1][k]) +
+                        (double)S[2] * m[2][k]);
+    }
+    uint64_t key = hit_key(s, sb, h->i, S);
+    r->d2 = h->d2;
+    r->D[0] = D[0];
+    r->D[1] = D[1];
+    r->D[2] = D[2];
+    r->i = h->j;
+    r->j = h->i;
+    r->S[0] = S[0];
+    r->S[1] = S[1];
+    r->S[2] = S[2];
+    r->key = key;
 }
 
 /* Candidate slot t of the query slot si through the shift S (that is,
@@ -342,8 +388,8 @@ static void hit_write(const cell_search *s, int64_t sa, int64_t sb, const int32_
  * holds it (i < j, or i == j with S positive), decided by the rule, and
  * kept: once for a half list, in both directions for a full one. Returns
  * the pairs kept. */
-static int64_t keep_pair(const cell_search *s, int64_t si, int64_t t, const int32_t *S,
-                         cell_chunk *ch)
+static inline int64_t keep_pair(const cell_search *s, int64_t si, int64_t t, const int32_t *S,
+                                cell_chunk *ch)
 {
     const cell_points *q = &s->pts;
     prox_index i = q->index[si], j = q->index[t];
@@ -351,15 +397,14 @@ static int64_t keep_pair(const cell_search *s, int64_t si, int64_t t, const int3
     bool flip = i != j ? i > j : !self && !shift_positive(S);
     int32_t So[3] = {flip ? -S[0] : S[0], flip ? -S[1] : S[1], flip ? -S[2] : S[2]};
     int64_t sa = flip ? t : si, sb = flip ? si : t;
-    cell_hit probe, *h = s->store ? &ch->hits[ch->count] : &probe;
+    cell_hit probe[2], *h = s->store ? &ch->hits[ch->count] : probe;
     hit_write(s, sa, sb, So, h);
     if (!(h->d2 <= s->r2))
         return 0;
     ch->count += s->store;
     if (!s->full || self)
         return 1;
-    int32_t Sr[3] = {-So[0], -So[1], -So[2]};
-    hit_write(s, sb, sa, Sr, s->store ? &ch->hits[ch->count] : &probe);
+    hit_reverse(s, sa, sb, h, h + 1);
     ch->count += s->store;
     return 2;
 }
@@ -545,13 +590,18 @@ static bool gather_run(const cell_search *s, const cell_span *run, void *context
     int64_t lo = run->own ? q->start[g->bin + 1] : run->lo, at = g->at;
     double *restrict gx = s->gx[0], *restrict gy = s->gx[1], *restrict gz = s->gx[2];
     const double *restrict x = q->xw[0], *restrict y = q->xw[1], *restrict z = q->xw[2];
+    uint32_t *restrict gslot = s->gslot;
+    int32_t *restrict gimage = s->gimage;
     double v0 = run->v[0], v1 = run->v[1], v2 = run->v[2];
+    int32_t s0 = run->shift[0], s1 = run->shift[1], s2 = run->shift[2];
     for (int64_t t = lo; t < run->hi; t++, at++) {
         gx[at] = x[t] + v0;
         gy[at] = y[t] + v1;
         gz[at] = z[t] + v2;
-        s->gslot[at] = (uint32_t)t;
-        memcpy(&s->gimage[3 * at], run->shift, sizeof run->shift);
+        gslot[at] = (uint32_t)t;
+        gimage[3 * at] = s0;
+        gimage[3 * at + 1] = s1;
+        gimage[3 * at + 2] = s2;
     }
     g->at = at;
     return true;
@@ -605,6 +655,11 @@ static void gather_free(cell_search *s)
     prox_free(s->al, s->gimage);
     for (int k = 0; k < 3; k++)
         prox_free(s->al, s->gx[k]);
+    s->gstart = NULL;
+    s->gslot = NULL;
+    s->gimage = NULL;
+    s->gx[0] = s->gx[1] = s->gx[2] = NULL;
+    s->gathered = false;
 }
 
 /* A row's entry: its sort key and its hit. */
@@ -647,20 +702,29 @@ static void sort_row(cell_key *keys, int64_t n, bool keyed)
     }
 }
 
+/* Hit x as pair p of an output holding every array, in 3D (ASE's
+ * "ijdDS"). */
+static inline void write_all(prox_geometry *restrict g, int64_t p, const cell_hit *restrict x)
+{
+    g->i[p] = x->i;
+    g->j[p] = x->j;
+    g->d[p] = sqrt(x->d2);
+    double *D = g->D + 3 * p;
+    int32_t *S = g->S + 3 * p;
+    D[0] = x->D[0];
+    D[1] = x->D[1];
+    D[2] = x->D[2];
+    S[0] = x->S[0];
+    S[1] = x->S[1];
+    S[2] = x->S[2];
+}
+
 /* Hit x as pair p of the output. */
 static void part_write(prox_geometry *g, int64_t p, const cell_hit *x)
 {
     int dim = g->dim;
-    if (g->fields == PROX_GEOMETRY_ALL && dim == 3) { /* ASE's "ijdDS" */
-        g->i[p] = x->i;
-        g->j[p] = x->j;
-        g->d[p] = sqrt(x->d2);
-        g->D[3 * p] = x->D[0];
-        g->D[3 * p + 1] = x->D[1];
-        g->D[3 * p + 2] = x->D[2];
-        g->S[3 * p] = x->S[0];
-        g->S[3 * p + 1] = x->S[1];
-        g->S[3 * p + 2] = x->S[2];
+    if (g->fields == PROX_GEOMETRY_ALL && dim == 3) {
+        write_all(g, p, x);
         return;
     }
     if (g->i)
@@ -772,6 +836,72 @@ static prox_status place_rows(const cell_search *s, cell_chunk *ch, int64_t chun
     return st;
 }
 
+/* Small cells (cell_search.keyed, one chunk, the pairs outnumbering the
+ * points and the span of a row's shift part, key_stride[0]): the hits
+ * ordered by three stable counting sorts, least significant digit first:
+ * the shift part of the key (key - j * key_stride[0]), then j, then i, the
+ * last one writing the output in place. The order is (i, key), the same
+ * as place_rows' row sort. */
+static bool radix_serves(const cell_search *s, int64_t chunks, int64_t total)
+{
+    double span = (double)s->key_stride[0];
+    return s->keyed && chunks == 1 && total < (int64_t)UINT32_MAX && span <= 4096 &&
+           (double)total >= (double)s->count + span;
+}
+
+/* The counters and the two orders of place_radix live in the chunk's
+ * list past its hits (grown when it lacks the room): no allocation of
+ * their own, so that a call's heap stays the same shape as the search
+ * left it. */
+static prox_status place_radix(const cell_search *s, cell_chunk *ch, int64_t total,
+                               prox_geometry *out)
+{
+    int64_t n = s->count, span = (int64_t)s->key_stride[0];
+    uint64_t stride = s->key_stride[0];
+    size_t bytes = (size_t)(span + 2 * n + 3) * sizeof(int64_t) + (size_t)(2 * total) * 4;
+    int64_t more = (int64_t)((bytes + sizeof(cell_hit) - 1) / sizeof(cell_hit));
+    prox_status st = hits_room(ch, s, more) ? alloc_output(out, total, s->frame.dim)
+                                            : prox_fail(PROX_ERR_NO_MEMORY,
+                                                        "cell: no memory to order %lld pairs",
+                                                        (long long)total);
+    int64_t *cs = (int64_t *)(void *)(ch->hits + ch->count);
+    uint32_t *order = (uint32_t *)(void *)(cs + span + 2 * n + 3);
+    if (!st) {
+        int64_t *cj = cs + span + 1, *ci = cj + n + 1;
+        uint32_t *by_shift = order, *by_j = order + total;
+        const cell_hit *h = ch->hits;
+        memset(cs, 0, (size_t)(span + 2 * n + 3) * sizeof *cs);
+        for (int64_t p = 0; p < total; p++) {
+            cs[h[p].key - (uint64_t)h[p].j * stride + 1]++;
+            cj[h[p].j + 1]++;
+            ci[h[p].i + 1]++;
+        }
+        for (int64_t a = 0; a < span; a++)
+            cs[a + 1] += cs[a];
+        for (int64_t a = 0; a < n; a++) {
+            cj[a + 1] += cj[a];
+            ci[a + 1] += ci[a];
+        }
+        for (int64_t p = 0; p < total; p++)
+            by_shift[cs[h[p].key - (uint64_t)h[p].j * stride]++] = (uint32_t)p;
+        for (int64_t q = 0; q < total; q++) {
+            uint32_t p = by_shift[q];
+            by_j[cj[h[p].j]++] = p;
+        }
+        if (out->fields == PROX_GEOMETRY_ALL && out->dim == 3)
+            for (int64_t q = 0; q < total; q++) {
+                const cell_hit *x = &h[by_j[q]];
+                write_all(out, ci[x->i]++, x);
+            }
+        else
+            for (int64_t q = 0; q < total; q++) {
+                const cell_hit *x = &h[by_j[q]];
+                part_write(out, ci[x->i]++, x);
+            }
+    }
+    return st;
+}
+
 static int64_t chunk_count_for(int64_t n, int threads)
 {
     if (threads <= 1 || n < 256)
@@ -801,8 +931,15 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
         total += ch[k].pairs;
         candidates += ch[k].candidates;
     }
+    /* the search's arrays released before the output is allocated, so that
+     * the output may take their memory: a call's heap peaks lower, and a
+     * caller that frees everything between calls finds it warm */
+    gather_free(s);
+    points_free(&s->pts, s->al);
+    memset(&s->pts, 0, sizeof s->pts);
     if (!status && out)
-        status = place_rows(s, ch, chunks, total, threads, out);
+        status = radix_serves(s, chunks, total) ? place_radix(s, ch, total, out)
+                                                 : place_rows(s, ch, chunks, total, threads, out);
     if (st) {
         st->pairs = total;
         st->candidates = candidates;
