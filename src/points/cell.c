@@ -25,6 +25,7 @@
 #include "core/views.h"
 #include "prox/grid.h"
 #include "points/cell_geometry.h"
+#include "points/cell_output.h"
 #include "points/cell_halo.h"
 
 /* The points in bin order. */
@@ -90,33 +91,6 @@ prox_cell_desc prox_default_cell_desc(void)
     prox_cell_desc d;
     memset(&d, 0, sizeof d);
     return d;
-}
-
-void prox_geometry_init(prox_geometry *g, unsigned fields, const prox_allocator *allocator)
-{
-    memset(g, 0, sizeof *g);
-    g->fields = fields ? fields : PROX_GEOMETRY_ALL;
-    g->allocator = prox_allocator_resolve(allocator);
-}
-
-static void geometry_release(prox_geometry *g)
-{
-    prox_free(&g->allocator, g->i);
-    prox_free(&g->allocator, g->j);
-    prox_free(&g->allocator, g->d);
-    prox_free(&g->allocator, g->D);
-    prox_free(&g->allocator, g->S);
-    g->i = g->j = NULL;
-    g->d = g->D = NULL;
-    g->S = NULL;
-    g->count = 0;
-}
-
-void prox_geometry_free(prox_geometry *g)
-{
-    if (!g)
-        return;
-    geometry_release(g);
 }
 
 static prox_status check_desc(const prox_cell_desc *desc)
@@ -760,29 +734,6 @@ static void run_chunk(const cell_search *s, int64_t begin, int64_t end, cell_chu
         }
 }
 
-static prox_status alloc_output(prox_geometry *g, int64_t n, int dim)
-{
-    const prox_allocator *al = &g->allocator;
-    bool ok = true;
-    if (g->fields & PROX_GEOMETRY_I)
-        ok &= (g->i = prox_alloc_array(al, n, sizeof *g->i)) != NULL;
-    if (g->fields & PROX_GEOMETRY_J)
-        ok &= (g->j = prox_alloc_array(al, n, sizeof *g->j)) != NULL;
-    if (g->fields & PROX_GEOMETRY_DISTANCE)
-        ok &= (g->d = prox_alloc_array(al, n, sizeof *g->d)) != NULL;
-    if (g->fields & PROX_GEOMETRY_VECTOR)
-        ok &= (g->D = prox_alloc_array(al, n * dim, sizeof *g->D)) != NULL;
-    if (g->fields & PROX_GEOMETRY_SHIFT)
-        ok &= (g->S = prox_alloc_array(al, n * dim, sizeof *g->S)) != NULL;
-    g->count = n;
-    g->dim = dim;
-    if (!ok) {
-        geometry_release(g);
-        return prox_fail(PROX_ERR_NO_MEMORY, "geometry: no memory for %lld pairs", (long long)n);
-    }
-    return PROX_OK;
-}
-
 /* The bucket of hit x: its row, or with `pairs` buckets of n its (i, j). */
 static inline int64_t bucket_of(const cell_hit *x, int64_t n, bool pairs)
 {
@@ -803,7 +754,7 @@ static prox_status place_rows(const cell_search *s, cell_chunk *ch, int64_t chun
     int64_t buckets = pairs ? n * n : n;
     int64_t *start = prox_alloc_array(s->al, buckets + 1, sizeof *start);
     cell_key *keys = prox_alloc_array(s->al, total, sizeof *keys);
-    prox_status st = start && keys ? alloc_output(out, total, s->frame.dim)
+    prox_status st = start && keys ? prox_geometry_alloc(out, total, s->frame.dim)
                                    : prox_fail(PROX_ERR_NO_MEMORY,
                                                "cell: no memory to order %lld pairs",
                                                (long long)total);
@@ -860,7 +811,7 @@ static prox_status place_radix(const cell_search *s, cell_chunk *ch, int64_t tot
     uint64_t stride = s->key_stride[0];
     size_t bytes = (size_t)(span + 2 * n + 3) * sizeof(int64_t) + (size_t)(2 * total) * 4;
     int64_t more = (int64_t)((bytes + sizeof(cell_hit) - 1) / sizeof(cell_hit));
-    prox_status st = hits_room(ch, s, more) ? alloc_output(out, total, s->frame.dim)
+    prox_status st = hits_room(ch, s, more) ? prox_geometry_alloc(out, total, s->frame.dim)
                                             : prox_fail(PROX_ERR_NO_MEMORY,
                                                         "cell: no memory to order %lld pairs",
                                                         (long long)total);
@@ -1088,7 +1039,7 @@ prox_status prox_cell_pairs(const prox_points *points, const prox_cell_desc *des
     if (!points)
         return prox_fail(PROX_ERR_INVALID, "prox_cell_pairs: points are NULL");
     if (out)
-        geometry_release(out);
+        prox_geometry_release(out);
     st = check_desc(desc);
     if (!st)
         st = prox_points_check(points, "points");

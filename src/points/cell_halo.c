@@ -38,6 +38,7 @@
 #include "core/radix_sort.h"
 #include "core/threads.h"
 #include "points/cell_halo.h"
+#include "points/cell_output.h"
 #include "prox/grid.h"
 
 /* A point whose fraction along a periodic axis lies within this of the
@@ -834,42 +835,6 @@ static bool rows_plain(const halo_out *o)
     return !h->self_interaction && !h->w && (!o->g || !(o->g->d || o->g->D || o->g->S));
 }
 
-static void free_geometry(prox_geometry *g)
-{
-    const prox_allocator *al = &g->allocator;
-    prox_free(al, g->i);
-    prox_free(al, g->j);
-    prox_free(al, g->d);
-    prox_free(al, g->D);
-    prox_free(al, g->S);
-    g->i = g->j = NULL;
-    g->d = g->D = NULL;
-    g->S = NULL;
-    g->count = 0;
-}
-
-static prox_status alloc_geometry(prox_geometry *g, int64_t n, int dim)
-{
-    const prox_allocator *al = &g->allocator;
-    bool ok = true;
-    if (g->fields & PROX_GEOMETRY_I)
-        ok &= (g->i = prox_alloc_array(al, n, sizeof *g->i)) != NULL;
-    if (g->fields & PROX_GEOMETRY_J)
-        ok &= (g->j = prox_alloc_array(al, n, sizeof *g->j)) != NULL;
-    if (g->fields & PROX_GEOMETRY_DISTANCE)
-        ok &= (g->d = prox_alloc_array(al, n, sizeof *g->d)) != NULL;
-    if (g->fields & PROX_GEOMETRY_VECTOR)
-        ok &= (g->D = prox_alloc_array(al, n * dim, sizeof *g->D)) != NULL;
-    if (g->fields & PROX_GEOMETRY_SHIFT)
-        ok &= (g->S = prox_alloc_array(al, n * dim, sizeof *g->S)) != NULL;
-    g->count = n;
-    g->dim = dim;
-    if (ok)
-        return PROX_OK;
-    free_geometry(g);
-    return PROX_ERR_NO_MEMORY;
-}
-
 /* The first main pair of row a or later. */
 static int64_t main_row_start(const main_rows *m, prox_index a)
 {
@@ -941,7 +906,7 @@ static prox_status write_output(const halo *h, main_rows main, const halo_hit *h
     for (int64_t k = 0; k < parts; k++)
         at[k + 1] += at[k];
     *count = at[parts];
-    prox_status st = g ? alloc_geometry(g, *count, h->dim) : PROX_OK;
+    prox_status st = g ? prox_geometry_alloc(g, *count, h->dim) : PROX_OK;
     if (g && !st) {
 #pragma omp parallel for num_threads(threads) if (parts > 1) schedule(dynamic, 1)
         for (int64_t k = 0; k < parts; k++) {
