@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cell_oracle.h"
+#include "cell_cases.h"
 #include "check.h"
 #include "rng.h"
 
@@ -21,63 +21,6 @@ typedef struct cell_case {
     double cutoff;
     bool full, self_interaction;
 } cell_case;
-
-static double min_height(double m[3][3], int dim)
-{
-    double best = INFINITY;
-    for (int k = 0; k < dim; k++) {
-        const double *u = m[(k + 1) % 3], *v = m[(k + 2) % 3];
-        double c[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
-                       u[0] * v[1] - u[1] * v[0]};
-        if (dim == 2) { /* the 2D height of axis k: area / length of the other row */
-            const double *o = m[1 - k];
-            double area = fabs(m[0][0] * m[1][1] - m[0][1] * m[1][0]);
-            best = fmin(best, area / sqrt(o[0] * o[0] + o[1] * o[1]));
-            continue;
-        }
-        double vol = fabs(c[0] * m[k][0] + c[1] * m[k][1] + c[2] * m[k][2]);
-        best = fmin(best, vol / sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]));
-    }
-    return best;
-}
-
-/* A cell of lengths in [0.5, 2) and angles in [30, 150) degrees, in ASE's
- * lower-triangular form, or rotated into a general one. */
-static void random_cell(rng *r, int dim, double m[3][3])
-{
-    memset(m, 0, 9 * sizeof(double));
-    const double deg = 3.14159265358979323846 / 180;
-    for (;;) {
-        double la = rng_range(r, 0.5, 1.5), lb = rng_range(r, 0.5, 1.5), lc = rng_range(r, 0.5, 1.5);
-        double al = rng_range(r, 30, 120) * deg, be = rng_range(r, 30, 120) * deg,
-               ga = rng_range(r, 30, 120) * deg;
-        if (dim == 2) {
-            m[0][0] = la;
-            m[1][0] = lb * cos(ga);
-            m[1][1] = lb * sin(ga);
-            return;
-        }
-        double cx = cos(be), cy = (cos(al) - cos(be) * cos(ga)) / sin(ga);
-        double cz2 = 1 - cx * cx - cy * cy;
-        if (cz2 < 0.05)
-            continue;
-        double a[3] = {la, 0, 0}, b[3] = {lb * cos(ga), lb * sin(ga), 0},
-               c[3] = {lc * cx, lc * cy, lc * sqrt(cz2)};
-        if (rng_below(r, 2)) { /* a general (rotated) form */
-            double t = rng_range(r, 0, 6.28), ct = cos(t), st = sin(t);
-            for (int k = 0; k < 3; k++) {
-                double *v = k == 0 ? a : k == 1 ? b : c;
-                double x = v[0] * ct - v[2] * st, z = v[0] * st + v[2] * ct;
-                v[0] = x;
-                v[2] = z;
-            }
-        }
-        memcpy(m[0], a, sizeof a);
-        memcpy(m[1], b, sizeof b);
-        memcpy(m[2], c, sizeof c);
-        return;
-    }
-}
 
 /* Points at fractions in [-1.5, 2.5) (unwrapped), some exactly on faces. */
 static double *random_points(rng *r, double m[3][3], int dim, int64_t n)
@@ -107,22 +50,6 @@ static prox_cell_desc desc_of(const cell_case *c, int threads)
     return d;
 }
 
-static void compare(const prox_geometry *g, const oracle_images *o, const char *context)
-{
-    CHECK(g->count == o->count, context, "%lld pairs, the oracle %lld", (long long)g->count,
-          (long long)o->count);
-    for (int64_t p = 0; p < o->count; p++) {
-        const oracle_image *v = &o->items[p];
-        bool same = g->i[p] == v->i && g->j[p] == v->j && g->d[p] == v->d;
-        for (int k = 0; k < g->dim; k++)
-            same = same && g->S[p * g->dim + k] == v->S[k] && g->D[p * g->dim + k] == v->D[k];
-        CHECK(same, context, "pair %lld: (%u, %u, S %d %d) d %.17g, the oracle (%u, %u, S %d %d %d) d %.17g",
-              (long long)p, (unsigned)g->i[p], (unsigned)g->j[p], g->S[p * g->dim],
-              g->S[p * g->dim + 1], g->d[p], (unsigned)v->i, (unsigned)v->j, v->S[0], v->S[1],
-              v->S[2], v->d);
-    }
-}
-
 /* The case at thread counts 1 and 3, f64 (and f32 when asked), and the
  * count-only sink. */
 static void run_case(cell_case *c, bool f32, const char *context)
@@ -147,7 +74,7 @@ static void run_case(cell_case *c, bool f32, const char *context)
         prox_geometry_init(&g, 0, NULL);
         prox_stats st;
         CHECK_STATUS(prox_cell_pairs(&view, &d, &g, &st), PROX_OK, context);
-        compare(&g, &o, context);
+        check_geometry(&g, &o, context);
         CHECK(st.pairs == o.count, context, "stats.pairs %lld", (long long)st.pairs);
         prox_geometry_free(&g);
         CHECK_STATUS(prox_cell_pairs(&view, &d, NULL, &st), PROX_OK, context);
@@ -170,7 +97,7 @@ static void random_cells_match_oracle(int dim, int cases)
         cell_case c;
         memset(&c, 0, sizeof c);
         c.dim = dim;
-        random_cell(&r, dim, c.cell);
+        cell_random(&r, dim, 1, c.cell);
         int flags = (int)rng_below(&r, 1 << dim);
         for (int k = 0; k < dim; k++)
             c.pbc[k] = (flags >> k) & 1;
@@ -179,7 +106,7 @@ static void random_cells_match_oracle(int dim, int cases)
                 c.pbc[k] = true;
         c.n = sizes[t % 5];
         double rel = reach[(t / 5) % 5];
-        c.cutoff = rel * min_height(c.cell, dim);
+        c.cutoff = rel * cell_min_height(c.cell, dim);
         c.full = t % 2;
         c.self_interaction = (t / 2) % 3 == 0;
         /* a zero row on an open axis, as ASE allows */
@@ -233,12 +160,12 @@ static void small_cells_match_oracle(void **state)
             double fcc[3][3] = {{0, 1.8, 1.8}, {1.8, 0, 1.8}, {1.8, 1.8, 0}};
             memcpy(c.cell, fcc, sizeof fcc);
         } else {
-            random_cell(&r, 3, c.cell);
+            cell_random(&r, 3, 1, c.cell);
         }
         for (int k = 0; k < 3; k++)
             c.pbc[k] = t % 5 == 4 ? k != 1 : true;
         c.n = sizes[t % 5];
-        c.cutoff = reach[(t / 5) % 3] * min_height(c.cell, 3);
+        c.cutoff = reach[(t / 5) % 3] * cell_min_height(c.cell, 3);
         c.full = t % 2 == 0;
         c.self_interaction = t % 6 == 5;
         if (lattice) { /* sites a * (u, v, w) / 4 of the cube of side 4: D has exact zeros */
@@ -379,7 +306,7 @@ static void threads_give_the_same_output(void **state)
     (void)state;
     rng r = rng_seeded(4343);
     double m[3][3];
-    random_cell(&r, 3, m);
+    cell_random(&r, 3, 1, m);
     for (int k = 0; k < 3; k++)
         for (int l = 0; l < 3; l++)
             m[k][l] *= 8;

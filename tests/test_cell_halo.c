@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cell_oracle.h"
+#include "cell_cases.h"
 #include "check.h"
 #include "points/cell_halo.h"
 #include "rng.h"
@@ -32,56 +32,6 @@ typedef struct halo_case {
     const char *method; /* the path expected to run */
 } halo_case;
 
-/* The height of axis k: the distance between the faces the other rows
- * span (2D: the area over the other row's length). */
-static double height(double m[3][3], int dim, int k)
-{
-    if (dim == 2) {
-        const double *o = m[1 - k];
-        double area = fabs(m[0][0] * m[1][1] - m[0][1] * m[1][0]);
-        return area / sqrt(o[0] * o[0] + o[1] * o[1]);
-    }
-    const double *u = m[(k + 1) % 3], *v = m[(k + 2) % 3];
-    double c[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
-                   u[0] * v[1] - u[1] * v[0]};
-    double vol = fabs(c[0] * m[k][0] + c[1] * m[k][1] + c[2] * m[k][2]);
-    return vol / sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
-}
-
-/* Lengths in [0.5, 1.5), angles in [35, 120) degrees, some rotated out of
- * the lower-triangular form. */
-static void random_cell(rng *r, int dim, double m[3][3])
-{
-    memset(m, 0, 9 * sizeof(double));
-    const double deg = 3.14159265358979323846 / 180;
-    for (;;) {
-        double la = rng_range(r, 0.5, 1.5), lb = rng_range(r, 0.5, 1.5), lc = rng_range(r, 0.5, 1.5);
-        double al = rng_range(r, 35, 120) * deg, be = rng_range(r, 35, 120) * deg,
-               ga = rng_range(r, 35, 120) * deg;
-        m[0][0] = la;
-        m[1][0] = lb * cos(ga);
-        m[1][1] = lb * sin(ga);
-        if (dim == 2)
-            return;
-        double cx = cos(be), cy = (cos(al) - cos(be) * cos(ga)) / sin(ga);
-        double cz2 = 1 - cx * cx - cy * cy;
-        if (cz2 < 0.05)
-            continue;
-        m[2][0] = lc * cx;
-        m[2][1] = lc * cy;
-        m[2][2] = lc * sqrt(cz2);
-        if (rng_below(r, 2)) {
-            double t = rng_range(r, 0, 6.28), ct = cos(t), st = sin(t);
-            for (int a = 0; a < 3; a++) {
-                double x = m[a][0] * ct - m[a][2] * st, z = m[a][0] * st + m[a][2] * ct;
-                m[a][0] = x;
-                m[a][2] = z;
-            }
-        }
-        return;
-    }
-}
-
 /* Fractions in [0, 1), a share exactly 0 or 1 (on faces), and `moved` of
  * every 64 points unwrapped by a whole number of cells (-2 to 2). */
 static double *halo_points(rng *r, double m[3][3], int dim, int64_t n, int moved)
@@ -100,22 +50,6 @@ static double *halo_points(rng *r, double m[3][3], int dim, int64_t n, int moved
             x[i * dim + k] = (f[0] * m[0][k] + f[1] * m[1][k]) + f[2] * m[2][k];
     }
     return x;
-}
-
-static void compare(const prox_geometry *g, const oracle_images *o, const char *context)
-{
-    CHECK(g->count == o->count, context, "%lld pairs, the oracle %lld", (long long)g->count,
-          (long long)o->count);
-    for (int64_t p = 0; p < o->count; p++) {
-        const oracle_image *v = &o->items[p];
-        bool same = g->i[p] == v->i && g->j[p] == v->j && g->d[p] == v->d;
-        for (int k = 0; k < g->dim; k++)
-            same = same && g->S[p * g->dim + k] == v->S[k] && g->D[p * g->dim + k] == v->D[k];
-        CHECK(same, context, "pair %lld: (%u, %u, S %d %d) d %.17g, the oracle (%u, %u, S %d %d %d) d %.17g",
-              (long long)p, (unsigned)g->i[p], (unsigned)g->j[p], g->S[p * g->dim],
-              g->S[p * g->dim + 1], g->d[p], (unsigned)v->i, (unsigned)v->j, v->S[0], v->S[1],
-              v->S[2], v->d);
-    }
 }
 
 /* i and j alone (the rows copied as the grid gave them) against the
@@ -158,7 +92,7 @@ static void run_case(const halo_case *c, const char *context)
         CHECK_STATUS(prox_cell_pairs(&view, &d, &g, &st), PROX_OK, context);
         CHECK(st.method && strcmp(st.method, c->method) == 0, context, "method %s, expected %s",
               st.method ? st.method : "(none)", c->method);
-        compare(&g, &o, context);
+        check_geometry(&g, &o, context);
         CHECK(st.pairs == o.count, context, "stats.pairs %lld", (long long)st.pairs);
         prox_geometry_free(&g);
         prox_geometry_init(&g, PROX_GEOMETRY_I | PROX_GEOMETRY_J, NULL);
@@ -188,14 +122,14 @@ static void random_large_cells(int dim, int cases)
         halo_case c;
         memset(&c, 0, sizeof c);
         c.dim = dim;
-        random_cell(&r, dim, c.cell);
+        cell_random(&r, dim, 1, c.cell);
         int flags = t % 3 == 0 ? 7 : (int)rng_below(&r, 1 << dim);
         for (int k = 0; k < dim; k++)
             c.pbc[k] = (flags >> k) & 1;
         c.n = TEST_MIN_POINTS + (int64_t)rng_below(&r, 700);
         double h = INFINITY;
         for (int k = 0; k < dim; k++)
-            h = fmin(h, height(c.cell, dim, k));
+            h = fmin(h, cell_height(c.cell, dim, k));
         c.cutoff = reach[t % 4] * h;
         c.full = (t / 2) % 2;
         c.self_interaction = t % 5 == 1;
@@ -246,21 +180,10 @@ static void fcc_cutoff_at_the_neighbours(void **state)
         halo_case c;
         memset(&c, 0, sizeof c);
         c.dim = 3;
-        double unit[3][3] = {{0, 0.5, 0.5}, {0.5, 0, 0.5}, {0.5, 0.5, 0}};
-        for (int a = 0; a < 3; a++)
-            for (int k = 0; k < 3; k++) {
-                unit[a][k] *= scale[t];
-                c.cell[a][k] = unit[a][k] * L;
-            }
         c.pbc[0] = c.pbc[1] = c.pbc[2] = true;
         c.n = (int64_t)L * L * L;
         c.x = malloc((size_t)c.n * 3 * sizeof *c.x);
-        int64_t at = 0;
-        for (int u = 0; u < L; u++)
-            for (int v = 0; v < L; v++)
-                for (int w = 0; w < L; w++, at++)
-                    for (int k = 0; k < 3; k++)
-                        c.x[3 * at + k] = (u * unit[0][k] + v * unit[1][k]) + w * unit[2][k];
+        cell_fcc_crystal(L, scale[t], c.cell, c.x);
         c.cutoff = scale[t] * sqrt(0.5);
         if (t == 1) /* 0.5 itself is then above the cutoff's square */
             c.cutoff = nextafter(c.cutoff, 0);
@@ -292,7 +215,7 @@ static void large_sets_match_the_bins(void **state)
     rng r = rng_seeded(4790);
     for (int t = 0; t < 4; t++) {
         double m[3][3];
-        random_cell(&r, 3, m);
+        cell_random(&r, 3, 1, m);
         for (int a = 0; a < 3; a++)
             for (int k = 0; k < 3; k++)
                 m[a][k] *= 12;
@@ -300,7 +223,7 @@ static void large_sets_match_the_bins(void **state)
         double *x = halo_points(&r, m, 3, n, t % 2 ? 3 : 0);
         prox_points view = prox_points_f64(x, n, 3);
         prox_cell_desc d = prox_default_cell_desc();
-        double h = fmin(height(m, 3, 0), fmin(height(m, 3, 1), height(m, 3, 2)));
+        double h = fmin(cell_height(m, 3, 0), fmin(cell_height(m, 3, 1), cell_height(m, 3, 2)));
         d.cutoff = 0.04 * h;
         memcpy(d.cell, m, sizeof m);
         d.pbc[0] = d.pbc[1] = true;
@@ -342,9 +265,9 @@ static void the_bins_serve_the_rest(void **state)
         halo_case c;
         memset(&c, 0, sizeof c);
         c.dim = 3;
-        random_cell(&r, 3, c.cell);
+        cell_random(&r, 3, 1, c.cell);
         c.pbc[0] = c.pbc[1] = c.pbc[2] = true;
-        double h = fmin(height(c.cell, 3, 0), fmin(height(c.cell, 3, 1), height(c.cell, 3, 2)));
+        double h = fmin(cell_height(c.cell, 3, 0), fmin(cell_height(c.cell, 3, 1), cell_height(c.cell, 3, 2)));
         c.n = t == 0 ? PROX_CELL_HALO_MIN_POINTS - 1 : 600;
         c.cutoff = (t == 1 ? 0.27 : 0.1) * h;
         c.x = halo_points(&r, c.cell, 3, c.n, t == 2 ? 12 : 0);

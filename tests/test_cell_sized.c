@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cell_oracle.h"
+#include "cell_cases.h"
 #include "check.h"
 #include "points/cell_halo.h"
 #include "rng.h"
@@ -28,30 +28,6 @@ typedef struct sized_case {
     prox_size_rule rule;
     bool full, self_interaction;
 } sized_case;
-
-static void random_cell(rng *r, int dim, double scale, double m[3][3])
-{
-    memset(m, 0, 9 * sizeof(double));
-    const double deg = 3.14159265358979323846 / 180;
-    for (;;) {
-        double ga = rng_range(r, 40, 120) * deg, be = rng_range(r, 40, 120) * deg,
-               al = rng_range(r, 40, 120) * deg;
-        double la = scale * rng_range(r, 0.7, 1.3), lb = scale * rng_range(r, 0.7, 1.3),
-               lc = scale * rng_range(r, 0.7, 1.3);
-        m[0][0] = la;
-        m[1][0] = lb * cos(ga);
-        m[1][1] = lb * sin(ga);
-        if (dim == 2)
-            return;
-        double cx = cos(be), cy = (cos(al) - cos(be) * cos(ga)) / sin(ga), cz2 = 1 - cx * cx - cy * cy;
-        if (cz2 < 0.1)
-            continue;
-        m[2][0] = lc * cx;
-        m[2][1] = lc * cy;
-        m[2][2] = lc * sqrt(cz2);
-        return;
-    }
-}
 
 /* The threshold of sizes.h for the pair, in double as sizes.h computes it. */
 static double threshold(const sized_case *c, prox_index i, prox_index j)
@@ -180,7 +156,7 @@ static void random_sized_cells(int dim)
         c.dim = dim;
         bool large = t % 2;
         prox_cell_halo_set_min_points(large ? 100 : 0);
-        random_cell(&r, dim, large ? 20 : 1, c.cell);
+        cell_random(&r, dim, large ? 20 : 1, c.cell);
         for (int k = 0; k < dim; k++)
             c.pbc[k] = t % 3 == 0 || rng_below(&r, 4) != 0;
         c.n = large ? 600 + (int64_t)rng_below(&r, 300) : 1 + (int64_t)rng_below(&r, 30);
@@ -226,20 +202,11 @@ static void touching_and_equal_radii(void **state)
     memset(&c, 0, sizeof c);
     c.dim = 3;
     const int L = 3;
-    double unit[3][3] = {{0, 0.5, 0.5}, {0.5, 0, 0.5}, {0.5, 0.5, 0}};
-    for (int a = 0; a < 3; a++)
-        for (int k = 0; k < 3; k++)
-            c.cell[a][k] = unit[a][k] * L;
     c.pbc[0] = c.pbc[1] = c.pbc[2] = true;
     c.n = L * L * L;
     c.x = malloc((size_t)c.n * 3 * sizeof *c.x);
     c.radius = malloc((size_t)c.n * sizeof *c.radius);
-    int64_t at = 0;
-    for (int u = 0; u < L; u++)
-        for (int v = 0; v < L; v++)
-            for (int w = 0; w < L; w++, at++)
-                for (int k = 0; k < 3; k++)
-                    c.x[3 * at + k] = (u * unit[0][k] + v * unit[1][k]) + w * unit[2][k];
+    cell_fcc_crystal(L, 1.0, c.cell, c.x);
     c.rule = PROX_RULE_CONTACT;
     static const double radii[] = {0.25, 0.35355339059327379};
     for (int t = 0; t < 2; t++) {
