@@ -38,6 +38,7 @@
 #include "points/knn_search.h"
 #include "points/points_common.h"
 #include "simd/kernel.h"
+#include "simd/vec.h"
 
 /* Up to this k the best set is a sorted array with insertion from its
  * end; beyond, a max-heap (insertion cost k against log k). */
@@ -592,7 +593,7 @@ typedef struct near_block {
     double *d2;     /* per query: the distances, padded with PD_W NaNs */
     double *cd;     /* per query: the candidates within the bound */
     prox_index *ci; /* and their indices */
-    double *ck;     /* their rank keys (rank_sort) */
+    int32_t *ck;    /* their rank keys (rank_sort) */
     double *sd;     /* and the candidates in rank order (sd[-1] = -1: pack_sort's sentinel) */
     prox_index *si;
     int64_t count, cap;
@@ -617,7 +618,7 @@ static bool near_block_room(const prox_allocator *a, near_block *nb, int64_t nee
         return false;
     prox_index *ids = (prox_index *)(m + 7 * cap);
     *nb = (near_block){.x = m, .y = m + cap, .z = m + 2 * cap, .d2 = m + 3 * cap,
-                       .cd = m + 4 * cap, .ck = m + 5 * cap, .sd = m + 6 * cap + 1,
+                       .cd = m + 4 * cap, .ck = (int32_t *)(m + 5 * cap), .sd = m + 6 * cap + 1,
                        .id = ids, .ci = ids + cap, .si = ids + 2 * cap, .cap = cap - 1};
     nb->sd[-1] = -1.0; /* pack_sort's sentinel: below every squared distance */
     return true;
@@ -751,32 +752,32 @@ static void pack_sort(double *restrict cd, prox_index *restrict ci, int64_t m)
 }
 
 /* cd[0 .. m), ci[] (m <= KNN_RANK_MAX) sorted into sd[], si[] by rank:
- * each candidate's rank is the number of keys below its own, counted a
- * vector at a time with no branch. The key is the squared distance's bits
- * with their low 6 replaced by the candidate's position (unique keys, so
- * the ranks are a permutation) and moved up one binade (never a
- * subnormal, which a flush-to-zero mode would compare as equal): an
- * order that agrees with (squared distance, index) except among
- * distances equal in all but their low 6 bits, which pack_sort then puts
- * right (in about one compare a candidate: the rest is sorted). Needs
- * every distance below 2^1000 (the key stays a finite double). */
+ * each candidate's rank is the number of keys below its own, counted
+ * PV_W 32-bit lanes at a time with no branch. The key is the squared
+ * distance rounded to a float (monotone: never reverses two distances),
+ * its bits (below 2^31, so compared as signed integers whatever the
+ * floating-point modes) with the low 6 replaced by the candidate's
+ * position: unique keys, so the ranks are a permutation, in an order
+ * that agrees with (squared distance, index) except among distances
+ * equal in their key's high bits, which pack_sort then puts right (one
+ * compare a candidate where the rest is sorted). */
 static void rank_sort(near_block *nb, int64_t m)
 {
-    double *ck = nb->ck;
+    int32_t *ck = nb->ck;
     for (int64_t t = 0; t < m; t++) {
-        uint64_t bits;
-        memcpy(&bits, &nb->cd[t], sizeof bits);
-        bits = ((bits & ~(uint64_t)63) + ((uint64_t)1 << 52)) | (uint64_t)t;
-        memcpy(&ck[t], &bits, sizeof bits);
+        float f = (float)nb->cd[t];
+        uint32_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        ck[t] = (int32_t)((bits & ~(uint32_t)63) | (uint32_t)t);
     }
-    for (int t = 0; t < PD_W; t++) /* whole vectors: the padding counts below no key */
-        ck[m + t] = INFINITY;
+    for (int t = 0; t < PV_W; t++) /* whole vectors: the padding is below no key */
+        ck[m + t] = INT32_MAX;
     for (int64_t i = 0; i < m; i++) {
-        pd_f64 key = pd_set1(ck[i]);
-        pd_tally below = pd_tally_zero();
-        for (int64_t j = 0; j < m; j += PD_W)
-            below = pd_tally_add(below, pd_lt(pd_load_n(ck + j, PD_W), key));
-        int64_t r = pd_tally_sum(below);
+        pv_i32 key = pv_set1_i32(ck[i]);
+        pv_i32 below = pv_set1_i32(0);
+        for (int64_t j = 0; j < m; j += PV_W)
+            below = pv_sub_i32(below, pv_gt_i32(key, pv_load(ck + j)));
+        int64_t r = pv_hsum(below);
         nb->sd[r] = nb->cd[i];
         nb->si[r] = nb->ci[i];
     }
@@ -794,7 +795,7 @@ static void near_select(near_block *nb, const query *q, best_set *best, double g
     double bound = near_bound(nb, guess, best->limit, need);
     int64_t m = near_pack(nb, q, bound, nb->cd, nb->ci);
     best->count = 0;
-    if (m <= KNN_RANK_MAX && bound < 0x1p1000 && best->k <= KNN_SORTED_MAX) {
+    if (m <= KNN_RANK_MAX && best->k <= KNN_SORTED_MAX) {
         rank_sort(nb, m);
         int keep = m < best->k ? (int)m : best->k;
         memcpy(best->d2, nb->sd, (size_t)keep * sizeof *best->d2);
