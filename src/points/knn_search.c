@@ -406,7 +406,7 @@ static void scan_runs_beyond(const prox_knn_index *x, const query *q, int64_t R,
 {
     uint64_t n0 = (uint64_t)x->ncell[0], n01 = n0 * (uint64_t)x->ncell[1];
     for (int64_t r = 0; r < x->nruns; r++) {
-        uint64_t key = x->run_key[r];
+        uint64_t key = knn_run_key(x, r);
         int64_t c[3] = {(int64_t)(key % n0), (int64_t)(key % n01 / n0), (int64_t)(key / n01)};
         double sum = 0.0;
         bool inside = true;
