@@ -605,11 +605,15 @@ static void near_block_free(const prox_allocator *a, near_block *nb)
     *nb = (near_block){0};
 }
 
-/* Room for `need` candidates and the padding (one allocation for the
- * ten arrays). */
+/* Entries each array of the near block keeps past its candidates: the
+ * distances' NaN padding (PD_W), the rank keys' (PV_W). */
+#define KNN_PAD 16
+
+/* Room for `need` candidates and KNN_PAD past them (one allocation for
+ * the ten arrays). */
 static bool near_block_room(const prox_allocator *a, near_block *nb, int64_t need)
 {
-    if (need <= nb->cap)
+    if (nb->x && need + KNN_PAD <= nb->cap)
         return true;
     near_block_free(a, nb);
     int64_t cap = 2 * need + 64;
