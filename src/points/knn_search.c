@@ -710,20 +710,26 @@ static double near_bound(const near_block *nb, double guess, double limit, int64
 }
 
 /* The block's candidates within `bound`, the query itself left out,
- * packed in block order into cd[], ci[] (room for the block): how many. */
+ * packed in block order into cd[], ci[] (room for the block): how many.
+ * Their positions first, compressed a vector at a time into pos[] (room
+ * for the block and PD_W more; no branch on which lanes are kept), then
+ * the copy, which steps over the query itself without a branch. */
 static int64_t near_pack(const near_block *nb, const query *q, double bound, double *restrict cd,
-                         prox_index *restrict ci)
+                         prox_index *restrict ci, uint32_t *restrict pos)
 {
-    int64_t m = 0;
+    int64_t kept = 0;
     pd_f64 b = pd_set1(bound);
     for (int64_t t = 0; t < nb->count; t += PD_W) {
-        uint32_t kept = pd_bits(pd_le(pd_load_n(nb->d2 + t, PD_W), b));
-        for (; kept; kept &= kept - 1) {
-            int64_t u = t + __builtin_ctz(kept);
-            cd[m] = nb->d2[u];
-            ci[m] = nb->id[u];
-            m += (int64_t)nb->id[u] != q->self;
-        }
+        uint32_t bits = pd_bits(pd_le(pd_load_n(nb->d2 + t, PD_W), b));
+        pd_compress_iota(pos + kept, t, bits);
+        kept += prox_lanes_popcount(bits);
+    }
+    int64_t m = 0;
+    for (int64_t t = 0; t < kept; t++) {
+        uint32_t u = pos[t];
+        cd[m] = nb->d2[u];
+        ci[m] = nb->id[u];
+        m += (int64_t)nb->id[u] != q->self;
     }
     return m;
 }
@@ -797,7 +803,8 @@ static void near_select(near_block *nb, const query *q, best_set *best, double g
 {
     int64_t need = (int64_t)best->k + (q->self >= 0); /* the query is in its own cell */
     double bound = near_bound(nb, guess, best->limit, need);
-    int64_t m = near_pack(nb, q, bound, nb->cd, nb->ci);
+    /* the positions borrow the rank keys' room, free until rank_sort */
+    int64_t m = near_pack(nb, q, bound, nb->cd, nb->ci, (uint32_t *)nb->ck);
     best->count = 0;
     if (m <= KNN_RANK_MAX && best->k <= KNN_SORTED_MAX) {
         rank_sort(nb, m);
