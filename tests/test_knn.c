@@ -132,9 +132,10 @@ static void check_knn_case(const test_case *tc, bool second_set, double max_radi
 static void check_knn_class(input_class cls)
 {
     static const prox_scalar scalars[2] = {PROX_F64, PROX_F32};
-    /* The search is compiled once for every level (only the radix sort of
-     * its build is per level): the runs at each level (PROX_SIMD set)
-     * take doubles only, to keep the suite's time. */
+    /* The search is the engine's, one copy per level (its distances in
+     * vec_f64.h's lanes, its rank keys in vec.h's); floats reach it as
+     * the same doubles, so the runs at each level (PROX_SIMD set) take
+     * doubles only, to keep the suite's time. */
     int scalar_count = getenv("PROX_SIMD") ? 1 : 2;
     for (int dim = 2; dim <= 3; dim++)
         for (int sc = 0; sc < scalar_count; sc++)
