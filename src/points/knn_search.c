@@ -679,50 +679,39 @@ static bool near_block_fill(const prox_knn_index *x, const query *q, near_block 
     return true;
 }
 
-/* How many of the block's distances are at most g: whole vectors (the
- * distances are padded with NaN, which no compare keeps), tallied in a
- * vector. */
-static int64_t near_count(const near_block *nb, double g)
-{
-    pd_tally within = pd_tally_zero();
-    pd_f64 bound = pd_set1(g);
-    for (int64_t t = 0; t < nb->count; t += PD_W)
-        within = pd_tally_add(within, pd_le(pd_load_n(nb->d2 + t, PD_W), bound));
-    return pd_tally_sum(within);
-}
-
-/* The bound the block's candidates are taken within: the guess, grown
- * until the block holds `need` distances within it (k, and the query
- * itself when it is one of the block's points), else the limit. Exact
- * either way: when `need` lie within the bound, the block's k best (self
- * left out) all do; when none serves, the limit keeps every candidate
- * the best set could take. */
-static double near_bound(const near_block *nb, double guess, double limit, int64_t need)
-{
-    double g = guess < limit ? guess : limit;
-    for (int grow = 0; g < limit && grow < KNN_GROWS; grow++) {
-        if (near_count(nb, g) >= need)
-            return g;
-        g *= KNN_GROW;
-        g = g < limit ? g : limit;
-    }
-    return limit;
-}
-
-/* The block's candidates within `bound`, the query itself left out,
- * packed in block order into cd[], ci[] (room for the block): how many.
- * Their positions first, compressed a vector at a time into pos[] (room
- * for the block and PD_W more; no branch on which lanes are kept), then
- * the copy, which steps over the query itself without a branch. */
-static int64_t near_pack(const near_block *nb, const query *q, double bound, double *restrict cd,
-                         prox_index *restrict ci, uint32_t *restrict pos)
+/* The positions of the block's distances at most g, compressed a vector
+ * at a time into pos[] (room for the block and PD_W more; no branch on
+ * which lanes are kept): how many. Whole vectors: the distances are
+ * padded with NaN, which no compare keeps. */
+static int64_t near_within(const near_block *nb, double g, uint32_t *restrict pos)
 {
     int64_t kept = 0;
-    pd_f64 b = pd_set1(bound);
+    pd_f64 b = pd_set1(g);
     for (int64_t t = 0; t < nb->count; t += PD_W) {
         uint32_t bits = pd_bits(pd_le(pd_load_n(nb->d2 + t, PD_W), b));
         pd_compress_iota(pos + kept, t, bits);
         kept += prox_lanes_popcount(bits);
+    }
+    return kept;
+}
+
+/* The block's candidates within a bound, the query itself left out,
+ * packed in block order into cd[], ci[]: how many. The bound is the
+ * guess, grown until the block holds `need` distances within it (k, and
+ * the query itself when it is one of the block's points), else the
+ * limit. Exact either way: when `need` lie within the bound, the block's
+ * k best (self left out) all do; when none serves, the limit keeps every
+ * candidate the best set could take. The copy steps over the query
+ * itself without a branch. */
+static int64_t near_pack(const near_block *nb, const query *q, double guess, double limit,
+                         int64_t need, double *restrict cd, prox_index *restrict ci,
+                         uint32_t *restrict pos)
+{
+    double g = guess < limit ? guess : limit;
+    int64_t kept = near_within(nb, g, pos);
+    for (int grow = 0; kept < need && g < limit; grow++) {
+        g = grow < KNN_GROWS && g * KNN_GROW < limit ? g * KNN_GROW : limit;
+        kept = near_within(nb, g, pos);
     }
     int64_t m = 0;
     for (int64_t t = 0; t < kept; t++) {
@@ -802,9 +791,8 @@ static void rank_sort(near_block *nb, int64_t m)
 static void near_select(near_block *nb, const query *q, best_set *best, double guess)
 {
     int64_t need = (int64_t)best->k + (q->self >= 0); /* the query is in its own cell */
-    double bound = near_bound(nb, guess, best->limit, need);
     /* the positions borrow the rank keys' room, free until rank_sort */
-    int64_t m = near_pack(nb, q, bound, nb->cd, nb->ci, (uint32_t *)nb->ck);
+    int64_t m = near_pack(nb, q, guess, best->limit, need, nb->cd, nb->ci, (uint32_t *)nb->ck);
     best->count = 0;
     if (m <= KNN_RANK_MAX && best->k <= KNN_SORTED_MAX) {
         rank_sort(nb, m);
@@ -821,14 +809,14 @@ static void near_select(near_block *nb, const query *q, best_set *best, double g
 
 /* Query q's k best: the near block, then rings from 2 on until proven.
  * *guess is the k-th squared distance a query of the group is expected
- * to have (the last one's, widened; +inf for none): near_bound makes any
+ * to have (the last one's, widened; +inf for none): near_pack makes any
  * guess exact. */
 static void search_near(const prox_knn_index *x, near_block *nb, const query *q,
                         best_set *best, double *guess, counters *n)
 {
     const double *zs = x->dim == 3 ? nb->z : NULL;
     arrays_dist2(x, q, nb->x, nb->y, zs, nb->count, nb->d2);
-    for (int t = 0; t < PD_W; t++) /* the padding near_count relies on */
+    for (int t = 0; t < PD_W; t++) /* the padding near_within relies on */
         nb->d2[nb->count + t] = NAN;
     n->candidates += nb->count;
     near_select(nb, q, best, *guess);
