@@ -287,14 +287,22 @@ void knn_strip(const prox_knn_index *x, int64_t x0, int64_t x1, int64_t y, int64
         return;
     }
     /* the points of the strip's occupied cells are contiguous: from the
-     * first occupied cell's first point to the last one's end */
-    int64_t lo = -1, hi = -1;
+     * first occupied cell's first point to the last one's end. The first
+     * through the hash; the others are the runs that follow it (runs are
+     * in key order), read in order up to the strip's last key. */
+    int64_t lo = -1;
     for (int64_t t = 0; t <= x1 - x0 && lo < 0; t++)
         lo = hash_find(x, first + (uint64_t)t);
-    for (int64_t t = x1 - x0; t >= 0 && lo >= 0 && hi < 0; t--)
-        hi = hash_find(x, first + (uint64_t)t);
-    *b = lo < 0 ? 0 : x->run_start[lo];
-    *e = lo < 0 ? 0 : x->run_start[hi + 1];
+    if (lo < 0) {
+        *b = *e = 0;
+        return;
+    }
+    uint64_t last = first + (uint64_t)(x1 - x0);
+    int64_t hi = lo;
+    while (hi + 1 < x->nruns && knn_run_key(x, hi + 1) <= last)
+        hi++;
+    *b = x->run_start[lo];
+    *e = x->run_start[hi + 1];
 }
 
 /* The cell size: from the box's mean density, then fitted to the typical

@@ -785,7 +785,7 @@ static void rank_sort(near_block *nb, int64_t m)
 
 /* The near block's k best into the best set (emptied first), whose
  * limit stays best->limit: the candidates within the bound packed, then
- * ranked (the common case: a good guess lets about 1.3 k through), or
+ * ranked (the common case: a good guess lets about 1.4 k through), or
  * offered through the bounded insertion when many or when k is past the
  * sorted set's (the heap). */
 static void near_select(near_block *nb, const query *q, best_set *best, double guess)
