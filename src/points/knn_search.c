@@ -572,9 +572,9 @@ static void search_one(const prox_knn_index *x, const knn_box *box, const query 
  * times this. A guess too small costs the block's positions taken again
  * (a vector compare per PD_W distances), one too large costs the rank of
  * the extra candidates it lets through; the k-th squared distance of
- * k = 16 in 3D varies by about 16% from query to query (1.15 executes
- * fewer instructions than 1.0, 1.08 or 1.3 on W1 at k = 16 and W2 at
- * k = 8). */
+ * k = 16 in 3D varies by about 16% from query to query (on W1 at k = 16
+ * 1.08 executes as many instructions, 1.25 and 1.3 more; on W2 at k = 8
+ * 1.3 more). */
 #define KNN_GUESS 1.15
 /* A guess that lets fewer than k through grows by this, at most
  * KNN_GROWS times before the limit itself serves. */
