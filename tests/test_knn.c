@@ -132,9 +132,10 @@ static void check_knn_case(const test_case *tc, bool second_set, double max_radi
 static void check_knn_class(input_class cls)
 {
     static const prox_scalar scalars[2] = {PROX_F64, PROX_F32};
-    /* The search is compiled once for every level (only the radix sort of
-     * its build is per level): the runs at each level (PROX_SIMD set)
-     * take doubles only, to keep the suite's time. */
+    /* The search is the engine's, one copy per level (its distances in
+     * vec_f64.h's lanes, its rank keys in vec.h's); floats reach it as
+     * the same doubles, so the runs at each level (PROX_SIMD set) take
+     * doubles only, to keep the suite's time. */
     int scalar_count = getenv("PROX_SIMD") ? 1 : 2;
     for (int dim = 2; dim <= 3; dim++)
         for (int sc = 0; sc < scalar_count; sc++)
@@ -302,6 +303,117 @@ static void knn_large_k(void **state)
     double period[3] = {1.0, 1.0, 1.0};
     check_large(&c, 300, period, "uniform 3D periodic");
     cloud_free(&c);
+}
+
+/* Every row of points' self query (queries NULL) or of the queries' against
+ * the oracle's, at 1 and 2 threads, the two byte for byte. */
+static void check_all_rows(const cloud *c, const cloud *queries, int k, const double *period,
+                           const char *what)
+{
+    prox_points points = prox_points_f64(c->xyz, c->count, c->dim);
+    prox_points qs = queries ? prox_points_f64(queries->xyz, queries->count, queries->dim)
+                             : points;
+    knn_rows want;
+    oracle_knn(c, queries, k, 0.0, period, false, &want);
+    prox_knn_result first;
+    prox_knn_result_init(&first, NULL);
+    for (int th = 1; th <= 2; th++) {
+        char context[256];
+        snprintf(context, sizeof context, "%s %dD k=%d %s%s threads=%d", what, c->dim, k,
+                 queries ? "queries" : "self", period ? " periodic" : "", th);
+        prox_knn_desc d = knn_desc(k, 0.0, period, th);
+        prox_knn_result got;
+        prox_knn_result_init(&got, NULL);
+        CHECK_STATUS(prox_knn(&points, queries ? &qs : NULL, &d, &got, NULL), PROX_OK, context);
+        sample s = {.count = 0};
+        knn_rows part = want;
+        for (int64_t r0 = 0; r0 < want.rows; r0 += SAMPLED) { /* every row, SAMPLED at a time */
+            s.count = want.rows - r0 < SAMPLED ? want.rows - r0 : SAMPLED;
+            for (int64_t t = 0; t < s.count; t++)
+                s.rows[t] = r0 + t;
+            part.indices = want.indices + r0 * want.k;
+            part.distances = want.distances + r0 * want.k;
+            part.counts = want.counts + r0;
+            expect_rows(context, &part, &s, &got, k);
+        }
+        if (th == 1)
+            first = got;
+        else {
+            CHECK(same_result(&first, &got), context, "differs from one thread");
+            prox_knn_result_free(&got);
+        }
+    }
+    prox_knn_result_free(&first);
+    knn_rows_free(&want);
+}
+
+/* Squared distances equal, or equal in all but their last few bits: points
+ * along the axes at radii 0.25 (1 + j 2^-44), j < 7, around a centre that
+ * is itself a point (and the second set's query), among uniform ones. The
+ * near block ranks its candidates by a key of 18 bits of the distance
+ * (knn_search.c, rank_sort), so these collide there and must come out in
+ * (distance, index) order all the same; exact ties go by index. */
+static void knn_near_ties(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int periodic = 0; periodic < 2; periodic++) {
+            cloud c, q;
+            rng r = rng_seeded(31 + dim);
+            cloud_uniform(&c, dim, 400, 0.0, 1.0, &r);
+            for (int64_t i = 0; i < 300; i++) {
+                double *p = cloud_point(&c, i);
+                for (int k = 0; k < dim; k++)
+                    p[k] = 0.5;
+                if (i == 0)
+                    continue; /* the centre */
+                int axis = (int)(i % dim), sign = (int)(i / dim % 2) ? -1 : 1;
+                p[axis] += sign * 0.25 * (1.0 + (double)(i % 7) * 0x1p-44);
+            }
+            cloud_alloc(&q, dim, 2);
+            for (int k = 0; k < dim; k++) {
+                cloud_point(&q, 0)[k] = 0.5;
+                cloud_point(&q, 1)[k] = 0.5 + 0x1p-30;
+            }
+            double period[3] = {1.0, 1.0, dim == 3 ? 1.0 : 0.0};
+            const double *pp = periodic ? period : NULL;
+            int ks[3] = {5, 16, 40};
+            for (int t = 0; t < 3; t++) {
+                check_all_rows(&c, NULL, ks[t], pp, "near ties");
+                check_all_rows(&c, &q, ks[t], pp, "near ties");
+            }
+            cloud_free(&q);
+            cloud_free(&c);
+        }
+}
+
+/* A cell of many duplicates: more candidates within any bound than the
+ * near block ranks (64), so their queries take the best set's bounded
+ * insertion; ties by index. k > n too. */
+static void knn_many_duplicates(void **state)
+{
+    (void)state;
+    for (int dim = 2; dim <= 3; dim++) {
+        cloud c, q;
+        rng r = rng_seeded(41 + dim);
+        cloud_uniform(&c, dim, 500, 0.0, 1.0, &r);
+        for (int64_t i = 100; i < 300; i++)
+            for (int k = 0; k < dim; k++)
+                cloud_point(&c, i)[k] = 0.3;
+        cloud_alloc(&q, dim, 3);
+        for (int k = 0; k < dim; k++) {
+            cloud_point(&q, 0)[k] = 0.3;
+            cloud_point(&q, 1)[k] = 0.3 + 1e-3;
+            cloud_point(&q, 2)[k] = 0.9;
+        }
+        int ks[4] = {3, 16, 70, 510};
+        for (int t = 0; t < 4; t++) {
+            check_all_rows(&c, NULL, ks[t], NULL, "duplicates");
+            check_all_rows(&c, &q, ks[t], NULL, "duplicates");
+        }
+        cloud_free(&q);
+        cloud_free(&c);
+    }
 }
 
 /* ---- faces of the API --------------------------------------------------- */
@@ -541,6 +653,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(knn_wide_2d),
         cmocka_unit_test(knn_lattices),
         cmocka_unit_test(knn_large_k),
+        cmocka_unit_test(knn_near_ties),
+        cmocka_unit_test(knn_many_duplicates),
         cmocka_unit_test(knn_index_matches_one_shot),
         cmocka_unit_test(knn_callback),
         cmocka_unit_test(knn_strided_views),

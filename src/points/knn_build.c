@@ -175,40 +175,60 @@ static double typical_occupancy(const uint64_t *keys, int64_t n, uint32_t *scrat
     return (double)n;
 }
 
+static uint64_t total_cells(const prox_knn_index *x)
+{
+    return (uint64_t)x->ncell[0] * (uint64_t)x->ncell[1] * (uint64_t)x->ncell[2];
+}
+
+/* The runs and their keys: 4 bytes a key where every key fits 32 bits
+ * (no more than 2^32 cells), else 8. */
 static prox_status index_runs(prox_knn_index *x, const uint64_t *keys)
 {
     int64_t n = x->n, runs = 0;
     for (int64_t s = 0; s < n; s++)
         runs += s == 0 || keys[s] != keys[s - 1];
     x->nruns = runs;
+    bool narrow = total_cells(x) <= ((uint64_t)1 << 32);
+    size_t key_bytes = narrow ? sizeof *x->run_key32 : sizeof *x->run_key64;
     x->run_start = prox_alloc_array(&x->allocator, runs + 1, sizeof *x->run_start);
-    x->run_key = prox_alloc_array(&x->allocator, runs + 1, sizeof *x->run_key);
-    if (!x->run_start || !x->run_key)
+    void *k = prox_alloc_array(&x->allocator, runs + 1, key_bytes);
+    if (narrow)
+        x->run_key32 = k;
+    else
+        x->run_key64 = k;
+    if (!x->run_start || !k)
         return prox_fail(PROX_ERR_NO_MEMORY, "kNN: no memory for %lld cells", (long long)runs);
     int64_t r = 0;
     for (int64_t s = 0; s < n; s++)
         if (s == 0 || keys[s] != keys[s - 1]) {
             x->run_start[r] = (uint32_t)s;
-            x->run_key[r++] = keys[s];
+            if (narrow)
+                x->run_key32[r++] = (uint32_t)keys[s];
+            else
+                x->run_key64[r++] = keys[s];
         }
     x->run_start[runs] = (uint32_t)n;
-    x->bytes += (runs + 1) * (int64_t)(sizeof *x->run_start + sizeof *x->run_key);
+    x->bytes += (runs + 1) * (int64_t)(sizeof *x->run_start + key_bytes);
     return PROX_OK;
 }
 
-static uint64_t total_cells(const prox_knn_index *x)
+/* The home slot of a key among `slots` (any count below 2^32): the high
+ * half of a multiplicative hash scaled onto the slots, so that the table
+ * need not round up to a power of two. */
+static inline uint64_t hash_slot(uint64_t key, uint64_t slots)
 {
-    return (uint64_t)x->ncell[0] * (uint64_t)x->ncell[1] * (uint64_t)x->ncell[2];
+    uint64_t h = (key + 1) * 0x9E3779B97F4A7C15ull;
+    return ((h >> 32) * slots) >> 32;
 }
 
-static inline uint64_t hash_slot(uint64_t key, uint64_t mask)
+static inline uint64_t hash_next(uint64_t h, uint64_t slots)
 {
-    return ((key + 1) * 0x9E3779B97F4A7C15ull >> 17) & mask;
+    return h + 1 == slots ? 0 : h + 1;
 }
 
 /* The cell table: dense when there are no more cells than points (4
- * bytes a cell), else a hash of the runs (run + 1 per slot, 0 empty; 8
- * bytes a run at most). */
+ * bytes a cell), else a hash of the runs (run + 1 per slot, 0 empty;
+ * twice the runs' count of slots, 8 bytes a run). */
 static prox_status index_table(prox_knn_index *x)
 {
     uint64_t cells = total_cells(x);
@@ -220,26 +240,24 @@ static prox_status index_table(prox_knn_index *x)
                              (unsigned long long)cells);
         int64_t r = 0;
         for (uint64_t c = 0; c <= cells; c++) {
-            while (r < x->nruns && x->run_key[r] < c)
+            while (r < x->nruns && knn_run_key(x, r) < c)
                 r++;
             x->cell_start[c] = r < x->nruns ? x->run_start[r] : (uint32_t)x->n;
         }
         x->bytes += (int64_t)(cells + 1) * (int64_t)sizeof *x->cell_start;
         return PROX_OK;
     }
-    int64_t slots = 16;
-    while (slots < 2 * x->nruns)
-        slots *= 2;
-    x->hash_mask = (uint64_t)slots - 1;
+    int64_t slots = 2 * x->nruns + 16; /* at most half full */
+    x->hash_slots = (uint64_t)slots;
     x->hash_run = prox_alloc_array(&x->allocator, slots, sizeof *x->hash_run);
     if (!x->hash_run)
         return prox_fail(PROX_ERR_NO_MEMORY, "kNN: no memory for a hash of %lld cells",
                          (long long)x->nruns);
     memset(x->hash_run, 0, (size_t)slots * sizeof *x->hash_run);
     for (int64_t r = 0; r < x->nruns; r++) {
-        uint64_t h = hash_slot(x->run_key[r], x->hash_mask);
+        uint64_t h = hash_slot(knn_run_key(x, r), x->hash_slots);
         while (x->hash_run[h])
-            h = (h + 1) & x->hash_mask;
+            h = hash_next(h, x->hash_slots);
         x->hash_run[h] = (uint32_t)r + 1;
     }
     x->bytes += slots * (int64_t)sizeof *x->hash_run;
@@ -249,11 +267,11 @@ static prox_status index_table(prox_knn_index *x)
 /* The run of cell `key`, or -1 (sparse table). */
 static inline int64_t hash_find(const prox_knn_index *x, uint64_t key)
 {
-    for (uint64_t h = hash_slot(key, x->hash_mask);; h = (h + 1) & x->hash_mask) {
+    for (uint64_t h = hash_slot(key, x->hash_slots);; h = hash_next(h, x->hash_slots)) {
         uint32_t e = x->hash_run[h];
         if (e == 0)
             return -1;
-        if (x->run_key[e - 1] == key)
+        if (knn_run_key(x, e - 1) == key)
             return (int64_t)e - 1;
     }
 }
@@ -269,14 +287,22 @@ void knn_strip(const prox_knn_index *x, int64_t x0, int64_t x1, int64_t y, int64
         return;
     }
     /* the points of the strip's occupied cells are contiguous: from the
-     * first occupied cell's first point to the last one's end */
-    int64_t lo = -1, hi = -1;
+     * first occupied cell's first point to the last one's end. The first
+     * through the hash; the others are the runs that follow it (runs are
+     * in key order), read in order up to the strip's last key. */
+    int64_t lo = -1;
     for (int64_t t = 0; t <= x1 - x0 && lo < 0; t++)
         lo = hash_find(x, first + (uint64_t)t);
-    for (int64_t t = x1 - x0; t >= 0 && lo >= 0 && hi < 0; t--)
-        hi = hash_find(x, first + (uint64_t)t);
-    *b = lo < 0 ? 0 : x->run_start[lo];
-    *e = lo < 0 ? 0 : x->run_start[hi + 1];
+    if (lo < 0) {
+        *b = *e = 0;
+        return;
+    }
+    uint64_t last = first + (uint64_t)(x1 - x0);
+    int64_t hi = lo;
+    while (hi + 1 < x->nruns && knn_run_key(x, hi + 1) <= last)
+        hi++;
+    *b = x->run_start[lo];
+    *e = x->run_start[hi + 1];
 }
 
 /* The cell size: from the box's mean density, then fitted to the typical
@@ -340,7 +366,8 @@ void prox_knn_index_destroy(prox_knn_index *x)
         prox_free(&a, x->pos[k]);
     prox_free(&a, x->id);
     prox_free(&a, x->run_start);
-    prox_free(&a, x->run_key);
+    prox_free(&a, x->run_key32);
+    prox_free(&a, x->run_key64);
     prox_free(&a, x->cell_start);
     prox_free(&a, x->hash_run);
     prox_free(&a, x);

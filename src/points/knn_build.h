@@ -40,16 +40,19 @@ struct prox_knn_index {
     double *pos[3];     /* pos[k][s]: axis k of sorted point s (pos[2] NULL in 2D) */
     prox_index *id;     /* input index of sorted point s */
 
-    /* runs: occupied cells in key order, points [run_start[r], run_start[r + 1]) */
+    /* runs: occupied cells in key order, points [run_start[r], run_start[r + 1]);
+     * their keys in run_key32 when every key fits 32 bits, else run_key64
+     * (the other NULL): knn_run_key */
     int64_t nruns;
     uint32_t *run_start;
-    uint64_t *run_key;
+    uint32_t *run_key32;
+    uint64_t *run_key64;
 
     /* the cell table */
     bool dense;
     uint32_t *cell_start;  /* dense: first sorted point of each cell, cells + 1 */
-    uint32_t *hash_run;    /* sparse: open addressing by run_key, run + 1 (0 = empty) */
-    uint64_t hash_mask;
+    uint32_t *hash_run;    /* sparse: open addressing by run key, run + 1 (0 = empty) */
+    uint64_t hash_slots;
     int64_t bytes;         /* what the index holds */
 };
 
@@ -73,6 +76,12 @@ static inline uint64_t knn_key(const prox_knn_index *x, const int64_t c[3])
 {
     return ((uint64_t)c[2] * (uint64_t)x->ncell[1] + (uint64_t)c[1]) * (uint64_t)x->ncell[0] +
            (uint64_t)c[0];
+}
+
+/* The key of run r. */
+static inline uint64_t knn_run_key(const prox_knn_index *x, int64_t r)
+{
+    return x->run_key32 ? x->run_key32[r] : x->run_key64[r];
 }
 
 /* The sorted points of cells [x0, x1] of the row (y, z): [*b, *e). */

@@ -4,10 +4,12 @@
  * the second set sorted by cell), in cell order, chunks of groups over
  * the threads. A group copies its cell and the ring around it once into
  * a block (near_block, read as strips along x); each query then computes
- * the block's distances in one loop and keeps its k best (best_set:
- * sorted insertion for small k, a max-heap beyond), then walks further
- * rings only while a ring's nearest possible point could still beat its
- * k-th: the proof. Grids whose ring would name a cell twice (a periodic
+ * the block's distances in one loop and selects its k best of them
+ * (near_select: those within a guess of the k-th packed, ranked a vector
+ * at a time, the order finished by an exact insertion), then walks
+ * further rings only while a ring's nearest possible point could still
+ * beat its k-th: the proof, whose candidates go through the best set
+ * (best_set: sorted insertion for small k, a max-heap beyond). Grids whose ring would name a cell twice (a periodic
  * axis of 1 or 2 cells) take the box of cells nearest first instead.
  *
  * Why it is exact. Every point of cell j along axis k has a cell unit
@@ -38,6 +40,7 @@
 #include "points/knn_search.h"
 #include "points/points_common.h"
 #include "simd/kernel.h"
+#include "simd/vec.h"
 
 /* Up to this k the best set is a sorted array with insertion from its
  * end; beyond, a max-heap (insertion cost k against log k). */
@@ -304,6 +307,26 @@ static bool beyond_ring(const prox_knn_index *x, const query *q, int64_t R, doub
 {
     double g = INFINITY;
     bool any = false;
+    if (!x->periodic[0] && !x->periodic[1] && !x->periodic[2]) {
+        /* open axes: axis_gap's arithmetic on the two cells at +-(R + 1) */
+        for (int k = 0; k < x->dim; k++) {
+            double u = q->u[k], c = (double)q->c[k], slack = unit_slack(x, q, k), t;
+            if (q->c[k] - (R + 1) >= 0) {
+                t = u - (c - (double)R) - slack;
+                t = t > 0.0 ? t * x->cell[k] : 0.0;
+                g = t < g ? t : g;
+                any = true;
+            }
+            if (q->c[k] + R + 1 <= x->ncell[k] - 1) {
+                t = (c + (double)(R + 1)) - u - slack;
+                t = t > 0.0 ? t * x->cell[k] : 0.0;
+                g = t < g ? t : g;
+                any = true;
+            }
+        }
+        *b2 = bound2(g * g);
+        return any;
+    }
     for (int k = 0; k < x->dim; k++) {
         int64_t lo, hi;
         offset_range(x, q, k, &lo, &hi);
@@ -385,7 +408,7 @@ static void scan_runs_beyond(const prox_knn_index *x, const query *q, int64_t R,
 {
     uint64_t n0 = (uint64_t)x->ncell[0], n01 = n0 * (uint64_t)x->ncell[1];
     for (int64_t r = 0; r < x->nruns; r++) {
-        uint64_t key = x->run_key[r];
+        uint64_t key = knn_run_key(x, r);
         int64_t c[3] = {(int64_t)(key % n0), (int64_t)(key % n01 / n0), (int64_t)(key / n01)};
         double sum = 0.0;
         bool inside = true;
@@ -546,10 +569,21 @@ static void search_one(const prox_knn_index *x, const knn_box *box, const query 
 }
 
 /* The k-th squared distance a query of a group expects: the last query's
- * times this (the k-th distance of k = 16 in 3D varies by about 8%, its
- * square by 16%: a query exceeds the guess about once in twenty, and then
- * reads its block twice). */
-#define KNN_GUESS 1.3
+ * times this. A guess too small costs the block's positions taken again
+ * (a vector compare per PD_W distances), one too large costs the rank of
+ * the extra candidates it lets through; the k-th squared distance of
+ * k = 16 in 3D varies by about 16% from query to query (on W1 at k = 16
+ * 1.08 executes as many instructions, 1.25 and 1.3 more; on W2 at k = 8
+ * 1.3 more). */
+#define KNN_GUESS 1.15
+/* A guess that lets fewer than k through grows by this, at most
+ * KNN_GROWS times before the limit itself serves. */
+#define KNN_GROW 1.5
+#define KNN_GROWS 3
+/* Candidates within the bound ranked (rank_sort) up to this many (their
+ * positions fit the key's low 6 bits); more go through the best set's
+ * bounded insertion. */
+#define KNN_RANK_MAX 64
 
 /* ---- a group's near block: its cell and the ring around it ------------- */
 
@@ -560,7 +594,12 @@ static void search_one(const prox_knn_index *x, const knn_box *box, const query 
 typedef struct near_block {
     double *x, *y, *z;
     prox_index *id;
-    double *d2; /* per query: the distances */
+    double *d2;     /* per query: the distances, padded with PD_W NaNs */
+    double *cd;     /* per query: the candidates within the bound */
+    prox_index *ci; /* and their indices */
+    int32_t *ck;    /* their rank keys (rank_sort) */
+    double *sd;     /* and the candidates in rank order (sd[-1] = -1: pack_sort's sentinel) */
+    prox_index *si;
     int64_t count, cap;
 } near_block;
 
@@ -570,18 +609,26 @@ static void near_block_free(const prox_allocator *a, near_block *nb)
     *nb = (near_block){0};
 }
 
-/* Room for `need` candidates (one allocation for the five arrays). */
+/* Entries each array of the near block keeps past its candidates: the
+ * distances' NaN padding (PD_W), the rank keys' (PV_W). */
+#define KNN_PAD 16
+
+/* Room for `need` candidates and KNN_PAD past them (one allocation for
+ * the ten arrays). */
 static bool near_block_room(const prox_allocator *a, near_block *nb, int64_t need)
 {
-    if (need <= nb->cap)
+    if (nb->x && need + KNN_PAD <= nb->cap)
         return true;
     near_block_free(a, nb);
     int64_t cap = 2 * need + 64;
-    double *m = prox_alloc_array(a, cap, 4 * sizeof(double) + sizeof(prox_index));
+    double *m = prox_alloc_array(a, cap, 7 * sizeof(double) + 3 * sizeof(prox_index));
     if (!m)
         return false;
+    prox_index *ids = (prox_index *)(m + 7 * cap);
     *nb = (near_block){.x = m, .y = m + cap, .z = m + 2 * cap, .d2 = m + 3 * cap,
-                       .id = (prox_index *)(m + 4 * cap), .cap = cap};
+                       .cd = m + 4 * cap, .ck = (int32_t *)(m + 5 * cap), .sd = m + 6 * cap + 1,
+                       .id = ids, .ci = ids + cap, .si = ids + 2 * cap, .cap = cap - 1};
+    nb->sd[-1] = -1.0; /* pack_sort's sentinel: below every squared distance */
     return true;
 }
 
@@ -636,49 +683,147 @@ static bool near_block_fill(const prox_knn_index *x, const query *q, near_block 
     return true;
 }
 
-/* The near block's candidates offered to the best set, whose limit is
- * `bound` while it holds fewer than k: a vector of distances at a time
- * against the current worst (the threshold filter: one compare and one
- * branch for PD_W candidates, most of which lie beyond it), then each
- * kept lane offered in order (sorted insertion, ties by index). */
-static void near_offer(const near_block *nb, const query *q, best_set *best, double bound)
+/* The positions of the block's distances at most g, compressed a vector
+ * at a time into pos[] (room for the block and PD_W more; no branch on
+ * which lanes are kept): how many. Whole vectors: the distances are
+ * padded with NaN, which no compare keeps. */
+static int64_t near_within(const near_block *nb, double g, uint32_t *restrict pos)
 {
-    double limit = best->limit;
-    best->limit = bound;
-    best->count = 0;
-    pd_f64 worst = pd_set1(bound);
+    int64_t kept = 0;
+    pd_f64 b = pd_set1(g);
     for (int64_t t = 0; t < nb->count; t += PD_W) {
-        int64_t left = nb->count - t;
-        uint32_t kept = pd_bits(pd_le(pd_load_n(nb->d2 + t, left), worst)) & pd_live(left);
-        if (!kept)
-            continue;
-        for (; kept; kept &= kept - 1) {
-            int64_t u = t + __builtin_ctz(kept);
-            if (nb->d2[u] <= best_worst(best) && (int64_t)nb->id[u] != q->self)
-                best_offer(best, nb->d2[u], nb->id[u]);
-        }
-        worst = pd_set1(best_worst(best));
+        uint32_t bits = pd_bits(pd_le(pd_load_n(nb->d2 + t, PD_W), b));
+        pd_compress_iota(pos + kept, t, bits);
+        kept += prox_lanes_popcount(bits);
     }
-    best->limit = limit;
+    return kept;
+}
+
+/* The block's candidates within a bound, the query itself left out,
+ * packed in block order into cd[], ci[]: how many. The bound is the
+ * guess, grown until the block holds `need` distances within it (k, and
+ * the query itself when it is one of the block's points), else the
+ * limit. Exact either way: when `need` lie within the bound, the block's
+ * k best (self left out) all do; when none serves, the limit keeps every
+ * candidate the best set could take. The copy steps over the query
+ * itself without a branch. */
+static int64_t near_pack(const near_block *nb, const query *q, double guess, double limit,
+                         int64_t need, double *restrict cd, prox_index *restrict ci,
+                         uint32_t *restrict pos)
+{
+    double g = guess < limit ? guess : limit;
+    int64_t kept = near_within(nb, g, pos);
+    for (int grow = 0; kept < need && g < limit; grow++) {
+        g = grow < KNN_GROWS && g * KNN_GROW < limit ? g * KNN_GROW : limit;
+        kept = near_within(nb, g, pos);
+    }
+    int64_t m = 0;
+    for (int64_t t = 0; t < kept; t++) {
+        uint32_t u = pos[t];
+        cd[m] = nb->d2[u];
+        ci[m] = nb->id[u];
+        m += (int64_t)nb->id[u] != q->self;
+    }
+    return m;
+}
+
+/* cd[0 .. m), ci[] sorted by (squared distance, index), from an order
+ * that is already right but among nearly equal distances (rank_sort's):
+ * one compare a candidate in order, an insertion (cd[-1] is a sentinel
+ * below every distance) for the few that are not. */
+static void pack_sort(double *restrict cd, prox_index *restrict ci, int64_t m)
+{
+    for (int64_t t = 1; t < m; t++) {
+        if (cd[t - 1] < cd[t])
+            continue;
+        double d = cd[t];
+        prox_index i = ci[t];
+        int64_t at = t;
+        while (cd[at - 1] > d) {
+            cd[at] = cd[at - 1];
+            ci[at] = ci[at - 1];
+            at--;
+        }
+        while (at > 0 && cd[at - 1] == d && ci[at - 1] > i) { /* a tie: by index */
+            cd[at] = cd[at - 1];
+            ci[at] = ci[at - 1];
+            at--;
+        }
+        cd[at] = d;
+        ci[at] = i;
+    }
+}
+
+/* cd[0 .. m), ci[] (m <= KNN_RANK_MAX) sorted into sd[], si[] by rank:
+ * each candidate's rank is the number of keys below its own, counted
+ * PV_W 32-bit lanes at a time with no branch. The key is the squared
+ * distance rounded to a float (monotone: never reverses two distances),
+ * its bits (below 2^31, so compared as signed integers whatever the
+ * floating-point modes) with the low 6 replaced by the candidate's
+ * position: unique keys, so the ranks are a permutation, in an order
+ * that agrees with (squared distance, index) except among distances
+ * equal in their key's high bits, which pack_sort then puts right (one
+ * compare a candidate where the rest is sorted). */
+static void rank_sort(near_block *nb, int64_t m)
+{
+    int32_t *ck = nb->ck;
+    for (int64_t t = 0; t < m; t++) {
+        float f = (float)nb->cd[t];
+        uint32_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        ck[t] = (int32_t)((bits & ~(uint32_t)63) | (uint32_t)t);
+    }
+    for (int t = 0; t < PV_W; t++) /* whole vectors: the padding is below no key */
+        ck[m + t] = INT32_MAX;
+    for (int64_t i = 0; i < m; i++) {
+        pv_i32 key = pv_set1_i32(ck[i]);
+        pv_i32 below = pv_set1_i32(0);
+        for (int64_t j = 0; j < m; j += PV_W)
+            below = pv_sub_i32(below, pv_gt_i32(key, pv_load(ck + j)));
+        int64_t r = pv_hsum(below);
+        nb->sd[r] = nb->cd[i];
+        nb->si[r] = nb->ci[i];
+    }
+    pack_sort(nb->sd, nb->si, m);
+}
+
+/* The near block's k best into the best set (emptied first), whose
+ * limit stays best->limit: the candidates within the bound packed, then
+ * ranked (the common case: a good guess lets about 1.4 k through), or
+ * offered through the bounded insertion when many or when k is past the
+ * sorted set's (the heap). */
+static void near_select(near_block *nb, const query *q, best_set *best, double guess)
+{
+    int64_t need = (int64_t)best->k + (q->self >= 0); /* the query is in its own cell */
+    /* the positions borrow the rank keys' room, free until rank_sort */
+    int64_t m = near_pack(nb, q, guess, best->limit, need, nb->cd, nb->ci, (uint32_t *)nb->ck);
+    best->count = 0;
+    if (m <= KNN_RANK_MAX && best->k <= KNN_SORTED_MAX) {
+        rank_sort(nb, m);
+        int keep = m < best->k ? (int)m : best->k;
+        memcpy(best->d2, nb->sd, (size_t)keep * sizeof *best->d2);
+        memcpy(best->id, nb->si, (size_t)keep * sizeof *best->id);
+        best->count = keep;
+        return;
+    }
+    for (int64_t t = 0; t < m; t++)
+        if (nb->cd[t] <= best_worst(best))
+            best_offer(best, nb->cd[t], nb->ci[t]);
 }
 
 /* Query q's k best: the near block, then rings from 2 on until proven.
  * *guess is the k-th squared distance a query of the group is expected
- * to have (the last one's, widened; +inf for none): the block's
- * candidates are offered with it as the limit, which is exact whenever k
- * of them lie within it (the block's k best are then all within it);
- * when fewer do, the block is offered again within the limit itself. */
+ * to have (the last one's, widened; +inf for none): near_pack makes any
+ * guess exact. */
 static void search_near(const prox_knn_index *x, near_block *nb, const query *q,
                         best_set *best, double *guess, counters *n)
 {
-    best->count = 0;
     const double *zs = x->dim == 3 ? nb->z : NULL;
     arrays_dist2(x, q, nb->x, nb->y, zs, nb->count, nb->d2);
+    for (int t = 0; t < PD_W; t++) /* the padding near_within relies on */
+        nb->d2[nb->count + t] = NAN;
     n->candidates += nb->count;
-    double bound = *guess < best->limit ? *guess : best->limit;
-    near_offer(nb, q, best, bound);
-    if (best->count < best->k && bound < best->limit)
-        near_offer(nb, q, best, best->limit);
+    near_select(nb, q, best, *guess);
     double b2;
     for (int64_t R = 1; beyond_ring(x, q, R, &b2) && b2 <= best_worst(best); R++) {
         if (ring_box_cells(x->dim, R + 1) > (double)(4 * x->nruns + 64)) {
