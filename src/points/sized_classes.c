@@ -530,6 +530,17 @@ static int axis_ranges(const sized_classes *c, const sized_class *g, int k, doub
     return 2;
 }
 
+/* The hit of member j for the probe, as the half list holds it (the
+ * smaller index first in a self search); false once the sink stops. */
+static inline bool emit_hit(const sized_probe *p, prox_index j, prox_emitter *e)
+{
+    if (p->self && j < p->qid)
+        prox_emit(e, j, p->qid);
+    else
+        prox_emit(e, p->qid, j);
+    return !e->stop;
+}
+
 /* Members [begin, end) of cell order against the probe, under rule `R`
  * on open (P false) or periodic axes (constants in each caller below, so
  * the threshold's switch, the minimum images and the loads a rule does not
@@ -547,14 +558,7 @@ test_run_as(prox_size_rule R, bool P, const sized_class *g, const sized_rule *ru
         double d2 = P ? prox_metric_dist2(m, dx, dy, dz) : prox_dist2(dx, dy, dz);
         double t2 = sized_threshold2(&r, p->qs, R == PROX_RULE_TYPES ? 0 : g->size[k], p->qt,
                                      R == PROX_RULE_TYPES ? g->type[k] : 0);
-        if (!sized_within(d2, t2))
-            continue;
-        prox_index j = g->id[k];
-        if (p->self && j < p->qid)
-            prox_emit(e, j, p->qid);
-        else
-            prox_emit(e, p->qid, j);
-        if (e->stop)
+        if (sized_within(d2, t2) && !emit_hit(p, g->id[k], e))
             return;
     }
 }
@@ -595,17 +599,9 @@ test_run2(prox_size_rule R, const sized_class *g, const sized_rule *rule, const 
         sized_m2 hit = (d2 <= t2) & (t2 > 0);
         if (!(hit[0] | hit[1]))
             continue;
-        for (int l = 0; l < 2; l++) {
-            if (!hit[l])
-                continue;
-            prox_index j = g->id[k + l];
-            if (p->self && j < p->qid)
-                prox_emit(e, j, p->qid);
-            else
-                prox_emit(e, p->qid, j);
-            if (e->stop)
+        for (int l = 0; l < 2; l++)
+            if (hit[l] && !emit_hit(p, g->id[k + l], e))
                 return;
-        }
     }
     test_run_as(R, false, g, rule, m, p, k, end, e);
 }
