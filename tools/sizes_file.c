@@ -85,13 +85,13 @@ static double *read_radii(const char *path, int64_t points, const char *what)
  * library checks the range of the matrix). */
 static int32_t *types_of(const double *v, int64_t n, const char *path)
 {
-    int32_t *t = xmalloc(checked_size(n + 1, sizeof *t));
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++) /* checked first: nothing held when it exits */
         if (!(v[i] == floor(v[i]) && v[i] >= 0 && v[i] <= INT32_MAX))
             die(EXIT_DATA, "%s: the type of point %lld is %g; types are integers >= 0", path,
                 (long long)i, v[i]);
+    int32_t *t = xmalloc(checked_size(n + 1, sizeof *t));
+    for (int64_t i = 0; i < n; i++)
         t[i] = (int32_t)v[i];
-    }
     return t;
 }
 
