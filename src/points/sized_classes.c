@@ -164,6 +164,22 @@ static inline int64_t cell_of(const sized_class *g, int k, double v)
     return (int64_t)c;
 }
 
+/* The query box of probe p on open axes, one cell range per axis: the
+ * pad is the reach plus 2^-40 of it and of the coordinate, the rounding of
+ * the subtraction; false when the box misses the class. */
+static inline bool open_ranges(const sized_class *g, int dim, const sized_probe *p,
+                               int64_t lo[3][2], int64_t hi[3][2])
+{
+    for (int k = 0; k < dim; k++) {
+        double v = p->q[k], pad = p->cut + (p->cut + fabs(v)) * 0x1p-40;
+        if (v + pad < g->lo[k] || v - pad > g->hi[k])
+            return false;
+        lo[k][0] = cell_of(g, k, v - pad);
+        hi[k][0] = cell_of(g, k, v + pad);
+    }
+    return true;
+}
+
 static inline uint64_t cell_key(const sized_class *g, int64_t cx, int64_t cy, int64_t cz)
 {
     return (uint64_t)cx + (uint64_t)g->ncell[0] * ((uint64_t)cy + (uint64_t)g->ncell[1] * (uint64_t)cz);
@@ -692,13 +708,8 @@ void sized_class_query(const sized_classes *c, const sized_class *g, const sized
     int ranges[3] = {1, 1, 1};
     if (g->dense && !m->periodic) {
         /* open axes: one range each; the margin as below */
-        for (int k = 0; k < c->dim; k++) {
-            double v = p->q[k], pad = p->cut + (p->cut + fabs(v)) * 0x1p-40;
-            if (v + pad < g->lo[k] || v - pad > g->hi[k])
-                return;
-            lo[k][0] = cell_of(g, k, v - pad);
-            hi[k][0] = cell_of(g, k, v + pad);
-        }
+        if (!open_ranges(g, c->dim, p, lo, hi))
+            return;
         query_dense(g, rule, m, p, lo, hi, ranges, e, chunk);
         return;
     }
@@ -747,13 +758,8 @@ open_dense_as(prox_size_rule R, const sized_classes *c, const sized_class *g,
 {
     int64_t lo[3][2] = {{0, 0}, {0, 0}, {0, 0}}, hi[3][2] = {{0, 0}, {0, 0}, {0, 0}};
     static const int ranges[3] = {1, 1, 1};
-    for (int k = 0; k < c->dim; k++) {
-        double v = p->q[k], pad = p->cut + (p->cut + fabs(v)) * 0x1p-40;
-        if (v + pad < g->lo[k] || v - pad > g->hi[k])
-            return;
-        lo[k][0] = cell_of(g, k, v - pad);
-        hi[k][0] = cell_of(g, k, v + pad);
-    }
+    if (!open_ranges(g, c->dim, p, lo, hi))
+        return;
     dense_as(R, false, g, rule, m, p, lo, hi, ranges, e, chunk);
 }
 
