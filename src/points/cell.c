@@ -252,11 +252,6 @@ static void sort_points(cell_search *s, const prox_points *p, int32_t *wraps)
     q->start[0] = 0;
 }
 
-static bool shift_positive(const int32_t *S)
-{
-    return S[0] != 0 ? S[0] > 0 : S[1] != 0 ? S[1] > 0 : S[2] > 0;
-}
-
 /* Runs from which the screen is the SIMD kernel's (cell_screen.c); shorter
  * ones are screened here, where a call through the engine would cost more
  * than the run. */
@@ -368,7 +363,7 @@ static inline int64_t keep_pair(const cell_search *s, int64_t si, int64_t t, con
     const cell_points *q = &s->pts;
     prox_index i = q->index[si], j = q->index[t];
     bool self = i == j && S[0] == 0 && S[1] == 0 && S[2] == 0;
-    bool flip = i != j ? i > j : !self && !shift_positive(S);
+    bool flip = i != j ? i > j : !self && !prox_cell_shift_positive(S);
     int32_t So[3] = {flip ? -S[0] : S[0], flip ? -S[1] : S[1], flip ? -S[2] : S[2]};
     int64_t sa = flip ? t : si, sb = flip ? si : t;
     cell_hit probe[2], *h = s->store ? &ch->hits[ch->count] : probe;

@@ -26,6 +26,13 @@ static inline double prox_cell_fraction(const prox_cell_frame *c, const double *
     return (x[0] * c->inv[0][k] + x[1] * c->inv[1][k]) + x[2] * c->inv[2][k];
 }
 
+/* S lexicographically positive: its first nonzero entry above 0 (the
+ * half list's orientation of a self-image, cell.h). */
+static inline bool prox_cell_shift_positive(const int32_t *S)
+{
+    return S[0] != 0 ? S[0] > 0 : S[1] != 0 ? S[1] > 0 : S[2] > 0;
+}
+
 /* The bins: nb[k] along axis k (bin k covers fractions [lo + b*width,
  * lo + (b+1)*width) of axis k; periodic: lo = 0, width = 1/nb), and the
  * stencil n[k]: a pair within the cutoff lies at most n[k] bins apart

@@ -35,6 +35,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/exact.h"
 #include "core/radix_sort.h"
 #include "core/threads.h"
 #include "points/cell_halo.h"
@@ -282,26 +283,16 @@ static double rule_vector(const halo *h, prox_index i, prox_index j, const int32
     return D[0] * D[0] + D[1] * D[1] + D[2] * D[2];
 }
 
-static bool shift_positive(const int32_t *S)
-{
-    for (int k = 0; k < 3; k++)
-        if (S[k] != 0)
-            return S[k] > 0;
-    return false;
-}
-
 /* (i, j, S) as the half list holds it. */
 static bool canonical(prox_index i, prox_index j, const int32_t *S)
 {
-    return i != j ? i < j : shift_positive(S);
+    return i != j ? i < j : prox_cell_shift_positive(S);
 }
 
+/* The squared distance of the searches' coordinates (dim each). */
 static double dist2(const double *a, const double *b, int dim)
 {
-    double s = 0;
-    for (int k = 0; k < dim; k++)
-        s += (a[k] - b[k]) * (a[k] - b[k]);
-    return s;
+    return prox_dist2(a[0] - b[0], a[1] - b[1], dim == 3 ? a[2] - b[2] : 0.0);
 }
 
 /* Candidate (i, j, S), canonical, at squared distance a2 by the searches'
@@ -634,42 +625,46 @@ static bool hit_before(const halo_hit *a, const halo_hit *b)
 
 /* The hits in rows, each sorted by (j, S): row i is start[i] .. start[i +
  * 1] of `sorted` (n + 1 starts); a full list also holds each hit's
- * reverse (j, i, -S) in row j. Rows are short (the pairs across a face),
- * so insertion sorts them. */
-static bool hits_rows(const halo *h, const halo_hits *x, halo_hit **sorted, int64_t **start)
+ * reverse (j, i, -S) in row j. The project's counting sort places them by
+ * row; rows are short (the pairs across a face), so insertion sorts each. */
+static bool hits_rows(const halo *h, const halo_hits *x, halo_hit **sorted, uint32_t **start)
 {
     int64_t n = h->n, total = x->count * (h->full ? 2 : 1);
+    if (total >= (int64_t)UINT32_MAX)
+        return false;
+    halo_hit *raw = h->full ? prox_alloc_array(h->al, total, sizeof *raw) : x->at;
+    uint32_t *keys = prox_alloc_array(h->al, total, sizeof *keys);
+    uint32_t *order = prox_alloc_array(h->al, total, sizeof *order);
     *start = prox_alloc_array(h->al, n + 1, sizeof **start);
     *sorted = prox_alloc_array(h->al, total, sizeof **sorted);
-    if (!*start || !*sorted)
-        return false;
-    int64_t *s = *start;
-    halo_hit *out = *sorted;
-    memset(s, 0, (size_t)(n + 1) * sizeof *s);
-    for (int64_t p = 0; p < x->count; p++) {
-        s[x->at[p].i + 1]++;
-        s[x->at[p].j + 1] += h->full;
-    }
-    for (int64_t i = 0; i < n; i++)
-        s[i + 1] += s[i];
-    for (int64_t p = 0; p < x->count; p++) { /* s[i] moves to the end of row i */
+    bool ok = (raw || total == 0) && keys && order && *start && *sorted;
+    for (int64_t p = 0; ok && h->full && p < x->count; p++) {
         halo_hit v = x->at[p];
-        out[s[v.i]++] = v;
-        if (h->full)
-            out[s[v.j]++] = (halo_hit){.i = v.j, .j = v.i, .S = {-v.S[0], -v.S[1], -v.S[2]}};
+        raw[2 * p] = v;
+        raw[2 * p + 1] = (halo_hit){.i = v.j, .j = v.i, .S = {-v.S[0], -v.S[1], -v.S[2]}};
     }
-    for (int64_t i = n; i > 0; i--)
-        s[i] = s[i - 1];
-    s[0] = 0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t a = s[i] + 1; a < s[i + 1]; a++) {
-            halo_hit v = out[a];
-            int64_t at = a;
-            for (; at > s[i] && hit_before(&v, &out[at - 1]); at--)
-                out[at] = out[at - 1];
-            out[at] = v;
-        }
-    return true;
+    if (ok) {
+        for (int64_t p = 0; p < total; p++)
+            keys[p] = raw[p].i;
+        prox_counting_sort_u32(keys, total, n, *start, order, NULL, 1);
+        halo_hit *out = *sorted;
+        const uint32_t *s = *start;
+        for (int64_t p = 0; p < total; p++)
+            out[p] = raw[order[p]];
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t a = (int64_t)s[i] + 1; a < s[i + 1]; a++) {
+                halo_hit v = out[a];
+                int64_t at = a;
+                for (; at > s[i] && hit_before(&v, &out[at - 1]); at--)
+                    out[at] = out[at - 1];
+                out[at] = v;
+            }
+    }
+    if (raw != x->at)
+        prox_free(h->al, raw);
+    prox_free(h->al, keys);
+    prox_free(h->al, order);
+    return ok;
 }
 
 /* ---- the output --------------------------------------------------------- */
@@ -703,7 +698,7 @@ typedef struct halo_out {
     prox_geometry *g; /* NULL: count only */
     main_rows main;
     const halo_hit *hits;
-    const int64_t *hit_start;
+    const uint32_t *hit_start;
     int64_t written;
 } halo_out;
 
@@ -870,10 +865,10 @@ static void emit_rows(halo_out *o, prox_index a0, prox_index a1)
 
 /* The entries of rows [a0, a1): the main search's kept, the hits
  * (reverses included) and the self pairs. */
-static int64_t rows_count(const halo *h, const main_rows *m, const int64_t *hit_start,
+static int64_t rows_count(const halo *h, const main_rows *m, const uint32_t *hit_start,
                           prox_index a0, prox_index a1)
 {
-    int64_t count = hit_start[a1] - hit_start[a0] + (h->self_interaction ? a1 - a0 : 0);
+    int64_t count = (int64_t)hit_start[a1] - hit_start[a0] + (h->self_interaction ? a1 - a0 : 0);
     int64_t b = main_row_start(m, a0), e = main_row_start(m, a1);
     if (!h->w)
         return count + e - b;
@@ -890,7 +885,7 @@ static int64_t rows_count(const halo *h, const main_rows *m, const int64_t *hit_
 #define HALO_PART_ROWS 16384
 
 static prox_status write_output(const halo *h, main_rows main, const halo_hit *hits,
-                                const int64_t *hit_start, prox_geometry *g, int64_t *count)
+                                const uint32_t *hit_start, prox_geometry *g, int64_t *count)
 {
     int threads = prox_threads_resolve(h->grid.threads);
     int64_t parts = h->n / HALO_PART_ROWS;
@@ -936,7 +931,8 @@ static prox_status halo_run(halo *h, prox_geometry *out, prox_stats *stats)
     prox_lists_init(&lists, h->al);
     halo_hits hits = {0};
     halo_hit *sorted = NULL;
-    int64_t *start = NULL, candidates = 0, count = 0;
+    uint32_t *start = NULL;
+    int64_t candidates = 0, count = 0;
     prox_points all = base_view(h);
     prox_stats ms;
     prox_sink sink = h->full ? prox_sink_lists(&lists) : prox_sink_buffer(&pairs);
