@@ -10,6 +10,7 @@
 
 #include "cell_cases.h"
 #include "check.h"
+#include "points/cell_direct.h"
 #include "rng.h"
 
 typedef struct cell_case {
@@ -50,9 +51,27 @@ static prox_cell_desc desc_of(const cell_case *c, int threads)
     return d;
 }
 
+/* Cases served by the small-cell enumeration (cell_direct.c): the suite
+ * fails unless some were. */
+static int64_t direct_cases;
+
 /* The case at thread counts 1 and 3, f64 (and f32 when asked), and the
- * count-only sink. */
+ * count-only sink, by each search that can take it: the small-cell
+ * enumeration where the planner allows it, then the bins alone. */
+static void run_case_once(cell_case *c, bool f32, const char *context);
+
 static void run_case(cell_case *c, bool f32, const char *context)
+{
+    char where[240];
+    snprintf(where, sizeof where, "%s (planner's choice)", context);
+    run_case_once(c, f32, where);
+    prox_cell_direct_set_max_points(-1);
+    snprintf(where, sizeof where, "%s (no enumeration)", context);
+    run_case_once(c, f32, where);
+    prox_cell_direct_set_max_points(0);
+}
+
+static void run_case_once(cell_case *c, bool f32, const char *context)
 {
     oracle_images o;
     double *xs = c->x;
@@ -76,6 +95,10 @@ static void run_case(cell_case *c, bool f32, const char *context)
         CHECK_STATUS(prox_cell_pairs(&view, &d, &g, &st), PROX_OK, context);
         check_geometry(&g, &o, context);
         CHECK(st.pairs == o.count, context, "stats.pairs %lld", (long long)st.pairs);
+        bool direct = strcmp(st.method, "cell.direct") == 0;
+        CHECK(!direct || c->n <= PROX_CELL_DIRECT_MAX_POINTS, context, "%s for %lld points",
+              st.method, (long long)c->n);
+        direct_cases += direct && threads == 1;
         prox_geometry_free(&g);
         CHECK_STATUS(prox_cell_pairs(&view, &d, NULL, &st), PROX_OK, context);
         CHECK(st.pairs == o.count, context, "count only: %lld pairs, the oracle %lld",
@@ -384,6 +407,14 @@ static void bad_input_is_refused(void **state)
     CHECK_STATUS(prox_cell_pairs(NULL, NULL, NULL, NULL), PROX_ERR_INVALID, "NULL");
 }
 
+/* The enumeration served the small cases (the second run of each held
+ * the bins to the same oracle). */
+static void small_sets_were_enumerated(void **state)
+{
+    (void)state;
+    CHECK(direct_cases >= 100, "small sets", "%lld cases enumerated", (long long)direct_cases);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +426,7 @@ int main(void)
         cmocka_unit_test(orthogonal_matches_grid),
         cmocka_unit_test(threads_give_the_same_output),
         cmocka_unit_test(bad_input_is_refused),
+        cmocka_unit_test(small_sets_were_enumerated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

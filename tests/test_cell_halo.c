@@ -14,6 +14,7 @@
 
 #include "cell_cases.h"
 #include "check.h"
+#include "points/cell_direct.h"
 #include "points/cell_halo.h"
 #include "rng.h"
 
@@ -288,5 +289,8 @@ int main(void)
         cmocka_unit_test(large_sets_match_the_bins),
         cmocka_unit_test(the_bins_serve_the_rest),
     };
+    /* the small sets here are the halo's and the bins' (test_cell holds the
+     * small-cell enumeration) */
+    prox_cell_direct_set_max_points(-1);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

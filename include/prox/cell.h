@@ -85,11 +85,13 @@ PROX_API void prox_geometry_free(prox_geometry *geometry);
  * non-finite position (PROX_ERR_DATA), a cutoff needing more than
  * PROX_CELL_MAX_STENCIL images per point or positions more than 2^30 cells
  * away (PROX_ERR_RANGE), a 2D point set with a third cell row or column or
- * pbc[2] (PROX_ERR_INVALID). stats->method names the search: "cell.halo"
+ * pbc[2] (PROX_ERR_INVALID). stats->method names the search:
+ * "cell.direct" (at most 256 points whose images near the cell number at
+ * most 2^20: every point's row one pass over those images), "cell.halo"
  * (at least 2,048 points, the cutoff at most a quarter of every periodic
  * height, at most an eighth of the points outside the cell: the uniform
  * grid over the points and their images near the faces) or "cell.bins"
- * (the rest); both give the same output to the bit. */
+ * (the rest); all give the same output to the bit. */
 PROX_API prox_status prox_cell_pairs(const prox_points *points, const prox_cell_desc *desc,
                                      prox_geometry *out, prox_stats *stats);
 

@@ -26,6 +26,7 @@
 #include "prox/grid.h"
 #include "points/cell_geometry.h"
 #include "points/cell_output.h"
+#include "points/cell_direct.h"
 #include "points/cell_halo.h"
 
 /* The points in bin order. */
@@ -136,67 +137,6 @@ static bool points_alloc(cell_points *p, int64_t n, int64_t bins, const prox_all
     return ok;
 }
 
-static void load_point(const prox_points *p, int64_t i, double *x)
-{
-    for (int k = 0; k < 3; k++)
-        x[k] = k < p->dim ? prox_points_get(p, i, k) : 0.0;
-}
-
-/* Fraction range per axis and the largest coordinate and fraction; the
- * fractions are recomputed later rather than kept (3 doubles a point). */
-typedef struct cell_extent {
-    double fmin[3], fmax[3];
-    double xmax;  /* largest |coordinate| */
-    double fbig;  /* largest |fraction| */
-} cell_extent;
-
-static prox_status measure(const prox_points *p, const prox_cell_frame *c, cell_extent *e)
-{
-    for (int k = 0; k < 3; k++) {
-        e->fmin[k] = INFINITY;
-        e->fmax[k] = -INFINITY;
-    }
-    e->xmax = 0;
-    e->fbig = 0;
-    for (int64_t i = 0; i < p->count; i++) {
-        double x[3];
-        load_point(p, i, x);
-        for (int k = 0; k < 3; k++) {
-            double f = prox_cell_fraction(c, x, k);
-            if (!isfinite(x[k]) || !isfinite(f))
-                return prox_fail(PROX_ERR_DATA, "point %lld: coordinate %d is %g",
-                                 (long long)i, k, x[k]);
-            e->fmin[k] = f < e->fmin[k] ? f : e->fmin[k];
-            e->fmax[k] = f > e->fmax[k] ? f : e->fmax[k];
-            e->xmax = fabs(x[k]) > e->xmax ? fabs(x[k]) : e->xmax;
-            e->fbig = fabs(f) > e->fbig ? fabs(f) : e->fbig;
-        }
-    }
-    if (p->count == 0)
-        for (int k = 0; k < 3; k++)
-            e->fmin[k] = e->fmax[k] = 0;
-    for (int k = 0; k < 3; k++)
-        if (c->pbc[k] && !(e->fbig < 0x1p30))
-            return prox_fail(PROX_ERR_RANGE,
-                             "a point lies %g cells from the origin (at most 2^30): shifts "
-                             "would overflow",
-                             e->fbig);
-    return PROX_OK;
-}
-
-/* A bound on the rounding error of a computed fraction: the inverse's
- * error (condition number times epsilon) times the fraction's size. */
-static double fraction_error(const prox_cell_frame *c, const cell_extent *e)
-{
-    double nm = 0, ni = 0;
-    for (int r = 0; r < 3; r++)
-        for (int k = 0; k < 3; k++) {
-            nm += c->m[r][k] * c->m[r][k];
-            ni += c->inv[r][k] * c->inv[r][k];
-        }
-    return 64 * DBL_EPSILON * sqrt(nm * ni) * (e->fbig + 1);
-}
-
 /* Wrap of point x: its fractions, the integer wrap w along periodic axes
  * and the linear bin. */
 static int64_t wrap_point(const cell_search *s, const double *x, int32_t *w)
@@ -227,7 +167,7 @@ static void sort_points(cell_search *s, const prox_points *p, int32_t *wraps)
     memset(q->start, 0, (size_t)(bins + 1) * sizeof(int64_t));
     for (int64_t i = 0; i < p->count; i++) {
         double x[3];
-        load_point(p, i, x);
+        prox_cell_load(p, i, x);
         q->bin[i] = wrap_point(s, x, wraps + 3 * i);
         q->start[q->bin[i] + 1]++;
     }
@@ -236,7 +176,7 @@ static void sort_points(cell_search *s, const prox_points *p, int32_t *wraps)
     for (int64_t i = 0; i < p->count; i++) {
         double x[3];
         const int32_t *w = wraps + 3 * i;
-        load_point(p, i, x);
+        prox_cell_load(p, i, x);
         int64_t at = q->start[q->bin[i]]++;
         for (int k = 0; k < 3; k++) {
             q->xw[k][at] = x[k] - (((double)w[0] * m[0][k] + (double)w[1] * m[1][k]) +
@@ -901,7 +841,7 @@ static prox_status search_rows(cell_search *s, int threads, prox_geometry *out, 
 /* The screen's radius: the rule's, widened by the rounding of the wrapped
  * coordinates and of the bin shifts (each a few ulps of the largest
  * coordinate or shifted cell), so that it never drops a pair of the rule. */
-static double screen_radius(const cell_search *s, const cell_extent *e)
+static double screen_radius(const cell_search *s, const prox_cell_extent *e)
 {
     double rows = 0;
     for (int r = 0; r < 3; r++)
@@ -980,12 +920,12 @@ static prox_status cell_run(const prox_points *points, const prox_cell_desc *des
     prox_allocator al = prox_allocator_resolve(&desc->allocator);
     s.al = &al;
     prox_status st = prox_cell_frame_make(desc, points->dim, &s.frame);
-    cell_extent e;
+    prox_cell_extent e;
     if (!st)
-        st = measure(points, &s.frame, &e);
+        st = prox_cell_measure(points, &s.frame, &e);
     if (!st)
         st = prox_cell_bins_plan(&s.frame, desc->cutoff, points->count, e.fmin, e.fmax,
-                                 fraction_error(&s.frame, &e), &s.bins);
+                                 prox_cell_fraction_error(&s.frame, &e), &s.bins);
     if (st)
         return st;
     s.count = points->count;
@@ -1042,7 +982,9 @@ prox_status prox_cell_pairs(const prox_points *points, const prox_cell_desc *des
     if (!st)
         st = prox_cell_frame_make(desc, points->dim, &frame);
     bool served = false;
-    if (!st) /* large cells: the grid with the halo (cell_halo.c) */
+    if (!st) /* a few points: every pair and its images (cell_direct.c) */
+        st = prox_cell_direct_pairs(points, desc, &frame, out, stats, &served);
+    if (!st && !served) /* large cells: the grid with the halo (cell_halo.c) */
         st = prox_cell_halo_pairs(points, desc, &frame, out, stats, &served);
     if (!st && !served)
         st = cell_run(points, desc, out, stats);

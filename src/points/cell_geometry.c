@@ -232,3 +232,49 @@ prox_status prox_cell_bins_plan(const prox_cell_frame *c, double cutoff, int64_t
                          cutoff, PROX_CELL_MAX_STENCIL);
     return PROX_OK;
 }
+
+prox_status prox_cell_measure(const prox_points *p, const prox_cell_frame *c,
+                              prox_cell_extent *e)
+{
+    for (int k = 0; k < 3; k++) {
+        e->fmin[k] = INFINITY;
+        e->fmax[k] = -INFINITY;
+    }
+    e->xmax = 0;
+    e->fbig = 0;
+    for (int64_t i = 0; i < p->count; i++) {
+        double x[3];
+        prox_cell_load(p, i, x);
+        for (int k = 0; k < 3; k++) {
+            double f = prox_cell_fraction(c, x, k);
+            if (!isfinite(x[k]) || !isfinite(f))
+                return prox_fail(PROX_ERR_DATA, "point %lld: coordinate %d is %g",
+                                 (long long)i, k, x[k]);
+            e->fmin[k] = f < e->fmin[k] ? f : e->fmin[k];
+            e->fmax[k] = f > e->fmax[k] ? f : e->fmax[k];
+            e->xmax = fabs(x[k]) > e->xmax ? fabs(x[k]) : e->xmax;
+            e->fbig = fabs(f) > e->fbig ? fabs(f) : e->fbig;
+        }
+    }
+    if (p->count == 0)
+        for (int k = 0; k < 3; k++)
+            e->fmin[k] = e->fmax[k] = 0;
+    for (int k = 0; k < 3; k++)
+        if (c->pbc[k] && !(e->fbig < 0x1p30))
+            return prox_fail(PROX_ERR_RANGE,
+                             "a point lies %g cells from the origin (at most 2^30): shifts "
+                             "would overflow",
+                             e->fbig);
+    return PROX_OK;
+}
+
+double prox_cell_fraction_error(const prox_cell_frame *c, const prox_cell_extent *e)
+{
+    double nm = 0, ni = 0;
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++) {
+            nm += c->m[r][k] * c->m[r][k];
+            ni += c->inv[r][k] * c->inv[r][k];
+        }
+    return 64 * DBL_EPSILON * sqrt(nm * ni) * (e->fbig + 1);
+}

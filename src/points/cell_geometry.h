@@ -26,6 +26,33 @@ static inline double prox_cell_fraction(const prox_cell_frame *c, const double *
     return (x[0] * c->inv[0][k] + x[1] * c->inv[1][k]) + x[2] * c->inv[2][k];
 }
 
+/* Point i of p widened to double, 3 entries (0 past its dimension). */
+static inline void prox_cell_load(const prox_points *p, int64_t i, double *x)
+{
+    for (int k = 0; k < 3; k++)
+        x[k] = k < p->dim ? prox_points_get(p, i, k) : 0.0;
+}
+
+/* The points seen in a frame: the fraction range per axis and the largest
+ * coordinate and fraction (the bounds the searches' rounding guards
+ * need). */
+typedef struct prox_cell_extent {
+    double fmin[3], fmax[3];
+    double xmax;  /* largest |coordinate| */
+    double fbig;  /* largest |fraction| */
+} prox_cell_extent;
+
+/* The extent of p; refuses a non-finite coordinate (PROX_ERR_DATA, the
+ * message names the point) and a point more than 2^30 cells from the
+ * origin along a periodic axis (PROX_ERR_RANGE: shifts would overflow). */
+prox_status prox_cell_measure(const prox_points *p, const prox_cell_frame *c,
+                              prox_cell_extent *e);
+
+/* A bound on the rounding error of a fraction computed for a point of
+ * extent e: the inverse's error (condition number times epsilon) times the
+ * fraction's size. */
+double prox_cell_fraction_error(const prox_cell_frame *c, const prox_cell_extent *e);
+
 /* S lexicographically positive: its first nonzero entry above 0 (the
  * half list's orientation of a self-image, cell.h). */
 static inline bool prox_cell_shift_positive(const int32_t *S)
@@ -69,5 +96,14 @@ static inline int64_t prox_cell_bin_of(const prox_cell_bins *b, int k, double f)
 #define PROX_CELL_SCREEN_SLACK 16
 int64_t prox_cell_screen(const double *x, const double *y, const double *z, int64_t lo,
                          int64_t hi, const double q[3], double r2, uint32_t *hits);
+
+/* The images t of [lo, hi) within the cutoff of the point q by the rule of
+ * cell.h, decided exactly: D[k] = (x[k][t] - q[k]) + v[k][t], with x the
+ * caller's coordinates of the image's point and v its shift vector
+ * S . cell as the rule computes it; indices ascending into hits (room for
+ * hi - lo + PROX_CELL_SCREEN_SLACK). The engine's double lanes at the SIMD
+ * level in use (cell_screen.c): every level gives the same bits. */
+int64_t prox_cell_image_hits(const double *const x[3], const double *const v[3], int64_t lo,
+                             int64_t hi, const double q[3], double r2, uint32_t *hits);
 
 #endif

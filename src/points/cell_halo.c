@@ -96,12 +96,6 @@ void prox_cell_halo_set_min_points(int64_t count)
 
 /* ---- the plan ----------------------------------------------------------- */
 
-static void load_point(const prox_points *p, int64_t i, double *x)
-{
-    for (int k = 0; k < 3; k++)
-        x[k] = k < p->dim ? prox_points_get(p, i, k) : 0.0;
-}
-
 /* The largest |coordinate|; false on a non-finite one. Packed doubles
  * (the common view) are read as one array. */
 static bool measure(const halo *h, double *xmax)
@@ -122,7 +116,7 @@ static bool measure(const halo *h, double *xmax)
     } else
         for (int64_t i = 0; i < h->n; i++) {
             double x[3];
-            load_point(p, i, x);
+            prox_cell_load(p, i, x);
             for (int k = 0; k < 3; k++) {
                 finite &= fabs(x[k]) <= DBL_MAX;
                 xm = fmax(xm, fabs(x[k]));
@@ -219,7 +213,7 @@ static bool classify_all(halo *h)
     for (int64_t i = 0; i < h->n; i++) {
         double x[3];
         int32_t w[3];
-        load_point(h->points, i, x);
+        prox_cell_load(h->points, i, x);
         if (!classify(h, x, w, &h->faces[i]))
             continue;
         if (!h->w) {
@@ -238,7 +232,7 @@ static bool classify_all(halo *h)
         return false;
     for (int64_t i = 0; i < h->n; i++) {
         double x[3], t[3] = {0, 0, 0};
-        load_point(h->points, i, x);
+        prox_cell_load(h->points, i, x);
         if (h->faces[i] & HALO_MOVED)
             shift_of(h->frame, &h->w[3 * i], t);
         for (int k = 0; k < h->dim; k++)
@@ -255,7 +249,7 @@ static void base_of(const halo *h, int64_t i, double *x)
             x[k] = k < h->dim ? h->base[i * h->dim + k] : 0.0;
         return;
     }
-    load_point(h->points, i, x);
+    prox_cell_load(h->points, i, x);
 }
 
 static prox_points base_view(const halo *h)
@@ -275,8 +269,8 @@ static inline const int32_t *wrap_of(const halo *h, prox_index i)
 static double rule_vector(const halo *h, prox_index i, prox_index j, const int32_t *S, double *D)
 {
     double xi[3], xj[3], t[3];
-    load_point(h->points, i, xi);
-    load_point(h->points, j, xj);
+    prox_cell_load(h->points, i, xi);
+    prox_cell_load(h->points, j, xj);
     shift_of(h->frame, S, t);
     for (int k = 0; k < 3; k++)
         D[k] = (xj[k] - xi[k]) + t[k];

@@ -55,6 +55,7 @@
 
 /* points/cell_screen.c */
 #define prox_cell_screen PROX_LEVELED(prox_cell_screen)
+#define prox_cell_image_hits PROX_LEVELED(prox_cell_image_hits)
 
 /* points/knn_search.c */
 #define prox_knn_search PROX_LEVELED(prox_knn_search)

@@ -1,0 +1,391 @@
+/* cell_direct.c: the pairs of a few points in a periodic cell of any shape
+ * (cell_direct.h; docs/design.md, "Few points: the images listed"),
+ * LAMMPS' ghost atoms without the bins.
+ *
+ * A vector of length at most the cutoff moves a point by at most
+ * reach[k] = cutoff / height[k] in fractions of axis k. So with every
+ * point's fractions in [fmin[k], fmax[k]], the images x_j + S . cell that
+ * can lie within the cutoff of some point have fractions within reach[k]
+ * of that range: those are the ghosts, listed in the order (j, S) with the
+ * vector v = S . cell of each computed as the rule of cell.h computes it.
+ * The rule's D = (x_j - x_i) + v is then exact for every ghost, so one
+ * pass of the SIMD kernel over the ghosts after point i's own
+ * (prox_cell_image_hits) decides its half row in (j, S) order without a
+ * sort; a full list adds the reverses (full_output). The positions are
+ * used as the caller gave them (no wrap), so points far outside the cell
+ * make many ghosts: past a bound, and past PROX_CELL_DIRECT_MAX_POINTS
+ * points (the candidates are about n^2 prod(1 + 2 reach[k]) / 2), the bins
+ * of cell.c serve instead. */
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "points/cell_direct.h"
+#include "points/cell_output.h"
+
+/* Ghosts beyond this many times the count wrapped points would make (the
+ * points lie far out of the cell), or beyond DIRECT_MAX_GHOSTS, and the
+ * bins serve: their memory is linear in the points. */
+#define DIRECT_GHOST_EXCESS 4
+#define DIRECT_MAX_GHOSTS (1 << 20)
+
+typedef struct direct_ghosts {
+    double *x[3];     /* the caller's coordinates of the ghost's point, widened */
+    double *v[3];     /* S . cell, as the rule computes it */
+    double *vm[3];    /* (-S) . cell, as the rule computes it (the reversed pair's) */
+    uint32_t *point;  /* j */
+    int32_t *shift;   /* S, 3 a ghost */
+    int64_t *own;     /* n: the ghost of point j at S = 0 */
+    int64_t count;
+} direct_ghosts;
+
+typedef struct direct_search {
+    const prox_cell_frame *c;
+    int64_t n;
+    double reach[3];  /* ghosts: fractions within reach[k] of [fmin[k], fmax[k]] */
+    double fmin[3], fmax[3];
+    direct_ghosts g;
+    double r2;
+    bool full, self_interaction, store;
+    uint32_t *hits;   /* the ghosts of every row's pairs, rows in order */
+    int64_t *row_end; /* n: row i's hits end there */
+    int64_t count, capacity;
+    int64_t candidates;
+    const prox_allocator *al;
+} direct_search;
+
+/* floor and ceil of v, |v| < 2^62, without libm's call at the baseline
+ * level (the truncation of a double is one instruction). */
+static inline int64_t floor_int(double v)
+{
+    int64_t t = (int64_t)v;
+    return t - (v < (double)t);
+}
+
+static inline int64_t ceil_int(double v)
+{
+    int64_t t = (int64_t)v;
+    return t + (v > (double)t);
+}
+
+/* The ghosts' reach, guarded by the rounding of the fractions (both ends
+ * of a pair); the ghosts only need to hold every pair, the rule decides. */
+static void plan_reach(direct_search *s, double cutoff, const prox_cell_extent *e)
+{
+    const prox_cell_frame *c = s->c;
+    double ferr = prox_cell_fraction_error(c, e);
+    for (int k = 0; k < 3; k++) {
+        s->reach[k] = c->pbc[k] ? cutoff / c->height[k] * (1 + 0x1p-30) + 2 * ferr : 0;
+        s->fmin[k] = e->fmin[k];
+        s->fmax[k] = e->fmax[k];
+    }
+    s->r2 = cutoff * cutoff;
+}
+
+/* The shifts of point j's ghosts along axis k, [lo, hi]: fractions
+ * f + S within reach of the points' range (S = 0 on open axes). */
+static void ghost_range(const direct_search *s, double f, int k, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = 0;
+    if (s->c->pbc[k]) {
+        *lo = ceil_int(s->fmin[k] - s->reach[k] - f);
+        *hi = floor_int(s->fmax[k] + s->reach[k] - f);
+    }
+}
+
+static void ghost_ranges(const direct_search *s, const prox_points *points, int64_t j,
+                         double *x, int64_t lo[3], int64_t hi[3])
+{
+    prox_cell_load(points, j, x);
+    for (int k = 0; k < 3; k++)
+        ghost_range(s, prox_cell_fraction(s->c, x, k), k, &lo[k], &hi[k]);
+}
+
+static int64_t count_ghosts(const direct_search *s, const prox_points *points)
+{
+    int64_t t = 0;
+    for (int64_t j = 0; j < s->n; j++) {
+        double x[3];
+        int64_t lo[3], hi[3];
+        ghost_ranges(s, points, j, x, lo, hi);
+        t += (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1) * (hi[2] - lo[2] + 1);
+    }
+    return t;
+}
+
+/* What the ghosts would number were the points wrapped into the cell. */
+static double wrapped_ghosts(const direct_search *s)
+{
+    double per = 1;
+    for (int k = 0; k < 3; k++)
+        if (s->c->pbc[k])
+            per *= 2 * s->reach[k] + 2;
+    return (double)s->n * per;
+}
+
+static void ghost_write(direct_search *s, int64_t t, int64_t j, const double *x,
+                        const int64_t *S)
+{
+    const double(*m)[3] = (const double(*)[3])s->c->m;
+    direct_ghosts *g = &s->g;
+    for (int k = 0; k < 3; k++) {
+        g->x[k][t] = x[k];
+        g->v[k][t] = ((double)S[0] * m[0][k] + (double)S[1] * m[1][k]) + (double)S[2] * m[2][k];
+        g->vm[k][t] = ((double)-S[0] * m[0][k] + (double)-S[1] * m[1][k]) + (double)-S[2] * m[2][k];
+        g->shift[3 * t + k] = (int32_t)S[k];
+    }
+    g->point[t] = (uint32_t)j;
+    if (S[0] == 0 && S[1] == 0 && S[2] == 0)
+        g->own[j] = t;
+}
+
+static void list_ghosts(direct_search *s, const prox_points *points)
+{
+    int64_t t = 0;
+    for (int64_t j = 0; j < s->n; j++) {
+        double x[3];
+        int64_t lo[3], hi[3], S[3];
+        ghost_ranges(s, points, j, x, lo, hi);
+        for (S[0] = lo[0]; S[0] <= hi[0]; S[0]++)
+            for (S[1] = lo[1]; S[1] <= hi[1]; S[1]++)
+                for (S[2] = lo[2]; S[2] <= hi[2]; S[2]++)
+                    ghost_write(s, t++, j, x, S);
+    }
+    s->g.count = t;
+}
+
+/* Ghosts [lo, hi) for row i: the pairs, as ghost indices after the
+ * earlier rows' (or counted only). */
+static bool row_part(direct_search *s, int64_t i, int64_t lo, int64_t hi)
+{
+    if (lo >= hi)
+        return true;
+    int64_t at = s->store ? s->count : 0; /* counting only: one row's room, reused */
+    int64_t need = at + hi - lo + PROX_CELL_SCREEN_SLACK;
+    if (s->capacity < need &&
+        !prox_grow(s->al, (void **)&s->hits, &s->capacity, need, at, sizeof *s->hits))
+        return false;
+    double q[3] = {s->g.x[0][s->g.own[i]], s->g.x[1][s->g.own[i]], s->g.x[2][s->g.own[i]]};
+    int64_t hits = prox_cell_image_hits((const double *const *)s->g.x,
+                                        (const double *const *)s->g.v, lo, hi, q, s->r2,
+                                        s->hits + at);
+    s->candidates += hi - lo;
+    s->count += hits;
+    return true;
+}
+
+/* Row i of the half list: the ghosts after (i, i, 0), from it with
+ * self_interaction. A full list is the half list and its reverse
+ * (full_output). */
+static bool search_row(direct_search *s, int64_t i)
+{
+    bool ok = row_part(s, i, s->g.own[i] + !s->self_interaction, s->g.count);
+    s->row_end[i] = s->count;
+    return ok;
+}
+
+/* Pair p of the output: (i, j, S) with the vector D; d holds the squared
+ * distance, as the kernel sums it, until finish_distances. */
+static inline void write_pair(prox_geometry *g, int64_t p, int64_t i, int64_t j,
+                                          const double *D, const int32_t *S, int sign)
+{
+    int dim = g->dim;
+    if (g->i)
+        g->i[p] = (prox_index)i;
+    if (g->j)
+        g->j[p] = (prox_index)j;
+    if (g->d)
+        g->d[p] = (D[0] * D[0] + D[1] * D[1]) + D[2] * D[2];
+    for (int k = 0; k < dim; k++) {
+        if (g->D)
+            g->D[p * dim + k] = D[k];
+        if (g->S)
+            g->S[p * dim + k] = sign * S[k];
+    }
+}
+
+/* d from the squared distances, in a loop of its own: independent square
+ * roots pipeline (the file is built without errno's check, CMakeLists). */
+static void finish_distances(prox_geometry *g)
+{
+    double *d = g->d;
+    for (int64_t p = 0; d && p < g->count; p++)
+        d[p] = sqrt(d[p]);
+}
+
+/* Hit h of row r as the pair (r, j, S): D = (x_j - x_r) + S . cell. */
+static inline void write_hit(const direct_search *s, prox_geometry *g, int64_t p,
+                                         int64_t r, uint32_t t)
+{
+    const direct_ghosts *gh = &s->g;
+    int64_t own = gh->own[r];
+    double D[3];
+    for (int k = 0; k < 3; k++)
+        D[k] = (gh->x[k][t] - gh->x[k][own]) + gh->v[k][t];
+    write_pair(g, p, r, gh->point[t], D, gh->shift + 3 * (int64_t)t, 1);
+}
+
+/* The reverse of hit t of row r, (j, r, -S): D = (x_r - x_j) + (-S) . cell. */
+static inline void write_reverse(const direct_search *s, prox_geometry *g,
+                                             int64_t p, int64_t r, uint32_t t)
+{
+    const direct_ghosts *gh = &s->g;
+    int64_t own = gh->own[r];
+    double D[3];
+    for (int k = 0; k < 3; k++)
+        D[k] = (gh->x[k][own] - gh->x[k][t]) + gh->vm[k][t];
+    write_pair(g, p, gh->point[t], r, D, gh->shift + 3 * (int64_t)t, -1);
+}
+
+static int64_t row_start(const direct_search *s, int64_t i)
+{
+    return i ? s->row_end[i - 1] : 0;
+}
+
+static prox_status half_output(const direct_search *s, prox_geometry *out, int dim)
+{
+    prox_status st = prox_geometry_alloc(out, s->count, dim);
+    for (int64_t i = 0; !st && i < s->n; i++)
+        for (int64_t h = row_start(s, i); h < s->row_end[i]; h++)
+            write_hit(s, out, h, i, s->hits[h]);
+    if (!st)
+        finish_distances(out);
+    return st;
+}
+
+/* The full list's row i in (j, S) order: the reverses of the hits of rows
+ * r <= i on point i (j = r < i, then i's own images of negative shift),
+ * then row i's own hits (its images of positive shift, then j > i). The
+ * reverses are placed by a stable counting sort on i: rows ascending, each
+ * row's hits from its last (a point's shifts descending within a row, so
+ * their negatives ascend). (i, i, 0) of self_interaction is not reversed. */
+static prox_status full_output(const direct_search *s, prox_geometry *out, int dim)
+{
+    const direct_ghosts *gh = &s->g;
+    int64_t n = s->n, half = s->count, reversed = half - (s->self_interaction ? n : 0);
+    int64_t *at = prox_alloc_array(s->al, n + 1, sizeof *at);
+    uint32_t *from = prox_alloc_array(s->al, reversed + 1, sizeof *from); /* the hit's row */
+    uint32_t *ghost = prox_alloc_array(s->al, reversed + 1, sizeof *ghost);
+    prox_status st = at && from && ghost ? prox_geometry_alloc(out, half + reversed, dim)
+                                         : prox_fail(PROX_ERR_NO_MEMORY,
+                                                     "cell: no memory for %lld pairs",
+                                                     (long long)(half + reversed));
+    if (!st) {
+        memset(at, 0, (size_t)(n + 1) * sizeof *at);
+        for (int64_t h = 0; h < half; h++)
+            at[gh->point[s->hits[h]] + 1]++;
+        for (int64_t i = 0; i < n; i++) /* reverses end where row i's own hits begin */
+            at[i + 1] += at[i] - (s->self_interaction ? 1 : 0);
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t h = s->row_end[r] - 1; h >= row_start(s, r); h--) {
+                uint32_t t = s->hits[h];
+                if (t == gh->own[r])
+                    continue;
+                int64_t q = at[gh->point[t]]++;
+                from[q] = (uint32_t)r;
+                ghost[q] = t;
+            }
+        int64_t p = 0, q = 0;
+        for (int64_t i = 0; i < n; i++) {
+            for (; q < at[i]; q++)
+                write_reverse(s, out, p++, from[q], ghost[q]);
+            for (int64_t h = row_start(s, i); h < s->row_end[i]; h++)
+                write_hit(s, out, p++, i, s->hits[h]);
+        }
+        finish_distances(out);
+    }
+    prox_free(s->al, at);
+    prox_free(s->al, from);
+    prox_free(s->al, ghost);
+    return st;
+}
+
+static void search_free(direct_search *s)
+{
+    for (int k = 0; k < 3; k++) {
+        prox_free(s->al, s->g.x[k]);
+        prox_free(s->al, s->g.v[k]);
+        prox_free(s->al, s->g.vm[k]);
+    }
+    prox_free(s->al, s->g.point);
+    prox_free(s->al, s->g.shift);
+    prox_free(s->al, s->g.own);
+    prox_free(s->al, s->hits);
+    prox_free(s->al, s->row_end);
+}
+
+/* The ghosts' arrays and the rows' ends; the hits grow as rows need. */
+static bool search_alloc(direct_search *s, int64_t ghosts)
+{
+    const prox_allocator *al = s->al;
+    bool ok = true;
+    for (int k = 0; k < 3; k++) {
+        ok &= (s->g.x[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
+        ok &= (s->g.v[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
+        ok &= (s->g.vm[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
+    }
+    ok &= (s->g.point = prox_alloc_array(al, ghosts, sizeof(uint32_t))) != NULL;
+    ok &= (s->g.shift = prox_alloc_array(al, 3 * ghosts, sizeof(int32_t))) != NULL;
+    ok &= (s->g.own = prox_alloc_array(al, s->n, sizeof(int64_t))) != NULL;
+    ok &= (s->row_end = prox_alloc_array(al, s->n, sizeof(int64_t))) != NULL;
+    return ok;
+}
+
+static int64_t direct_max_points = PROX_CELL_DIRECT_MAX_POINTS;
+
+void prox_cell_direct_set_max_points(int64_t count)
+{
+    direct_max_points = count == 0 ? PROX_CELL_DIRECT_MAX_POINTS : count;
+}
+
+static prox_status search_rows(direct_search *s, prox_geometry *out, int dim)
+{
+    for (int64_t i = 0; i < s->n; i++)
+        if (!search_row(s, i))
+            return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld pairs",
+                             (long long)s->count + 1);
+    if (!out)
+        return PROX_OK;
+    return s->full ? full_output(s, out, dim) : half_output(s, out, dim);
+}
+
+prox_status prox_cell_direct_pairs(const prox_points *points, const prox_cell_desc *desc,
+                                   const prox_cell_frame *frame, prox_geometry *out,
+                                   prox_stats *stats, bool *served)
+{
+    *served = false;
+    if (points->count > direct_max_points || points->count > PROX_CELL_DIRECT_MAX_POINTS)
+        return PROX_OK;
+    prox_cell_extent e;
+    prox_status st = prox_cell_measure(points, frame, &e);
+    prox_cell_bins bins; /* its refusal of too many images, the same as the binned search's */
+    if (!st)
+        st = prox_cell_bins_plan(frame, desc->cutoff, points->count, e.fmin, e.fmax,
+                                 prox_cell_fraction_error(frame, &e), &bins);
+    if (st)
+        return st;
+    prox_allocator al = prox_allocator_resolve(&desc->allocator);
+    direct_search s = {.c = frame, .n = points->count, .full = desc->full,
+                       .self_interaction = desc->self_interaction, .store = out != NULL,
+                       .al = &al};
+    plan_reach(&s, desc->cutoff, &e);
+    int64_t ghosts = count_ghosts(&s, points);
+    if (ghosts > DIRECT_MAX_GHOSTS || (double)ghosts > DIRECT_GHOST_EXCESS * wrapped_ghosts(&s))
+        return PROX_OK; /* the bins serve */
+    *served = true;
+    if (!search_alloc(&s, ghosts)) {
+        search_free(&s);
+        return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld ghosts", (long long)ghosts);
+    }
+    list_ghosts(&s, points);
+    st = search_rows(&s, out, points->dim);
+    if (stats) {
+        stats->pairs = s.full ? 2 * s.count - (s.self_interaction ? s.n : 0) : s.count;
+        stats->candidates = s.candidates;
+        stats->cells = ghosts;
+        stats->method = "cell.direct";
+    }
+    search_free(&s);
+    return st;
+}
