@@ -45,6 +45,7 @@ __all__ = [
     "pair_geometry",
     "neighbor_list",
     "neighbor_lists",
+    "release_memory",
     "box_pairs",
     "knn",
     "KNNIndex",
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 __version__ = _prox.library_version
+release_memory = _prox.release_memory
 
 #: The broad-phase structures, by the names the C library and the CLI use;
 #: "auto" (the default) picks one of the others at each build.

@@ -183,13 +183,199 @@ static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
     return a;
 }
 
-static PyObject *cell_value(cell_system *s, const char *quantities)
+/* ---- the batch's arena ----------------------------------------------
+ * A dataset's lists are fresh memory, all of them kept by the caller, and
+ * the kernel's page faults on fresh memory cost more than the search. So
+ * once the arrays still to come are expected to pass ARENA_MIN (this
+ * system's bytes times the systems left), they are carved from blocks of
+ * at most ARENA_BLOCK (unless one array needs more). A block's capsule is
+ * the base of every array carved from it, so the block goes when its last
+ * array does (the risk: one kept array keeps its whole block). A block
+ * whose arrays are gone is kept for the next call, up to ARENA_CACHE bytes
+ * in all, its pages already faulted in: the next batch writes warm memory
+ * (prox.release_memory() frees the kept blocks). Small results keep
+ * numpy's own allocations, warm when a loop drops each result before the
+ * next. The blocks are ordinary pages: transparent huge pages, faulted in
+ * five times faster on one machine, were five times slower on a VM whose
+ * balloon takes freed memory back (docs/design.md, "Fresh memory from
+ * Python"). The GIL guards the cache. */
+#define ARENA_MIN ((size_t)2 << 20)
+#define ARENA_BLOCK ((size_t)32 << 20)
+#define ARENA_CACHE ((size_t)256 << 20)
+#define ARENA_CACHE_SLOTS 16
+
+typedef struct arena_block {
+    char *start;
+    size_t bytes;
+} arena_block;
+
+typedef struct cell_arena {
+    PyObject *block; /* the capsule of the block being carved (owned), or NULL */
+    char *at;
+    size_t left;
+    size_t expect;   /* the bytes still to come, as cell_value estimates them */
+} cell_arena;
+
+static arena_block *arena_cache[ARENA_CACHE_SLOTS];
+static size_t arena_cached;
+
+static void block_free(arena_block *b)
+{
+    free(b->start);
+    free(b);
+}
+
+/* A block of at least `bytes`: a kept one at most twice that, else a new
+ * one. NULL: no memory. */
+static arena_block *block_get(size_t bytes)
+{
+    for (int k = 0; k < ARENA_CACHE_SLOTS; k++) {
+        arena_block *b = arena_cache[k];
+        if (b && b->bytes >= bytes && b->bytes / 2 <= bytes) {
+            arena_cache[k] = NULL;
+            arena_cached -= b->bytes;
+            return b;
+        }
+    }
+    arena_block *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    b->bytes = bytes;
+    b->start = malloc(bytes);
+    if (!b->start) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* A block whose last array went: kept while the cache has room. */
+static void block_retire(arena_block *b)
+{
+    for (int k = 0; k < ARENA_CACHE_SLOTS && arena_cached + b->bytes <= ARENA_CACHE; k++)
+        if (!arena_cache[k]) {
+            arena_cache[k] = b;
+            arena_cached += b->bytes;
+            return;
+        }
+    block_free(b);
+}
+
+static void arena_block_free(PyObject *capsule)
+{
+    block_retire(PyCapsule_GetPointer(capsule, "prox.arena"));
+}
+
+static PyObject *py_release_memory(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    size_t freed = arena_cached;
+    for (int k = 0; k < ARENA_CACHE_SLOTS; k++)
+        if (arena_cache[k]) {
+            block_free(arena_cache[k]);
+            arena_cache[k] = NULL;
+        }
+    arena_cached = 0;
+    return PyLong_FromSize_t(freed);
+}
+
+/* A block of at least `need` bytes as the arena's current one. */
+static int arena_grow(cell_arena *a, size_t need)
+{
+    size_t want = a->expect < ARENA_BLOCK ? a->expect : ARENA_BLOCK;
+    want = want > need ? want : need;
+    arena_block *b = block_get((want + 63) & ~(size_t)63);
+    if (!b) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *capsule = PyCapsule_New(b, "prox.arena", arena_block_free);
+    if (!capsule) {
+        block_retire(b);
+        return -1;
+    }
+    Py_XDECREF(a->block);
+    a->block = capsule;
+    a->at = b->start;
+    a->left = b->bytes;
+    return 0;
+}
+
+static void arena_release(cell_arena *a)
+{
+    Py_CLEAR(a->block);
+}
+
+/* An uninitialised array of `type` carved from the arena, based on its
+ * block. */
+static PyObject *arena_array(cell_arena *a, int nd, npy_intp *dims, int type)
+{
+    size_t bytes = (size_t)dims[0] * (nd > 1 ? (size_t)dims[1] : 1) * 8; /* 8-byte types */
+    bytes = (bytes + 63) & ~(size_t)63;
+    if ((!a->block || a->left < bytes) && arena_grow(a, bytes) < 0)
+        return NULL;
+    PyObject *arr = PyArray_SimpleNewFromData(nd, dims, type, a->at);
+    if (!arr)
+        return NULL;
+    Py_INCREF(a->block);
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, a->block) < 0) { /* the reference taken */
+        Py_DECREF(arr);
+        return NULL;
+    }
+    a->at += bytes;
+    a->left -= bytes;
+    return arr;
+}
+
+/* Quantity q of g as a new array from the arena, converted or copied. */
+static PyObject *cell_arena_quantity(cell_arena *a, const prox_geometry *g, char q)
+{
+    int64_t n = g->count;
+    int dim = g->dim ? g->dim : 3;
+    npy_intp dims[2] = {(npy_intp)n, dim};
+    bool rows = q == 'D' || q == 'S';
+    PyObject *arr = arena_array(a, rows ? 2 : 1, dims,
+                                q == 'i' || q == 'j' ? NPY_INTP
+                                : q == 'S'           ? NPY_INT64
+                                                     : NPY_DOUBLE);
+    if (!arr || n == 0)
+        return arr;
+    void *data = PyArray_DATA((PyArrayObject *)arr);
+    if (q == 'i' || q == 'j') {
+        const prox_index *v = q == 'i' ? g->i : g->j;
+        for (int64_t k = 0; k < n; k++)
+            ((npy_intp *)data)[k] = (npy_intp)v[k];
+    } else if (q == 'S') {
+        for (int64_t k = 0; k < n * dim; k++)
+            ((int64_t *)data)[k] = g->S[k];
+    } else {
+        memcpy(data, q == 'd' ? g->d : g->D, (size_t)(n * (q == 'd' ? 1 : dim)) * sizeof(double));
+    }
+    return arr;
+}
+
+/* The bytes system s's arrays take in the arena. */
+static size_t cell_value_bytes(const cell_system *s, const char *quantities)
+{
+    size_t n = (size_t)s->out.count, dim = (size_t)(s->out.dim ? s->out.dim : 3), t = 0;
+    for (const char *q = quantities; *q; q++)
+        t += ((*q == 'D' || *q == 'S' ? n * dim : n) * 8 + 63) & ~(size_t)63;
+    return t;
+}
+
+/* System s's tuple; `left` systems (s included) are still to come. */
+static PyObject *cell_value(cell_system *s, const char *quantities, cell_arena *arena,
+                            Py_ssize_t left)
 {
     Py_ssize_t n = (Py_ssize_t)strlen(quantities);
+    arena->expect = cell_value_bytes(s, quantities) * (size_t)left;
+    bool carve = arena->block || arena->expect >= ARENA_MIN;
     PyObject *t = PyTuple_New(n);
     for (Py_ssize_t k = 0; t && k < n; k++) {
         char q = quantities[k];
-        PyObject *a = cell_quantity(&s->out, q, strchr(quantities, q) == strrchr(quantities, q));
+        PyObject *a = carve ? cell_arena_quantity(arena, &s->out, q)
+                            : cell_quantity(&s->out, q, strchr(quantities, q) == strrchr(quantities, q));
         if (!a) {
             Py_CLEAR(t);
             break;
@@ -238,7 +424,8 @@ static void cell_systems_run(cell_system *s, Py_ssize_t n, int threads)
 
 /* System k's arrays as the tuple of `quantities` (its geometry then
  * released), or NULL with the error set. */
-static PyObject *cell_result(cell_system *s, Py_ssize_t k, Py_ssize_t n, const char *quantities)
+static PyObject *cell_result(cell_system *s, Py_ssize_t k, Py_ssize_t n, const char *quantities,
+                             cell_arena *arena)
 {
     if (s[k].status) {
         PyObject *kind = s[k].status == PROX_ERR_NO_MEMORY ? PyExc_MemoryError : PyExc_ValueError;
@@ -248,7 +435,7 @@ static PyObject *cell_result(cell_system *s, Py_ssize_t k, Py_ssize_t n, const c
             PyErr_SetString(kind, s[k].error);
         return NULL;
     }
-    PyObject *v = cell_value(&s[k], quantities);
+    PyObject *v = cell_value(&s[k], quantities, arena, n - k);
     prox_geometry_free(&s[k].out);
     return v;
 }
@@ -296,19 +483,22 @@ static PyObject *py_cell(PyObject *self, PyObject *args, PyObject *kw)
         Py_END_ALLOW_THREADS
     }
     PyObject *list = PyList_New(n);
+    /* large results carved from huge-page blocks (cell_value) */
+    cell_arena arena = {NULL, NULL, 0, 0};
     for (Py_ssize_t k = 0; list && k < n; k++) {
         if (one_by_one) {
             Py_BEGIN_ALLOW_THREADS
             cell_system_run(&s[k]);
             Py_END_ALLOW_THREADS
         }
-        PyObject *v = cell_result(s, k, n, quantities);
+        PyObject *v = cell_result(s, k, n, quantities, &arena);
         if (!v) {
             Py_CLEAR(list);
             break;
         }
         PyList_SET_ITEM(list, k, v);
     }
+    arena_release(&arena);
     cell_systems_free(s, n);
     Py_DECREF(seq);
     return list;

@@ -2159,6 +2159,9 @@ static PyMethodDef module_methods[] = {
      "_cell(systems, cutoff, quantities, full=True, self_interaction=False, threads=0)\n--\n\n"
      "The image search behind neighbor_list and neighbor_lists: one tuple of arrays per"
      " (positions, cell, pbc) system."},
+    {"release_memory", py_release_memory, METH_NOARGS,
+     "release_memory()\n--\n\nFrees the blocks kept from earlier results (neighbor_lists "
+     "and large neighbor_list results) for reuse; returns how many bytes."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -160,6 +160,48 @@ def test_batch_matches_single_calls():
                                 5.0, threads=threads)
 
 
+def test_large_results_carved_from_kept_blocks():
+    """Results past 2 MiB are carved from blocks (_cell_binding.c's arena): a
+    batch over several blocks gives each system its own call's arrays, which
+    outlive the list and each other; the blocks are kept for the next batch
+    and freed by release_memory; a single large system matches ASE."""
+    import gc
+    rng = np.random.default_rng(46)
+    fcc = np.array([[0.0, 1.8, 1.8], [1.8, 0.0, 1.8], [1.8, 1.8, 0.0]]) * 4
+    base = np.array([[u, v, w] for u in range(4) for v in range(4) for w in range(4)],
+                    dtype=float) @ (fcc / 4)
+    systems = [(base + rng.uniform(-0.05, 0.05, base.shape), fcc, [True] * 3)
+               for _ in range(260)]  # about 50 MB of arrays: two blocks
+    many = prox.neighbor_lists("ijdDS", systems, 5.0, threads=1)
+    for (x, cell, pbc), got in zip(systems, many):
+        want = prox.neighbor_list("ijdDS", x, 5.0, cell=cell, pbc=pbc)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w)
+            assert g.flags.c_contiguous and g.flags.writeable
+    x, cell, pbc = systems[-1]
+    kept, want = many[-1][3], prox.neighbor_list("D", x, 5.0, cell=cell, pbc=pbc)
+    first = many[0][0].copy()
+    many[0][0][:] = -1  # arrays of one block are apart
+    x, cell, pbc = systems[0]
+    assert np.array_equal(many[0][1], prox.neighbor_list("j", x, 5.0, cell=cell, pbc=pbc))
+    assert not np.array_equal(many[0][0], first)
+    del many
+    gc.collect()
+    assert np.array_equal(kept, want)  # the block lives while an array does
+    del kept
+    gc.collect()
+    again = prox.neighbor_lists("ijdDS", systems, 5.0, threads=1)  # kept blocks reused
+    for (x, cell, pbc), got in zip(systems[::37], again[::37]):
+        want = prox.neighbor_list("ijdDS", x, 5.0, cell=cell, pbc=pbc)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    del again
+    gc.collect()
+    assert prox.release_memory() >= 32 << 20 and prox.release_memory() == 0
+    cell = cell_from([14.0, 15.0, 16.0], [70, 110, 80])
+    x = rng.uniform(-0.1, 1.1, (3000, 3)) @ cell
+    assert check_against_ase(x, cell, [True, True, False], 3.0) * 72 > 2 << 20
+
+
 def test_batch_of_mixed_systems():
     """A batch mixing cell shapes (orthogonal, triclinic, primitive fcc, a cell
     smaller than the cutoff), pbc mixes, empty and 1-atom systems, half and

@@ -185,23 +185,60 @@ static bool search_row(direct_search *s, int64_t i)
     return ok;
 }
 
-/* Pair p of the output: (i, j, S) with the vector D; d holds the squared
- * distance, as the kernel sums it, until finish_distances. */
-static inline void write_pair(prox_geometry *g, int64_t p, int64_t i, int64_t j,
-                                          const double *D, const int32_t *S, int sign)
+/* The output's arrays (NULL: not asked for) and the ghosts' columns, as
+ * restrict locals: the stores alias none of the loads. */
+typedef struct direct_writer {
+    prox_index *restrict i, *restrict j;
+    double *restrict d, *restrict D;
+    int32_t *restrict S;
+    int dim;
+    const double *restrict x[3];
+    const double *restrict v[3];
+    const double *restrict vm[3];
+    const uint32_t *restrict point;
+    const int32_t *restrict shift;
+    const int64_t *restrict own;
+} direct_writer;
+
+static direct_writer writer_of(const direct_search *s, prox_geometry *g)
 {
-    int dim = g->dim;
-    if (g->i)
-        g->i[p] = (prox_index)i;
-    if (g->j)
-        g->j[p] = (prox_index)j;
-    if (g->d)
-        g->d[p] = (D[0] * D[0] + D[1] * D[1]) + D[2] * D[2];
-    for (int k = 0; k < dim; k++) {
-        if (g->D)
-            g->D[p * dim + k] = D[k];
-        if (g->S)
-            g->S[p * dim + k] = sign * S[k];
+    const direct_ghosts *gh = &s->g;
+    direct_writer w = {g->i, g->j, g->d, g->D, g->S, g->dim,
+                       {gh->x[0], gh->x[1], gh->x[2]}, {gh->v[0], gh->v[1], gh->v[2]},
+                       {gh->vm[0], gh->vm[1], gh->vm[2]}, gh->point, gh->shift, gh->own};
+    return w;
+}
+
+/* Pair p: (a, b, sign * shift of ghost t) with the vector D; d holds the
+ * squared distance, summed as the kernel sums it, until finish_distances. */
+static inline void write_pair(const direct_writer *w, int64_t p, int64_t a, int64_t b,
+                              const double D[3], uint32_t t, int sign)
+{
+    if (w->i)
+        w->i[p] = (prox_index)a;
+    if (w->j)
+        w->j[p] = (prox_index)b;
+    if (w->d)
+        w->d[p] = (D[0] * D[0] + D[1] * D[1]) + D[2] * D[2];
+    const int32_t *S = w->shift + 3 * (int64_t)t;
+    if (w->dim == 3) { /* the common case unrolled */
+        if (w->D) {
+            w->D[3 * p] = D[0];
+            w->D[3 * p + 1] = D[1];
+            w->D[3 * p + 2] = D[2];
+        }
+        if (w->S) {
+            w->S[3 * p] = sign * S[0];
+            w->S[3 * p + 1] = sign * S[1];
+            w->S[3 * p + 2] = sign * S[2];
+        }
+        return;
+    }
+    for (int k = 0; k < w->dim; k++) {
+        if (w->D)
+            w->D[p * w->dim + k] = D[k];
+        if (w->S)
+            w->S[p * w->dim + k] = sign * S[k];
     }
 }
 
@@ -214,28 +251,34 @@ static void finish_distances(prox_geometry *g)
         d[p] = sqrt(d[p]);
 }
 
-/* Hit h of row r as the pair (r, j, S): D = (x_j - x_r) + S . cell. */
-static inline void write_hit(const direct_search *s, prox_geometry *g, int64_t p,
-                                         int64_t r, uint32_t t)
+/* Row r's hits [from, to) as pairs p..: (r, j, S) with
+ * D = (x_j - x_r) + S . cell. */
+static void write_hits(const direct_writer *w, const uint32_t *hits, int64_t p, int64_t r,
+                       int64_t from, int64_t to)
 {
-    const direct_ghosts *gh = &s->g;
-    int64_t own = gh->own[r];
-    double D[3];
-    for (int k = 0; k < 3; k++)
-        D[k] = (gh->x[k][t] - gh->x[k][own]) + gh->v[k][t];
-    write_pair(g, p, r, gh->point[t], D, gh->shift + 3 * (int64_t)t, 1);
+    int64_t own = w->own[r];
+    double q[3] = {w->x[0][own], w->x[1][own], w->x[2][own]};
+    for (int64_t h = from; h < to; h++, p++) {
+        uint32_t t = hits[h];
+        double D[3] = {(w->x[0][t] - q[0]) + w->v[0][t], (w->x[1][t] - q[1]) + w->v[1][t],
+                       (w->x[2][t] - q[2]) + w->v[2][t]};
+        write_pair(w, p, r, w->point[t], D, t, 1);
+    }
 }
 
-/* The reverse of hit t of row r, (j, r, -S): D = (x_r - x_j) + (-S) . cell. */
-static inline void write_reverse(const direct_search *s, prox_geometry *g,
-                                             int64_t p, int64_t r, uint32_t t)
+/* Reverses [0, count) of the hits (row rows[k], ghost ghosts[k]) as pairs
+ * p..: (j, r, -S) with D = (x_r - x_j) + (-S) . cell. */
+static void write_reverses(const direct_writer *w, const uint32_t *rows, const uint32_t *ghosts,
+                           int64_t p, int64_t count)
 {
-    const direct_ghosts *gh = &s->g;
-    int64_t own = gh->own[r];
-    double D[3];
-    for (int k = 0; k < 3; k++)
-        D[k] = (gh->x[k][own] - gh->x[k][t]) + gh->vm[k][t];
-    write_pair(g, p, gh->point[t], r, D, gh->shift + 3 * (int64_t)t, -1);
+    for (int64_t k = 0; k < count; k++, p++) {
+        uint32_t r = rows[k], t = ghosts[k];
+        int64_t own = w->own[r];
+        double D[3] = {(w->x[0][own] - w->x[0][t]) + w->vm[0][t],
+                       (w->x[1][own] - w->x[1][t]) + w->vm[1][t],
+                       (w->x[2][own] - w->x[2][t]) + w->vm[2][t]};
+        write_pair(w, p, w->point[t], r, D, t, -1);
+    }
 }
 
 static int64_t row_start(const direct_search *s, int64_t i)
@@ -246,12 +289,13 @@ static int64_t row_start(const direct_search *s, int64_t i)
 static prox_status half_output(const direct_search *s, prox_geometry *out, int dim)
 {
     prox_status st = prox_geometry_alloc(out, s->count, dim);
-    for (int64_t i = 0; !st && i < s->n; i++)
-        for (int64_t h = row_start(s, i); h < s->row_end[i]; h++)
-            write_hit(s, out, h, i, s->hits[h]);
-    if (!st)
-        finish_distances(out);
-    return st;
+    if (st)
+        return st;
+    direct_writer w = writer_of(s, out);
+    for (int64_t i = 0; i < s->n; i++)
+        write_hits(&w, s->hits, row_start(s, i), i, row_start(s, i), s->row_end[i]);
+    finish_distances(out);
+    return PROX_OK;
 }
 
 /* The full list's row i in (j, S) order: the reverses of the hits of rows
@@ -286,12 +330,14 @@ static prox_status full_output(const direct_search *s, prox_geometry *out, int d
                 from[q] = (uint32_t)r;
                 ghost[q] = t;
             }
+        direct_writer w = writer_of(s, out);
         int64_t p = 0, q = 0;
         for (int64_t i = 0; i < n; i++) {
-            for (; q < at[i]; q++)
-                write_reverse(s, out, p++, from[q], ghost[q]);
-            for (int64_t h = row_start(s, i); h < s->row_end[i]; h++)
-                write_hit(s, out, p++, i, s->hits[h]);
+            write_reverses(&w, from + q, ghost + q, p, at[i] - q);
+            p += at[i] - q;
+            q = at[i];
+            write_hits(&w, s->hits, p, i, row_start(s, i), s->row_end[i]);
+            p += s->row_end[i] - row_start(s, i);
         }
         finish_distances(out);
     }
