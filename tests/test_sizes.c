@@ -193,6 +193,99 @@ static bool points_small(const scene *s, const scene *q)
     return s->n * (q ? q->n : s->n) <= 2000 * 2000;
 }
 
+/* The kept sized grid's pairs (sorted buffer, lists, count) against the
+ * oracle at the scene's positions. */
+static void expect_sized_grid(const char *what, const scene *s, prox_sized_grid *g)
+{
+    pair_list want;
+    oracle(s, NULL, &want);
+    prox_pair_buffer b;
+    prox_pair_buffer_init(&b, NULL);
+    prox_stats st;
+    assert_int_equal(prox_sized_grid_pairs(g, prox_sink_buffer(&b), &st), PROX_OK);
+    expect_pairs(what, s, &want, b.pairs, b.count);
+    assert_int_equal(st.pairs, want.count);
+    assert_true(strncmp(st.method, "sized.grid", 10) == 0);
+    prox_lists l;
+    prox_lists_init(&l, NULL);
+    assert_int_equal(prox_sized_grid_pairs(g, prox_sink_lists(&l), NULL), PROX_OK);
+    expect_lists(what, s, &want, s->n, true, &l);
+    prox_lists_free(&l);
+    prox_pair_buffer_free(&b);
+    pair_list_free(&want);
+}
+
+/* Updates that relocated and that rebuilt, over the suite: both must occur. */
+static int64_t sized_updates_relocated, sized_updates_rebuilt;
+
+/* The scene through a kept sized grid: built, then moved three times (a
+ * few points by a size, some by a tenth, the rest still; then a quarter
+ * far: the update's relocation and its rebuild), each against the oracle,
+ * on a copy of the scene's positions. */
+static void check_sized_grid(const scene *s)
+{
+    scene m = *s;
+    m.xyz = malloc((size_t)(3 * s->n + 1) * sizeof *m.xyz);
+    memcpy(m.xyz, s->xyz, (size_t)(3 * s->n + 1) * sizeof *m.xyz);
+    m.xyz32 = NULL;
+    if (s->scalar == PROX_F32) {
+        m.xyz32 = malloc((size_t)(3 * s->n + 1) * sizeof *m.xyz32);
+        memcpy(m.xyz32, s->xyz32, (size_t)(3 * s->n + 1) * sizeof *m.xyz32);
+    }
+    double top = 0;
+    for (int64_t i = 0; i < s->n; i++)
+        top = s->size[i] > top ? s->size[i] : top;
+    top = top > 0 ? top : 1;
+    prox_grid_desc d = prox_default_grid_desc();
+    memcpy(d.period, s->period, sizeof d.period);
+    d.threads = 1 + (int)(s->n % 3);
+    prox_sized_grid *g;
+    assert_int_equal(prox_sized_grid_create(&d, &g), PROX_OK);
+    prox_points p = scene_points(&m);
+    prox_sizes z = scene_sizes(&m);
+    prox_status built = prox_sized_grid_build(g, &p, &z);
+    double lo = INFINITY, hi = -INFINITY, least = INFINITY;
+    for (int64_t i = 0; i < s->n; i++) {
+        for (int k = 0; k < s->dim; k++) {
+            lo = fmin(lo, s->xyz[s->dim * i + k]);
+            hi = fmax(hi, s->xyz[s->dim * i + k]);
+        }
+        least = s->size[i] > 0 ? fmin(least, s->size[i]) : least;
+    }
+    if (built == PROX_ERR_RANGE && (hi - lo) / least > 0x1p31) {
+        /* a class's grid past 2^31 cells along an axis: refused, as prox_grid refuses */
+        prox_sized_grid_destroy(g);
+        free(m.xyz);
+        free(m.xyz32);
+        return;
+    }
+    assert_int_equal(built, PROX_OK);
+    expect_sized_grid("sized grid, built", &m, g);
+    rng r = rng_seeded(4545 + (uint64_t)s->n);
+    for (int step = 0; step < 3; step++) {
+        for (int64_t i = 0; i < m.n; i++) {
+            int64_t kind = rng_below(&r, 8);
+            double by = step == 2 && kind < 2 ? 50 * top : kind == 0 ? top : kind < 3 ? top / 10 : 0;
+            for (int k = 0; k < m.dim; k++) {
+                double v = m.xyz[m.dim * i + k] + rng_range(&r, -by, by);
+                if (m.scalar == PROX_F32) {
+                    m.xyz32[m.dim * i + k] = (float)v;
+                    v = m.xyz32[m.dim * i + k];
+                }
+                m.xyz[m.dim * i + k] = v;
+            }
+        }
+        prox_stats st;
+        assert_int_equal(prox_sized_grid_update(g, &p, &st), PROX_OK);
+        sized_updates_rebuilt += st.rebuilt;
+        sized_updates_relocated += !st.rebuilt;
+        expect_sized_grid("sized grid, updated", &m, g);
+    }
+    prox_sized_grid_destroy(g);
+    free(m.xyz);
+    free(m.xyz32);
+}
+
 /* Every sink, both algorithms, 1 to 3 threads, against the oracle; the
  * unsorted buffer the same for every thread count. */
 static void check_scene(const scene *s, const scene *q)
@@ -256,6 +349,8 @@ static void check_scene(const scene *s, const scene *q)
         prox_pair_buffer_free(&first);
     }
     pair_list_free(&want);
+    if (!q)
+        check_sized_grid(s);
 }
 
 /* ---- scenes ---- */
@@ -823,6 +918,40 @@ static void skin_lists_rebuild_when_sizes_change(void **state)
     scene_free(&s);
 }
 
+/* The kept sized grid: both kinds of update were seen; bad calls refused. */
+static void sized_grid_updates_and_refusals(void **state)
+{
+    (void)state;
+    assert_true(sized_updates_relocated > 0 && sized_updates_rebuilt > 0);
+    prox_grid_desc d = prox_default_grid_desc();
+    prox_sized_grid *g = NULL;
+    assert_int_equal(prox_sized_grid_create(NULL, &g), PROX_ERR_INVALID);
+    assert_null(g);
+    assert_int_equal(prox_sized_grid_create(&d, NULL), PROX_ERR_INVALID);
+    assert_int_equal(prox_sized_grid_create(&d, &g), PROX_OK);
+    double x[6] = {0, 0, 0, 1, 0, 0}, r[2] = {0.6, 0.6}, bad[2] = {0.6, -1};
+    prox_points p = prox_points_f64(x, 2, 3), one = prox_points_f64(x, 1, 3);
+    prox_sizes z = prox_sizes_radii(r, PROX_RULE_CONTACT);
+    prox_sizes zb = prox_sizes_radii(bad, PROX_RULE_CONTACT);
+    assert_int_equal(prox_sized_grid_update(g, &p, NULL), PROX_ERR_INVALID); /* not built */
+    assert_int_equal(prox_sized_grid_pairs(g, prox_sink_count(), NULL), PROX_ERR_INVALID);
+    assert_int_equal(prox_sized_grid_build(g, &p, &zb), PROX_ERR_DATA);
+    assert_int_equal(prox_sized_grid_pairs(g, prox_sink_count(), NULL), PROX_ERR_INVALID);
+    assert_int_equal(prox_sized_grid_build(g, &p, &z), PROX_OK);
+    prox_stats st;
+    assert_int_equal(prox_sized_grid_pairs(g, prox_sink_count(), &st), PROX_OK);
+    assert_int_equal(st.pairs, 1);
+    assert_int_equal(prox_sized_grid_update(g, &one, NULL), PROX_ERR_INVALID); /* count */
+    x[3] = 1.3;
+    assert_int_equal(prox_sized_grid_update(g, &p, &st), PROX_OK);
+    assert_int_equal(prox_sized_grid_pairs(g, prox_sink_count(), &st), PROX_OK);
+    assert_int_equal(st.pairs, 0);
+    x[3] = NAN;
+    assert_int_equal(prox_sized_grid_update(g, &p, NULL), PROX_ERR_DATA);
+    prox_sized_grid_destroy(g);
+    prox_sized_grid_destroy(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -843,6 +972,7 @@ int main(void)
         cmocka_unit_test(bad_sizes_are_refused),
         cmocka_unit_test(skin_lists_of_moving_particles),
         cmocka_unit_test(skin_lists_rebuild_when_sizes_change),
+        cmocka_unit_test(sized_grid_updates_and_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -118,6 +118,33 @@ PROX_API prox_status prox_sized_skin_list_pairs(prox_sized_skin_list *list,
                                                 const prox_sizes *sizes, prox_sink sink,
                                                 prox_stats *stats);
 
+/* A grid of particles with sizes kept between calls, for particles that
+ * move (prox_grid's build, update and pairs, with sizes): build with the
+ * points and their sizes (read once, kept); update with the points' new
+ * positions (the same count and dimension; the sizes stay those of the
+ * build: build again to change them) relocates only the particles whose
+ * cell changed, as prox_grid_update does, or rebuilds (stats->rebuilt);
+ * pairs returns the pairs of prox_sized_pairs at the kept positions, to
+ * the bit, through any sink. The particles are grouped into classes of
+ * five powers of two of their reach, each a prox_grid at the class's
+ * largest interaction; the members of each class are queried against the
+ * grids of the larger ones, and each candidate decided by the rule
+ * (stats->method "sized.grid" for one class, "sized.grid.classes";
+ * stats->cells the classes). desc as for prox_sized_pairs (radius not
+ * read); the sizes' errors as prox_sized_pairs', at build. The grid keeps
+ * its own copy of the coordinates. */
+typedef struct prox_sized_grid prox_sized_grid;
+
+/* On failure *out is set to NULL. destroy(NULL) does nothing. */
+PROX_API prox_status prox_sized_grid_create(const prox_grid_desc *desc, prox_sized_grid **out);
+PROX_API void prox_sized_grid_destroy(prox_sized_grid *grid);
+PROX_API prox_status prox_sized_grid_build(prox_sized_grid *grid, const prox_points *points,
+                                           const prox_sizes *sizes);
+PROX_API prox_status prox_sized_grid_update(prox_sized_grid *grid, const prox_points *points,
+                                            prox_stats *stats);
+PROX_API prox_status prox_sized_grid_pairs(prox_sized_grid *grid, prox_sink sink,
+                                           prox_stats *stats);
+
 /* Every image pair (i, j, S) of `points` in a periodic cell of any shape
  * (cell.h: the cell, pbc, full or half lists, self_interaction, the
  * geometry arrays and their order) kept when the squared distance of
