@@ -52,6 +52,7 @@ __all__ = [
     "Grid",
     "SkinList",
     "SizedSkinList",
+    "SizedGrid",
     "Broad",
     "broad_algos",
     "__version__",
@@ -645,6 +646,67 @@ class SizedSkinList(_prox.SizedSkinList):
     def count(self, points, radii=None, *, types=None, cutoffs=None, rule=None):
         """The number of pairs within their threshold."""
         return self._step(points, radii, types, cutoffs, rule, "count", True, None)
+
+
+class SizedGrid(_prox.SizedGrid):
+    """A grid of particles with sizes kept across calls, for particles that move.
+
+    ``SizedGrid(box=None, threads=0, points=None, radii=None, *, types=None,
+    cutoffs=None, rule=None)``; with ``points`` it builds at once.
+    ``build(points, radii=r)`` (``rule="contact"``: ``d <= r_i + r_j``, the
+    default, or ``rule="gather_scatter"``: ``d <= max(h_i, h_j)``) or
+    ``build(points, types=t, cutoffs=m)`` reads the sizes once and keeps
+    its own copy of the coordinates. ``update(points)`` takes the new
+    positions (the same count; the sizes stay the build's: build again to
+    change them), relocates the particles whose cell changed, or rebuilds
+    when that is cheaper, and returns whether it rebuilt. ``pairs()``,
+    ``lists()`` and ``count()`` answer as :func:`pairs` does with those
+    sizes at the kept positions. The particles are grouped by size into
+    classes of five powers of two, each its own grid (``stats["cells"]``
+    after ``pairs()``: the classes), so that a wide spread of sizes costs
+    what the pairs cost.
+
+    >>> import numpy as np, prox
+    >>> x = np.array([[0.0, 0.0], [2.05, 0.0], [40.0, 0.0]])
+    >>> g = prox.SizedGrid(points=x, radii=[1.0, 1.0, 37.0])
+    >>> g.pairs().tolist()
+    [[1, 2]]
+    >>> x[1, 0] = 1.98
+    >>> rebuilt = g.update(x)
+    >>> g.pairs().tolist(), g.count()
+    ([[0, 1]], 1)
+    """
+
+    def __init__(self, box=None, threads=0, points=None, radii=None, *, types=None,
+                 cutoffs=None, rule=None):
+        super().__init__(box, threads)
+        if points is not None:
+            self.build(points, radii, types=types, cutoffs=cutoffs, rule=rule)
+        elif radii is not None or types is not None:
+            raise ValueError("radii= or types= need points= to build")
+
+    def build(self, points, radii=None, *, types=None, cutoffs=None, rule=None):
+        """Build over ``points`` and their sizes (``radii=`` or ``types=`` with ``cutoffs=``)."""
+        if (radii is None) == (types is None):
+            raise ValueError("give radii= or types= (with cutoffs=)")
+        if types is not None:
+            if cutoffs is None:
+                raise ValueError("types= needs cutoffs=, a symmetric (types, types) matrix")
+            self._build(points, types, "types", cutoffs)
+        else:
+            self._build(points, radii, rule or "contact", None)
+
+    def pairs(self, *, sort=True, index_dtype=None):
+        """The pairs within their threshold, ``(m, 2)``, ``i < j``, sorted."""
+        return self._search("pairs", sort, index_dtype)
+
+    def lists(self, *, sort=True, index_dtype=None):
+        """Full neighbour lists (offsets, indices) within each pair's threshold."""
+        return self._search("lists", sort, index_dtype)
+
+    def count(self):
+        """The number of pairs within their threshold."""
+        return self._search("count", True, None)
 
 
 class Broad(_prox.Broad):

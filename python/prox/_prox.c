@@ -1557,6 +1557,229 @@ static PyTypeObject SizedSkinType = {
     .tp_getset = SizedSkin_getset,
 };
 
+/* ---- SizedGrid: a kept grid of particles with sizes --------------------- */
+
+typedef struct SizedGridObject {
+    PyObject_HEAD
+    prox_sized_grid *grid;
+    PyObject *box;
+    int threads;
+    int dim;        /* of the built points; 0 before build */
+    int64_t count;  /* built points */
+    int busy;
+    prox_stats stats; /* of the last call */
+} SizedGridObject;
+
+static int SizedGrid_init(SizedGridObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"box", "threads", NULL};
+    PyObject *box = Py_None;
+    int threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oi", names, &box, &threads))
+        return -1;
+    if (skin_reset("SizedGrid", self->busy, threads, box, &self->box) < 0)
+        return -1;
+    prox_sized_grid_destroy(self->grid);
+    self->grid = NULL;
+    self->threads = threads;
+    self->dim = 0;
+    self->count = 0;
+    return 0;
+}
+
+static void SizedGrid_dealloc(SizedGridObject *self)
+{
+    prox_sized_grid_destroy(self->grid);
+    Py_XDECREF(self->box);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A prox_sized_grid for `dim` (the box needs it), made at each build. */
+static int sized_grid_ready(SizedGridObject *self, int dim)
+{
+    prox_grid_desc desc = prox_default_grid_desc();
+    desc.threads = self->threads;
+    if (parse_box(self->box, dim, desc.period) < 0)
+        return -1;
+    prox_sized_grid *grid = NULL;
+    prox_status status = prox_sized_grid_create(&desc, &grid);
+    if (status != PROX_OK) {
+        raise_status(status);
+        return -1;
+    }
+    prox_sized_grid_destroy(self->grid);
+    self->grid = grid;
+    self->dim = 0;
+    self->count = 0;
+    return 0;
+}
+
+static PyObject *SizedGrid_build(SizedGridObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"points", "sizes", "rule", "cutoff", NULL};
+    PyObject *points_obj, *sizes_obj, *cutoff = Py_None;
+    const char *rule_name = "contact";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|sO", names, &points_obj, &sizes_obj,
+                                     &rule_name, &cutoff))
+        return NULL;
+    int rule = parse_choice("rule", rule_name, rule_names, 3);
+    if (rule < 0)
+        return NULL;
+    matrix pm = {0};
+    prox_points points;
+    sizes_arg ps = {0};
+    PyObject *value = NULL;
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0 ||
+        as_sizes(sizes_obj, "sizes", rule, cutoff, (npy_intp)points.count, &ps) < 0 ||
+        claim(&self->busy, "SizedGrid") < 0)
+        goto done;
+    if (sized_grid_ready(self, points.dim) < 0) {
+        self->busy = 0;
+        goto done;
+    }
+    prox_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = prox_sized_grid_build(self->grid, &points, &ps.sizes);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    memset(&self->stats, 0, sizeof self->stats);
+    self->stats.rebuilt = true;
+    if (status != PROX_OK) {
+        raise_status(status);
+        goto done;
+    }
+    self->dim = points.dim;
+    self->count = points.count;
+    value = Py_NewRef(Py_None);
+done:
+    sizes_release(&ps);
+    matrix_release(&pm);
+    return value;
+}
+
+static int sized_grid_built(SizedGridObject *self)
+{
+    if (!self->grid || !self->dim) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "SizedGrid: nothing built yet (call build(points, radii=...))");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *SizedGrid_update(SizedGridObject *self, PyObject *points_obj)
+{
+    if (sized_grid_built(self) < 0)
+        return NULL;
+    matrix pm;
+    prox_points points;
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
+        return NULL;
+    if (claim(&self->busy, "SizedGrid") < 0) {
+        matrix_release(&pm);
+        return NULL;
+    }
+    prox_status status;
+    memset(&self->stats, 0, sizeof self->stats);
+    Py_BEGIN_ALLOW_THREADS
+    status = prox_sized_grid_update(self->grid, &points, &self->stats);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    matrix_release(&pm);
+    if (status != PROX_OK) {
+        self->dim = 0; /* the C grid wants a build after a failed update */
+        self->count = 0;
+        return raise_status(status);
+    }
+    return PyBool_FromLong(self->stats.rebuilt);
+}
+
+static PyObject *SizedGrid_search(SizedGridObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"output", "sort", "index_dtype", NULL};
+    const char *output = "pairs";
+    int sort = 1;
+    PyObject *index_dtype = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|spO", names, &output, &sort, &index_dtype))
+        return NULL;
+    result r;
+    if (sized_grid_built(self) < 0 || result_init(&r, output, sort, index_dtype) < 0)
+        return NULL;
+    if (claim(&self->busy, "SizedGrid") < 0) {
+        result_free(&r);
+        return NULL;
+    }
+    prox_status status;
+    prox_sink sink = result_sink(&r);
+    Py_BEGIN_ALLOW_THREADS
+    status = prox_sized_grid_pairs(self->grid, sink, &r.stats);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    self->stats = r.stats;
+    return result_value(&r, status);
+}
+
+static PyObject *SizedGrid_get_stats(SizedGridObject *self, void *c)
+{
+    (void)c;
+    return stats_dict(&self->stats);
+}
+
+static PyObject *SizedGrid_get_rebuilt(SizedGridObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(self->stats.rebuilt);
+}
+
+static PyObject *SizedGrid_get_count(SizedGridObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLongLong(self->count);
+}
+
+static PyObject *SizedGrid_get_dim(SizedGridObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(self->dim);
+}
+
+static PyMethodDef SizedGrid_methods[] = {
+    {"_build", (PyCFunction)(void (*)(void))SizedGrid_build, METH_VARARGS | METH_KEYWORDS,
+     "_build($self, /, points, sizes, rule='contact', cutoff=None)\n--\n\nBuild over the points"
+     " and their sizes (see prox.SizedGrid.build)."},
+    {"update", (PyCFunction)SizedGrid_update, METH_O,
+     "update($self, points, /)\n--\n\nThe points moved (the same count; the sizes stay the"
+     " build's): relocate those whose cell changed, or rebuild when cheaper. Returns True when"
+     " rebuilt."},
+    {"_search", (PyCFunction)(void (*)(void))SizedGrid_search, METH_VARARGS | METH_KEYWORDS,
+     "_search($self, /, output='pairs', sort=True, index_dtype=None)\n--\n\nThe pairs within"
+     " their threshold (see prox.SizedGrid)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef SizedGrid_getset[] = {
+    {"stats", (getter)SizedGrid_get_stats, NULL, "figures of the last call (dict)", NULL},
+    {"rebuilt", (getter)SizedGrid_get_rebuilt, NULL, "whether the last build/update rebuilt",
+     NULL},
+    {"size", (getter)SizedGrid_get_count, NULL, "number of built points", NULL},
+    {"dim", (getter)SizedGrid_get_dim, NULL, "dimension of the built points (0 before build)",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SizedGridType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "prox._prox.SizedGrid",
+    .tp_basicsize = sizeof(SizedGridObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)SizedGrid_init,
+    .tp_doc = "SizedGrid(box=None, threads=0)\n--\n\n"
+              "A kept grid of particles with sizes (see prox.SizedGrid).",
+    .tp_dealloc = (destructor)SizedGrid_dealloc,
+    .tp_methods = SizedGrid_methods,
+    .tp_getset = SizedGrid_getset,
+};
+
 /* ---- Broad ------------------------------------------------------------- */
 
 typedef struct BroadObject {
@@ -2175,7 +2398,7 @@ PyMODINIT_FUNC PyInit__prox(void)
     import_array();
     if (PyType_Ready(&GridType) < 0 || PyType_Ready(&SkinType) < 0 ||
         PyType_Ready(&BroadType) < 0 || PyType_Ready(&KNNType) < 0 ||
-        PyType_Ready(&SizedSkinType) < 0)
+        PyType_Ready(&SizedSkinType) < 0 || PyType_Ready(&SizedGridType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -2185,11 +2408,13 @@ PyMODINIT_FUNC PyInit__prox(void)
     Py_INCREF(&BroadType);
     Py_INCREF(&KNNType);
     Py_INCREF(&SizedSkinType);
+    Py_INCREF(&SizedGridType);
     if (PyModule_AddObject(m, "Grid", (PyObject *)&GridType) < 0 ||
         PyModule_AddObject(m, "SkinList", (PyObject *)&SkinType) < 0 ||
         PyModule_AddObject(m, "Broad", (PyObject *)&BroadType) < 0 ||
         PyModule_AddObject(m, "KNNIndex", (PyObject *)&KNNType) < 0 ||
         PyModule_AddObject(m, "SizedSkinList", (PyObject *)&SizedSkinType) < 0 ||
+        PyModule_AddObject(m, "SizedGrid", (PyObject *)&SizedGridType) < 0 ||
         PyModule_AddStringConstant(m, "library_version", PROX_VERSION_STRING) < 0) {
         Py_DECREF(m);
         return NULL;
