@@ -11,7 +11,9 @@
  *   bench_sized_points moving FILE.f64 STEPS  W7 moving (every sphere up to
  *                                             0.05 an axis a step): seconds a
  *                                             step of a sized skin list (skin
- *                                             1) vs prox_sized_pairs each step
+ *                                             1), of a kept sized grid (update
+ *                                             and pairs) and of
+ *                                             prox_sized_pairs each step
  *
  * bench/sizes.sh runs them with CGAL's row beside (bench/peers). */
 #include <math.h>
@@ -190,8 +192,9 @@ static int spread(int64_t n, int runs)
 }
 
 /* W7 moving: STEPS steps of random motion, the contacts counted at each
- * through one prox_sized_skin_list and through one-shot prox_sized_pairs;
- * the mean seconds a step of each, and the skin list's rebuilds. */
+ * through one prox_sized_skin_list, one prox_sized_grid (built at the
+ * first step, updated at the others) and one-shot prox_sized_pairs; the
+ * mean seconds a step of each, and the rebuilds. */
 static int moving(const char *path, int steps)
 {
     int64_t values = 0;
@@ -205,10 +208,13 @@ static int moving(const char *path, int steps)
     prox_grid_desc d = prox_default_grid_desc();
     d.threads = 1;
     prox_sized_skin_list *l = NULL;
-    if (prox_sized_skin_list_create(&d, 1.0, &l) != PROX_OK)
+    prox_sized_grid *g = NULL;
+    if (prox_sized_skin_list_create(&d, 1.0, &l) != PROX_OK ||
+        prox_sized_grid_create(&d, &g) != PROX_OK)
         return 1;
     uint64_t state = 7;
-    double skin_s = 0, oneshot_s = 0;
+    int64_t grid_rebuilds = 0;
+    double skin_s = 0, oneshot_s = 0, grid_s = 0;
     for (int t = 0; t < steps; t++) {
         prox_stats st;
         double t0 = ab_now();
@@ -226,12 +232,28 @@ static int moving(const char *path, int steps)
                     (long long)want, (long long)st.pairs);
             return 1;
         }
+        t0 = ab_now();
+        prox_stats up = {.rebuilt = true};
+        if ((t == 0 ? prox_sized_grid_build(g, &p, &z) : prox_sized_grid_update(g, &p, &up)) ||
+            prox_sized_grid_pairs(g, prox_sink_count(), &st) != PROX_OK)
+            return 1;
+        grid_s += ab_now() - t0;
+        grid_rebuilds += up.rebuilt;
+        if (st.pairs != want) {
+            fprintf(stderr, "sized_points: step %d: %lld pairs, sized grid %lld\n", t,
+                    (long long)want, (long long)st.pairs);
+            return 1;
+        }
         pairs = want;
         for (int64_t i = 0; i < n; i++)
             for (int k = 0; k < 3; k++)
                 xyzr[4 * i + k] += 0.1 * uniform(&state) - 0.05;
     }
     prox_sized_skin_list_destroy(l);
+    prox_sized_grid_destroy(g);
+    printf("W7-moving-grid n=%lld seconds=%.4f pairs=%lld rebuilds=%lld steps=%d simd=%s\n",
+           (long long)n, grid_s / steps, (long long)pairs, (long long)grid_rebuilds, steps,
+           prox_simd_level());
     printf("W7-moving-skin n=%lld seconds=%.4f pairs=%lld rebuilds=%lld steps=%d simd=%s\n",
            (long long)n, skin_s / steps, (long long)pairs, (long long)rebuilds, steps,
            prox_simd_level());

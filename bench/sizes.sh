@@ -11,7 +11,8 @@
 # - radii over 1:100 against 1:2 at the same expected contacts (target:
 #   at most 2x);
 # - W7 moving (20 steps of random motion): a step of prox_sized_skin_list
-#   (skin 1) against prox_sized_pairs from scratch at every step.
+#   (skin 1) and of a kept prox_sized_grid (update and pairs) against
+#   prox_sized_pairs from scratch at every step.
 # Needs build/bench_sized_points (make checks). Prints key=value lines and
 # the ratios; bench/report/report.sh puts them in docs/benchmarks.md (W7).
 set -euo pipefail

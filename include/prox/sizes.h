@@ -118,21 +118,20 @@ PROX_API prox_status prox_sized_skin_list_pairs(prox_sized_skin_list *list,
                                                 const prox_sizes *sizes, prox_sink sink,
                                                 prox_stats *stats);
 
-/* A grid of particles with sizes kept between calls, for particles that
- * move (prox_grid's build, update and pairs, with sizes): build with the
- * points and their sizes (read once, kept); update with the points' new
- * positions (the same count and dimension; the sizes stay those of the
- * build: build again to change them) relocates only the particles whose
- * cell changed, as prox_grid_update does, or rebuilds (stats->rebuilt);
- * pairs returns the pairs of prox_sized_pairs at the kept positions, to
- * the bit, through any sink. The particles are grouped into classes of
- * five powers of two of their reach, each a prox_grid at the class's
- * largest interaction; the members of each class are queried against the
- * grids of the larger ones, and each candidate decided by the rule
- * (stats->method "sized.grid" for one class, "sized.grid.classes";
- * stats->cells the classes). desc as for prox_sized_pairs (radius not
- * read); the sizes' errors as prox_sized_pairs', at build. The grid keeps
- * its own copy of the coordinates. */
+/* Particles with sizes kept between calls, as prox_grid keeps points:
+ * build with the points and their sizes (read and checked once, kept);
+ * update with new positions (the same count and dimension; the sizes stay
+ * the build's: build again to change them); pairs returns the pairs of
+ * prox_sized_pairs at the kept positions, to the bit, through any sink
+ * (stats->method the planner's choice). The structure keeps its own copy
+ * of the coordinates, so the caller's may change between calls. Each pairs
+ * call plans the size classes over the kept positions again
+ * (stats->rebuilt of update is always true): a kept grid per class at the
+ * class's largest interaction, relocated as prox_grid_update relocates,
+ * cost more than the planner's fitted query boxes (docs/design.md,
+ * "Sizes"). For particles that move a little each step, the sized skin
+ * list above saves the work between steps. desc as for prox_sized_pairs
+ * (radius not read); errors as prox_sized_pairs', at build and update. */
 typedef struct prox_sized_grid prox_sized_grid;
 
 /* On failure *out is set to NULL. destroy(NULL) does nothing. */

@@ -649,22 +649,20 @@ class SizedSkinList(_prox.SizedSkinList):
 
 
 class SizedGrid(_prox.SizedGrid):
-    """A grid of particles with sizes kept across calls, for particles that move.
+    """Particles with sizes kept across calls, as :class:`Grid` keeps points.
 
     ``SizedGrid(box=None, threads=0, points=None, radii=None, *, types=None,
     cutoffs=None, rule=None)``; with ``points`` it builds at once.
     ``build(points, radii=r)`` (``rule="contact"``: ``d <= r_i + r_j``, the
     default, or ``rule="gather_scatter"``: ``d <= max(h_i, h_j)``) or
-    ``build(points, types=t, cutoffs=m)`` reads the sizes once and keeps
-    its own copy of the coordinates. ``update(points)`` takes the new
-    positions (the same count; the sizes stay the build's: build again to
-    change them), relocates the particles whose cell changed, or rebuilds
-    when that is cheaper, and returns whether it rebuilt. ``pairs()``,
-    ``lists()`` and ``count()`` answer as :func:`pairs` does with those
-    sizes at the kept positions. The particles are grouped by size into
-    classes of five powers of two, each its own grid (``stats["cells"]``
-    after ``pairs()``: the classes), so that a wide spread of sizes costs
-    what the pairs cost.
+    ``build(points, types=t, cutoffs=m)`` reads and checks the sizes once
+    and keeps its own copy of the coordinates, so the caller's array may
+    change freely. ``update(points)`` takes new positions (the same count;
+    the sizes stay the build's: build again to change them) and returns
+    True (the size classes are planned again at each search).
+    ``pairs()``, ``lists()`` and ``count()`` answer as :func:`pairs` does
+    with those sizes at the kept positions. For particles that move a
+    little each step, :class:`SizedSkinList` saves the work between steps.
 
     >>> import numpy as np, prox
     >>> x = np.array([[0.0, 0.0], [2.05, 0.0], [40.0, 0.0]])
