@@ -6,10 +6,10 @@
  *
  * Each pairs call plans the size classes again over the kept positions
  * (the planner of sized.c). A kept grid per class that relocates its
- * members, as prox_grid_update does for one radius, has to search at the
- * class's largest interaction and filter: measured on W7 and on spreads of
- * 1:2 to 1:100 it cost 1.6 to 2.8 times the planner's step, whose query
- * boxes fit each particle's own reach. The skin list (sized_skin.c) is the
+ * members, as prox_grid_update does for one radius, would search at the
+ * class's largest interaction and filter, more candidates than the
+ * planner's query boxes fitted to each particle's reach (docs/design.md,
+ * "Sizes", moving particles). The skin list (sized_skin.c) is the
  * structure that saves work between steps. */
 #include <string.h>
 
