@@ -190,10 +190,13 @@ static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
  * system's bytes times the systems left), they are carved from blocks of
  * at most ARENA_BLOCK (unless one array needs more). A block's capsule is
  * the base of every array carved from it, so the block goes when its last
- * array does (the risk: one kept array keeps its whole block). A block
- * whose arrays are gone is kept for the next call, up to ARENA_CACHE bytes
- * in all, its pages already faulted in: the next batch writes warm memory
- * (prox.release_memory() frees the kept blocks). Small results keep
+ * array does (the risk: one kept array keeps its whole block). A block of
+ * at most ARENA_BLOCK whose arrays are gone is kept for the next call, its
+ * pages already faulted in, so the next batch writes warm memory: up to
+ * twice what the last call carved (a caller holding one batch while the
+ * next is made), within [ARENA_CACHE_MIN, ARENA_CACHE_MAX] in all;
+ * prox.release_memory() frees the kept blocks. The larger blocks of one
+ * large system are freed with their arrays. Small results keep
  * numpy's own allocations, warm when a loop drops each result before the
  * next. The blocks are ordinary pages: transparent huge pages, faulted in
  * five times faster on one machine, were five times slower on a VM whose
@@ -201,8 +204,9 @@ static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
  * Python"). The GIL guards the cache. */
 #define ARENA_MIN ((size_t)2 << 20)
 #define ARENA_BLOCK ((size_t)32 << 20)
-#define ARENA_CACHE ((size_t)256 << 20)
-#define ARENA_CACHE_SLOTS 16
+#define ARENA_CACHE_MIN ((size_t)64 << 20)
+#define ARENA_CACHE_MAX ((size_t)1024 << 20)
+#define ARENA_CACHE_SLOTS 64
 
 typedef struct arena_block {
     char *start;
@@ -213,11 +217,12 @@ typedef struct cell_arena {
     PyObject *block; /* the capsule of the block being carved (owned), or NULL */
     char *at;
     size_t left;
+    size_t carved;   /* the bytes of the blocks this call took */
     size_t expect;   /* the bytes still to come, as cell_value estimates them */
 } cell_arena;
 
 static arena_block *arena_cache[ARENA_CACHE_SLOTS];
-static size_t arena_cached;
+static size_t arena_cached, arena_cache_cap = ARENA_CACHE_MIN;
 
 static void block_free(arena_block *b)
 {
@@ -252,7 +257,8 @@ static arena_block *block_get(size_t bytes)
 /* A block whose last array went: kept while the cache has room. */
 static void block_retire(arena_block *b)
 {
-    for (int k = 0; k < ARENA_CACHE_SLOTS && arena_cached + b->bytes <= ARENA_CACHE; k++)
+    bool keep = b->bytes <= ARENA_BLOCK && arena_cached + b->bytes <= arena_cache_cap;
+    for (int k = 0; k < ARENA_CACHE_SLOTS && keep; k++)
         if (!arena_cache[k]) {
             arena_cache[k] = b;
             arena_cached += b->bytes;
@@ -299,12 +305,26 @@ static int arena_grow(cell_arena *a, size_t need)
     a->block = capsule;
     a->at = b->start;
     a->left = b->bytes;
+    a->carved += b->bytes;
     return 0;
 }
 
+/* The call's last block released; the cache sized for the next call. */
 static void arena_release(cell_arena *a)
 {
     Py_CLEAR(a->block);
+    if (a->carved) {
+        size_t cap = 2 * a->carved;
+        arena_cache_cap = cap < ARENA_CACHE_MIN ? ARENA_CACHE_MIN
+                          : cap > ARENA_CACHE_MAX ? ARENA_CACHE_MAX
+                                                  : cap;
+    }
+    for (int k = 0; k < ARENA_CACHE_SLOTS && arena_cached > arena_cache_cap; k++)
+        if (arena_cache[k]) { /* a smaller call: what the cache holds beyond its size */
+            arena_cached -= arena_cache[k]->bytes;
+            block_free(arena_cache[k]);
+            arena_cache[k] = NULL;
+        }
 }
 
 /* An uninitialised array of `type` carved from the arena, based on its
@@ -484,7 +504,7 @@ static PyObject *py_cell(PyObject *self, PyObject *args, PyObject *kw)
     }
     PyObject *list = PyList_New(n);
     /* large results carved from huge-page blocks (cell_value) */
-    cell_arena arena = {NULL, NULL, 0, 0};
+    cell_arena arena = {0};
     for (Py_ssize_t k = 0; list && k < n; k++) {
         if (one_by_one) {
             Py_BEGIN_ALLOW_THREADS
