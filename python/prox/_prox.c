@@ -1719,18 +1719,7 @@ static PyObject *SizedGrid_search(SizedGridObject *self, PyObject *args, PyObjec
     return result_value(&r, status);
 }
 
-static PyObject *SizedGrid_get_stats(SizedGridObject *self, void *c)
-{
-    (void)c;
-    return stats_dict(&self->stats);
-}
-
-static PyObject *SizedGrid_get_rebuilt(SizedGridObject *self, void *c)
-{
-    (void)c;
-    return PyBool_FromLong(self->stats.rebuilt);
-}
-
+/* size and dim: the built points' count and dimension (0 before build). */
 static PyObject *SizedGrid_get_count(SizedGridObject *self, void *c)
 {
     (void)c;
@@ -1758,9 +1747,10 @@ static PyMethodDef SizedGrid_methods[] = {
 };
 
 static PyGetSetDef SizedGrid_getset[] = {
-    {"stats", (getter)SizedGrid_get_stats, NULL, "figures of the last call (dict)", NULL},
-    {"rebuilt", (getter)SizedGrid_get_rebuilt, NULL, "whether the last build/update rebuilt",
-     NULL},
+    {"stats", skin_get_stats, NULL, "figures of the last call (dict)",
+     (void *)offsetof(SizedGridObject, stats)},
+    {"rebuilt", skin_get_rebuilt, NULL, "whether the last build/update rebuilt",
+     (void *)offsetof(SizedGridObject, stats)},
     {"size", (getter)SizedGrid_get_count, NULL, "number of built points", NULL},
     {"dim", (getter)SizedGrid_get_dim, NULL, "dimension of the built points (0 before build)",
      NULL},

@@ -163,16 +163,8 @@ static prox_status check_call(sized_call *call, const prox_sizes *sizes,
     if (st)
         return st;
     const sized_set *other = call->queries ? &call->qset : &call->set;
-    double largest = sized_largest(&call->rule, &call->set, other);
-    for (int k = 0; k < call->points->dim; k++) {
-        double L = call->desc->period[k];
-        if (L > 0 && !(largest < 0.5 * L))
-            return prox_fail(PROX_ERR_INVALID,
-                             "sizes: the largest interaction %g must be below half the period "
-                             "along %c (%g) for minimum images",
-                             largest, "xyz"[k], L);
-    }
-    return PROX_OK;
+    return sized_check_periods(&call->rule, &call->set, other, call->desc->period,
+                               call->points->dim);
 }
 
 static void call_free(sized_call *call)

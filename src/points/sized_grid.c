@@ -87,22 +87,6 @@ static prox_status keep_points(prox_sized_grid *g, const prox_points *p)
     return PROX_OK;
 }
 
-/* The largest interaction against the periods (minimum images), as
- * prox_sized_pairs checks it. */
-static prox_status check_periods(const prox_sized_grid *g)
-{
-    double largest = sized_largest(&g->rule, &g->set, &g->set);
-    for (int k = 0; k < g->dim; k++) {
-        double L = g->desc.period[k];
-        if (L > 0 && !(largest < 0.5 * L))
-            return prox_fail(PROX_ERR_INVALID,
-                             "sizes: the largest interaction %g must be below half the period "
-                             "along %c (%g) for minimum images",
-                             largest, "xyz"[k], L);
-    }
-    return PROX_OK;
-}
-
 prox_status prox_sized_grid_build(prox_sized_grid *g, const prox_points *points,
                                   const prox_sizes *sizes)
 {
@@ -119,7 +103,7 @@ prox_status prox_sized_grid_build(prox_sized_grid *g, const prox_points *points,
     if (!st)
         st = keep_points(g, points);
     if (!st)
-        st = check_periods(g);
+        st = sized_check_periods(&g->rule, &g->set, &g->set, g->desc.period, g->dim);
     g->built = st == PROX_OK;
     return st;
 }

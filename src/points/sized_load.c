@@ -243,3 +243,18 @@ double sized_largest(const sized_rule *rule, const sized_set *a, const sized_set
     double sa = a->max_size, sb = b->max_size;
     return rule->rule == PROX_RULE_CONTACT ? sa + sb : (sa > sb ? sa : sb);
 }
+
+prox_status sized_check_periods(const sized_rule *rule, const sized_set *a, const sized_set *b,
+                                const double *period, int dim)
+{
+    double largest = sized_largest(rule, a, b);
+    for (int k = 0; k < dim; k++) {
+        double L = period[k];
+        if (L > 0 && !(largest < 0.5 * L))
+            return prox_fail(PROX_ERR_INVALID,
+                             "sizes: the largest interaction %g must be below half the period "
+                             "along %c (%g) for minimum images",
+                             largest, "xyz"[k], L);
+    }
+    return PROX_OK;
+}

@@ -65,4 +65,10 @@ bool sized_uniform(const sized_rule *rule, const sized_set *a, const sized_set *
  * positive). */
 double sized_largest(const sized_rule *rule, const sized_set *a, const sized_set *b);
 
+/* Refuses (PROX_ERR_INVALID) a largest threshold of the two sets at or
+ * above half of a period (period[k] > 0) along the first `dim` axes:
+ * minimum images need it below. */
+prox_status sized_check_periods(const sized_rule *rule, const sized_set *a, const sized_set *b,
+                                const double *period, int dim);
+
 #endif
