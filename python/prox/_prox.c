@@ -1177,16 +1177,16 @@ static PyObject *Grid_get_rebuilt(GridObject *self, void *c)
     return PyBool_FromLong(self->stats.rebuilt);
 }
 
-static PyObject *Grid_get_count(GridObject *self, void *c)
+/* Getters of a field at an offset of the object: the kept structures'
+ * size (int64_t) and dim (int). */
+static PyObject *get_int64_at(PyObject *self, void *offset)
 {
-    (void)c;
-    return PyLong_FromLongLong(self->count);
+    return PyLong_FromLongLong(*(const int64_t *)(const void *)((char *)self + (size_t)offset));
 }
 
-static PyObject *Grid_get_dim(GridObject *self, void *c)
+static PyObject *get_int_at(PyObject *self, void *offset)
 {
-    (void)c;
-    return PyLong_FromLong(self->dim);
+    return PyLong_FromLong(*(const int *)(const void *)((char *)self + (size_t)offset));
 }
 
 static PyObject *Grid_get_radius(GridObject *self, void *c)
@@ -1225,8 +1225,9 @@ static PyMethodDef Grid_methods[] = {
 static PyGetSetDef Grid_getset[] = {
     {"stats", (getter)Grid_get_stats, NULL, "figures of the last call (dict)", NULL},
     {"rebuilt", (getter)Grid_get_rebuilt, NULL, "whether the last build/update rebuilt", NULL},
-    {"size", (getter)Grid_get_count, NULL, "number of built points", NULL},
-    {"dim", (getter)Grid_get_dim, NULL, "dimension of the built points (0 before build)", NULL},
+    {"size", get_int64_at, NULL, "number of built points", (void *)offsetof(GridObject, count)},
+    {"dim", get_int_at, NULL, "dimension of the built points (0 before build)",
+     (void *)offsetof(GridObject, dim)},
     {"radius", (getter)Grid_get_radius, NULL, "the search radius", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -1719,19 +1720,6 @@ static PyObject *SizedGrid_search(SizedGridObject *self, PyObject *args, PyObjec
     return result_value(&r, status);
 }
 
-/* size and dim: the built points' count and dimension (0 before build). */
-static PyObject *SizedGrid_get_count(SizedGridObject *self, void *c)
-{
-    (void)c;
-    return PyLong_FromLongLong(self->count);
-}
-
-static PyObject *SizedGrid_get_dim(SizedGridObject *self, void *c)
-{
-    (void)c;
-    return PyLong_FromLong(self->dim);
-}
-
 static PyMethodDef SizedGrid_methods[] = {
     {"_build", (PyCFunction)(void (*)(void))SizedGrid_build, METH_VARARGS | METH_KEYWORDS,
      "_build($self, /, points, sizes, rule='contact', cutoff=None)\n--\n\nBuild over the points"
@@ -1751,9 +1739,10 @@ static PyGetSetDef SizedGrid_getset[] = {
      (void *)offsetof(SizedGridObject, stats)},
     {"rebuilt", skin_get_rebuilt, NULL, "whether the last build/update rebuilt",
      (void *)offsetof(SizedGridObject, stats)},
-    {"size", (getter)SizedGrid_get_count, NULL, "number of built points", NULL},
-    {"dim", (getter)SizedGrid_get_dim, NULL, "dimension of the built points (0 before build)",
-     NULL},
+    {"size", get_int64_at, NULL, "number of built points",
+     (void *)offsetof(SizedGridObject, count)},
+    {"dim", get_int_at, NULL, "dimension of the built points (0 before build)",
+     (void *)offsetof(SizedGridObject, dim)},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
