@@ -198,8 +198,8 @@ static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
  * prox.release_memory() frees the kept blocks. The larger blocks of one
  * large system are freed with their arrays. Small results keep
  * numpy's own allocations, warm when a loop drops each result before the
- * next. The blocks are ordinary pages: transparent huge pages, faulted in
- * five times faster on one machine, were five times slower on a VM whose
+ * next. The blocks are ordinary pages: transparent huge pages fault in
+ * faster where free 2 MiB pages are at hand but slower on a VM whose
  * balloon takes freed memory back (docs/design.md, "Fresh memory from
  * Python"). The GIL guards the cache. */
 #define ARENA_MIN ((size_t)2 << 20)
