@@ -10,8 +10,9 @@
 #include "core/threads.h"
 #include "core/views.h"
 #include "points/points_common.h"
-#include "points/sized_load.h"
+#include "points/sized.h"
 #include "points/sized_classes.h"
+#include "points/sized_load.h"
 
 /* One pair of classes searched: the points of class q against the grid of
  * class g over `cut`; items [first, first + n of q) of the traversal. */
@@ -144,15 +145,11 @@ typedef struct sized_call {
     int threads;
 } sized_call;
 
-/* The options as the checks shared with the grid see them: the radius is
- * not read (the smallest valid one passes every check of it). */
 static prox_status check_call(sized_call *call, const prox_sizes *sizes,
                               const prox_sizes *query_sizes, prox_sink sink)
 {
-    prox_grid_desc d = *call->desc;
-    d.radius = PROX_RADIUS_MIN;
     /* coordinates last: the uniform case's grid checks them itself */
-    prox_status st = prox_search_check(call->points, call->queries, &d, sink, false);
+    prox_status st = sized_check_search(call->points, call->queries, call->desc, sink, false);
     if (!st)
         st = sized_check_rule(sizes, &call->rule, call->al);
     if (!st)
@@ -257,6 +254,23 @@ static prox_status run_brute(const sized_call *call, prox_sink sink, prox_stats 
     return st;
 }
 
+/* The planner's one decision and the search, the call checked. */
+static prox_status sized_search(sized_call *call, prox_algo algo, prox_sink sink,
+                                prox_stats *stats)
+{
+    call->threads = prox_threads_resolve(call->desc->threads);
+    double t;
+    const sized_set *other = call->queries ? &call->qset : &call->set;
+    if (algo == PROX_ALGO_GRID && sized_uniform(&call->rule, &call->set, other, &t) &&
+        t <= PROX_RADIUS_MAX)
+        return run_uniform(call, t, sink, stats);
+    prox_status st = prox_points_check_finite(call->points, "points", call->threads);
+    if (!st)
+        st = algo == PROX_ALGO_BRUTE ? run_brute(call, sink, stats)
+                                     : run_classes(call, sink, stats);
+    return st;
+}
+
 static prox_status sized_run(sized_call *call, const prox_sizes *sizes,
                              const prox_sizes *query_sizes, prox_algo algo, prox_sink sink,
                              prox_stats *stats)
@@ -275,17 +289,22 @@ static prox_status sized_run(sized_call *call, const prox_sizes *sizes,
         call_free(call);
         return st;
     }
-    call->threads = prox_threads_resolve(call->desc->threads);
-    double t;
-    const sized_set *other = call->queries ? &call->qset : &call->set;
-    if (algo == PROX_ALGO_GRID && sized_uniform(&call->rule, &call->set, other, &t) &&
-        t <= PROX_RADIUS_MAX)
-        st = run_uniform(call, t, sink, stats);
-    else if (!(st = prox_points_check_finite(call->points, "points", call->threads)))
-        st = algo == PROX_ALGO_BRUTE ? run_brute(call, sink, stats)
-                                     : run_classes(call, sink, stats);
+    st = sized_search(call, algo, sink, stats);
     call_free(call);
     return st;
+}
+
+prox_status sized_pairs_loaded(const prox_points *points, const sized_rule *rule,
+                               const sized_set *set, const prox_grid_desc *desc, prox_sink sink,
+                               prox_stats *stats)
+{
+    prox_status st = sized_check_search(points, NULL, desc, sink, false);
+    if (st)
+        return st;
+    /* the caller's rule and set, borrowed: not released here */
+    sized_call call = {.points = points, .desc = desc, .al = &desc->allocator, .rule = *rule,
+                       .set = *set};
+    return sized_search(&call, PROX_ALGO_GRID, sink, stats);
 }
 
 prox_status prox_sized_pairs(const prox_points *points, const prox_sizes *sizes,

@@ -2,7 +2,8 @@
  * (include/prox/sizes.h, prox_sized_grid; docs/design.md, "Sizes": moving
  * particles): the sizes read and checked once, a copy of the coordinates
  * the caller may then change freely, new positions taken by update, and
- * the pairs of prox_sized_pairs over the copy.
+ * the pairs of prox_sized_pairs over the copy, the sizes not read again
+ * (sized_pairs_loaded).
  *
  * Each pairs call plans the size classes again over the kept positions
  * (the planner of sized.c). A kept grid per class that relocates its
@@ -15,8 +16,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "points/points_common.h"
-#include "points/sized_load.h"
+#include "points/sized.h"
 
 struct prox_sized_grid {
     prox_grid_desc desc;
@@ -38,9 +38,7 @@ prox_status prox_sized_grid_create(const prox_grid_desc *desc, prox_sized_grid *
     if (!desc)
         return prox_fail(PROX_ERR_INVALID, "sized grid: options are NULL; start from "
                                            "prox_default_grid_desc()");
-    prox_grid_desc d = *desc;
-    d.radius = PROX_RADIUS_MIN; /* not read: the sizes give the thresholds */
-    prox_status st = prox_grid_desc_check(&d, 3);
+    prox_status st = sized_check_options(desc);
     if (st)
         return st;
     prox_allocator al = prox_allocator_resolve(&desc->allocator);
@@ -66,14 +64,6 @@ void prox_sized_grid_destroy(prox_sized_grid *g)
     prox_free(&al, g);
 }
 
-/* The options as the one-shot checks see them (the radius is not read). */
-static prox_status check_points(const prox_sized_grid *g, const prox_points *p)
-{
-    prox_grid_desc d = g->desc;
-    d.radius = PROX_RADIUS_MIN;
-    return prox_search_check(p, NULL, &d, prox_sink_count(), true);
-}
-
 /* The caller's positions widened into the kept copy. */
 static prox_status keep_points(prox_sized_grid *g, const prox_points *p)
 {
@@ -95,7 +85,7 @@ prox_status prox_sized_grid_build(prox_sized_grid *g, const prox_points *points,
     g->built = false;
     sized_set_free(&g->set, &g->al);
     sized_rule_free(&g->rule, &g->al);
-    prox_status st = check_points(g, points);
+    prox_status st = sized_check_search(points, NULL, &g->desc, prox_sink_count(), true);
     if (!st)
         st = sized_check_rule(sizes, &g->rule, &g->al);
     if (!st)
@@ -113,7 +103,7 @@ prox_status prox_sized_grid_update(prox_sized_grid *g, const prox_points *points
 {
     if (!g || !g->built)
         return prox_fail(PROX_ERR_INVALID, "sized grid: update before a build");
-    prox_status st = check_points(g, points);
+    prox_status st = sized_check_search(points, NULL, &g->desc, prox_sink_count(), true);
     if (st)
         return st;
     if (points->count != g->n || points->dim != g->dim)
@@ -139,8 +129,5 @@ prox_status prox_sized_grid_pairs(prox_sized_grid *g, prox_sink sink, prox_stats
     if (!g || !g->built)
         return prox_fail(PROX_ERR_INVALID, "sized grid: pairs before a build");
     prox_points p = prox_points_f64(g->x, g->n, g->dim);
-    prox_sizes z = g->rule.rule == PROX_RULE_TYPES
-                       ? prox_sizes_types(g->set.type, g->rule.types, g->rule.cut)
-                       : prox_sizes_radii(g->set.size, g->rule.rule);
-    return prox_sized_pairs(&p, &z, &g->desc, PROX_ALGO_GRID, sink, stats);
+    return sized_pairs_loaded(&p, &g->rule, &g->set, &g->desc, sink, stats);
 }

@@ -6,6 +6,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "points/points_common.h"
 #include "points/sized_load.h"
 
 prox_sizes prox_sizes_radii_strided(const void *first, prox_scalar scalar, ptrdiff_t stride,
@@ -257,4 +258,19 @@ prox_status sized_check_periods(const sized_rule *rule, const sized_set *a, cons
                              largest, "xyz"[k], L);
     }
     return PROX_OK;
+}
+
+prox_status sized_check_options(const prox_grid_desc *desc)
+{
+    prox_grid_desc d = *desc;
+    d.radius = PROX_RADIUS_MIN;
+    return prox_grid_desc_check(&d, 3);
+}
+
+prox_status sized_check_search(const prox_points *points, const prox_points *queries,
+                               const prox_grid_desc *desc, prox_sink sink, bool points_finite)
+{
+    prox_grid_desc d = *desc;
+    d.radius = PROX_RADIUS_MIN;
+    return prox_search_check(points, queries, &d, sink, points_finite);
 }

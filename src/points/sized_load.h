@@ -65,6 +65,16 @@ bool sized_uniform(const sized_rule *rule, const sized_set *a, const sized_set *
  * positive). */
 double sized_largest(const sized_rule *rule, const sized_set *a, const sized_set *b);
 
+/* The options as the sized searches see them: desc->radius is not read
+ * (the smallest valid radius stands in, so every check of it passes).
+ * sized_check_options checks them alone (for 3D, the widest period);
+ * sized_check_search as prox_search_check does with the points, the
+ * queries (NULL: self pairs), the sink and, when asked, finite
+ * coordinates. */
+prox_status sized_check_options(const prox_grid_desc *desc);
+prox_status sized_check_search(const prox_points *points, const prox_points *queries,
+                               const prox_grid_desc *desc, prox_sink sink, bool points_finite);
+
 /* Refuses (PROX_ERR_INVALID) a largest threshold of the two sets at or
  * above half of a period (period[k] > 0) along the first `dim` axes:
  * minimum images need it below. */

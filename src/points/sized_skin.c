@@ -50,9 +50,7 @@ prox_status prox_sized_skin_list_create(const prox_grid_desc *desc, double skin,
     if (!desc)
         return prox_fail(PROX_ERR_INVALID, "sized skin list: options are NULL; start from "
                                            "prox_default_grid_desc()");
-    prox_grid_desc d = *desc;
-    d.radius = PROX_RADIUS_MIN; /* not read: the sizes give the thresholds */
-    prox_status st = prox_grid_desc_check(&d, 3);
+    prox_status st = sized_check_options(desc);
     if (st)
         return st;
     if (!isfinite(skin) || skin < 0)
@@ -193,9 +191,7 @@ prox_status prox_sized_skin_list_pairs(prox_sized_skin_list *l, const prox_point
 {
     if (!l)
         return prox_fail(PROX_ERR_INVALID, "sized skin list is NULL");
-    prox_grid_desc d = l->desc;
-    d.radius = PROX_RADIUS_MIN;
-    prox_status st = prox_search_check(p, NULL, &d, sink, true);
+    prox_status st = sized_check_search(p, NULL, &l->desc, sink, true);
     if (!st)
         st = take_sizes(l, sizes, p->count);
     if (st)
