@@ -15,36 +15,60 @@
  * the end of each (bucket, thread) part in bucket-major order, then each
  * thread walks its block backwards placing indices just below those ends,
  * which keeps equal keys in input order. Thread 0 counts in starts[]
- * itself, so afterwards starts[b] is where bucket b begins. */
+ * itself, so afterwards starts[b] is where bucket b begins. One thread
+ * runs the same three steps outside a parallel region: the small sorts of
+ * a call over a few points (cell_direct.c's reverses, one per structure
+ * of a dataset) then pay no team start. */
+#define COUNTS_OF(t) ((t) == 0 ? starts : hist + (int64_t)((t) - 1) * buckets)
+
+static void count_block(const uint32_t *keys, int64_t from, int64_t to, uint32_t *count,
+                        int64_t buckets)
+{
+    memset(count, 0, (size_t)buckets * sizeof *count);
+    for (int64_t i = from; i < to; i++)
+        count[keys[i]]++;
+}
+
+static void ends_of(uint32_t *starts, uint32_t *hist, int64_t buckets, int nt)
+{
+    uint32_t end = 0;
+    for (int64_t b = 0; b < buckets; b++)
+        for (int u = 0; u < nt; u++) {
+            end += COUNTS_OF(u)[b];
+            COUNTS_OF(u)[b] = end;
+        }
+}
+
+static void place_block(const uint32_t *keys, int64_t from, int64_t to, uint32_t *count,
+                        uint32_t *out)
+{
+    for (int64_t i = to - 1; i >= from; i--)
+        out[--count[keys[i]]] = (uint32_t)i;
+}
+
 void prox_counting_sort_u32(const uint32_t *keys, int64_t n, int64_t buckets, uint32_t *starts,
                             uint32_t *out, uint32_t *hist, int threads)
 {
-    if (n < PARALLEL_MIN || threads < 1)
-        threads = 1;
-#define COUNTS_OF(t) ((t) == 0 ? starts : hist + (int64_t)((t) - 1) * buckets)
-#pragma omp parallel num_threads(threads) if (threads > 1)
+    if (n < PARALLEL_MIN || threads <= 1) {
+        count_block(keys, 0, n, starts, buckets);
+        ends_of(starts, hist, buckets, 1);
+        place_block(keys, 0, n, starts, out);
+        starts[buckets] = (uint32_t)n;
+        return;
+    }
+#pragma omp parallel num_threads(threads)
     {
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
         uint32_t *count = COUNTS_OF(t);
-        memset(count, 0, (size_t)buckets * sizeof *count);
-        for (int64_t i = n * t / nt; i < n * (t + 1) / nt; i++)
-            count[keys[i]]++;
+        count_block(keys, n * t / nt, n * (t + 1) / nt, count, buckets);
 #pragma omp barrier
 #pragma omp single
-        {
-            uint32_t end = 0;
-            for (int64_t b = 0; b < buckets; b++)
-                for (int u = 0; u < nt; u++) {
-                    end += COUNTS_OF(u)[b];
-                    COUNTS_OF(u)[b] = end;
-                }
-        }
-        for (int64_t i = n * (t + 1) / nt - 1; i >= n * t / nt; i--)
-            out[--count[keys[i]]] = (uint32_t)i;
+        ends_of(starts, hist, buckets, nt);
+        place_block(keys, n * t / nt, n * (t + 1) / nt, count, out);
     }
-#undef COUNTS_OF
     starts[buckets] = (uint32_t)n;
 }
+#undef COUNTS_OF
 
 /* Tables past the L2 cache (the grid over W1 at 4M points: 0.72M cells,
  * 2.9 MB of counters) are counted a slice of keys at a time. The indices

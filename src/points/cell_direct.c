@@ -21,6 +21,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/radix_sort.h"
 #include "points/cell_direct.h"
 #include "points/cell_output.h"
 
@@ -29,6 +30,9 @@
  * bins serve: their memory is linear in the points. */
 #define DIRECT_GHOST_EXCESS 4
 #define DIRECT_MAX_GHOSTS (1 << 20)
+/* reverse_of packs a ghost and a row in one word */
+_Static_assert(DIRECT_MAX_GHOSTS <= 1 << 24 && PROX_CELL_DIRECT_MAX_POINTS <= 256,
+               "a reversed hit's ghost and row fit 24 and 8 bits");
 
 typedef struct direct_ghosts {
     double *x[3];     /* the caller's coordinates of the ghost's point, widened */
@@ -45,6 +49,8 @@ typedef struct direct_search {
     int64_t n;
     double reach[3];  /* ghosts: fractions within reach[k] of [fmin[k], fmax[k]] */
     double fmin[3], fmax[3];
+    /* point j's ghosts: shifts lo[j][k] .. hi[j][k] along axis k */
+    int32_t lo[PROX_CELL_DIRECT_MAX_POINTS][3], hi[PROX_CELL_DIRECT_MAX_POINTS][3];
     direct_ghosts g;
     double r2;
     bool full, self_interaction, store;
@@ -94,22 +100,24 @@ static void ghost_range(const direct_search *s, double f, int k, int64_t *lo, in
     }
 }
 
-static void ghost_ranges(const direct_search *s, const prox_points *points, int64_t j,
-                         double *x, int64_t lo[3], int64_t hi[3])
-{
-    prox_cell_load(points, j, x);
-    for (int k = 0; k < 3; k++)
-        ghost_range(s, prox_cell_fraction(s->c, x, k), k, &lo[k], &hi[k]);
-}
-
-static int64_t count_ghosts(const direct_search *s, const prox_points *points)
+/* Every point's shift ranges (s->lo, s->hi); returns the ghosts they
+ * make. The shifts fit 32 bits: the fractions are within 2^30
+ * (prox_cell_measure), the reach within the bins' stencil. */
+static int64_t plan_ghosts(direct_search *s, const prox_points *points)
 {
     int64_t t = 0;
     for (int64_t j = 0; j < s->n; j++) {
         double x[3];
-        int64_t lo[3], hi[3];
-        ghost_ranges(s, points, j, x, lo, hi);
-        t += (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1) * (hi[2] - lo[2] + 1);
+        prox_cell_load(points, j, x);
+        int64_t per = 1;
+        for (int k = 0; k < 3; k++) {
+            int64_t lo, hi;
+            ghost_range(s, prox_cell_fraction(s->c, x, k), k, &lo, &hi);
+            s->lo[j][k] = (int32_t)lo;
+            s->hi[j][k] = (int32_t)hi;
+            per *= hi - lo + 1;
+        }
+        t += per;
     }
     return t;
 }
@@ -145,8 +153,9 @@ static void list_ghosts(direct_search *s, const prox_points *points)
     int64_t t = 0;
     for (int64_t j = 0; j < s->n; j++) {
         double x[3];
-        int64_t lo[3], hi[3], S[3];
-        ghost_ranges(s, points, j, x, lo, hi);
+        int64_t S[3];
+        const int32_t *lo = s->lo[j], *hi = s->hi[j];
+        prox_cell_load(points, j, x);
         for (S[0] = lo[0]; S[0] <= hi[0]; S[0]++)
             for (S[1] = lo[1]; S[1] <= hi[1]; S[1]++)
                 for (S[2] = lo[2]; S[2] <= hi[2]; S[2]++)
@@ -266,13 +275,21 @@ static void write_hits(const direct_writer *w, const uint32_t *hits, int64_t p, 
     }
 }
 
-/* Reverses [0, count) of the hits (row rows[k], ghost ghosts[k]) as pairs
- * p..: (j, r, -S) with D = (x_r - x_j) + (-S) . cell. */
-static void write_reverses(const direct_writer *w, const uint32_t *rows, const uint32_t *ghosts,
+/* A hit of the half list to reverse: its ghost t (below 2^20,
+ * DIRECT_MAX_GHOSTS) and its row r (below 256, PROX_CELL_DIRECT_MAX_POINTS)
+ * in one word. */
+static inline uint32_t reverse_of(uint32_t t, int64_t r)
+{
+    return t << 8 | (uint32_t)r;
+}
+
+/* The reverses order[0 .. count) of the hits as pairs p..: (j, r, -S) with
+ * D = (x_r - x_j) + (-S) . cell. */
+static void write_reverses(const direct_writer *w, const uint32_t *hits, const uint32_t *order,
                            int64_t p, int64_t count)
 {
-    for (int64_t k = 0; k < count; k++, p++) {
-        uint32_t r = rows[k], t = ghosts[k];
+    for (int64_t m = 0; m < count; m++, p++) {
+        uint32_t r = hits[order[m]] & 0xff, t = hits[order[m]] >> 8;
         int64_t own = w->own[r];
         double D[3] = {(w->x[0][own] - w->x[0][t]) + w->vm[0][t],
                        (w->x[1][own] - w->x[1][t]) + w->vm[1][t],
@@ -301,49 +318,50 @@ static prox_status half_output(const direct_search *s, prox_geometry *out, int d
 /* The full list's row i in (j, S) order: the reverses of the hits of rows
  * r <= i on point i (j = r < i, then i's own images of negative shift),
  * then row i's own hits (its images of positive shift, then j > i). The
- * reverses are placed by a stable counting sort on i: rows ascending, each
- * row's hits from its last (a point's shifts descending within a row, so
- * their negatives ascend). (i, i, 0) of self_interaction is not reversed. */
+ * reverses are listed rows ascending, each row's hits from its last (a
+ * point's shifts descending within a row, so their negatives ascend), and
+ * placed by the stable counting sort on their point (core/radix_sort.h).
+ * (i, i, 0) of self_interaction is not reversed. */
 static prox_status full_output(const direct_search *s, prox_geometry *out, int dim)
 {
     const direct_ghosts *gh = &s->g;
     int64_t n = s->n, half = s->count, reversed = half - (s->self_interaction ? n : 0);
-    int64_t *at = prox_alloc_array(s->al, n + 1, sizeof *at);
-    uint32_t *from = prox_alloc_array(s->al, reversed + 1, sizeof *from); /* the hit's row */
-    uint32_t *ghost = prox_alloc_array(s->al, reversed + 1, sizeof *ghost);
-    prox_status st = at && from && ghost ? prox_geometry_alloc(out, half + reversed, dim)
-                                         : prox_fail(PROX_ERR_NO_MEMORY,
-                                                     "cell: no memory for %lld pairs",
-                                                     (long long)(half + reversed));
+    /* each reverse's hit (its ghost and row packed, reverse_of), its point
+     * (the sort's key), and their order */
+    uint32_t *hit = prox_alloc_array(s->al, reversed + 1, sizeof *hit);
+    uint32_t *key = prox_alloc_array(s->al, reversed + 1, sizeof *key);
+    uint32_t *order = prox_alloc_array(s->al, reversed + 1, sizeof *order);
+    uint32_t *starts = prox_alloc_array(s->al, n + 1, sizeof *starts);
+    prox_status st = hit && key && order && starts
+                         ? prox_geometry_alloc(out, half + reversed, dim)
+                         : prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld pairs",
+                                     (long long)(half + reversed));
     if (!st) {
-        memset(at, 0, (size_t)(n + 1) * sizeof *at);
-        for (int64_t h = 0; h < half; h++)
-            at[gh->point[s->hits[h]] + 1]++;
-        for (int64_t i = 0; i < n; i++) /* reverses end where row i's own hits begin */
-            at[i + 1] += at[i] - (s->self_interaction ? 1 : 0);
+        int64_t q = 0;
         for (int64_t r = 0; r < n; r++)
             for (int64_t h = s->row_end[r] - 1; h >= row_start(s, r); h--) {
                 uint32_t t = s->hits[h];
                 if (t == gh->own[r])
                     continue;
-                int64_t q = at[gh->point[t]]++;
-                from[q] = (uint32_t)r;
-                ghost[q] = t;
+                hit[q] = reverse_of(t, r);
+                key[q++] = gh->point[t];
             }
+        prox_counting_sort_u32(key, reversed, n, starts, order, NULL, 1);
         direct_writer w = writer_of(s, out);
-        int64_t p = 0, q = 0;
+        int64_t p = 0;
         for (int64_t i = 0; i < n; i++) {
-            write_reverses(&w, from + q, ghost + q, p, at[i] - q);
-            p += at[i] - q;
-            q = at[i];
+            int64_t count = (int64_t)starts[i + 1] - starts[i];
+            write_reverses(&w, hit, order + starts[i], p, count);
+            p += count;
             write_hits(&w, s->hits, p, i, row_start(s, i), s->row_end[i]);
             p += s->row_end[i] - row_start(s, i);
         }
         finish_distances(out);
     }
-    prox_free(s->al, at);
-    prox_free(s->al, from);
-    prox_free(s->al, ghost);
+    prox_free(s->al, hit);
+    prox_free(s->al, key);
+    prox_free(s->al, order);
+    prox_free(s->al, starts);
     return st;
 }
 
@@ -416,7 +434,7 @@ prox_status prox_cell_direct_pairs(const prox_points *points, const prox_cell_de
                        .self_interaction = desc->self_interaction, .store = out != NULL,
                        .al = &al};
     plan_reach(&s, desc->cutoff, &e);
-    int64_t ghosts = count_ghosts(&s, points);
+    int64_t ghosts = plan_ghosts(&s, points);
     if (ghosts > DIRECT_MAX_GHOSTS || (double)ghosts > DIRECT_GHOST_EXCESS * wrapped_ghosts(&s))
         return PROX_OK; /* the bins serve */
     *served = true;
