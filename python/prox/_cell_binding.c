@@ -221,6 +221,13 @@ typedef struct cell_arena {
     size_t expect;   /* the bytes still to come, as cell_value estimates them */
 } cell_arena;
 
+/* An array's room in a block: whole cache lines, so that every array of a
+ * block starts on one. */
+static size_t arena_room(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
 static arena_block *arena_cache[ARENA_CACHE_SLOTS];
 static size_t arena_cached, arena_cache_cap = ARENA_CACHE_MIN;
 
@@ -291,7 +298,7 @@ static int arena_grow(cell_arena *a, size_t need)
 {
     size_t want = a->expect < ARENA_BLOCK ? a->expect : ARENA_BLOCK;
     want = want > need ? want : need;
-    arena_block *b = block_get((want + 63) & ~(size_t)63);
+    arena_block *b = block_get(arena_room(want));
     if (!b) {
         PyErr_NoMemory();
         return -1;
@@ -332,7 +339,7 @@ static void arena_release(cell_arena *a)
 static PyObject *arena_array(cell_arena *a, int nd, npy_intp *dims, int type)
 {
     size_t bytes = (size_t)dims[0] * (nd > 1 ? (size_t)dims[1] : 1) * 8; /* 8-byte types */
-    bytes = (bytes + 63) & ~(size_t)63;
+    bytes = arena_room(bytes);
     if ((!a->block || a->left < bytes) && arena_grow(a, bytes) < 0)
         return NULL;
     PyObject *arr = PyArray_SimpleNewFromData(nd, dims, type, a->at);
@@ -380,7 +387,7 @@ static size_t cell_value_bytes(const cell_system *s, const char *quantities)
 {
     size_t n = (size_t)s->out.count, dim = (size_t)(s->out.dim ? s->out.dim : 3), t = 0;
     for (const char *q = quantities; *q; q++)
-        t += ((*q == 'D' || *q == 'S' ? n * dim : n) * 8 + 63) & ~(size_t)63;
+        t += arena_room((*q == 'D' || *q == 'S' ? n * dim : n) * 8);
     return t;
 }
 
