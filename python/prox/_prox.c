@@ -1688,7 +1688,7 @@ static PyObject *SizedGrid_update(SizedGridObject *self, PyObject *points_obj)
     self->busy = 0;
     matrix_release(&pm);
     if (status != PROX_OK) {
-        self->dim = 0; /* the C grid wants a build after a failed update */
+        self->dim = 0; /* a refused update asks for a build: no pairs of the old positions */
         self->count = 0;
         return raise_status(status);
     }
@@ -1726,8 +1726,8 @@ static PyMethodDef SizedGrid_methods[] = {
      " and their sizes (see prox.SizedGrid.build)."},
     {"update", (PyCFunction)SizedGrid_update, METH_O,
      "update($self, points, /)\n--\n\nThe points moved (the same count; the sizes stay the"
-     " build's): relocate those whose cell changed, or rebuild when cheaper. Returns True when"
-     " rebuilt."},
+     " build's): the kept copy takes the new positions. Returns True (the size classes are"
+     " planned again at the next search)."},
     {"_search", (PyCFunction)(void (*)(void))SizedGrid_search, METH_VARARGS | METH_KEYWORDS,
      "_search($self, /, output='pairs', sort=True, index_dtype=None)\n--\n\nThe pairs within"
      " their threshold (see prox.SizedGrid)."},
@@ -1753,7 +1753,7 @@ static PyTypeObject SizedGridType = {
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)SizedGrid_init,
     .tp_doc = "SizedGrid(box=None, threads=0)\n--\n\n"
-              "A kept grid of particles with sizes (see prox.SizedGrid).",
+              "Particles with sizes kept across calls (see prox.SizedGrid).",
     .tp_dealloc = (destructor)SizedGrid_dealloc,
     .tp_methods = SizedGrid_methods,
     .tp_getset = SizedGrid_getset,
