@@ -159,3 +159,121 @@ void oracle_cell_pairs(const double *x, int64_t n, int dim, double cell[3][3],
     if (out->count > 1)
         qsort(out->items, (size_t)out->count, sizeof *out->items, compare_images);
 }
+
+/* ---- k nearest images ------------------------------------------------------ */
+
+static int compare_ranked(const void *pa, const void *pb)
+{
+    const oracle_image *a = pa, *b = pb;
+    double da = a->D[0] * a->D[0] + a->D[1] * a->D[1] + a->D[2] * a->D[2];
+    double db = b->D[0] * b->D[0] + b->D[1] * b->D[1] + b->D[2] * b->D[2];
+    if (da != db)
+        return da < db ? -1 : 1;
+    if (a->j != b->j)
+        return a->j < b->j ? -1 : 1;
+    for (int k = 0; k < 3; k++)
+        if (a->S[k] != b->S[k])
+            return a->S[k] < b->S[k] ? -1 : 1;
+    return 0;
+}
+
+/* Every image of the points within `radius` of xi (closed ball; all of
+ * them once at S = 0 when no axis is periodic), self left out as asked. */
+static void images_within(const double *x, int64_t n, int dim, double cell[3][3],
+                          double m[3][3], const bool *periodic, const double *xi, int64_t self,
+                          double radius, oracle_images *out)
+{
+    out->count = 0;
+    double fi[3], reach[3];
+    solve_fractions(m, xi, fi);
+    for (int k = 0; k < 3; k++)
+        reach[k] = periodic[k] ? radius / height(m, k) : 0;
+    for (int64_t j = 0; j < n; j++) {
+        double xj[3] = {0, 0, 0}, fj[3];
+        memcpy(xj, x + j * dim, (size_t)dim * sizeof(double));
+        solve_fractions(m, xj, fj);
+        int32_t lo[3], hi[3];
+        for (int k = 0; k < 3; k++) {
+            double delta = fj[k] - fi[k];
+            lo[k] = periodic[k] ? (int32_t)floor(-reach[k] - delta) - 1 : 0;
+            hi[k] = periodic[k] ? (int32_t)ceil(reach[k] - delta) + 1 : 0;
+        }
+        for (int32_t s0 = lo[0]; s0 <= hi[0]; s0++)
+            for (int32_t s1 = lo[1]; s1 <= hi[1]; s1++)
+                for (int32_t s2 = lo[2]; s2 <= hi[2]; s2++) {
+                    if (j == self && s0 == 0 && s1 == 0 && s2 == 0)
+                        continue;
+                    oracle_image v = {0, (prox_index)j, {s0, s1, s2}, {0}, 0};
+                    for (int k = 0; k < 3; k++)
+                        v.D[k] = (xj[k] - xi[k]) + (((double)s0 * cell[0][k] +
+                                                     (double)s1 * cell[1][k]) +
+                                                    (double)s2 * cell[2][k]);
+                    double d2 = v.D[0] * v.D[0] + v.D[1] * v.D[1] + v.D[2] * v.D[2];
+                    if (d2 <= radius * radius) {
+                        v.d = sqrt(d2);
+                        push(out, &v);
+                    }
+                }
+    }
+}
+
+void oracle_cell_knn(const double *x, int64_t n, const double *q, int64_t nq, int dim,
+                     double cell[3][3], const bool pbc[3], int k, double max_radius,
+                     bool include_self, oracle_knn_images *out)
+{
+    bool self = q == NULL;
+    if (self) {
+        q = x;
+        nq = n;
+    }
+    double m[3][3];
+    usable_cell(cell, pbc, dim, m);
+    bool periodic[3] = {false, false, false}, any = false;
+    double start = INFINITY;
+    for (int a = 0; a < dim; a++)
+        if (pbc[a]) {
+            periodic[a] = any = true;
+            start = fmin(start, height(m, a));
+        }
+    out->rows = nq;
+    out->k = k;
+    out->dim = dim;
+    out->j = malloc((size_t)(nq * k + 1) * sizeof *out->j);
+    out->d = malloc((size_t)(nq * k + 1) * sizeof *out->d);
+    out->S = malloc((size_t)(nq * k * dim + 1) * sizeof *out->S);
+    out->counts = malloc((size_t)(nq + 1) * sizeof *out->counts);
+    oracle_images list = {0};
+    for (int64_t i = 0; i < nq; i++) {
+        double xi[3] = {0, 0, 0};
+        memcpy(xi, q + i * dim, (size_t)dim * sizeof(double));
+        int64_t skip = self && !include_self ? i : -1;
+        double radius = any ? start : INFINITY;
+        for (;;) {
+            double r = max_radius > 0 && max_radius < radius ? max_radius : radius;
+            images_within(x, n, dim, cell, m, periodic, xi, skip, r, &list);
+            if (list.count >= k || !any || r == max_radius)
+                break;
+            radius *= 2;
+        }
+        qsort(list.items, (size_t)list.count, sizeof *list.items, compare_ranked);
+        int real = list.count < k ? (int)list.count : k;
+        out->counts[i] = real;
+        for (int t = 0; t < k; t++) {
+            const oracle_image *v = t < real ? &list.items[t] : NULL;
+            out->j[i * k + t] = v ? v->j : (prox_index)n;
+            out->d[i * k + t] = v ? v->d : INFINITY;
+            for (int a = 0; a < dim; a++)
+                out->S[(i * k + t) * dim + a] = v ? v->S[a] : 0;
+        }
+    }
+    oracle_images_free(&list);
+}
+
+void oracle_knn_images_free(oracle_knn_images *r)
+{
+    free(r->j);
+    free(r->d);
+    free(r->S);
+    free(r->counts);
+    memset(r, 0, sizeof *r);
+}

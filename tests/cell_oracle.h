@@ -32,4 +32,25 @@ void oracle_cell_pairs(const double *x, int64_t count, int dim, double cell[3][3
                        oracle_images *out);
 void oracle_images_free(oracle_images *list);
 
+/* The k nearest images of each query by the same vector rule
+ * (include/prox/cell.h, "k nearest images"): for each query, every image
+ * (j, S) within a radius R that doubles until k of them lie within it (or
+ * R passes max_radius; with no periodic axis, every point once), sorted
+ * by (D.D, j, S), the first k kept. q NULL: the points query each other,
+ * (i, i, 0) left out unless include_self. Rows: k entries each, `counts`
+ * of them real, padding j = count, d = +inf, S = 0. */
+typedef struct oracle_knn_images {
+    int64_t rows;
+    int k, dim;
+    prox_index *j;   /* rows * k */
+    double *d;       /* rows * k */
+    int32_t *S;      /* rows * k * dim */
+    int32_t *counts; /* rows */
+} oracle_knn_images;
+
+void oracle_cell_knn(const double *x, int64_t count, const double *q, int64_t queries, int dim,
+                     double cell[3][3], const bool pbc[3], int k, double max_radius,
+                     bool include_self, oracle_knn_images *out);
+void oracle_knn_images_free(oracle_knn_images *r);
+
 #endif

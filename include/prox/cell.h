@@ -28,6 +28,7 @@
 #define PROX_CELL_H
 
 #include "prox/core.h"
+#include "prox/knn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,6 +95,43 @@ PROX_API void prox_geometry_free(prox_geometry *geometry);
  * (the rest); all give the same output to the bit. */
 PROX_API prox_status prox_cell_pairs(const prox_points *points, const prox_cell_desc *desc,
                                      prox_geometry *out, prox_stats *stats);
+
+/* ---- k nearest images ------------------------------------------------------
+ *
+ * For every query, the k nearest images (j, S) of the points in the cell,
+ * by the vector rule above (D = (x_j - x_q) + S.cell in double, the
+ * squared distance D.D): images, as the pairs are, so a small cell gives
+ * several images of the same j and self-images (i, i, S != 0) of a self
+ * query, and a cell larger than twice the k-th distance gives each j once
+ * (its nearest image). Sorted by (squared distance, j, S lexicographic),
+ * the same on every thread count and SIMD level. A self query leaves out
+ * (i, i, 0) unless include_self; with max_radius > 0 only images with
+ * D.D <= max_radius^2 count. Rows short of k are padded as prox_knn pads
+ * them (index n, distance +inf) with S = 0. */
+typedef struct prox_cell_knn_desc {
+    int k;                 /* images per query, >= 1 (default 1) */
+    double max_radius;     /* > 0: only images within it (closed ball); 0 = no limit */
+    double cell[3][3];     /* rows: the cell vectors, as prox_cell_desc's */
+    bool pbc[3];           /* periodic axes; default none */
+    bool include_self;     /* self queries: (i, i, 0) is a neighbour (distance 0) */
+    int threads;           /* 0 = OpenMP default, 1 = no threads, n = n threads */
+    prox_allocator allocator;
+} prox_cell_knn_desc;
+
+PROX_API prox_cell_knn_desc prox_default_cell_knn_desc(void);
+
+/* queries NULL: the points query each other. out (initialised by
+ * prox_knn_result_init) receives rows x k indices, distances and shifts
+ * (its `shifts` array, dim entries per neighbour). Refused as
+ * prox_cell_pairs refuses a cell or a point; a k whose images would
+ * number more than PROX_CELL_KNN_MAX_IMAGES is refused (PROX_ERR_RANGE).
+ * stats->method is "cell.knn"; stats->candidates counts the images
+ * measured by the rule. */
+#define PROX_CELL_KNN_MAX_IMAGES (INT64_C(1) << 26)
+
+PROX_API prox_status prox_cell_knn(const prox_points *points, const prox_points *queries,
+                                   const prox_cell_knn_desc *desc, prox_knn_result *out,
+                                   prox_stats *stats);
 
 #ifdef __cplusplus
 }

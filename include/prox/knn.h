@@ -46,6 +46,8 @@ typedef struct prox_knn_result {
     prox_index *indices; /* rows * k */
     double *distances;   /* rows * k */
     int32_t *counts;     /* rows */
+    int32_t *shifts;     /* rows * k * dim: each neighbour's integer cell shift S, filled by
+                            prox_cell_knn (prox/cell.h) only; NULL from prox_knn */
     prox_allocator allocator;
 } prox_knn_result;
 

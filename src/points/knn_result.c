@@ -19,6 +19,7 @@ void prox_knn_result_free(prox_knn_result *r)
     prox_free(&r->allocator, r->indices);
     prox_free(&r->allocator, r->distances);
     prox_free(&r->allocator, r->counts);
+    prox_free(&r->allocator, r->shifts);
     prox_allocator a = r->allocator;
     *r = (prox_knn_result){0};
     r->allocator = a;
