@@ -26,6 +26,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/radix_sort.h"
 #include "core/threads.h"
 #include "core/views.h"
 #include "points/cell_geometry.h"
@@ -56,17 +57,28 @@ typedef struct cell_knn {
     double *q;             /* dim per query: its position wrapped into the cell */
     int32_t *U;            /* 3 per query: the wrap that took it there */
     int64_t wrap_max;      /* largest |wrap| entry of points and queries */
+    double lo[3], span[3]; /* the wrapped fractions' range on each axis ([0, 1) if periodic) */
+    uint32_t *point_order; /* the points by bin of their wrapped position (spatial_orders) */
+    uint32_t *query_order; /* the queries likewise */
     const prox_allocator *al;
 } cell_knn;
+
+/* What the rule needs of an image, in one record (the candidates of a
+ * query are read at random): the caller's position of its point,
+ * widened, the shift T applied to it, and the point. */
+typedef struct image_record {
+    double x[3];
+    int32_t T[3];
+    prox_index of;
+} image_record;
 
 /* Images of the points within `margin` of the cell: positions, the point
  * each is of, and the shift T applied to the caller's position. */
 typedef struct cell_images {
     double margin;
     int64_t count, tmax;   /* tmax: largest |T| entry */
-    double *y;             /* dim per image */
-    prox_index *of;
-    int32_t *T;            /* 3 per image */
+    double *y;             /* dim per image: its position, for the index (freed once built) */
+    image_record *rec;
 } cell_images;
 
 /* x + T.cell, component k, summed as cell.h's rule sums S.cell. */
@@ -121,8 +133,7 @@ static void wrapped_fractions(const cell_knn *s, int64_t j, double *x, double *g
 static void images_free(cell_images *im, const prox_allocator *al)
 {
     prox_free(al, im->y);
-    prox_free(al, im->of);
-    prox_free(al, im->T);
+    prox_free(al, im->rec);
     memset(im, 0, sizeof *im);
 }
 
@@ -143,54 +154,93 @@ static void image_reach(const cell_knn *s, double margin, double *reach, double 
         reach[a] = s->frame.pbc[a] ? axis_reach(s, margin, *eps, a) : 0;
 }
 
-/* Counts, then lays out, the images within `margin` (the image of each
- * point in the order of its offsets, points in index order). */
+/* Point j's images, written from `at` on: positions, the caller's
+ * position and the shifts. Returns the largest |T| entry. */
+static int64_t images_of_point(const cell_knn *s, int64_t j, const double *reach,
+                               cell_images *im, int64_t at)
+{
+    const double(*c)[3] = (const double(*)[3])s->cell;
+    double x[3], g[3];
+    int32_t lo[3], hi[3], G[3];
+    wrapped_fractions(s, j, x, g);
+    offsets_of(s, g, reach, lo, hi);
+    int64_t tmax = 0;
+    for (G[0] = lo[0]; G[0] <= hi[0]; G[0]++)
+        for (G[1] = lo[1]; G[1] <= hi[1]; G[1]++)
+            for (G[2] = lo[2]; G[2] <= hi[2]; G[2]++, at++) {
+                image_record *r = im->rec + at;
+                int32_t *T = r->T;
+                for (int a = 0; a < 3; a++) {
+                    T[a] = s->wrap[3 * j + a] + G[a];
+                    int64_t size = T[a] < 0 ? -(int64_t)T[a] : T[a];
+                    tmax = size > tmax ? size : tmax;
+                }
+                for (int k = 0; k < s->dim; k++)
+                    im->y[at * s->dim + k] = shifted(c, x, T, k);
+                memcpy(r->x, x, sizeof r->x);
+                r->of = (prox_index)j;
+            }
+    return tmax;
+}
+
+static bool images_alloc(const cell_knn *s, int64_t count, cell_images *im)
+{
+    im->y = prox_alloc_array(s->al, count * s->dim, sizeof *im->y);
+    im->rec = prox_alloc_array(s->al, count, sizeof *im->rec);
+    return im->y && im->rec;
+}
+
+/* Counts, then lays out, the images within `margin`: each point's images
+ * in the order of their offsets, the points in spatial order (so that the
+ * candidates of nearby queries lie near each other in the arrays). Both
+ * passes read the points in index order; only the writes follow the
+ * spatial order. */
 static prox_status images_build(const cell_knn *s, double margin, cell_images *im)
 {
-    double reach[3], eps, x[3], g[3];
+    double reach[3], eps;
     image_reach(s, margin, reach, &eps);
-    int32_t lo[3], hi[3];
-    int64_t count = 0, n = s->points->count;
+    int64_t n = s->points->count, count = 0;
+    int64_t *start = prox_alloc_array(s->al, n, sizeof *start);
+    if (!start)
+        return prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory for %lld points",
+                         (long long)n);
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && n > 4096) schedule(static)
     for (int64_t j = 0; j < n; j++) {
+        double x[3], g[3];
+        int32_t lo[3], hi[3];
         wrapped_fractions(s, j, x, g);
-        count += offsets_of(s, g, reach, lo, hi);
-        if (count > PROX_CELL_KNN_MAX_IMAGES)
-            return prox_fail(PROX_ERR_RANGE,
-                             "kNN in a cell: k = %d needs the images within %g of the cell, "
-                             "more than %lld of them",
-                             s->k, margin, (long long)PROX_CELL_KNN_MAX_IMAGES);
+        start[j] = offsets_of(s, g, reach, lo, hi);
+    }
+    for (int64_t t = 0; t < n; t++) { /* the counts become starts, in spatial order */
+        int64_t j = s->point_order[t], c = start[j];
+        start[j] = count;
+        count += c;
     }
     images_free(im, s->al);
-    im->margin = margin;
-    im->y = prox_alloc_array(s->al, count * s->dim, sizeof *im->y);
-    im->of = prox_alloc_array(s->al, count, sizeof *im->of);
-    im->T = prox_alloc_array(s->al, 3 * count, sizeof *im->T);
-    if (!im->y || !im->of || !im->T) {
+    if (count > PROX_CELL_KNN_MAX_IMAGES) {
+        prox_free(s->al, start);
+        return prox_fail(PROX_ERR_RANGE,
+                         "kNN in a cell: k = %d needs the images within %g of the cell, "
+                         "%lld of them (at most %lld)",
+                         s->k, margin, (long long)count, (long long)PROX_CELL_KNN_MAX_IMAGES);
+    }
+    if (!images_alloc(s, count, im)) {
         images_free(im, s->al);
+        prox_free(s->al, start);
         return prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory for %lld images",
                          (long long)count);
     }
-    const double(*c)[3] = (const double(*)[3])s->cell;
-    int64_t at = 0;
+    int64_t tmax = 0;
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && n > 4096) \
+    schedule(static) reduction(max : tmax)
     for (int64_t j = 0; j < n; j++) {
-        wrapped_fractions(s, j, x, g);
-        offsets_of(s, g, reach, lo, hi);
-        int32_t G[3];
-        for (G[0] = lo[0]; G[0] <= hi[0]; G[0]++)
-            for (G[1] = lo[1]; G[1] <= hi[1]; G[1]++)
-                for (G[2] = lo[2]; G[2] <= hi[2]; G[2]++, at++) {
-                    int32_t *T = im->T + 3 * at;
-                    for (int a = 0; a < 3; a++) {
-                        T[a] = s->wrap[3 * j + a] + G[a];
-                        int64_t t = T[a] < 0 ? -(int64_t)T[a] : T[a];
-                        im->tmax = t > im->tmax ? t : im->tmax;
-                    }
-                    for (int k = 0; k < s->dim; k++)
-                        im->y[at * s->dim + k] = shifted(c, x, T, k);
-                    im->of[at] = (prox_index)j;
-                }
+        int64_t t = images_of_point(s, j, reach, im, start[j]);
+        tmax = t > tmax ? t : tmax;
     }
+    prox_free(s->al, start);
+    im->margin = margin;
     im->count = count;
+    im->tmax = tmax;
     return PROX_OK;
 }
 
@@ -240,6 +290,64 @@ static prox_status wraps_make(cell_knn *s)
     return PROX_OK;
 }
 
+/* The bin of a position with wrap w (w = 0 on open axes) among nb[a] per
+ * axis over [lo, lo + span), row-major. */
+static uint32_t bin_key(const cell_knn *s, const int64_t *nb, const double *x, const int32_t *w)
+{
+    uint64_t key = 0;
+    for (int a = 0; a < s->dim; a++) {
+        double u = (prox_cell_fraction(&s->frame, x, a) + w[a] - s->lo[a]) / s->span[a];
+        double b = floor(u * (double)nb[a]);
+        b = b >= 0 ? b : 0;
+        key = key * (uint64_t)nb[a] + (uint64_t)(b < (double)nb[a] ? b : (double)(nb[a] - 1));
+    }
+    return (uint32_t)key;
+}
+
+/* `count` positions of p by bin, into order (stable: equal bins keep
+ * index order). */
+static bool order_by_bins(const cell_knn *s, const prox_points *p, const int32_t *wraps,
+                          const int64_t *nb, int64_t bins, uint32_t *order)
+{
+    uint32_t *keys = prox_alloc_array(s->al, p->count, sizeof *keys);
+    uint32_t *starts = prox_alloc_array(s->al, bins + 1, sizeof *starts);
+    bool ok = keys && starts;
+    double x[3];
+    for (int64_t i = 0; ok && i < p->count; i++) {
+        prox_cell_load(p, i, x);
+        keys[i] = bin_key(s, nb, x, wraps + 3 * i);
+    }
+    if (ok)
+        prox_counting_sort_u32(keys, p->count, bins, starts, order, NULL, 1);
+    prox_free(s->al, keys);
+    prox_free(s->al, starts);
+    return ok;
+}
+
+/* The points and the queries in spatial order: bins of about two points
+ * over the wrapped positions. The order decides nothing in the output;
+ * it keeps each round's reads of the images and their index local. */
+static prox_status spatial_orders(cell_knn *s)
+{
+    int64_t n = s->points->count, nq = s->queries->count;
+    double target = (double)(n > 2 ? n / 2 : 1);
+    target = target < (double)(1 << 21) ? target : (double)(1 << 21);
+    int64_t nb[3] = {1, 1, 1}, bins = 1;
+    for (int a = 0; a < s->dim; a++) {
+        double per = floor(pow(target, 1.0 / s->dim));
+        nb[a] = per >= 1 ? (int64_t)per : 1;
+        bins *= nb[a];
+    }
+    s->point_order = prox_alloc_array(s->al, n, sizeof *s->point_order);
+    s->query_order = s->self ? s->point_order : prox_alloc_array(s->al, nq, sizeof *s->query_order);
+    bool ok = s->point_order && s->query_order &&
+              order_by_bins(s, s->points, s->wrap, nb, bins, s->point_order) &&
+              (s->self || order_by_bins(s, s->queries, s->U, nb, bins, s->query_order));
+    return ok ? PROX_OK
+              : prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory to order %lld points",
+                          (long long)(n + nq));
+}
+
 /* One candidate measured by the rule. */
 typedef struct ranked {
     double d2;
@@ -266,20 +374,21 @@ static int rank_candidates(const cell_knn *s, const cell_images *im, int64_t i,
                            const prox_index *cand, int count, ranked *best)
 {
     const double(*c)[3] = (const double(*)[3])s->cell;
-    double xi[3], xj[3];
+    double xi[3];
     prox_cell_load(s->queries, i, xi);
     const int32_t *U = s->U + 3 * i;
     int kept = 0;
     for (int t = 0; t < count; t++) {
         ranked r;
-        r.j = im->of[cand[t]];
-        const int32_t *T = im->T + 3 * (int64_t)cand[t];
+        const image_record *rec = im->rec + cand[t];
+        r.j = rec->of;
+        const int32_t *T = rec->T;
         for (int a = 0; a < 3; a++)
             r.S[a] = T[a] - U[a];
         if (s->self && !s->include_self && r.j == (prox_index)i && r.S[0] == 0 && r.S[1] == 0 &&
             r.S[2] == 0)
             continue;
-        prox_cell_load(s->points, r.j, xj);
+        const double *xj = rec->x;
         double D[3];
         for (int k = 0; k < 3; k++)
             D[k] = (xj[k] - xi[k]) + (((double)r.S[0] * c[0][k] + (double)r.S[1] * c[1][k]) +
@@ -344,67 +453,95 @@ typedef struct round_state {
     int64_t *pending, count;
     int need;
     int64_t candidates;
+    int64_t bytes;         /* the largest images and index held */
 } round_state;
 
-static prox_status query_round(const cell_knn *s, const cell_images *im,
-                               const prox_knn_index *index, int asked, round_state *rs,
-                               prox_knn_result *out)
+/* Queries per call of the index: their candidates stay in cache until
+ * ranked. */
+#define CELL_KNN_CHUNK 32768
+
+/* Ranks the candidates of pending[0 .. m) (one chunk), writes the proven
+ * rows and marks the others in need[]. */
+static int64_t rank_chunk(const cell_knn *s, const cell_images *im, const prox_knn_result *cand,
+                          const int64_t *pending, int64_t m, int asked, ranked *scratch,
+                          int8_t *need, prox_knn_result *out)
 {
-    int64_t m = rs->count;
-    double *qp = prox_alloc_array(s->al, m * s->dim, sizeof *qp);
-    if (!qp)
-        return prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory for %lld queries",
-                         (long long)m);
+    int64_t candidates = 0;
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && m > 256) \
+    schedule(dynamic, 256) reduction(+ : candidates)
+    for (int64_t t = 0; t < m; t++) {
+        if (t + 4 < m) { /* the rows come in spatial order, not in index order */
+            __builtin_prefetch(out->distances + pending[t + 4] * s->k, 1);
+            __builtin_prefetch(out->shifts + pending[t + 4] * s->k * s->dim, 1);
+        }
+        ranked *best = scratch + (int64_t)omp_get_thread_num() * asked;
+        int count = cand->counts[t];
+        int kept = rank_candidates(s, im, pending[t], cand->indices + t * asked, count, best);
+        double farthest = count > 0 ? cand->distances[t * asked + count - 1] : 0;
+        need[t] = (int8_t)verdict(s, im, best, kept, asked, count, farthest);
+        if (!need[t])
+            write_row(s, best, kept, pending[t], out);
+        candidates += count;
+    }
+    return candidates;
+}
+
+/* The candidates of pending[0 .. m) from the index. */
+static prox_status chunk_candidates(const cell_knn *s, const cell_images *im,
+                                    const prox_knn_index *index, const int64_t *pending, int64_t m,
+                                    int asked, double *qp, prox_knn_result *cand,
+                                    int64_t *bytes)
+{
     for (int64_t t = 0; t < m; t++)
-        memcpy(qp + t * s->dim, s->q + rs->pending[t] * s->dim, (size_t)s->dim * sizeof *qp);
+        memcpy(qp + t * s->dim, s->q + pending[t] * s->dim, (size_t)s->dim * sizeof *qp);
     prox_points qpts = prox_points_f64(qp, m, s->dim);
     prox_knn_desc d = prox_default_knn_desc();
     d.k = asked;
     d.max_radius = im->margin >= PROX_RADIUS_MIN && im->margin <= PROX_RADIUS_MAX ? im->margin : 0;
     d.threads = s->threads;
     d.allocator = *s->al;
-    prox_knn_result cand;
-    prox_knn_result_init(&cand, s->al);
-    prox_status st = prox_knn_index_query(index, &qpts, &d, &cand, NULL);
-    prox_free(s->al, qp);
-    if (st)
-        return st;
+    prox_stats st;
+    prox_status status = prox_knn_index_query(index, &qpts, &d, cand, &st);
+    int64_t held = st.bytes + im->count * (int64_t)sizeof *im->rec;
+    *bytes = held > *bytes ? held : *bytes;
+    return status;
+}
+
+static prox_status query_round(const cell_knn *s, const cell_images *im,
+                               const prox_knn_index *index, int asked, round_state *rs,
+                               prox_knn_result *out)
+{
+    int64_t m = rs->count, chunk = m < CELL_KNN_CHUNK ? m : CELL_KNN_CHUNK;
+    double *qp = prox_alloc_array(s->al, chunk * s->dim, sizeof *qp);
     int8_t *need = prox_alloc_array(s->al, m, sizeof *need);
     ranked *scratch = prox_alloc_array(s->al, (int64_t)s->threads * asked, sizeof *scratch);
-    if (!need || !scratch) {
-        prox_free(s->al, need);
-        prox_free(s->al, scratch);
-        prox_knn_result_free(&cand);
-        return prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory for %lld rows",
-                         (long long)m);
-    }
-    int64_t candidates = 0;
-#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && m > 256) \
-    schedule(dynamic, 256) reduction(+ : candidates)
-    for (int64_t t = 0; t < m; t++) {
-        ranked *best = scratch + (int64_t)omp_get_thread_num() * asked;
-        int count = cand.counts[t];
-        const prox_index *row = cand.indices + t * asked;
-        int kept = rank_candidates(s, im, rs->pending[t], row, count, best);
-        double farthest = count > 0 ? cand.distances[t * asked + count - 1] : 0;
-        need[t] = (int8_t)verdict(s, im, best, kept, asked, count, farthest);
-        if (!need[t])
-            write_row(s, best, kept, rs->pending[t], out);
-        candidates += count;
+    prox_knn_result cand;
+    prox_knn_result_init(&cand, s->al);
+    prox_status st = qp && need && scratch ? PROX_OK
+                     : prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory for %lld rows",
+                                 (long long)m);
+    for (int64_t begin = 0; begin < m && !st; begin += chunk) {
+        int64_t part = m - begin < chunk ? m - begin : chunk;
+        st = chunk_candidates(s, im, index, rs->pending + begin, part, asked, qp, &cand,
+                              &rs->bytes);
+        if (!st)
+            rs->candidates += rank_chunk(s, im, &cand, rs->pending + begin, part, asked, scratch,
+                                         need + begin, out);
     }
     int64_t left = 0;
     rs->need = 0;
-    for (int64_t t = 0; t < m; t++)
+    for (int64_t t = 0; t < m && !st; t++)
         if (need[t]) {
             rs->need |= need[t];
             rs->pending[left++] = rs->pending[t];
         }
-    rs->count = left;
-    rs->candidates += candidates;
+    if (!st)
+        rs->count = left;
+    prox_free(s->al, qp);
     prox_free(s->al, need);
     prox_free(s->al, scratch);
     prox_knn_result_free(&cand);
-    return PROX_OK;
+    return st;
 }
 
 /* The margin past which no query needs more: max_radius plus what proves
@@ -465,7 +602,7 @@ static prox_status index_images(const cell_knn *s, const cell_images *im, int as
 
 /* Rounds until every query is proven: the images and their index are
  * rebuilt when the margin widens; more candidates need no rebuild. */
-static prox_status knn_rounds(const cell_knn *s, prox_knn_result *out, int64_t *candidates)
+static prox_status knn_rounds(const cell_knn *s, prox_knn_result *out, prox_stats *stats)
 {
     round_state rs = {.count = s->queries->count};
     rs.pending = prox_alloc_array(s->al, rs.count, sizeof *rs.pending);
@@ -473,7 +610,7 @@ static prox_status knn_rounds(const cell_knn *s, prox_knn_result *out, int64_t *
         return prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory for %lld queries",
                          (long long)rs.count);
     for (int64_t t = 0; t < rs.count; t++)
-        rs.pending[t] = t;
+        rs.pending[t] = s->query_order[t];
     int asked = s->k + (s->self && !s->include_self) + 1;
     double margin = s->periodic ? first_margin(s, asked) : INFINITY;
     cell_images im = {0};
@@ -486,6 +623,8 @@ static prox_status knn_rounds(const cell_knn *s, prox_knn_result *out, int64_t *
                 st = index_images(s, &im, asked, &index);
             if (st)
                 break;
+            prox_free(s->al, im.y); /* the index holds its own copy */
+            im.y = NULL;
         }
         st = query_round(s, &im, index, asked, &rs, out);
         if (st || rs.count == 0)
@@ -503,7 +642,8 @@ static prox_status knn_rounds(const cell_knn *s, prox_knn_result *out, int64_t *
         if ((rs.need & NEEDS_MORE) && asked <= im.count)
             asked = asked > (1 << 28) ? asked + (1 << 28) : 2 * asked;
     }
-    *candidates = rs.candidates;
+    stats->candidates = rs.candidates;
+    stats->bytes = rs.bytes;
     prox_knn_index_destroy(index);
     images_free(&im, s->al);
     prox_free(s->al, rs.pending);
@@ -556,6 +696,12 @@ static prox_status setup(const prox_points *points, const prox_points *queries,
         s->periodic += s->frame.pbc[a];
         for (int k = 0; k < 3; k++)
             s->cell_sum += fabs(desc->cell[a][k]);
+    }
+    for (int a = 0; a < 3; a++) {
+        double lo = ep.fmin[a] < eq.fmin[a] ? ep.fmin[a] : eq.fmin[a];
+        double hi = ep.fmax[a] > eq.fmax[a] ? ep.fmax[a] : eq.fmax[a];
+        s->lo[a] = s->frame.pbc[a] ? 0 : lo;
+        s->span[a] = s->frame.pbc[a] ? 1 : hi > lo ? hi - lo : 1;
     }
     s->xmax = ep.xmax > eq.xmax ? ep.xmax : eq.xmax;
     double fp = prox_cell_fraction_error(&s->frame, &ep), fq = prox_cell_fraction_error(&s->frame, &eq);
@@ -624,21 +770,26 @@ prox_status prox_cell_knn(const prox_points *points, const prox_points *queries,
     if (!st)
         st = wraps_make(&s);
     if (!st)
+        st = spatial_orders(&s);
+    if (!st)
         st = result_room(&s, out);
-    int64_t candidates = 0;
+    prox_stats own = {0};
     if (!st && points->count == 0)
         for (int64_t i = 0; i < queries->count; i++)
             write_row(&s, NULL, 0, i, out);
     else if (!st)
-        st = knn_rounds(&s, out, &candidates);
+        st = knn_rounds(&s, out, &own);
     if (st)
         prox_knn_result_free(out);
     prox_free(&al, s.wrap);
     prox_free(&al, s.U);
     prox_free(&al, s.q);
+    if (s.query_order != s.point_order)
+        prox_free(&al, s.query_order);
+    prox_free(&al, s.point_order);
     if (stats && !st) {
+        *stats = own;
         stats->method = "cell.knn";
-        stats->candidates = candidates;
         for (int64_t i = 0; i < queries->count; i++)
             stats->pairs += out->counts[i];
     }
