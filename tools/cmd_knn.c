@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_pairs_cell.h"
 #include "commands.h"
 #include "input.h"
 #include "output.h"
@@ -31,6 +32,13 @@ static const char usage[] =
     "      --include-self        a point of POINTS is its own neighbour (distance 0);\n"
     "                            by default it is left out (its duplicates are not)\n"
     "      --periodic LX,LY[,LZ] periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum images\n"
+    "      --cell A[,B,...]      a periodic cell of any shape (include/prox/cell.h): D\n"
+    "                            lengths, or the D*D numbers of its rows (the cell\n"
+    "                            vectors); neighbours are images (j, S) of the points:\n"
+    "                            x_j + S.cell, several of one j in a small cell, and\n"
+    "                            a point's own images (S != 0) too\n"
+    "      --pbc F,F[,F]         periodic axes of --cell: 1/0, true/false, yes/no\n"
+    "                            (default: every axis)\n"
     "      --dim 2|3             dimension (default: the file's, 3 for raw binary)\n"
     "  -t, --threads T           threads, 0 = OpenMP default (default 0)\n"
     "      --count               print only the number of neighbours found\n"
@@ -41,18 +49,20 @@ static const char usage[] =
     "\n"
     "Output: one line 'q j d' per neighbour: query q's neighbour j (0-based) at\n"
     "distance d (sqrt of the squared distance in double, printed to round-trip),\n"
-    "queries in order, each query's neighbours nearest first.\n"
+    "queries in order, each query's neighbours nearest first; with --cell, lines\n"
+    "'q j d Sx Sy [Sz]' (the image's integer shift S), ties in (j, S) order.\n"
     "\n"
     "Exit status: 0 ok, 2 usage error (K < 1, bad option), 3 bad data (malformed\n"
     "file, NaN or infinite coordinate), 4 I/O error, 5 out of memory.\n";
 
-enum { OPT_K = 1, OPT_MAX_RADIUS, OPT_QUERIES, OPT_SELF, OPT_PERIODIC, OPT_DIM, OPT_THREADS,
-       OPT_COUNT, OPT_STATS, OPT_OUTPUT, OPT_HELP };
+enum { OPT_K = 1, OPT_MAX_RADIUS, OPT_QUERIES, OPT_SELF, OPT_PERIODIC, OPT_CELL, OPT_PBC,
+       OPT_DIM, OPT_THREADS, OPT_COUNT, OPT_STATS, OPT_OUTPUT, OPT_HELP };
 
 static const opt_spec specs[] = {
     { "k", 0, true, OPT_K },                 { "max-radius", 0, true, OPT_MAX_RADIUS },
     { "queries", 0, true, OPT_QUERIES },     { "include-self", 0, false, OPT_SELF },
-    { "periodic", 0, true, OPT_PERIODIC },   { "dim", 0, true, OPT_DIM },
+    { "periodic", 0, true, OPT_PERIODIC },   { "cell", 0, true, OPT_CELL },
+    { "pbc", 0, true, OPT_PBC },             { "dim", 0, true, OPT_DIM },
     { "threads", 't', true, OPT_THREADS },   { "count", 0, false, OPT_COUNT },
     { "stats", 0, false, OPT_STATS },        { "output", 'o', true, OPT_OUTPUT },
     { "help", 'h', false, OPT_HELP },
@@ -62,6 +72,7 @@ typedef struct knn_options {
     const char *input, *queries, *output;
     int dim, periods;
     double period[3];
+    pairs_cell_options cell; /* --cell and --pbc (cmd_pairs_cell.h) */
     prox_knn_desc desc;
     bool has_k, count, stats;
 } knn_options;
@@ -74,6 +85,8 @@ static bool apply_option(opt_parser *p, knn_options *o, int id, const char *v)
     case OPT_QUERIES: o->queries = v; break;
     case OPT_SELF: o->desc.include_self = true; break;
     case OPT_PERIODIC: o->periods = parse_double_list(p, v, o->period, 3); break;
+    case OPT_CELL: o->cell.cell_values = parse_double_list(p, v, o->cell.cell, 9); break;
+    case OPT_PBC: parse_pbc(p, v, &o->cell); break;
     case OPT_DIM: o->dim = (int)parse_count(p, v, 2, 3); break;
     case OPT_THREADS: o->desc.threads = (int)parse_count(p, v, 0, 4096); break;
     case OPT_COUNT: o->count = true; break;
@@ -112,21 +125,46 @@ static bool parse_options(int argc, char **argv, knn_options *o)
             die_usage(p.command, "--periodic: every period must be > 0");
     if (o->periods == 1)
         die_usage(p.command, "--periodic needs one period per dimension: LX,LY[,LZ]");
+    if (o->periods && o->cell.cell_values)
+        die_usage(p.command, "--periodic and --cell are two ways to give the box: one of them");
+    if (o->cell.pbc_values && !o->cell.cell_values)
+        die_usage(p.command, "--pbc needs --cell");
     if (o->queries && strcmp(o->input, "-") == 0 && strcmp(o->queries, "-") == 0)
         die_usage(p.command, "only one of POINTS and --queries can be stdin");
     return true;
 }
 
-/* Lines 'q j d' of every query's neighbours, in query order. */
-static void write_neighbours(output *out, const prox_knn_result *r)
+/* Lines 'q j d' of every query's neighbours, in query order, with the
+ * shift S of each image after them when the result has shifts. */
+static void write_neighbours(output *out, const prox_knn_result *r, int dim)
 {
-    char line[96];
+    char line[160];
     for (int64_t q = 0; q < r->rows; q++)
         for (int c = 0; c < r->counts[q]; c++) {
-            int len = snprintf(line, sizeof line, "%lld %u %.17g\n", (long long)q,
-                               r->indices[q * r->k + c], r->distances[q * r->k + c]);
+            int64_t at = q * r->k + c;
+            int len = snprintf(line, sizeof line, "%lld %u %.17g", (long long)q, r->indices[at],
+                               r->distances[at]);
+            for (int a = 0; r->shifts && a < dim; a++)
+                len += snprintf(line + len, sizeof line - (size_t)len, " %d",
+                                (int)r->shifts[at * dim + a]);
+            line[len++] = '\n';
             output_bytes(out, line, (size_t)len);
         }
+}
+
+/* The search the options ask for: prox_knn, or prox_cell_knn with --cell. */
+static prox_status run_knn(const knn_options *o, const prox_points *points,
+                           const prox_points *queries, prox_knn_result *result, prox_stats *stats)
+{
+    if (!o->cell.cell_values)
+        return prox_knn(points, queries, &o->desc, result, stats);
+    prox_cell_knn_desc d = prox_default_cell_knn_desc();
+    d.k = o->desc.k;
+    d.max_radius = o->desc.max_radius;
+    d.include_self = o->desc.include_self;
+    d.threads = o->desc.threads;
+    cell_rows_of(&o->cell, points->dim, "knn", d.cell, d.pbc);
+    return prox_cell_knn(points, queries, &d, result, stats);
 }
 
 int cmd_knn(int argc, char **argv)
@@ -158,14 +196,14 @@ int cmd_knn(int argc, char **argv)
     prox_knn_result_init(&result, NULL);
     prox_stats stats;
     double c0 = cpu_seconds(), t0 = now_seconds();
-    prox_status st = prox_knn(&points, o.queries ? &queries : NULL, &o.desc, &result, &stats);
+    prox_status st = run_knn(&o, &points, o.queries ? &queries : NULL, &result, &stats);
     double c1 = cpu_seconds(), t1 = now_seconds();
     if (st)
         die_status(st, "kNN failed");
     if (o.count)
         output_printf(&out, "%lld\n", (long long)stats.pairs);
     else
-        write_neighbours(&out, &result);
+        write_neighbours(&out, &result, pf.dim);
     output_commit(&out);
     if (o.stats)
         fprintf(stderr,

@@ -32,6 +32,28 @@ void parse_pbc(const opt_parser *p, const char *text, pairs_cell_options *c)
         die_usage(p->command, "--pbc: expected one flag per axis, e.g. 1,1,0");
 }
 
+void cell_rows_of(const pairs_cell_options *c, int dim, const char *command, double cell[3][3],
+                  bool pbc[3])
+{
+    memset(cell, 0, 9 * sizeof(double));
+    if (c->cell_values == dim) {
+        for (int k = 0; k < dim; k++)
+            cell[k][k] = c->cell[k];
+    } else if (c->cell_values == dim * dim) {
+        for (int r = 0; r < dim; r++)
+            for (int k = 0; k < dim; k++)
+                cell[r][k] = c->cell[r * dim + k];
+    } else {
+        die_usage(command, "--cell gives %d numbers for %dD points: %d lengths or %d for the "
+                           "rows of the cell",
+                  c->cell_values, dim, dim, dim * dim);
+    }
+    if (c->pbc_values != 0 && c->pbc_values != dim)
+        die_usage(command, "--pbc gives %d flags for %dD points", c->pbc_values, dim);
+    for (int k = 0; k < 3; k++)
+        pbc[k] = k < dim && (c->pbc_values == 0 || c->pbc[k]);
+}
+
 /* The options as the library's description, checked against the points' dimension. */
 static prox_cell_desc cell_desc(const pairs_cell_options *c, int dim, double radius, int threads)
 {
@@ -40,22 +62,7 @@ static prox_cell_desc cell_desc(const pairs_cell_options *c, int dim, double rad
     d.threads = threads;
     d.full = c->full;
     d.self_interaction = c->self_interaction;
-    if (c->cell_values == dim) {
-        for (int k = 0; k < dim; k++)
-            d.cell[k][k] = c->cell[k];
-    } else if (c->cell_values == dim * dim) {
-        for (int r = 0; r < dim; r++)
-            for (int k = 0; k < dim; k++)
-                d.cell[r][k] = c->cell[r * dim + k];
-    } else {
-        die_usage("pairs", "--cell gives %d numbers for %dD points: %d lengths or %d for the "
-                           "rows of the cell",
-                  c->cell_values, dim, dim, dim * dim);
-    }
-    if (c->pbc_values != 0 && c->pbc_values != dim)
-        die_usage("pairs", "--pbc gives %d flags for %dD points", c->pbc_values, dim);
-    for (int k = 0; k < dim; k++)
-        d.pbc[k] = c->pbc_values == 0 || c->pbc[k];
+    cell_rows_of(c, dim, "pairs", d.cell, d.pbc);
     return d;
 }
 

@@ -21,6 +21,11 @@ typedef struct pairs_cell_options {
 /* --pbc's value: comma-separated 1/0, true/false, yes/no (usage error otherwise). */
 void parse_pbc(const opt_parser *p, const char *text, pairs_cell_options *c);
 
+/* The cell rows and periodic flags of c for dim-D points (usage error,
+ * naming `command`, for a count of numbers or flags that does not fit). */
+void cell_rows_of(const pairs_cell_options *c, int dim, const char *command, double cell[3][3],
+                  bool pbc[3]);
+
 /* The whole `prox pairs --cell` run: read, search (with the sizes of
  * `sizes` when it names a file, prox_sized_cell_pairs), write; returns the
  * exit code. */

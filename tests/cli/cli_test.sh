@@ -1133,6 +1133,34 @@ END
         && expect_fail 2 "lengths or 9" out.txt "$PROX" pairs --cell 1,1 -r 1 two.txt -o out.txt
 }
 
+# knn --cell: the skewed cell of t_pairs_cell, checked by hand: each
+# point's nearest images are the other point through -a (0.1) and directly
+# (0.9), then its own image through -a at exactly 1, first of the four
+# self-images at 1 by S; max_radius 0.95 with only a periodic keeps two.
+t_knn_cell() {
+    printf '0 0 0\n0.9 0 0\n' >two.txt
+    cat >knn-cell.expected <<'END'
+0 1 0.099999999999999978 -1 0 0
+0 1 0.90000000000000002 0 0 0
+0 0 1 -1 0 0
+1 0 0.099999999999999978 1 0 0
+1 0 0.90000000000000002 0 0 0
+1 1 1 -1 0 0
+END
+    run "$PROX" knn --k 3 --cell 1,0,0,0.5,1,0,0,0,1 two.txt
+    expect_exit 0 && expect_stdout knn-cell.expected || return 1
+    grep -v ' 1 -1 0 0$' knn-cell.expected >knn-radius.expected
+    run "$PROX" knn --k 3 --cell 1,0,0,0.5,1,0,0,0,1 --pbc 1,0,0 --max-radius 0.95 two.txt
+    expect_exit 0 && expect_stdout knn-radius.expected || return 1
+    expect_fail 2 "one of them" out.txt "$PROX" knn --k 1 --cell 1,1,1 --periodic 1,1,1 \
+            two.txt -o out.txt \
+        && expect_fail 2 "--pbc needs --cell" out.txt "$PROX" knn --k 1 --pbc 1,1,1 two.txt \
+            -o out.txt \
+        && expect_fail 2 "lengths or 9" out.txt "$PROX" knn --k 1 --cell 1,1 two.txt -o out.txt \
+        && expect_fail 3 "singular" out.txt "$PROX" knn --k 1 --cell 1,0,0,2,0,0,0,0,1 two.txt \
+            -o out.txt
+}
+
 # --cell with --radii and --types: the skewed cell of t_pairs_cell, each
 # image pair within its own threshold: radii 0.5 and 0.45 keep point 0's
 # self-images at exactly 1 = 0.5 + 0.5 and both (0, 1) images (0.1, 0.9 <=
@@ -1199,6 +1227,7 @@ t_pairs_types() {
 
 check output_is_input t_output_is_input
 check pairs_cell t_pairs_cell
+check knn_cell t_knn_cell
 check npy t_npy
 check reading_bounded t_reading_bounded
 check sorted_refused_up_front t_sorted_refused_up_front
