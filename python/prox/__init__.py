@@ -765,20 +765,31 @@ def _knn_shaped(result, k, single):
     return distances, indices
 
 
-def knn(points, k, queries=None, max_radius=None, box=None, threads=0, *, include_self=False):
+def knn(points, k, queries=None, max_radius=None, box=None, threads=0, *, include_self=False,
+        cell=None, pbc=None):
     """The ``k`` nearest points of each query, as ``cKDTree(points).query(queries, k)``.
 
     Parameters
     ----------
-    points : (n, 2) or (n, 3) float32 or float64 array, any strides
+    points : (n, 2) or (n, 3) float32 or float64 array, any strides, or an
+        ``ase.Atoms`` (duck-typed: its positions, cell and pbc are used, as
+        ``cell=`` and ``pbc=``)
     k : int, >= 1
     queries : None (every point queries the others, leaving itself out
         unless ``include_self``; its duplicates at other indices count), or
         an (m, dim) array, or one point (dim,)
     max_radius : None, or only neighbours within it (closed ball; scipy's
         ``distance_upper_bound`` excludes the bound itself)
-    box : periodic box as in :func:`pairs` (scipy's ``boxsize``)
+    box : periodic box as in :func:`pairs` (scipy's ``boxsize``): minimum
+        images, each point at most once
     threads : int, 0 for OpenMP's default
+    cell : None, or a periodic cell of any shape, as :func:`neighbor_list`
+        takes it (``dim`` lengths or a (dim, dim) matrix of rows); the
+        neighbours are then the images ``(j, S)`` at ``x_j + S @ cell``:
+        several images of one point where the cell is small, and a point's
+        own images (``S != 0``); positions need not lie in the cell
+    pbc : with ``cell``: None (every axis periodic), one bool, or ``dim``
+        bools
 
     Returns
     -------
@@ -787,20 +798,54 @@ def knn(points, k, queries=None, max_radius=None, box=None, threads=0, *, includ
     distance in ascending index order; a row with fewer than k
     neighbours is padded with distance ``inf`` and index ``n``, as scipy
     pads it. Distances are ``sqrt`` of the squared distance in double
-    (the bits a brute-force loop computes).
+    (the bits a brute-force loop computes). With ``cell`` (or an
+    ``ase.Atoms``): (distances, indices, shifts), ``shifts`` int64 of shape
+    (m, k, dim) (padding 0), ties in (index, shift) order, and the
+    distance that of ``D = (x_j - x_q) + ((S0*a + S1*b) + S2*c)`` in double,
+    as :func:`neighbor_list` computes ``D``.
 
     >>> import numpy as np, prox
     >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]])
     >>> d, i = prox.knn(x, 2)
     >>> d.tolist(), i.tolist()
     ([[1.0, 3.0], [1.0, 2.0], [2.0, 3.0]], [[1, 2], [0, 2], [1, 0]])
+    >>> fcc = [[0, 1.8, 1.8], [1.8, 0, 1.8], [1.8, 1.8, 0]]
+    >>> d, i, S = prox.knn(np.zeros((1, 3)), 12, cell=fcc)
+    >>> round(float(d[0, 11]), 4), i[0].tolist() == [0] * 12, S[0, 0].tolist()
+    (2.5456, True, [-1, 0, 0])
     """
     single = False
     if queries is not None:
         queries, single = _knn_points(queries)
-    result = _prox._knn(points, int(k), queries, 0.0 if max_radius is None else max_radius,
-                        box, threads, include_self)
+    radius = 0.0 if max_radius is None else max_radius
+    if hasattr(points, "get_positions") or cell is not None:
+        if box is not None:
+            raise ValueError("knn: box and cell are two ways to give the box: one of them")
+        return _cell_knn(points, int(k), queries, radius, cell, pbc, threads, include_self, single)
+    result = _prox._knn(points, int(k), queries, radius, box, threads, include_self)
     return _knn_shaped(result, int(k), single)
+
+
+def _cell_knn(points, k, queries, radius, cell, pbc, threads, include_self, single):
+    """knn's images in a cell: (distances, indices, shifts), shaped as knn's."""
+    atoms = hasattr(points, "get_positions")
+    positions, cell, pbc = _system_of(points, cell, pbc)
+    if not atoms and pbc is None:
+        pbc = True
+    positions = positions if isinstance(positions, np.ndarray) else np.asarray(positions)
+    dim = positions.shape[1] if positions.ndim == 2 else 3
+    m = np.zeros((3, 3))
+    m[:dim, :dim] = _cell_matrix(cell, dim)
+    flags = [False, False, False]
+    flags[:dim] = [bool(f) for f in _pbc_flags(pbc, dim)]
+    distances, indices, _, shifts = _prox._cell_knn(
+        positions, k, queries, radius, tuple(float(v) for v in m.ravel()), tuple(flags),
+        threads, include_self)
+    if k == 1:
+        distances, indices, shifts = distances[:, 0], indices[:, 0], shifts[:, 0]
+    if single:
+        distances, indices, shifts = distances[0], indices[0], shifts[0]
+    return distances, indices, shifts
 
 
 class KNNIndex(_prox.KNNIndex):

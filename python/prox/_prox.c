@@ -2102,16 +2102,37 @@ static PyTypeObject BroadType = {
 
 /* ---- k nearest neighbours ------------------------------------------------ */
 
-/* (distances, indices, counts): float64 and intp arrays of shape (m, k),
- * int32 counts (m,); the result's distances become the array itself. */
-static PyObject *knn_value(prox_knn_result *r)
+/* The result's shifts as int64 (m, k, dim), or NULL with an exception. */
+static PyObject *knn_shifts(const prox_knn_result *r, int dim)
 {
+    npy_intp dims[3] = {(npy_intp)r->rows, (npy_intp)r->k, (npy_intp)dim};
+    PyObject *S = PyArray_SimpleNew(3, dims, NPY_INT64);
+    if (!S)
+        return NULL;
+    int64_t *to = PyArray_DATA((PyArrayObject *)S), entries = r->rows * r->k * dim;
+    for (int64_t t = 0; t < entries; t++)
+        to[t] = r->shifts[t];
+    return S;
+}
+
+/* (distances, indices, counts[, shifts]): float64 and intp arrays of shape
+ * (m, k), int32 counts (m,), and int64 shifts (m, k, dim) when the result
+ * has them (prox_cell_knn); the result's distances become the array
+ * itself. */
+static PyObject *knn_value(prox_knn_result *r, int dim)
+{
+    PyObject *shifts = NULL;
+    if (r->shifts && !(shifts = knn_shifts(r, dim))) {
+        prox_knn_result_free(r);
+        return NULL;
+    }
     npy_intp dims[2] = {(npy_intp)r->rows, (npy_intp)r->k}, rows = (npy_intp)r->rows;
     PyObject *ind = PyArray_SimpleNew(2, dims, NPY_INTP);
     PyObject *cnt = PyArray_SimpleNew(1, &rows, NPY_INT32);
     if (!ind || !cnt) {
         Py_XDECREF(ind);
         Py_XDECREF(cnt);
+        Py_XDECREF(shifts);
         prox_knn_result_free(r);
         return NULL;
     }
@@ -2128,9 +2149,11 @@ static PyObject *knn_value(prox_knn_result *r)
     if (!dist) {
         Py_DECREF(ind);
         Py_DECREF(cnt);
+        Py_XDECREF(shifts);
         return NULL;
     }
-    return Py_BuildValue("(NNN)", dist, ind, cnt);
+    return shifts ? Py_BuildValue("(NNNN)", dist, ind, cnt, shifts)
+                  : Py_BuildValue("(NNN)", dist, ind, cnt);
 }
 
 static int knn_desc_of(int k, double max_radius, int threads, int include_self,
@@ -2181,7 +2204,56 @@ static PyObject *py_knn(PyObject *self, PyObject *args, PyObject *kw)
     matrix_release(&qm);
     if (status)
         return raise_status(status);
-    return knn_value(&r);
+    return knn_value(&r, points.dim);
+}
+
+/* _cell_knn(points, k, queries, max_radius, cell (9 floats, rows), pbc (3
+ * flags), threads, include_self): prox_cell_knn's rows and shifts. */
+static PyObject *py_cell_knn(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"points", "k", "queries", "max_radius", "cell", "pbc", "threads",
+                            "include_self", NULL};
+    PyObject *points_obj, *queries_obj = Py_None;
+    int k, threads = 0, include_self = 0, pbc[3];
+    double max_radius = 0.0, c[9];
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiOd(ddddddddd)(ppp)|ip", names, &points_obj, &k,
+                                     &queries_obj, &max_radius, &c[0], &c[1], &c[2], &c[3],
+                                     &c[4], &c[5], &c[6], &c[7], &c[8], &pbc[0], &pbc[1],
+                                     &pbc[2], &threads, &include_self))
+        return NULL;
+    if (check_threads(threads) < 0)
+        return NULL;
+    prox_cell_knn_desc desc = prox_default_cell_knn_desc();
+    desc.k = k;
+    desc.max_radius = max_radius;
+    desc.threads = threads;
+    desc.include_self = include_self != 0;
+    for (int a = 0; a < 3; a++) {
+        desc.pbc[a] = pbc[a] != 0;
+        for (int b = 0; b < 3; b++)
+            desc.cell[a][b] = c[3 * a + b];
+    }
+    matrix pm, qm = {0};
+    prox_points points, queries;
+    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
+        return NULL;
+    bool query = queries_obj != Py_None;
+    if (query && as_points(queries_obj, "queries", &qm, &queries, NULL) < 0) {
+        matrix_release(&pm);
+        return NULL;
+    }
+    prox_knn_result r;
+    prox_knn_result_init(&r, NULL);
+    prox_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = prox_cell_knn(&points, query ? &queries : NULL, &desc, &r, NULL);
+    Py_END_ALLOW_THREADS
+    matrix_release(&pm);
+    matrix_release(&qm);
+    if (status)
+        return raise_status(status);
+    return knn_value(&r, points.dim);
 }
 
 /* ---- KNNIndex ------------------------------------------------------------ */
@@ -2277,7 +2349,7 @@ static PyObject *KNN_query(KNNObject *self, PyObject *args, PyObject *kw)
     if (status)
         return raise_status(status);
     self->stats = stats;
-    return knn_value(&r);
+    return knn_value(&r, prox_knn_index_dim(self->index));
 }
 
 static PyObject *KNN_get_stats(KNNObject *self, void *c)
@@ -2354,6 +2426,9 @@ static PyMethodDef module_methods[] = {
      "_geometry(points, i, j, quantities='d', box=None, queries=None, threads=0)\n--\n\n"
      "The geometry behind pair_geometry and neighbor_list."},
     {"_rows_of", (PyCFunction)py_rows_of, METH_O, "_rows_of(offsets, /)\n--\n\nThe row of each CSR entry."},
+    {"_cell_knn", (PyCFunction)(void (*)(void))py_cell_knn, METH_VARARGS | METH_KEYWORDS,
+     "_cell_knn(points, k, queries, max_radius, cell, pbc, threads=0, include_self=False)\n--\n\n"
+     "prox_cell_knn: (distances, indices, counts, shifts); see prox.knn(cell=...)."},
     {"_knn", (PyCFunction)(void (*)(void))py_knn, METH_VARARGS | METH_KEYWORDS,
      "_knn(points, k, queries=None, max_radius=0.0, box=None, threads=0, include_self=False)"
      "\n--\n\nThe one-shot k nearest neighbours behind knn: (distances, indices, counts)."},
