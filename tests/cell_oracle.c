@@ -255,7 +255,8 @@ void oracle_cell_knn(const double *x, int64_t n, const double *q, int64_t nq, in
                 break;
             radius *= 2;
         }
-        qsort(list.items, (size_t)list.count, sizeof *list.items, compare_ranked);
+        if (list.count > 1)
+            qsort(list.items, (size_t)list.count, sizeof *list.items, compare_ranked);
         int real = list.count < k ? (int)list.count : k;
         out->counts[i] = real;
         for (int t = 0; t < k; t++) {
