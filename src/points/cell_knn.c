@@ -30,6 +30,7 @@
 #include "core/threads.h"
 #include "core/views.h"
 #include "points/cell_geometry.h"
+#include "points/knn_build.h"
 #include "points/knn_result.h"
 #include "prox/cell.h"
 #include "prox/grid.h"
@@ -58,8 +59,7 @@ typedef struct cell_knn {
     int32_t *U;            /* 3 per query: the wrap that took it there */
     int64_t wrap_max;      /* largest |wrap| entry of points and queries */
     double lo[3], span[3]; /* the wrapped fractions' range on each axis ([0, 1) if periodic) */
-    uint32_t *point_order; /* the points by bin of their wrapped position (spatial_orders) */
-    uint32_t *query_order; /* the queries likewise */
+    uint32_t *query_order; /* the queries by bin of their wrapped position (spatial_orders) */
     const prox_allocator *al;
 } cell_knn;
 
@@ -191,10 +191,8 @@ static bool images_alloc(const cell_knn *s, int64_t count, cell_images *im)
 }
 
 /* Counts, then lays out, the images within `margin`: each point's images
- * in the order of their offsets, the points in spatial order (so that the
- * candidates of nearby queries lie near each other in the arrays). Both
- * passes read the points in index order; only the writes follow the
- * spatial order. */
+ * in the order of their offsets, the points in index order (the index
+ * then puts them in its cell order: images_in_index_order). */
 static prox_status images_build(const cell_knn *s, double margin, cell_images *im)
 {
     double reach[3], eps;
@@ -211,8 +209,8 @@ static prox_status images_build(const cell_knn *s, double margin, cell_images *i
         wrapped_fractions(s, j, x, g);
         start[j] = offsets_of(s, g, reach, lo, hi);
     }
-    for (int64_t t = 0; t < n; t++) { /* the counts become starts, in spatial order */
-        int64_t j = s->point_order[t], c = start[j];
+    for (int64_t j = 0; j < n; j++) { /* the counts become starts */
+        int64_t c = start[j];
         start[j] = count;
         count += c;
     }
@@ -291,11 +289,13 @@ static prox_status wraps_make(cell_knn *s)
 }
 
 /* The bin of a position with wrap w (w = 0 on open axes) among nb[a] per
- * axis over [lo, lo + span), row-major. */
+ * axis over [lo, lo + span), row-major with the first axis fastest, as
+ * the index orders its cells (knn_key), so that a chunk of queries reads
+ * one slab of the index. */
 static uint32_t bin_key(const cell_knn *s, const int64_t *nb, const double *x, const int32_t *w)
 {
     uint64_t key = 0;
-    for (int a = 0; a < s->dim; a++) {
+    for (int a = s->dim - 1; a >= 0; a--) {
         double u = (prox_cell_fraction(&s->frame, x, a) + w[a] - s->lo[a]) / s->span[a];
         double b = floor(u * (double)nb[a]);
         b = b >= 0 ? b : 0;
@@ -324,13 +324,13 @@ static bool order_by_bins(const cell_knn *s, const prox_points *p, const int32_t
     return ok;
 }
 
-/* The points and the queries in spatial order: bins of about two points
- * over the wrapped positions. The order decides nothing in the output;
- * it keeps each round's reads of the images and their index local. */
+/* The queries in spatial order: bins of about two queries over the
+ * wrapped positions. The order decides nothing in the output; it keeps
+ * each chunk's reads of the images and their index local. */
 static prox_status spatial_orders(cell_knn *s)
 {
-    int64_t n = s->points->count, nq = s->queries->count;
-    double target = (double)(n > 2 ? n / 2 : 1);
+    int64_t nq = s->queries->count;
+    double target = (double)(nq > 2 ? nq / 2 : 1);
     target = target < (double)(1 << 21) ? target : (double)(1 << 21);
     int64_t nb[3] = {1, 1, 1}, bins = 1;
     for (int a = 0; a < s->dim; a++) {
@@ -338,14 +338,11 @@ static prox_status spatial_orders(cell_knn *s)
         nb[a] = per >= 1 ? (int64_t)per : 1;
         bins *= nb[a];
     }
-    s->point_order = prox_alloc_array(s->al, n, sizeof *s->point_order);
-    s->query_order = s->self ? s->point_order : prox_alloc_array(s->al, nq, sizeof *s->query_order);
-    bool ok = s->point_order && s->query_order &&
-              order_by_bins(s, s->points, s->wrap, nb, bins, s->point_order) &&
-              (s->self || order_by_bins(s, s->queries, s->U, nb, bins, s->query_order));
+    s->query_order = prox_alloc_array(s->al, nq, sizeof *s->query_order);
+    bool ok = s->query_order && order_by_bins(s, s->queries, s->U, nb, bins, s->query_order);
     return ok ? PROX_OK
-              : prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory to order %lld points",
-                          (long long)(n + nq));
+              : prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory to order %lld queries",
+                          (long long)nq);
 }
 
 /* One candidate measured by the rule. */
@@ -470,10 +467,6 @@ static int64_t rank_chunk(const cell_knn *s, const cell_images *im, const prox_k
 #pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && m > 256) \
     schedule(dynamic, 256) reduction(+ : candidates)
     for (int64_t t = 0; t < m; t++) {
-        if (t + 4 < m) { /* the rows come in spatial order, not in index order */
-            __builtin_prefetch(out->distances + pending[t + 4] * s->k, 1);
-            __builtin_prefetch(out->shifts + pending[t + 4] * s->k * s->dim, 1);
-        }
         ranked *best = scratch + (int64_t)omp_get_thread_num() * asked;
         int count = cand->counts[t];
         int kept = rank_candidates(s, im, pending[t], cand->indices + t * asked, count, best);
@@ -589,7 +582,27 @@ static bool widen(const cell_knn *s, double *margin)
     return true;
 }
 
-static prox_status index_images(const cell_knn *s, const cell_images *im, int asked,
+/* The image records put in the index's cell order, and the index's ids
+ * made those positions: a query's candidates, near each other in cells,
+ * then name records near each other. */
+static prox_status images_in_index_order(const cell_knn *s, cell_images *im, prox_knn_index *x)
+{
+    image_record *sorted = prox_alloc_array(s->al, im->count, sizeof *sorted);
+    if (!sorted)
+        return prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory for %lld images",
+                         (long long)im->count);
+#pragma omp parallel for num_threads(s->threads) if (s->threads > 1 && im->count > 4096) \
+    schedule(static)
+    for (int64_t t = 0; t < im->count; t++) {
+        sorted[t] = im->rec[x->id[t]];
+        x->id[t] = (prox_index)t;
+    }
+    prox_free(s->al, im->rec);
+    im->rec = sorted;
+    return PROX_OK;
+}
+
+static prox_status index_images(const cell_knn *s, cell_images *im, int asked,
                                 prox_knn_index **index)
 {
     prox_knn_desc d = prox_default_knn_desc();
@@ -597,7 +610,10 @@ static prox_status index_images(const cell_knn *s, const cell_images *im, int as
     d.threads = s->threads;
     d.allocator = *s->al;
     prox_points y = prox_points_f64(im->y, im->count, s->dim);
-    return prox_knn_index_build(&y, &d, index);
+    prox_status st = prox_knn_index_build(&y, &d, index);
+    if (!st)
+        st = images_in_index_order(s, im, *index);
+    return st;
 }
 
 /* Rounds until every query is proven: the images and their index are
@@ -784,9 +800,7 @@ prox_status prox_cell_knn(const prox_points *points, const prox_points *queries,
     prox_free(&al, s.wrap);
     prox_free(&al, s.U);
     prox_free(&al, s.q);
-    if (s.query_order != s.point_order)
-        prox_free(&al, s.query_order);
-    prox_free(&al, s.point_order);
+    prox_free(&al, s.query_order);
     if (stats && !st) {
         *stats = own;
         stats->method = "cell.knn";
