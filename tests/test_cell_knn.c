@@ -335,6 +335,12 @@ static void bad_input_is_refused(void **state)
     e = d;
     e.k = (int)PROX_CELL_KNN_MAX_IMAGES + 1; /* more images than it may lay out */
     CHECK_STATUS(prox_cell_knn(&p, NULL, &e, &r, NULL), PROX_ERR_RANGE, "k beyond the images");
+    double far[] = {0.5, 0.5, 1e300, 0.2, 0.2, 0};
+    prox_points pf = prox_points_f64(far, 2, 3);
+    e = d;
+    e.pbc[2] = false;
+    CHECK_STATUS(prox_cell_knn(&pf, NULL, &e, &r, NULL), PROX_ERR_RANGE,
+                 "an open coordinate too large for the cell's rounding");
     CHECK(r.indices == NULL && r.shifts == NULL, "refusals", "the result holds arrays");
     prox_knn_result_free(&r);
 }

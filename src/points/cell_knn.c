@@ -137,6 +137,16 @@ static void images_free(cell_images *im, const prox_allocator *al)
     memset(im, 0, sizeof *im);
 }
 
+/* ceil(length / height), held below 2^40 (larger ones are refused by the
+ * reach they give). */
+static int64_t cells_within(double length, double height)
+{
+    double c = ceil(length / height);
+    return c < 0x1p40 ? (int64_t)c : (int64_t)1 << 40;
+}
+
+/* The reach in fractions of the margin along each periodic axis, and the
+ * rounding bound eps of images that far. */
 static void image_reach(const cell_knn *s, double margin, double *reach, double *eps)
 {
     *eps = 0;
@@ -144,11 +154,12 @@ static void image_reach(const cell_knn *s, double margin, double *reach, double 
         reach[a] = 0;
     if (!s->periodic)
         return;
-    cell_images bound = {.tmax = (int64_t)ceil(margin / s->frame.height[0]) + 2};
-    for (int a = 1; a < 3; a++) {
-        int64_t t = (int64_t)ceil(margin / s->frame.height[a]) + 2;
-        bound.tmax = t > bound.tmax ? t : bound.tmax;
-    }
+    cell_images bound = {0};
+    for (int a = 0; a < 3; a++)
+        if (s->frame.pbc[a]) {
+            int64_t t = cells_within(margin, s->frame.height[a]) + 2;
+            bound.tmax = t > bound.tmax ? t : bound.tmax;
+        }
     *eps = rounding_bound(s, &bound, 2 * margin);
     for (int a = 0; a < 3; a++)
         reach[a] = s->frame.pbc[a] ? axis_reach(s, margin, *eps, a) : 0;
@@ -197,6 +208,12 @@ static prox_status images_build(const cell_knn *s, double margin, cell_images *i
 {
     double reach[3], eps;
     image_reach(s, margin, reach, &eps);
+    for (int a = 0; a < 3; a++)
+        if (!(reach[a] < 0x1p29))
+            return prox_fail(PROX_ERR_RANGE,
+                             "kNN in a cell: the images within %g of the cell (rounding %g at "
+                             "coordinates up to %g) span more than 2^29 cells along axis %d",
+                             margin, eps, s->xmax, a);
     int64_t n = s->points->count, count = 0;
     int64_t *start = prox_alloc_array(s->al, n, sizeof *start);
     if (!start)
@@ -547,7 +564,7 @@ static double widest_margin(const cell_knn *s)
     for (int a = 0; a < 3; a++)
         if (s->frame.pbc[a])
             hmin = s->frame.height[a] < hmin ? s->frame.height[a] : hmin;
-    cell_images bound = {.tmax = s->wrap_max + 2 * (int64_t)ceil(s->max_radius / hmin) + 4};
+    cell_images bound = {.tmax = s->wrap_max + 2 * cells_within(s->max_radius, hmin) + 4};
     return s->max_radius * (1 + 0x1p-20) + 4 * rounding_bound(s, &bound, 4 * s->max_radius);
 }
 
