@@ -36,13 +36,14 @@ for src in tools/input.c tools/npy.c tools/box_io.c; do
     -Iinclude -Itools -c "$src" -o "$OUT/obj/fuzz_$(basename "$src" .c).o"
 done
 LIB="$OUT/lib/libprox.a"
-for target in point_file row_file points broad; do
+for target in point_file row_file points broad cells; do
   extra=""
   case $target in
     point_file|row_file) extra="fuzz/fuzz_cli_stub.c $OUT/obj/fuzz_input.o $OUT/obj/fuzz_npy.o $OUT/obj/fuzz_box_io.o" ;;
+    cells) extra="tests/cell_oracle.c" ;;
   esac
   # shellcheck disable=SC2086
   $CC $FLAGS $ENGINE -Iinclude -Itools -Ifuzz -o "$OUT/fuzz_$target" "fuzz/fuzz_$target.c" \
     $extra $LIB -lm
 done
-echo "fuzz targets ($([ $AFL = 1 ] && echo AFL++ || echo libFuzzer)) in $OUT: fuzz_point_file fuzz_row_file fuzz_points fuzz_broad"
+echo "fuzz targets ($([ $AFL = 1 ] && echo AFL++ || echo libFuzzer)) in $OUT: fuzz_point_file fuzz_row_file fuzz_points fuzz_broad fuzz_cells"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run the fuzz targets built by fuzz/build.sh, each for SECONDS (default 60):
-#   fuzz/run.sh [--afl] [SECONDS [TARGET...]]    TARGET: point_file row_file points broad
+#   fuzz/run.sh [--afl] [SECONDS [TARGET...]]    TARGET: point_file row_file points broad cells
 # libFuzzer by default (OUT: build-fuzz); --afl runs the AFL++ build of
 # `fuzz/build.sh --afl` under afl-fuzz (OUT: build-afl). Each starts from its
 # committed seeds (fuzz/corpus/TARGET) plus what earlier runs in OUT found
@@ -17,7 +17,7 @@ fi
 if [ $AFL = 1 ]; then OUT=${OUT:-build-afl}; else OUT=${OUT:-build-fuzz}; fi
 SECONDS_EACH=${1:-60}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-point_file row_file points broad}
+TARGETS=${*:-point_file row_file points broad cells}
 # OpenMP threads sleep at once instead of spinning: the targets start and
 # stop parallel regions thousands of times a second.
 export OMP_WAIT_POLICY=passive KMP_BLOCKTIME=0

@@ -251,7 +251,7 @@ void oracle_cell_knn(const double *x, int64_t n, const double *q, int64_t nq, in
         for (;;) {
             double r = max_radius > 0 && max_radius < radius ? max_radius : radius;
             images_within(x, n, dim, cell, m, periodic, xi, skip, r, &list);
-            if (list.count >= k || !any || r == max_radius)
+            if (list.count >= k || !any || n == 0 || r == max_radius)
                 break;
             radius *= 2;
         }

@@ -267,6 +267,42 @@ static void larger_cells(void **state)
     }
 }
 
+/* Queries far from the points along the open axes of a slab (pbc on a
+ * and b) and of a strip (2D, pbc on a), above, below and beside them: the
+ * gap along the open rows proves their rows with a small margin. */
+static void far_queries_along_open_axes(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(4403);
+    for (int t = 0; t < 12; t++) {
+        knn_case c;
+        memset(&c, 0, sizeof c);
+        c.dim = t < 8 ? 3 : 2;
+        cell_random(&r, c.dim, 1, c.cell);
+        c.pbc[0] = true;
+        c.pbc[1] = c.dim == 3 && t % 2 == 0;
+        c.n = t % 4 == 1 ? 3 : 5 + 10 * (t % 3); /* k = 40 of 3 points: many cells out */
+        c.k = t % 4 == 1 ? 40 : 7;
+        c.nq = 6;
+        c.x = random_points(&r, c.cell, c.dim, c.n);
+        c.q = malloc((size_t)(c.nq * c.dim) * sizeof *c.q);
+        static const double far[] = {30, -12, 4, 0.5, 9, -20};
+        for (int64_t i = 0; i < c.nq; i++)
+            for (int k = 0; k < c.dim; k++)
+                c.q[i * c.dim + k] = k == c.dim - 1 ? far[i] : 0.3 * (double)(i + k);
+        c.include_self = t % 3 == 2;
+        c.max_radius = t % 4 == 3 ? 8 : 0; /* past the gap of some queries */
+        char context[120];
+        snprintf(context, sizeof context, "far queries %d: %dD pbc %d%d%d k %d max_radius %g", t,
+                 c.dim, c.pbc[0], c.pbc[1], c.pbc[2], c.k, c.max_radius);
+        run_case(&c, false, context);
+        c.nq = -1;
+        run_case(&c, false, context);
+        free(c.x);
+        free(c.q);
+    }
+}
+
 /* N = 0 and 1, k beyond every image a max_radius allows, no periodic axis
  * with k > n, empty query sets. */
 static void edge_sizes(void **state)
@@ -353,6 +389,7 @@ int main(void)
         cmocka_unit_test(lattices_tie_by_index_then_shift),
         cmocka_unit_test(cubic_lattice_on_faces),
         cmocka_unit_test(larger_cells),
+        cmocka_unit_test(far_queries_along_open_axes),
         cmocka_unit_test(edge_sizes),
         cmocka_unit_test(bad_input_is_refused),
     };

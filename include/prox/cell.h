@@ -124,7 +124,8 @@ PROX_API prox_cell_knn_desc prox_default_cell_knn_desc(void);
  * prox_knn_result_init) receives rows x k indices, distances and shifts
  * (its `shifts` array, dim entries per neighbour). Refused as
  * prox_cell_pairs refuses a cell or a point; a k whose images would
- * number more than PROX_CELL_KNN_MAX_IMAGES is refused (PROX_ERR_RANGE).
+ * number more than 32 a point (at least 2^20, at most
+ * PROX_CELL_KNN_MAX_IMAGES) is refused (PROX_ERR_RANGE).
  * stats->method is "cell.knn"; stats->candidates counts the images
  * measured by the rule. */
 #define PROX_CELL_KNN_MAX_IMAGES (INT64_C(1) << 26)

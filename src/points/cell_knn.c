@@ -60,6 +60,10 @@ typedef struct cell_knn {
     int64_t wrap_max;      /* largest |wrap| entry of points and queries */
     double lo[3], span[3]; /* the wrapped fractions' range on each axis ([0, 1) if periodic) */
     uint32_t *query_order; /* the queries by bin of their wrapped position (spatial_orders) */
+    double open_lo[3], open_hi[3]; /* the points' coordinates along the open rows */
+    double *gap2;          /* per query: a lower bound on the squared distance, along the
+                              open rows, to every point (NULL: no open row) */
+    int64_t budget;        /* the most images a margin may lay out */
     const prox_allocator *al;
 } cell_knn;
 
@@ -232,12 +236,13 @@ static prox_status images_build(const cell_knn *s, double margin, cell_images *i
         count += c;
     }
     images_free(im, s->al);
-    if (count > PROX_CELL_KNN_MAX_IMAGES) {
+    if (count > s->budget) {
         prox_free(s->al, start);
         return prox_fail(PROX_ERR_RANGE,
                          "kNN in a cell: k = %d needs the images within %g of the cell, "
-                         "%lld of them (at most %lld)",
-                         s->k, margin, (long long)count, (long long)PROX_CELL_KNN_MAX_IMAGES);
+                         "%lld of them (at most %lld for %lld points)",
+                         s->k, margin, (long long)count, (long long)s->budget,
+                         (long long)s->points->count);
     }
     if (!images_alloc(s, count, im)) {
         images_free(im, s->al);
@@ -276,6 +281,24 @@ static int64_t wrap_size(const int32_t *w)
     return m;
 }
 
+/* A lower bound on the squared distance from x to every point along the
+ * open rows: the distance to the points' range there, less its rounding
+ * (the open rows are orthonormal, frame_rows, so their fractions are
+ * lengths). */
+static double open_gap2(const cell_knn *s, const double *x)
+{
+    double slack = 64 * 0x1p-53 * s->xmax + 4 * s->ferr, sum = 0;
+    for (int a = 0; a < s->dim; a++) {
+        if (s->frame.pbc[a])
+            continue;
+        double f = prox_cell_fraction(&s->frame, x, a);
+        double gap = f < s->open_lo[a] ? s->open_lo[a] - f : f > s->open_hi[a] ? f - s->open_hi[a] : 0;
+        gap = gap > slack ? gap - slack : 0;
+        sum += gap * gap;
+    }
+    return sum;
+}
+
 /* The wraps of the points and the wrapped queries. */
 static prox_status wraps_make(cell_knn *s)
 {
@@ -283,7 +306,12 @@ static prox_status wraps_make(cell_knn *s)
     s->wrap = prox_alloc_array(s->al, 3 * n, sizeof *s->wrap);
     s->U = prox_alloc_array(s->al, 3 * nq, sizeof *s->U);
     s->q = prox_alloc_array(s->al, nq * s->dim, sizeof *s->q);
-    if (!s->wrap || !s->U || !s->q)
+    bool open = false;
+    for (int a = 0; a < s->dim; a++)
+        open |= !s->frame.pbc[a];
+    if (open && s->periodic)
+        s->gap2 = prox_alloc_array(s->al, nq, sizeof *s->gap2);
+    if (!s->wrap || !s->U || !s->q || (open && s->periodic && !s->gap2))
         return prox_fail(PROX_ERR_NO_MEMORY, "kNN in a cell: no memory for %lld points",
                          (long long)(n + nq));
     const double(*c)[3] = (const double(*)[3])s->cell;
@@ -296,6 +324,8 @@ static prox_status wraps_make(cell_knn *s)
     }
     for (int64_t i = 0; i < nq; i++) {
         prox_cell_load(s->queries, i, x);
+        if (s->gap2)
+            s->gap2[i] = open_gap2(s, x);
         wrap_of(s, x, s->U + 3 * i);
         int64_t w = wrap_size(s->U + 3 * i);
         s->wrap_max = w > s->wrap_max ? w : s->wrap_max;
@@ -425,7 +455,7 @@ enum { PROVEN = 0, NEEDS_MORE = 1, NEEDS_WIDER = 2 };
 /* Whether query i's best k are proven (the module's invariant), and if
  * not, what would prove them. */
 static int verdict(const cell_knn *s, const cell_images *im, const ranked *best, int kept,
-                   int asked, int count, double farthest)
+                   int asked, int count, double farthest, int64_t i)
 {
     double bound = kept >= s->k ? sqrt(best[s->k - 1].d2)
                    : s->max_radius > 0 ? s->max_radius
@@ -438,7 +468,10 @@ static int verdict(const cell_knn *s, const cell_images *im, const ranked *best,
     int need = 0;
     if (count == asked && !(reach < farthest))
         need |= NEEDS_MORE;
-    if (s->periodic && !(reach < im->margin))
+    /* an image left out lies beyond the margin in the periodic rows' span
+     * and at least the query's gap along the open rows */
+    double cover = s->gap2 ? sqrt(im->margin * im->margin + s->gap2[i]) : im->margin;
+    if (s->periodic && !(reach < cover))
         need |= NEEDS_WIDER;
     return need;
 }
@@ -488,7 +521,7 @@ static int64_t rank_chunk(const cell_knn *s, const cell_images *im, const prox_k
         int count = cand->counts[t];
         int kept = rank_candidates(s, im, pending[t], cand->indices + t * asked, count, best);
         double farthest = count > 0 ? cand->distances[t * asked + count - 1] : 0;
-        need[t] = (int8_t)verdict(s, im, best, kept, asked, count, farthest);
+        need[t] = (int8_t)verdict(s, im, best, kept, asked, count, farthest, pending[t]);
         if (!need[t])
             write_row(s, best, kept, pending[t], out);
         candidates += count;
@@ -507,7 +540,10 @@ static prox_status chunk_candidates(const cell_knn *s, const cell_images *im,
     prox_points qpts = prox_points_f64(qp, m, s->dim);
     prox_knn_desc d = prox_default_knn_desc();
     d.k = asked;
-    d.max_radius = im->margin >= PROX_RADIUS_MIN && im->margin <= PROX_RADIUS_MAX ? im->margin : 0;
+    /* within the margin, where it is the cover (verdict); with open rows the
+     * cover reaches past it, and every candidate may count */
+    bool limit = !s->gap2 && im->margin >= PROX_RADIUS_MIN && im->margin <= PROX_RADIUS_MAX;
+    d.max_radius = limit ? im->margin : 0;
     d.threads = s->threads;
     d.allocator = *s->al;
     prox_stats st;
@@ -700,12 +736,74 @@ static prox_status desc_check(const prox_cell_knn_desc *desc)
     return PROX_OK;
 }
 
+static double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+static bool unit3(double *v)
+{
+    double n = sqrt(dot3(v, v));
+    if (!(n > 0) || !isfinite(n))
+        return false;
+    for (int k = 0; k < 3; k++)
+        v[k] /= n;
+    return true;
+}
+
+/* The frame's rows: the caller's periodic rows, and on open axes an
+ * orthonormal basis of the directions orthogonal to them. Then the open
+ * rows' fractions are plain coordinates along those directions, which no
+ * periodic shift changes, and an image's distance splits into its part
+ * in the periodic rows' span and its part along the open rows (verdict's
+ * cover). With no periodic row, or rows that leave no such basis (a
+ * degenerate cell, refused by the frame), the caller's rows stay. */
+static void frame_rows(const prox_cell_knn_desc *desc, int dim, double m[3][3])
+{
+    memcpy(m, desc->cell, 9 * sizeof(double));
+    int periodic[3], p = 0, open[3], o = 0;
+    for (int a = 0; a < dim; a++) {
+        if (desc->pbc[a])
+            periodic[p++] = a;
+        else
+            open[o++] = a;
+    }
+    if (p == 0 || o == 0)
+        return;
+    double u[3], v[3], w[3];
+    memcpy(u, desc->cell[periodic[0]], sizeof u);
+    if (!unit3(u))
+        return;
+    if (dim == 2) { /* the in-plane normal of the one periodic row */
+        double n[3] = {-u[1], u[0], 0};
+        memcpy(m[open[0]], n, sizeof n);
+        return;
+    }
+    if (p == 2) {
+        const double *b = desc->cell[periodic[1]];
+        double n[3] = {u[1] * b[2] - u[2] * b[1], u[2] * b[0] - u[0] * b[2],
+                       u[0] * b[1] - u[1] * b[0]};
+        if (unit3(n))
+            memcpy(m[open[0]], n, sizeof n);
+        return;
+    }
+    int e = fabs(u[0]) <= fabs(u[1]) && fabs(u[0]) <= fabs(u[2]) ? 0 : fabs(u[1]) <= fabs(u[2]) ? 1 : 2;
+    for (int k = 0; k < 3; k++)
+        v[k] = (k == e) - u[e] * u[k];
+    unit3(v);
+    w[0] = u[1] * v[2] - u[2] * v[1];
+    w[1] = u[2] * v[0] - u[0] * v[2];
+    w[2] = u[0] * v[1] - u[1] * v[0];
+    memcpy(m[open[0]], v, sizeof v);
+    memcpy(m[open[1]], w, sizeof w);
+}
+
 /* The cell, its frame and the extents of points and queries. */
 static prox_status setup(const prox_points *points, const prox_points *queries,
                          const prox_cell_knn_desc *desc, cell_knn *s)
 {
     prox_cell_desc cd = prox_default_cell_desc();
-    memcpy(cd.cell, desc->cell, sizeof cd.cell);
+    frame_rows(desc, points->dim, cd.cell);
     memcpy(cd.pbc, desc->pbc, sizeof cd.pbc);
     prox_status st = prox_cell_frame_make(&cd, points->dim, &s->frame);
     prox_cell_extent ep, eq;
@@ -736,6 +834,13 @@ static prox_status setup(const prox_points *points, const prox_points *queries,
         s->lo[a] = s->frame.pbc[a] ? 0 : lo;
         s->span[a] = s->frame.pbc[a] ? 1 : hi > lo ? hi - lo : 1;
     }
+    for (int a = 0; a < 3; a++) {
+        s->open_lo[a] = ep.fmin[a];
+        s->open_hi[a] = ep.fmax[a];
+    }
+    int64_t budget = 32 * points->count;
+    budget = budget > ((int64_t)1 << 20) ? budget : (int64_t)1 << 20;
+    s->budget = budget < PROX_CELL_KNN_MAX_IMAGES ? budget : PROX_CELL_KNN_MAX_IMAGES;
     s->xmax = ep.xmax > eq.xmax ? ep.xmax : eq.xmax;
     double fp = prox_cell_fraction_error(&s->frame, &ep), fq = prox_cell_fraction_error(&s->frame, &eq);
     s->ferr = fp > fq ? fp : fq;
@@ -818,6 +923,7 @@ prox_status prox_cell_knn(const prox_points *points, const prox_points *queries,
     prox_free(&al, s.U);
     prox_free(&al, s.q);
     prox_free(&al, s.query_order);
+    prox_free(&al, s.gap2);
     if (stats && !st) {
         *stats = own;
         stats->method = "cell.knn";
