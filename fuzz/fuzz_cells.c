@@ -146,6 +146,18 @@ static void expect_refusal(const cell_input *in, prox_status st)
         fail(in, "a refusal without a message");
 }
 
+/* The cell's size: its largest entry (1 for a zero cell), which cutoffs
+ * and radii are drawn in units of, so that a case asks for a few images,
+ * not millions. */
+static double cell_size(const cell_input *in)
+{
+    double m = 0;
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++)
+            m = fabs(in->cell[r][k]) > m ? fabs(in->cell[r][k]) : m;
+    return m > 0 ? m : 1;
+}
+
 static bool same_double(double a, double b)
 {
     return memcmp(&a, &b, sizeof a) == 0;
@@ -155,8 +167,7 @@ static void run_pairs(fuzz_bytes *b, cell_input *in)
 {
     static const double reach[] = {0.3, 0.5, 1.0, 1.7, 2.5, 0.999, 1.0 + 0x1p-50};
     prox_cell_desc d = prox_default_cell_desc();
-    double scale = fabs(in->cell[0][0]) + fabs(in->cell[1][1]) + fabs(in->cell[0][1]) + 1e-3;
-    d.cutoff = reach[fuzz_pick(b, 7)] * scale;
+    d.cutoff = reach[fuzz_pick(b, 7)] * cell_size(in);
     memcpy(d.cell, in->cell, sizeof d.cell);
     memcpy(d.pbc, in->pbc, sizeof d.pbc);
     unsigned flags = fuzz_byte(b);
@@ -201,7 +212,7 @@ static void run_knn(fuzz_bytes *b, cell_input *in)
     memcpy(d.pbc, in->pbc, sizeof d.pbc);
     unsigned flags = fuzz_byte(b);
     d.include_self = flags & 1;
-    d.max_radius = flags & 2 ? 0.75 * (fabs(in->cell[0][0]) + fabs(in->cell[1][1]) + 1e-3) : 0;
+    d.max_radius = flags & 2 ? 0.75 * cell_size(in) : 0;
     d.threads = in->threads;
     bool queries = flags & 4;
     prox_points p = view_of(in, in->x, in->xf, in->n), q = view_of(in, in->q, in->qf, in->nq);
