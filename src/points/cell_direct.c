@@ -24,6 +24,7 @@
 #include "core/radix_sort.h"
 #include "points/cell_direct.h"
 #include "points/cell_output.h"
+#include "simd/simd.h"
 
 /* Ghosts beyond this many times the count wrapped points would make (the
  * points lie far out of the cell), or beyond DIRECT_MAX_GHOSTS, and the
@@ -132,15 +133,30 @@ static double wrapped_ghosts(const direct_search *s)
     return (double)s->n * per;
 }
 
+/* (-S) . cell from v = S . cell: each product and sum of the rule is the
+ * negation of the forward one (round to nearest is symmetric), except an
+ * exact zero, whose sign the rule does not negate; such an entry is
+ * computed by the rule itself. */
+static inline double reverse_vector(const double (*m)[3], const int64_t *S, int k, double v)
+{
+    if (v != 0)
+        return -v;
+    return ((double)-S[0] * m[0][k] + (double)-S[1] * m[1][k]) + (double)-S[2] * m[2][k];
+}
+
+/* Ghost t: point j (coordinates x) at shift S; part[k] is the rule's
+ * first sum, S[0] * a[k] + S[1] * b[k], shared by the ghosts that differ
+ * in S[2] alone. */
 static void ghost_write(direct_search *s, int64_t t, int64_t j, const double *x,
-                        const int64_t *S)
+                        const int64_t *S, const double *part)
 {
     const double(*m)[3] = (const double(*)[3])s->c->m;
     direct_ghosts *g = &s->g;
     for (int k = 0; k < 3; k++) {
+        double v = part[k] + (double)S[2] * m[2][k];
         g->x[k][t] = x[k];
-        g->v[k][t] = ((double)S[0] * m[0][k] + (double)S[1] * m[1][k]) + (double)S[2] * m[2][k];
-        g->vm[k][t] = ((double)-S[0] * m[0][k] + (double)-S[1] * m[1][k]) + (double)-S[2] * m[2][k];
+        g->v[k][t] = v;
+        g->vm[k][t] = reverse_vector(m, S, k, v);
         g->shift[3 * t + k] = (int32_t)S[k];
     }
     g->point[t] = (uint32_t)j;
@@ -150,6 +166,7 @@ static void ghost_write(direct_search *s, int64_t t, int64_t j, const double *x,
 
 static void list_ghosts(direct_search *s, const prox_points *points)
 {
+    const double(*m)[3] = (const double(*)[3])s->c->m;
     int64_t t = 0;
     for (int64_t j = 0; j < s->n; j++) {
         double x[3];
@@ -157,9 +174,13 @@ static void list_ghosts(direct_search *s, const prox_points *points)
         const int32_t *lo = s->lo[j], *hi = s->hi[j];
         prox_cell_load(points, j, x);
         for (S[0] = lo[0]; S[0] <= hi[0]; S[0]++)
-            for (S[1] = lo[1]; S[1] <= hi[1]; S[1]++)
+            for (S[1] = lo[1]; S[1] <= hi[1]; S[1]++) {
+                double part[3];
+                for (int k = 0; k < 3; k++)
+                    part[k] = (double)S[0] * m[0][k] + (double)S[1] * m[1][k];
                 for (S[2] = lo[2]; S[2] <= hi[2]; S[2]++)
-                    ghost_write(s, t++, j, x, S);
+                    ghost_write(s, t++, j, x, S, part);
+            }
     }
     s->g.count = t;
 }
@@ -195,12 +216,15 @@ static bool search_row(direct_search *s, int64_t i)
 }
 
 /* The output's arrays (NULL: not asked for) and the ghosts' columns, as
- * restrict locals: the stores alias none of the loads. */
+ * restrict locals: the stores alias none of the loads. all3: a 3D list
+ * with every array asked for (the common case, written without a test
+ * per array). */
 typedef struct direct_writer {
     prox_index *restrict i, *restrict j;
     double *restrict d, *restrict D;
     int32_t *restrict S;
     int dim;
+    bool all3;
     const double *restrict x[3];
     const double *restrict v[3];
     const double *restrict vm[3];
@@ -213,15 +237,33 @@ static direct_writer writer_of(const direct_search *s, prox_geometry *g)
 {
     const direct_ghosts *gh = &s->g;
     direct_writer w = {g->i, g->j, g->d, g->D, g->S, g->dim,
+                       g->dim == 3 && g->i && g->j && g->d && g->D && g->S,
                        {gh->x[0], gh->x[1], gh->x[2]}, {gh->v[0], gh->v[1], gh->v[2]},
                        {gh->vm[0], gh->vm[1], gh->vm[2]}, gh->point, gh->shift, gh->own};
     return w;
 }
 
-/* Pair p: (a, b, sign * shift of ghost t) with the vector D; d holds the
- * squared distance, summed as the kernel sums it, until finish_distances. */
-static inline void write_pair(const direct_writer *w, int64_t p, int64_t a, int64_t b,
-                              const double D[3], uint32_t t, int sign)
+/* Pair p of an all3 writer: (a, b, sign * shift of ghost t), the vector
+ * D and its length, the square summed as the kernel sums it. */
+static PROX_ALWAYS_INLINE void write_pair3(const direct_writer *w, int64_t p, int64_t a,
+                                           int64_t b, const double D[3], uint32_t t, int sign)
+{
+    const int32_t *S = w->shift + 3 * (int64_t)t;
+    w->i[p] = (prox_index)a;
+    w->j[p] = (prox_index)b;
+    w->d[p] = sqrt((D[0] * D[0] + D[1] * D[1]) + D[2] * D[2]);
+    w->D[3 * p] = D[0];
+    w->D[3 * p + 1] = D[1];
+    w->D[3 * p + 2] = D[2];
+    w->S[3 * p] = sign * S[0];
+    w->S[3 * p + 1] = sign * S[1];
+    w->S[3 * p + 2] = sign * S[2];
+}
+
+/* Pair p of any writer: as write_pair3 for the arrays asked for, but d
+ * holds the squared distance until finish_distances. */
+static PROX_ALWAYS_INLINE void write_pair_any(const direct_writer *w, int64_t p, int64_t a,
+                                              int64_t b, const double D[3], uint32_t t, int sign)
 {
     if (w->i)
         w->i[p] = (prox_index)a;
@@ -230,19 +272,6 @@ static inline void write_pair(const direct_writer *w, int64_t p, int64_t a, int6
     if (w->d)
         w->d[p] = (D[0] * D[0] + D[1] * D[1]) + D[2] * D[2];
     const int32_t *S = w->shift + 3 * (int64_t)t;
-    if (w->dim == 3) { /* the common case unrolled */
-        if (w->D) {
-            w->D[3 * p] = D[0];
-            w->D[3 * p + 1] = D[1];
-            w->D[3 * p + 2] = D[2];
-        }
-        if (w->S) {
-            w->S[3 * p] = sign * S[0];
-            w->S[3 * p + 1] = sign * S[1];
-            w->S[3 * p + 2] = sign * S[2];
-        }
-        return;
-    }
     for (int k = 0; k < w->dim; k++) {
         if (w->D)
             w->D[p * w->dim + k] = D[k];
@@ -251,19 +280,31 @@ static inline void write_pair(const direct_writer *w, int64_t p, int64_t a, int6
     }
 }
 
-/* d from the squared distances, in a loop of its own: independent square
- * roots pipeline (the file is built without errno's check, CMakeLists). */
-static void finish_distances(prox_geometry *g)
+static PROX_ALWAYS_INLINE void write_pair(const direct_writer *w, bool all3, int64_t p,
+                                          int64_t a, int64_t b, const double D[3], uint32_t t,
+                                          int sign)
+{
+    if (all3)
+        write_pair3(w, p, a, b, D, t, sign);
+    else
+        write_pair_any(w, p, a, b, D, t, sign);
+}
+
+/* d from the squared distances of write_pair_any, in a loop of its own:
+ * independent square roots pipeline (the file is built without errno's
+ * check, CMakeLists). */
+static void finish_distances(const direct_writer *w, prox_geometry *g)
 {
     double *d = g->d;
-    for (int64_t p = 0; d && p < g->count; p++)
+    for (int64_t p = 0; d && !w->all3 && p < g->count; p++)
         d[p] = sqrt(d[p]);
 }
 
 /* Row r's hits [from, to) as pairs p..: (r, j, S) with
- * D = (x_j - x_r) + S . cell. */
-static void write_hits(const direct_writer *w, const uint32_t *hits, int64_t p, int64_t r,
-                       int64_t from, int64_t to)
+ * D = (x_j - x_r) + S . cell; all3 is w->all3, a constant where inlined. */
+static PROX_ALWAYS_INLINE void write_hits_as(const direct_writer *w, bool all3,
+                                             const uint32_t *hits, int64_t p, int64_t r,
+                                             int64_t from, int64_t to)
 {
     int64_t own = w->own[r];
     double q[3] = {w->x[0][own], w->x[1][own], w->x[2][own]};
@@ -271,8 +312,17 @@ static void write_hits(const direct_writer *w, const uint32_t *hits, int64_t p, 
         uint32_t t = hits[h];
         double D[3] = {(w->x[0][t] - q[0]) + w->v[0][t], (w->x[1][t] - q[1]) + w->v[1][t],
                        (w->x[2][t] - q[2]) + w->v[2][t]};
-        write_pair(w, p, r, w->point[t], D, t, 1);
+        write_pair(w, all3, p, r, w->point[t], D, t, 1);
     }
+}
+
+static void write_hits(const direct_writer *w, const uint32_t *hits, int64_t p, int64_t r,
+                       int64_t from, int64_t to)
+{
+    if (w->all3)
+        write_hits_as(w, true, hits, p, r, from, to);
+    else
+        write_hits_as(w, false, hits, p, r, from, to);
 }
 
 /* A hit of the half list to reverse: its ghost t (below 2^20,
@@ -285,8 +335,9 @@ static inline uint32_t reverse_of(uint32_t t, int64_t r)
 
 /* The reverses order[0 .. count) of the hits as pairs p..: (j, r, -S) with
  * D = (x_r - x_j) + (-S) . cell. */
-static void write_reverses(const direct_writer *w, const uint32_t *hits, const uint32_t *order,
-                           int64_t p, int64_t count)
+static PROX_ALWAYS_INLINE void write_reverses_as(const direct_writer *w, bool all3,
+                                                 const uint32_t *hits, const uint32_t *order,
+                                                 int64_t p, int64_t count)
 {
     for (int64_t m = 0; m < count; m++, p++) {
         uint32_t r = hits[order[m]] & 0xff, t = hits[order[m]] >> 8;
@@ -294,8 +345,17 @@ static void write_reverses(const direct_writer *w, const uint32_t *hits, const u
         double D[3] = {(w->x[0][own] - w->x[0][t]) + w->vm[0][t],
                        (w->x[1][own] - w->x[1][t]) + w->vm[1][t],
                        (w->x[2][own] - w->x[2][t]) + w->vm[2][t]};
-        write_pair(w, p, w->point[t], r, D, t, -1);
+        write_pair(w, all3, p, w->point[t], r, D, t, -1);
     }
+}
+
+static void write_reverses(const direct_writer *w, const uint32_t *hits, const uint32_t *order,
+                           int64_t p, int64_t count)
+{
+    if (w->all3)
+        write_reverses_as(w, true, hits, order, p, count);
+    else
+        write_reverses_as(w, false, hits, order, p, count);
 }
 
 static int64_t row_start(const direct_search *s, int64_t i)
@@ -311,7 +371,7 @@ static prox_status half_output(const direct_search *s, prox_geometry *out, int d
     direct_writer w = writer_of(s, out);
     for (int64_t i = 0; i < s->n; i++)
         write_hits(&w, s->hits, row_start(s, i), i, row_start(s, i), s->row_end[i]);
-    finish_distances(out);
+    finish_distances(&w, out);
     return PROX_OK;
 }
 
@@ -356,7 +416,7 @@ static prox_status full_output(const direct_search *s, prox_geometry *out, int d
             write_hits(&w, s->hits, p, i, row_start(s, i), s->row_end[i]);
             p += s->row_end[i] - row_start(s, i);
         }
-        finish_distances(out);
+        finish_distances(&w, out);
     }
     prox_free(s->al, hit);
     prox_free(s->al, key);
