@@ -39,6 +39,8 @@ typedef struct direct_ghosts {
     double *x[3];     /* the caller's coordinates of the ghost's point, widened */
     double *v[3];     /* S . cell, as the rule computes it */
     double *vm[3];    /* (-S) . cell, as the rule computes it (the reversed pair's) */
+    float *p[3];      /* (float)(x + v): the prescreen's image (prescreen_radius) */
+    double bound;     /* at least every |x[k]| + |v[k]|, the prescreen's M (ghost_bound) */
     uint32_t *point;  /* j */
     int32_t *shift;   /* S, 3 a ghost */
     int64_t *own;     /* n: the ghost of point j at S = 0 */
@@ -54,6 +56,8 @@ typedef struct direct_search {
     int32_t lo[PROX_CELL_DIRECT_MAX_POINTS][3], hi[PROX_CELL_DIRECT_MAX_POINTS][3];
     direct_ghosts g;
     double r2;
+    prox_cell_prescreen screen;
+    bool screened;    /* screen serves (prescreen_radius) */
     bool full, self_interaction, store;
     uint32_t *hits;   /* the ghosts of every row's pairs, rows in order */
     int64_t *row_end; /* n: row i's hits end there */
@@ -157,11 +161,39 @@ static void ghost_write(direct_search *s, int64_t t, int64_t j, const double *x,
         g->x[k][t] = x[k];
         g->v[k][t] = v;
         g->vm[k][t] = reverse_vector(m, S, k, v);
+        g->p[k][t] = (float)(x[k] + v);
         g->shift[3 * t + k] = (int32_t)S[k];
     }
     g->point[t] = (uint32_t)j;
     if (S[0] == 0 && S[1] == 0 && S[2] == 0)
         g->own[j] = t;
+}
+
+/* At least every |x[k]| + |v[k]| of the ghosts, with room for the
+ * rounding of v: the largest coordinate plus, per cell row, the largest
+ * |S| of the ghosts' ranges times the row's largest entry. */
+static double ghost_bound(const direct_search *s, const prox_points *points)
+{
+    const double(*m)[3] = (const double(*)[3])s->c->m;
+    double xmax = 0, reach = 0;
+    for (int64_t j = 0; j < s->n; j++) {
+        double x[3];
+        prox_cell_load(points, j, x);
+        for (int k = 0; k < 3; k++)
+            xmax = fabs(x[k]) > xmax ? fabs(x[k]) : xmax;
+    }
+    for (int a = 0; a < 3; a++) {
+        int64_t smax = 0;
+        for (int64_t j = 0; j < s->n; j++) {
+            int64_t lo = s->lo[j][a] < 0 ? -(int64_t)s->lo[j][a] : s->lo[j][a];
+            int64_t hi = s->hi[j][a] < 0 ? -(int64_t)s->hi[j][a] : s->hi[j][a];
+            smax = lo > smax ? lo : smax;
+            smax = hi > smax ? hi : smax;
+        }
+        double row = fmax(fabs(m[a][0]), fmax(fabs(m[a][1]), fabs(m[a][2])));
+        reach += (double)smax * row;
+    }
+    return (xmax + reach) * (1 + 0x1p-40);
 }
 
 static void list_ghosts(direct_search *s, const prox_points *points)
@@ -183,6 +215,41 @@ static void list_ghosts(direct_search *s, const prox_points *points)
             }
     }
     s->g.count = t;
+    s->g.bound = ghost_bound(s, points);
+}
+
+/* The prescreen's float radius (prox_cell_prescreen, cell_screen.c), so
+ * that no pair of the rule fails it; false where it does not serve. With
+ * u = 2^-53 and w = 2^-24 the double and float units of rounding, M
+ * (g.bound) at least every |x[k]| + |v[k]| of the ghosts (the queries are
+ * ghosts of shift 0), and T = x_t - q + v_t exactly, per axis k:
+ *  - the rule's D = (x_t - q) + v_t is within 2uM + u|D|/(1 - u) of T, and
+ *    a pair of the rule has |D| <= sqrt(r2) (1 + 2u) (its sum of squares,
+ *    each term rounded at most three times, is <= r2), so
+ *    |T| <= sqrt(r2) (1 + 4u) + 4uM;
+ *  - p = (float)(x_t + v_t) and (float)q are within (w + 2u)M and wM of
+ *    x_t + v_t and q, and e = p - (float)q in float within w|e| more, so
+ *    |e| <= (1 + w)(|T| + 3.5wM), and the float sum of squares is at most
+ *    |e|^2 (1 + w)^3.
+ * Hence the sum is at most (sqrt(r2) + 3.5wM)^2 (1 + 5.1w), below
+ * (sqrt(r2) + 4wM)^2 (1 + 8w), whose double arithmetic and M's own
+ * rounding the room covers; it is rounded up to float. Only where
+ * M <= 2^60 and 2^-60 <= r2 <= 2^100: no float overflows (|e| <= 2^62,
+ * the sum below 2^126) and a subnormal's absolute error (2^-149 an
+ * operation) stays far below the room, 2.9w r2. */
+static void prescreen_radius(direct_search *s)
+{
+    const double w = 0x1p-24;
+    double M = s->g.bound;
+    s->screened = M <= 0x1p60 && s->r2 >= 0x1p-60 && s->r2 <= 0x1p100;
+    if (!s->screened)
+        return;
+    double b = sqrt(s->r2) + 4 * w * M;
+    double r2f = b * b * (1 + 8 * w);
+    float f = (float)r2f;
+    s->screen.r2 = (double)f >= r2f ? f : nextafterf(f, INFINITY);
+    for (int k = 0; k < 3; k++)
+        s->screen.p[k] = s->g.p[k];
 }
 
 /* Ghosts [lo, hi) for row i: the pairs, as ghost indices after the
@@ -198,7 +265,8 @@ static bool row_part(direct_search *s, int64_t i, int64_t lo, int64_t hi)
         return false;
     double q[3] = {s->g.x[0][s->g.own[i]], s->g.x[1][s->g.own[i]], s->g.x[2][s->g.own[i]]};
     int64_t hits = prox_cell_image_hits((const double *const *)s->g.x,
-                                        (const double *const *)s->g.v, lo, hi, q, s->r2,
+                                        (const double *const *)s->g.v,
+                                        s->screened ? &s->screen : NULL, lo, hi, q, s->r2,
                                         s->hits + at);
     s->candidates += hi - lo;
     s->count += hits;
@@ -431,6 +499,7 @@ static void search_free(direct_search *s)
         prox_free(s->al, s->g.x[k]);
         prox_free(s->al, s->g.v[k]);
         prox_free(s->al, s->g.vm[k]);
+        prox_free(s->al, s->g.p[k]);
     }
     prox_free(s->al, s->g.point);
     prox_free(s->al, s->g.shift);
@@ -448,6 +517,7 @@ static bool search_alloc(direct_search *s, int64_t ghosts)
         ok &= (s->g.x[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
         ok &= (s->g.v[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
         ok &= (s->g.vm[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
+        ok &= (s->g.p[k] = prox_alloc_array(al, ghosts, sizeof(float))) != NULL;
     }
     ok &= (s->g.point = prox_alloc_array(al, ghosts, sizeof(uint32_t))) != NULL;
     ok &= (s->g.shift = prox_alloc_array(al, 3 * ghosts, sizeof(int32_t))) != NULL;
@@ -503,6 +573,7 @@ prox_status prox_cell_direct_pairs(const prox_points *points, const prox_cell_de
         return prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld ghosts", (long long)ghosts);
     }
     list_ghosts(&s, points);
+    prescreen_radius(&s);
     st = search_rows(&s, out, points->dim);
     if (stats) {
         stats->pairs = s.full ? 2 * s.count - (s.self_interaction ? s.n : 0) : s.count;

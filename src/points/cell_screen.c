@@ -3,6 +3,7 @@
  * kernel of simd/kernel.h, at this SIMD level. */
 #include "points/cell_geometry.h"
 #include "simd/kernel.h"
+#include "simd/vec.h"
 
 int64_t prox_cell_screen(const double *x, const double *y, const double *z, int64_t lo,
                          int64_t hi, const double q[3], double r2, uint32_t *hits)
@@ -28,9 +29,72 @@ static PROX_ALWAYS_INLINE uint32_t images_within(const double *x0, const double 
     return pd_bits(pd_le(s, r2)) & pd_live(left);
 }
 
-int64_t prox_cell_image_hits(const double *const x[3], const double *const v[3], int64_t lo,
-                             int64_t hi, const double q[3], double r2, uint32_t *hits)
+/* The lanes of [t, t + PV_W) that pass the float prescreen: e[k] =
+ * p[k] + nq[k] (nq = -(float)q, so the sum is the difference), and
+ * (e0^2 + e1^2) + e2^2 <= r2 in float. */
+static PROX_ALWAYS_INLINE pv_mask prescreen_lanes(const prox_cell_prescreen *ps, int64_t t,
+                                                  int64_t left, const pv_f32 nq[3], pv_f32 r2)
 {
+    pv_f32 e0 = pv_add_f32(pv_load_f32_n(ps->p[0] + t, left), nq[0]);
+    pv_f32 e1 = pv_add_f32(pv_load_f32_n(ps->p[1] + t, left), nq[1]);
+    pv_f32 e2 = pv_add_f32(pv_load_f32_n(ps->p[2] + t, left), nq[2]);
+    pv_f32 s = pv_add_f32(pv_add_f32(pv_mul_f32(e0, e0), pv_mul_f32(e1, e1)), pv_mul_f32(e2, e2));
+    return pv_le_f32(s, r2) & pv_live(left);
+}
+
+/* The hits of the double vectors of [t, t + PV_W) that `keep` (the
+ * prescreen's lanes) touches, appended at hits + count; returns the new
+ * count. */
+static PROX_ALWAYS_INLINE int64_t screened_block(const double *const x[3],
+                                                 const double *const v[3], int64_t t,
+                                                 int64_t hi, pv_mask keep, const pd_f64 *qv,
+                                                 pd_f64 r2v, uint32_t *hits, int64_t count)
+{
+    for (int u = 0; keep && u < PV_W; u += PD_W, keep >>= PD_W) {
+        uint32_t part = keep & pd_live(PD_W);
+        if (!part)
+            continue;
+        int64_t at = t + u;
+        uint32_t hit = part & images_within(x[0] + at, x[1] + at, x[2] + at, v[0] + at,
+                                            v[1] + at, v[2] + at, hi - at, qv, r2v);
+        pd_compress_iota(hits + count, at, hit);
+        count += prox_lanes_popcount(hit);
+    }
+    return count;
+}
+
+/* prox_cell_image_hits through the prescreen: whole float vectors, and
+ * the rule, in double, only on the double vectors where a lane passed. A
+ * hit must pass both, so the hits are the rule's exactly as long as the
+ * prescreen keeps every pair of the rule (its radius' bound, cell_direct.c). */
+static int64_t image_hits_screened(const double *const x[3], const double *const v[3],
+                                   const prox_cell_prescreen *ps, int64_t lo, int64_t hi,
+                                   const double q[3], double r2, uint32_t *hits)
+{
+    const double *const xs[3] = {x[0], x[1], x[2]}, *const vs[3] = {v[0], v[1], v[2]};
+    pd_f64 qv[3] = {pd_set1(q[0]), pd_set1(q[1]), pd_set1(q[2])};
+    pd_f64 r2v = pd_set1(r2);
+    pv_f32 nq[3] = {pv_set1_f32(-(float)q[0]), pv_set1_f32(-(float)q[1]),
+                    pv_set1_f32(-(float)q[2])};
+    pv_f32 r2f = pv_set1_f32(ps->r2);
+    int64_t count = 0, t = lo;
+    for (; t + PV_W <= hi; t += PV_W) { /* whole vectors: the loads unmasked */
+        pv_mask keep = prescreen_lanes(ps, t, PV_W, nq, r2f);
+        if (keep)
+            count = screened_block(xs, vs, t, hi, keep, qv, r2v, hits, count);
+    }
+    if (t < hi)
+        count = screened_block(xs, vs, t, hi, prescreen_lanes(ps, t, hi - t, nq, r2f), qv, r2v,
+                               hits, count);
+    return count;
+}
+
+int64_t prox_cell_image_hits(const double *const x[3], const double *const v[3],
+                             const prox_cell_prescreen *screen, int64_t lo, int64_t hi,
+                             const double q[3], double r2, uint32_t *hits)
+{
+    if (screen)
+        return image_hits_screened(x, v, screen, lo, hi, q, r2, hits);
     /* the arrays held in locals: the stores into hits cannot move them */
     const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *v0 = v[0], *v1 = v[1], *v2 = v[2];
     pd_f64 qv[3] = {pd_set1(q[0]), pd_set1(q[1]), pd_set1(q[2])};
