@@ -35,14 +35,21 @@
 _Static_assert(DIRECT_MAX_GHOSTS <= 1 << 24 && PROX_CELL_DIRECT_MAX_POINTS <= 256,
                "a reversed hit's ghost and row fit 24 and 8 bits");
 
+/* A ghost as the output's writers read it: one cache line. */
+typedef struct direct_record {
+    double x[3];      /* the caller's coordinates of the ghost's point, widened */
+    double v[3];      /* S . cell, as the rule computes it */
+    int32_t S[3];
+    uint32_t point;   /* j */
+} direct_record;
+
+/* The ghosts: columns for the kernel, records for the writers. */
 typedef struct direct_ghosts {
-    double *x[3];     /* the caller's coordinates of the ghost's point, widened */
-    double *v[3];     /* S . cell, as the rule computes it */
-    double *vm[3];    /* (-S) . cell, as the rule computes it (the reversed pair's) */
+    double *x[3];     /* the records' x and v, by column */
+    double *v[3];
     float *p[3];      /* (float)(x + v): the prescreen's image (prescreen_radius) */
     double bound;     /* at least every |x[k]| + |v[k]|, the prescreen's M (ghost_bound) */
-    uint32_t *point;  /* j */
-    int32_t *shift;   /* S, 3 a ghost */
+    direct_record *rec;
     int64_t *own;     /* n: the ghost of point j at S = 0 */
     int64_t count;
 } direct_ghosts;
@@ -141,11 +148,12 @@ static double wrapped_ghosts(const direct_search *s)
  * negation of the forward one (round to nearest is symmetric), except an
  * exact zero, whose sign the rule does not negate; such an entry is
  * computed by the rule itself. */
-static inline double reverse_vector(const double (*m)[3], const int64_t *S, int k, double v)
+static inline double reverse_vector(const double (*m)[3], const int32_t *S, int k, double v)
 {
     if (v != 0)
         return -v;
-    return ((double)-S[0] * m[0][k] + (double)-S[1] * m[1][k]) + (double)-S[2] * m[2][k];
+    return ((double)-(int64_t)S[0] * m[0][k] + (double)-(int64_t)S[1] * m[1][k]) +
+           (double)-(int64_t)S[2] * m[2][k];
 }
 
 /* Ghost t: point j (coordinates x) at shift S; part[k] is the rule's
@@ -156,15 +164,15 @@ static void ghost_write(direct_search *s, int64_t t, int64_t j, const double *x,
 {
     const double(*m)[3] = (const double(*)[3])s->c->m;
     direct_ghosts *g = &s->g;
+    direct_record *rec = &g->rec[t];
     for (int k = 0; k < 3; k++) {
         double v = part[k] + (double)S[2] * m[2][k];
-        g->x[k][t] = x[k];
-        g->v[k][t] = v;
-        g->vm[k][t] = reverse_vector(m, S, k, v);
+        g->x[k][t] = rec->x[k] = x[k];
+        g->v[k][t] = rec->v[k] = v;
         g->p[k][t] = (float)(x[k] + v);
-        g->shift[3 * t + k] = (int32_t)S[k];
+        rec->S[k] = (int32_t)S[k];
     }
-    g->point[t] = (uint32_t)j;
+    rec->point = (uint32_t)j;
     if (S[0] == 0 && S[1] == 0 && S[2] == 0)
         g->own[j] = t;
 }
@@ -283,55 +291,38 @@ static bool search_row(direct_search *s, int64_t i)
     return ok;
 }
 
-/* The output's arrays (NULL: not asked for) and the ghosts' columns, as
- * restrict locals: the stores alias none of the loads. all3: a 3D list
- * with every array asked for (the common case, written without a test
- * per array). */
+/* The output's arrays (NULL: not asked for) and the ghosts. all3: a 3D
+ * list with every array asked for (the common case, written without a
+ * test per array). */
 typedef struct direct_writer {
-    prox_index *restrict i, *restrict j;
-    double *restrict d, *restrict D;
-    int32_t *restrict S;
+    prox_index *i, *j;
+    double *d, *D;
+    int32_t *S;
     int dim;
     bool all3;
-    const double *restrict x[3];
-    const double *restrict v[3];
-    const double *restrict vm[3];
-    const uint32_t *restrict point;
-    const int32_t *restrict shift;
-    const int64_t *restrict own;
+    const direct_record *rec;
+    const double (*m)[3]; /* the cell's rows */
+    const int64_t *own;
 } direct_writer;
 
 static direct_writer writer_of(const direct_search *s, prox_geometry *g)
 {
-    const direct_ghosts *gh = &s->g;
     direct_writer w = {g->i, g->j, g->d, g->D, g->S, g->dim,
-                       g->dim == 3 && g->i && g->j && g->d && g->D && g->S,
-                       {gh->x[0], gh->x[1], gh->x[2]}, {gh->v[0], gh->v[1], gh->v[2]},
-                       {gh->vm[0], gh->vm[1], gh->vm[2]}, gh->point, gh->shift, gh->own};
+                       g->dim == 3 && g->i && g->j && g->d && g->D && g->S, s->g.rec,
+                       (const double(*)[3])s->c->m, s->g.own};
     return w;
 }
 
-/* Pair p of an all3 writer: (a, b, sign * shift of ghost t), the vector
- * D and its length, the square summed as the kernel sums it. */
-static PROX_ALWAYS_INLINE void write_pair3(const direct_writer *w, int64_t p, int64_t a,
-                                           int64_t b, const double D[3], uint32_t t, int sign)
+static int64_t row_start(const direct_search *s, int64_t i)
 {
-    const int32_t *S = w->shift + 3 * (int64_t)t;
-    w->i[p] = (prox_index)a;
-    w->j[p] = (prox_index)b;
-    w->d[p] = sqrt((D[0] * D[0] + D[1] * D[1]) + D[2] * D[2]);
-    w->D[3 * p] = D[0];
-    w->D[3 * p + 1] = D[1];
-    w->D[3 * p + 2] = D[2];
-    w->S[3 * p] = sign * S[0];
-    w->S[3 * p + 1] = sign * S[1];
-    w->S[3 * p + 2] = sign * S[2];
+    return i ? s->row_end[i - 1] : 0;
 }
 
-/* Pair p of any writer: as write_pair3 for the arrays asked for, but d
- * holds the squared distance until finish_distances. */
-static PROX_ALWAYS_INLINE void write_pair_any(const direct_writer *w, int64_t p, int64_t a,
-                                              int64_t b, const double D[3], uint32_t t, int sign)
+/* Pair p of any writer: (a, b, sign * S of ghost g) and the vector D, in
+ * the arrays asked for; d holds the squared distance until
+ * finish_distances. */
+static void write_pair_any(const direct_writer *w, int64_t p, int64_t a, int64_t b,
+                           const double D[3], const direct_record *g, int sign)
 {
     if (w->i)
         w->i[p] = (prox_index)a;
@@ -339,23 +330,12 @@ static PROX_ALWAYS_INLINE void write_pair_any(const direct_writer *w, int64_t p,
         w->j[p] = (prox_index)b;
     if (w->d)
         w->d[p] = (D[0] * D[0] + D[1] * D[1]) + D[2] * D[2];
-    const int32_t *S = w->shift + 3 * (int64_t)t;
     for (int k = 0; k < w->dim; k++) {
         if (w->D)
             w->D[p * w->dim + k] = D[k];
         if (w->S)
-            w->S[p * w->dim + k] = sign * S[k];
+            w->S[p * w->dim + k] = sign * g->S[k];
     }
-}
-
-static PROX_ALWAYS_INLINE void write_pair(const direct_writer *w, bool all3, int64_t p,
-                                          int64_t a, int64_t b, const double D[3], uint32_t t,
-                                          int sign)
-{
-    if (all3)
-        write_pair3(w, p, a, b, D, t, sign);
-    else
-        write_pair_any(w, p, a, b, D, t, sign);
 }
 
 /* d from the squared distances of write_pair_any, in a loop of its own:
@@ -369,28 +349,43 @@ static void finish_distances(const direct_writer *w, prox_geometry *g)
 }
 
 /* Row r's hits [from, to) as pairs p..: (r, j, S) with
- * D = (x_j - x_r) + S . cell; all3 is w->all3, a constant where inlined. */
-static PROX_ALWAYS_INLINE void write_hits_as(const direct_writer *w, bool all3,
-                                             const uint32_t *hits, int64_t p, int64_t r,
-                                             int64_t from, int64_t to)
+ * D = (x_j - x_r) + S . cell, any writer. */
+static void write_hits_any(const direct_writer *w, const uint32_t *hits, int64_t p, int64_t r,
+                           int64_t from, int64_t to)
 {
-    int64_t own = w->own[r];
-    double q[3] = {w->x[0][own], w->x[1][own], w->x[2][own]};
+    const double *q = w->rec[w->own[r]].x;
     for (int64_t h = from; h < to; h++, p++) {
-        uint32_t t = hits[h];
-        double D[3] = {(w->x[0][t] - q[0]) + w->v[0][t], (w->x[1][t] - q[1]) + w->v[1][t],
-                       (w->x[2][t] - q[2]) + w->v[2][t]};
-        write_pair(w, all3, p, r, w->point[t], D, t, 1);
+        const direct_record *g = &w->rec[hits[h]];
+        double D[3] = {(g->x[0] - q[0]) + g->v[0], (g->x[1] - q[1]) + g->v[1],
+                       (g->x[2] - q[2]) + g->v[2]};
+        write_pair_any(w, p, r, g->point, D, g, 1);
     }
 }
 
-static void write_hits(const direct_writer *w, const uint32_t *hits, int64_t p, int64_t r,
-                       int64_t from, int64_t to)
+/* The same for an all3 writer, each array through its own restrict
+ * pointer, d = sqrt of the square summed as the kernel sums it. */
+static void write_hits3(const direct_writer *w, const uint32_t *restrict hits, int64_t p,
+                        int64_t r, int64_t from, int64_t to)
 {
-    if (w->all3)
-        write_hits_as(w, true, hits, p, r, from, to);
-    else
-        write_hits_as(w, false, hits, p, r, from, to);
+    prox_index *restrict oi = w->i + p, *restrict oj = w->j + p;
+    double *restrict od = w->d + p, *restrict oD = w->D + 3 * p;
+    int32_t *restrict oS = w->S + 3 * p;
+    const direct_record *restrict rec = w->rec;
+    const double q[3] = {rec[w->own[r]].x[0], rec[w->own[r]].x[1], rec[w->own[r]].x[2]};
+    for (int64_t h = from; h < to; h++, oi++, oj++, od++, oD += 3, oS += 3) {
+        const direct_record *g = &rec[hits[h]];
+        double D0 = (g->x[0] - q[0]) + g->v[0], D1 = (g->x[1] - q[1]) + g->v[1],
+               D2 = (g->x[2] - q[2]) + g->v[2];
+        *oi = (prox_index)r;
+        *oj = g->point;
+        *od = sqrt((D0 * D0 + D1 * D1) + D2 * D2);
+        oD[0] = D0;
+        oD[1] = D1;
+        oD[2] = D2;
+        oS[0] = g->S[0];
+        oS[1] = g->S[1];
+        oS[2] = g->S[2];
+    }
 }
 
 /* A hit of the half list to reverse: its ghost t (below 2^20,
@@ -401,34 +396,68 @@ static inline uint32_t reverse_of(uint32_t t, int64_t r)
     return t << 8 | (uint32_t)r;
 }
 
-/* The reverses order[0 .. count) of the hits as pairs p..: (j, r, -S) with
- * D = (x_r - x_j) + (-S) . cell. */
-static PROX_ALWAYS_INLINE void write_reverses_as(const direct_writer *w, bool all3,
-                                                 const uint32_t *hits, const uint32_t *order,
-                                                 int64_t p, int64_t count)
+/* Entry k of the reversed pair's D = (x_r - x_j) + (-S) . cell, ghost t
+ * of point j reversed onto row r, by the rule. */
+static inline double reverse_entry(const direct_writer *w, int64_t r, uint32_t t, int k)
+{
+    const direct_record *g = &w->rec[t];
+    return (w->rec[w->own[r]].x[k] - g->x[k]) + reverse_vector(w->m, g->S, k, g->v[k]);
+}
+
+/* The reverses order[0 .. count) of the hits (reverse_of) as pairs p..:
+ * (j, r, -S) with D = (x_r - x_j) + (-S) . cell, any writer. */
+static void write_reverses_any(const direct_writer *w, const uint32_t *hits,
+                               const uint32_t *order, int64_t p, int64_t count)
 {
     for (int64_t m = 0; m < count; m++, p++) {
         uint32_t r = hits[order[m]] & 0xff, t = hits[order[m]] >> 8;
-        int64_t own = w->own[r];
-        double D[3] = {(w->x[0][own] - w->x[0][t]) + w->vm[0][t],
-                       (w->x[1][own] - w->x[1][t]) + w->vm[1][t],
-                       (w->x[2][own] - w->x[2][t]) + w->vm[2][t]};
-        write_pair(w, all3, p, w->point[t], r, D, t, -1);
+        double D[3] = {reverse_entry(w, r, t, 0), reverse_entry(w, r, t, 1),
+                       reverse_entry(w, r, t, 2)};
+        write_pair_any(w, p, w->rec[t].point, r, D, &w->rec[t], -1);
     }
 }
 
-static void write_reverses(const direct_writer *w, const uint32_t *hits, const uint32_t *order,
-                           int64_t p, int64_t count)
+/* The zero entries of a reversed D, by the rule (write_reverses3); out of
+ * line, as they are rare. */
+static __attribute__((noinline)) void reverse_zeros(const direct_writer *w, int64_t r,
+                                                    uint32_t t, double D[3])
 {
-    if (w->all3)
-        write_reverses_as(w, true, hits, order, p, count);
-    else
-        write_reverses_as(w, false, hits, order, p, count);
+    for (int k = 0; k < 3; k++)
+        if (D[k] == 0)
+            D[k] = reverse_entry(w, r, t, k);
 }
 
-static int64_t row_start(const direct_search *s, int64_t i)
+/* Row i's reverses, sorted records [from, to) (reverse_of in hit, the
+ * hit's index in from_hit), as pairs p.. of an all3 writer, each from its
+ * forward pair, written at hit + starts[r + 1]. Its D is the forward one
+ * negated (the difference, each product and each sum of the rule negate
+ * bit for bit), except an exact zero, computed by the rule from this
+ * orientation; its squared distance, hence d, is the forward one's. */
+static void write_reverses3(const direct_writer *w, const uint32_t *restrict hit,
+                            const uint32_t *restrict from_hit, const uint32_t *restrict order,
+                            const uint32_t *restrict starts, int64_t p, int64_t from, int64_t to)
 {
-    return i ? s->row_end[i - 1] : 0;
+    prox_index *restrict oi = w->i, *restrict oj = w->j;
+    double *restrict od = w->d, *restrict oD = w->D;
+    int32_t *restrict oS = w->S;
+    for (int64_t m = from; m < to; m++, p++) {
+        uint32_t q = order[m], r = hit[q] & 0xff, t = hit[q] >> 8;
+        int64_t fp = (int64_t)from_hit[q] + starts[r + 1];
+        const double *f = oD + 3 * fp;
+        double D[3] = {-f[0], -f[1], -f[2]};
+        if (f[0] * f[1] * f[2] == 0) /* or a product that underflows: each tested */
+            reverse_zeros(w, r, t, D);
+        const direct_record *g = &w->rec[t];
+        oi[p] = (prox_index)g->point;
+        oj[p] = (prox_index)r;
+        od[p] = od[fp];
+        oD[3 * p] = D[0];
+        oD[3 * p + 1] = D[1];
+        oD[3 * p + 2] = D[2];
+        oS[3 * p] = -g->S[0];
+        oS[3 * p + 1] = -g->S[1];
+        oS[3 * p + 2] = -g->S[2];
+    }
 }
 
 static prox_status half_output(const direct_search *s, prox_geometry *out, int dim)
@@ -437,10 +466,44 @@ static prox_status half_output(const direct_search *s, prox_geometry *out, int d
     if (st)
         return st;
     direct_writer w = writer_of(s, out);
-    for (int64_t i = 0; i < s->n; i++)
-        write_hits(&w, s->hits, row_start(s, i), i, row_start(s, i), s->row_end[i]);
+    for (int64_t i = 0; i < s->n; i++) {
+        int64_t from = row_start(s, i);
+        if (w.all3)
+            write_hits3(&w, s->hits, from, i, from, s->row_end[i]);
+        else
+            write_hits_any(&w, s->hits, from, i, from, s->row_end[i]);
+    }
     finish_distances(&w, out);
     return PROX_OK;
+}
+
+/* The full list's rows, any writer: row i is its reverses (reverse_of
+ * records order[starts[i] .. starts[i + 1])), then its own hits. */
+static void full_rows_any(const direct_writer *w, const direct_search *s, const uint32_t *hit,
+                          const uint32_t *order, const uint32_t *starts)
+{
+    int64_t p = 0;
+    for (int64_t i = 0; i < s->n; i++) {
+        int64_t count = (int64_t)starts[i + 1] - starts[i];
+        write_reverses_any(w, hit, order + starts[i], p, count);
+        p += count;
+        write_hits_any(w, s->hits, p, i, row_start(s, i), s->row_end[i]);
+        p += s->row_end[i] - row_start(s, i);
+    }
+}
+
+/* The same rows, all3 writer: every row's own hits first, hit h of row r
+ * at h + starts[r + 1] (the rows and reverses before it), then the
+ * reverses from them (write_reverses3); from_hit[q] is record q's hit. */
+static void full_rows3(const direct_writer *w, const direct_search *s, const uint32_t *hit,
+                       const uint32_t *from_hit, const uint32_t *order, const uint32_t *starts)
+{
+    for (int64_t i = 0; i < s->n; i++)
+        write_hits3(w, s->hits, row_start(s, i) + starts[i + 1], i, row_start(s, i),
+                    s->row_end[i]);
+    for (int64_t i = 0; i < s->n; i++)
+        write_reverses3(w, hit, from_hit, order, starts, row_start(s, i) + starts[i], starts[i],
+                        starts[i + 1]);
 }
 
 /* The full list's row i in (j, S) order: the reverses of the hits of rows
@@ -454,13 +517,14 @@ static prox_status full_output(const direct_search *s, prox_geometry *out, int d
 {
     const direct_ghosts *gh = &s->g;
     int64_t n = s->n, half = s->count, reversed = half - (s->self_interaction ? n : 0);
-    /* each reverse's hit (its ghost and row packed, reverse_of), its point
-     * (the sort's key), and their order */
+    /* each reverse's hit (its ghost and row packed, reverse_of) and the
+     * hit's index, its point (the sort's key), and their order */
     uint32_t *hit = prox_alloc_array(s->al, reversed + 1, sizeof *hit);
+    uint32_t *from_hit = prox_alloc_array(s->al, reversed + 1, sizeof *from_hit);
     uint32_t *key = prox_alloc_array(s->al, reversed + 1, sizeof *key);
     uint32_t *order = prox_alloc_array(s->al, reversed + 1, sizeof *order);
     uint32_t *starts = prox_alloc_array(s->al, n + 1, sizeof *starts);
-    prox_status st = hit && key && order && starts
+    prox_status st = hit && from_hit && key && order && starts
                          ? prox_geometry_alloc(out, half + reversed, dim)
                          : prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld pairs",
                                      (long long)(half + reversed));
@@ -472,21 +536,19 @@ static prox_status full_output(const direct_search *s, prox_geometry *out, int d
                 if (t == gh->own[r])
                     continue;
                 hit[q] = reverse_of(t, r);
-                key[q++] = gh->point[t];
+                from_hit[q] = (uint32_t)h;
+                key[q++] = gh->rec[t].point;
             }
         prox_counting_sort_u32(key, reversed, n, starts, order, NULL, 1);
         direct_writer w = writer_of(s, out);
-        int64_t p = 0;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t count = (int64_t)starts[i + 1] - starts[i];
-            write_reverses(&w, hit, order + starts[i], p, count);
-            p += count;
-            write_hits(&w, s->hits, p, i, row_start(s, i), s->row_end[i]);
-            p += s->row_end[i] - row_start(s, i);
-        }
+        if (w.all3)
+            full_rows3(&w, s, hit, from_hit, order, starts);
+        else
+            full_rows_any(&w, s, hit, order, starts);
         finish_distances(&w, out);
     }
     prox_free(s->al, hit);
+    prox_free(s->al, from_hit);
     prox_free(s->al, key);
     prox_free(s->al, order);
     prox_free(s->al, starts);
@@ -498,11 +560,9 @@ static void search_free(direct_search *s)
     for (int k = 0; k < 3; k++) {
         prox_free(s->al, s->g.x[k]);
         prox_free(s->al, s->g.v[k]);
-        prox_free(s->al, s->g.vm[k]);
         prox_free(s->al, s->g.p[k]);
     }
-    prox_free(s->al, s->g.point);
-    prox_free(s->al, s->g.shift);
+    prox_free(s->al, s->g.rec);
     prox_free(s->al, s->g.own);
     prox_free(s->al, s->hits);
     prox_free(s->al, s->row_end);
@@ -516,11 +576,9 @@ static bool search_alloc(direct_search *s, int64_t ghosts)
     for (int k = 0; k < 3; k++) {
         ok &= (s->g.x[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
         ok &= (s->g.v[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
-        ok &= (s->g.vm[k] = prox_alloc_array(al, ghosts, sizeof(double))) != NULL;
         ok &= (s->g.p[k] = prox_alloc_array(al, ghosts, sizeof(float))) != NULL;
     }
-    ok &= (s->g.point = prox_alloc_array(al, ghosts, sizeof(uint32_t))) != NULL;
-    ok &= (s->g.shift = prox_alloc_array(al, 3 * ghosts, sizeof(int32_t))) != NULL;
+    ok &= (s->g.rec = prox_alloc_array(al, ghosts, sizeof(direct_record))) != NULL;
     ok &= (s->g.own = prox_alloc_array(al, s->n, sizeof(int64_t))) != NULL;
     ok &= (s->row_end = prox_alloc_array(al, s->n, sizeof(int64_t))) != NULL;
     return ok;
