@@ -42,50 +42,43 @@ static PROX_ALWAYS_INLINE pv_mask prescreen_lanes(const prox_cell_prescreen *ps,
     return pv_le_f32(s, r2) & pv_live(left);
 }
 
-/* The hits of the double vectors of [t, t + PV_W) that `keep` (the
- * prescreen's lanes) touches, appended at hits + count; returns the new
- * count. */
-static PROX_ALWAYS_INLINE int64_t screened_block(const double *const x[3],
-                                                 const double *const v[3], int64_t t,
-                                                 int64_t hi, pv_mask keep, const pd_f64 *qv,
-                                                 pd_f64 r2v, uint32_t *hits, int64_t count)
+/* The lanes of [t, t + left) that pass the prescreen, their indices
+ * appended at cand + n (PV_W words written); returns the new n. */
+static PROX_ALWAYS_INLINE int64_t screen_block(const prox_cell_prescreen *ps, int64_t t,
+                                               int64_t left, const pv_f32 nq[3], pv_f32 r2f,
+                                               uint32_t *cand, int64_t n)
 {
-    for (int u = 0; keep && u < PV_W; u += PD_W, keep >>= PD_W) {
-        uint32_t part = keep & pd_live(PD_W);
-        if (!part)
-            continue;
-        int64_t at = t + u;
-        uint32_t hit = part & images_within(x[0] + at, x[1] + at, x[2] + at, v[0] + at,
-                                            v[1] + at, v[2] + at, hi - at, qv, r2v);
-        pd_compress_iota(hits + count, at, hit);
-        count += prox_lanes_popcount(hit);
-    }
-    return count;
+    pv_mask keep = prescreen_lanes(ps, t, left, nq, r2f);
+    pv_compress(cand + n, pv_iota(t), keep);
+    return n + prox_lanes_popcount(keep);
 }
 
-/* prox_cell_image_hits through the prescreen: whole float vectors, and
- * the rule, in double, only on the double vectors where a lane passed. A
- * hit must pass both, so the hits are the rule's exactly as long as the
- * prescreen keeps every pair of the rule (its radius' bound, cell_direct.c). */
+/* prox_cell_image_hits through the prescreen: the float lanes list the
+ * candidates that pass, ascending, in hits; the rule, in double, then
+ * keeps those it takes, in place. The hits are the rule's exactly as long
+ * as the prescreen keeps every pair of the rule (its radius' bound,
+ * cell_direct.c). */
 static int64_t image_hits_screened(const double *const x[3], const double *const v[3],
                                    const prox_cell_prescreen *ps, int64_t lo, int64_t hi,
                                    const double q[3], double r2, uint32_t *hits)
 {
-    const double *const xs[3] = {x[0], x[1], x[2]}, *const vs[3] = {v[0], v[1], v[2]};
-    pd_f64 qv[3] = {pd_set1(q[0]), pd_set1(q[1]), pd_set1(q[2])};
-    pd_f64 r2v = pd_set1(r2);
     pv_f32 nq[3] = {pv_set1_f32(-(float)q[0]), pv_set1_f32(-(float)q[1]),
                     pv_set1_f32(-(float)q[2])};
     pv_f32 r2f = pv_set1_f32(ps->r2);
-    int64_t count = 0, t = lo;
-    for (; t + PV_W <= hi; t += PV_W) { /* whole vectors: the loads unmasked */
-        pv_mask keep = prescreen_lanes(ps, t, PV_W, nq, r2f);
-        if (keep)
-            count = screened_block(xs, vs, t, hi, keep, qv, r2v, hits, count);
-    }
+    int64_t n = 0, t = lo;
+    for (; t + PV_W <= hi; t += PV_W) /* whole vectors: the loads unmasked */
+        n = screen_block(ps, t, PV_W, nq, r2f, hits, n);
     if (t < hi)
-        count = screened_block(xs, vs, t, hi, prescreen_lanes(ps, t, hi - t, nq, r2f), qv, r2v,
-                               hits, count);
+        n = screen_block(ps, t, hi - t, nq, r2f, hits, n);
+    const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *v0 = v[0], *v1 = v[1], *v2 = v[2];
+    int64_t count = 0;
+    for (int64_t c = 0; c < n; c++) { /* the rule as images_within computes it, lane by lane */
+        uint32_t k = hits[c];
+        double d0 = (x0[k] - q[0]) + v0[k], d1 = (x1[k] - q[1]) + v1[k],
+               d2 = (x2[k] - q[2]) + v2[k];
+        hits[count] = k;
+        count += (d0 * d0 + d1 * d1) + d2 * d2 <= r2;
+    }
     return count;
 }
 
