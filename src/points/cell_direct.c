@@ -21,7 +21,6 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "core/radix_sort.h"
 #include "points/cell_direct.h"
 #include "points/cell_output.h"
 #include "simd/simd.h"
@@ -31,9 +30,8 @@
  * bins serve: their memory is linear in the points. */
 #define DIRECT_GHOST_EXCESS 4
 #define DIRECT_MAX_GHOSTS (1 << 20)
-/* reverse_of packs a ghost and a row in one word */
-_Static_assert(DIRECT_MAX_GHOSTS <= 1 << 24 && PROX_CELL_DIRECT_MAX_POINTS <= 256,
-               "a reversed hit's ghost and row fit 24 and 8 bits");
+/* the hits are ghost indices of 32 bits */
+_Static_assert(DIRECT_MAX_GHOSTS <= UINT32_MAX, "a ghost index fits 32 bits");
 
 /* A ghost as the output's writers read it: one cache line. */
 typedef struct direct_record {
@@ -388,14 +386,6 @@ static void write_hits3(const direct_writer *w, const uint32_t *restrict hits, i
     }
 }
 
-/* A hit of the half list to reverse: its ghost t (below 2^20,
- * DIRECT_MAX_GHOSTS) and its row r (below 256, PROX_CELL_DIRECT_MAX_POINTS)
- * in one word. */
-static inline uint32_t reverse_of(uint32_t t, int64_t r)
-{
-    return t << 8 | (uint32_t)r;
-}
-
 /* Entry k of the reversed pair's D = (x_r - x_j) + (-S) . cell, ghost t
  * of point j reversed onto row r, by the rule. */
 static inline double reverse_entry(const direct_writer *w, int64_t r, uint32_t t, int k)
@@ -404,17 +394,12 @@ static inline double reverse_entry(const direct_writer *w, int64_t r, uint32_t t
     return (w->rec[w->own[r]].x[k] - g->x[k]) + reverse_vector(w->m, g->S, k, g->v[k]);
 }
 
-/* The reverses order[0 .. count) of the hits (reverse_of) as pairs p..:
- * (j, r, -S) with D = (x_r - x_j) + (-S) . cell, any writer. */
-static void write_reverses_any(const direct_writer *w, const uint32_t *hits,
-                               const uint32_t *order, int64_t p, int64_t count)
+/* Pair p, any writer: the reverse (j, r, -S) of ghost t's hit in row r,
+ * D = (x_r - x_j) + (-S) . cell by the rule. */
+static void write_reverse_any(const direct_writer *w, int64_t p, int64_t r, uint32_t t)
 {
-    for (int64_t m = 0; m < count; m++, p++) {
-        uint32_t r = hits[order[m]] & 0xff, t = hits[order[m]] >> 8;
-        double D[3] = {reverse_entry(w, r, t, 0), reverse_entry(w, r, t, 1),
-                       reverse_entry(w, r, t, 2)};
-        write_pair_any(w, p, w->rec[t].point, r, D, &w->rec[t], -1);
-    }
+    double D[3] = {reverse_entry(w, r, t, 0), reverse_entry(w, r, t, 1), reverse_entry(w, r, t, 2)};
+    write_pair_any(w, p, w->rec[t].point, r, D, &w->rec[t], -1);
 }
 
 /* The zero entries of a reversed D, by the rule (write_reverses3); out of
@@ -427,37 +412,30 @@ static __attribute__((noinline)) void reverse_zeros(const direct_writer *w, int6
             D[k] = reverse_entry(w, r, t, k);
 }
 
-/* Row i's reverses, sorted records [from, to) (reverse_of in hit, the
- * hit's index in from_hit), as pairs p.. of an all3 writer, each from its
- * forward pair, written at hit + starts[r + 1]. Its D is the forward one
- * negated (the difference, each product and each sum of the rule negate
- * bit for bit), except an exact zero, computed by the rule from this
- * orientation; its squared distance, hence d, is the forward one's. */
-static void write_reverses3(const direct_writer *w, const uint32_t *restrict hit,
-                            const uint32_t *restrict from_hit, const uint32_t *restrict order,
-                            const uint32_t *restrict starts, int64_t p, int64_t from, int64_t to)
+/* Pair p of an all3 writer: the reverse of the forward pair fp (ghost t
+ * of row r), all of it from that pair: (j, r, -S), d the same (its
+ * squared distance is the forward one's), and D the forward one negated
+ * (the difference, each product and each sum of the rule negate bit for
+ * bit), except an exact zero, computed by the rule from this orientation. */
+static inline void write_reverse3(const direct_writer *w, int64_t p, int64_t fp, int64_t r,
+                                  uint32_t t)
 {
     prox_index *restrict oi = w->i, *restrict oj = w->j;
     double *restrict od = w->d, *restrict oD = w->D;
     int32_t *restrict oS = w->S;
-    for (int64_t m = from; m < to; m++, p++) {
-        uint32_t q = order[m], r = hit[q] & 0xff, t = hit[q] >> 8;
-        int64_t fp = (int64_t)from_hit[q] + starts[r + 1];
-        const double *f = oD + 3 * fp;
-        double D[3] = {-f[0], -f[1], -f[2]};
-        if (f[0] * f[1] * f[2] == 0) /* or a product that underflows: each tested */
-            reverse_zeros(w, r, t, D);
-        const direct_record *g = &w->rec[t];
-        oi[p] = (prox_index)g->point;
-        oj[p] = (prox_index)r;
-        od[p] = od[fp];
-        oD[3 * p] = D[0];
-        oD[3 * p + 1] = D[1];
-        oD[3 * p + 2] = D[2];
-        oS[3 * p] = -g->S[0];
-        oS[3 * p + 1] = -g->S[1];
-        oS[3 * p + 2] = -g->S[2];
-    }
+    const double *f = oD + 3 * fp;
+    double D[3] = {-f[0], -f[1], -f[2]};
+    if (f[0] * f[1] * f[2] == 0) /* or a product that underflows: each tested */
+        reverse_zeros(w, r, t, D);
+    oi[p] = oj[fp];
+    oj[p] = (prox_index)r;
+    od[p] = od[fp];
+    oD[3 * p] = D[0];
+    oD[3 * p + 1] = D[1];
+    oD[3 * p + 2] = D[2];
+    oS[3 * p] = -oS[3 * fp];
+    oS[3 * p + 1] = -oS[3 * fp + 1];
+    oS[3 * p + 2] = -oS[3 * fp + 2];
 }
 
 static prox_status half_output(const direct_search *s, prox_geometry *out, int dim)
@@ -477,81 +455,77 @@ static prox_status half_output(const direct_search *s, prox_geometry *out, int d
     return PROX_OK;
 }
 
-/* The full list's rows, any writer: row i is its reverses (reverse_of
- * records order[starts[i] .. starts[i + 1])), then its own hits. */
-static void full_rows_any(const direct_writer *w, const direct_search *s, const uint32_t *hit,
-                          const uint32_t *order, const uint32_t *starts)
+/* The reverses on each point: counted into starts[j + 1], then summed,
+ * so that point j's are starts[j] .. starts[j + 1] - 1 of all reverses.
+ * (i, i, 0) of self_interaction is not reversed. */
+static void reverse_starts(const direct_search *s, int64_t *starts)
 {
-    int64_t p = 0;
-    for (int64_t i = 0; i < s->n; i++) {
-        int64_t count = (int64_t)starts[i + 1] - starts[i];
-        write_reverses_any(w, hit, order + starts[i], p, count);
-        p += count;
-        write_hits_any(w, s->hits, p, i, row_start(s, i), s->row_end[i]);
-        p += s->row_end[i] - row_start(s, i);
-    }
+    memset(starts, 0, (size_t)(s->n + 1) * sizeof *starts);
+    for (int64_t r = 0; r < s->n; r++)
+        for (int64_t h = row_start(s, r); h < s->row_end[r]; h++)
+            if (s->hits[h] != s->g.own[r])
+                starts[s->g.rec[s->hits[h]].point + 1]++;
+    for (int64_t j = 0; j < s->n; j++)
+        starts[j + 1] += starts[j];
 }
 
-/* The same rows, all3 writer: every row's own hits first, hit h of row r
- * at h + starts[r + 1] (the rows and reverses before it), then the
- * reverses from them (write_reverses3); from_hit[q] is record q's hit. */
-static void full_rows3(const direct_writer *w, const direct_search *s, const uint32_t *hit,
-                       const uint32_t *from_hit, const uint32_t *order, const uint32_t *starts)
+/* Every half row's hits reversed into row j = their point, placed as a
+ * stable counting sort places them: rows r ascending, each row's hits
+ * from its last (a point's shifts descend within a row, so their
+ * negatives ascend). at[j] is row j's next free pair; half row r's
+ * forward pairs start at row_start(r) + starts[r + 1]. all3 is w->all3, a
+ * constant where inlined. */
+static PROX_ALWAYS_INLINE void place_reverses(const direct_search *s, const direct_writer *w,
+                                              bool all3, const int64_t *starts, int64_t *at)
 {
-    for (int64_t i = 0; i < s->n; i++)
-        write_hits3(w, s->hits, row_start(s, i) + starts[i + 1], i, row_start(s, i),
-                    s->row_end[i]);
-    for (int64_t i = 0; i < s->n; i++)
-        write_reverses3(w, hit, from_hit, order, starts, row_start(s, i) + starts[i], starts[i],
-                        starts[i + 1]);
+    for (int64_t r = 0; r < s->n; r++) {
+        int64_t fp = starts[r + 1];
+        for (int64_t h = s->row_end[r] - 1; h >= row_start(s, r); h--) {
+            uint32_t t = s->hits[h];
+            if (t == s->g.own[r])
+                continue;
+            int64_t p = at[w->rec[t].point]++;
+            if (all3)
+                write_reverse3(w, p, fp + h, r, t);
+            else
+                write_reverse_any(w, p, r, t);
+        }
+    }
 }
 
 /* The full list's row i in (j, S) order: the reverses of the hits of rows
  * r <= i on point i (j = r < i, then i's own images of negative shift),
- * then row i's own hits (its images of positive shift, then j > i). The
- * reverses are listed rows ascending, each row's hits from its last (a
- * point's shifts descending within a row, so their negatives ascend), and
- * placed by the stable counting sort on their point (core/radix_sort.h).
- * (i, i, 0) of self_interaction is not reversed. */
+ * then row i's own hits (its images of positive shift, then j > i). With
+ * starts (reverse_starts) every pair's place is known: the forward pairs
+ * are written first, so that an all3 writer takes each reverse from its
+ * forward pair (write_reverse3). */
 static prox_status full_output(const direct_search *s, prox_geometry *out, int dim)
 {
-    const direct_ghosts *gh = &s->g;
     int64_t n = s->n, half = s->count, reversed = half - (s->self_interaction ? n : 0);
-    /* each reverse's hit (its ghost and row packed, reverse_of) and the
-     * hit's index, its point (the sort's key), and their order */
-    uint32_t *hit = prox_alloc_array(s->al, reversed + 1, sizeof *hit);
-    uint32_t *from_hit = prox_alloc_array(s->al, reversed + 1, sizeof *from_hit);
-    uint32_t *key = prox_alloc_array(s->al, reversed + 1, sizeof *key);
-    uint32_t *order = prox_alloc_array(s->al, reversed + 1, sizeof *order);
-    uint32_t *starts = prox_alloc_array(s->al, n + 1, sizeof *starts);
-    prox_status st = hit && from_hit && key && order && starts
-                         ? prox_geometry_alloc(out, half + reversed, dim)
-                         : prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld pairs",
-                                     (long long)(half + reversed));
+    int64_t *starts = prox_alloc_array(s->al, n + 1, sizeof *starts);
+    int64_t *at = prox_alloc_array(s->al, n, sizeof *at);
+    prox_status st = starts && at ? prox_geometry_alloc(out, half + reversed, dim)
+                                  : prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld pairs",
+                                              (long long)(half + reversed));
     if (!st) {
-        int64_t q = 0;
-        for (int64_t r = 0; r < n; r++)
-            for (int64_t h = s->row_end[r] - 1; h >= row_start(s, r); h--) {
-                uint32_t t = s->hits[h];
-                if (t == gh->own[r])
-                    continue;
-                hit[q] = reverse_of(t, r);
-                from_hit[q] = (uint32_t)h;
-                key[q++] = gh->rec[t].point;
-            }
-        prox_counting_sort_u32(key, reversed, n, starts, order, NULL, 1);
+        reverse_starts(s, starts);
         direct_writer w = writer_of(s, out);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t from = row_start(s, i);
+            at[i] = from + starts[i];
+            if (w.all3)
+                write_hits3(&w, s->hits, from + starts[i + 1], i, from, s->row_end[i]);
+            else
+                write_hits_any(&w, s->hits, from + starts[i + 1], i, from, s->row_end[i]);
+        }
         if (w.all3)
-            full_rows3(&w, s, hit, from_hit, order, starts);
+            place_reverses(s, &w, true, starts, at);
         else
-            full_rows_any(&w, s, hit, order, starts);
+            place_reverses(s, &w, false, starts, at);
         finish_distances(&w, out);
     }
-    prox_free(s->al, hit);
-    prox_free(s->al, from_hit);
-    prox_free(s->al, key);
-    prox_free(s->al, order);
     prox_free(s->al, starts);
+    prox_free(s->al, at);
     return st;
 }
 
