@@ -98,15 +98,36 @@ static unsigned cell_fields_of(const char *q)
     return f;
 }
 
+/* The geometry's 32-bit i, j and S widened to ASE's 64-bit intp and
+ * int64 (plain loops the compiler vectorizes; x86-64 also gets an AVX2
+ * clone, chosen at load time, as the module is built for the baseline). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CELL_WIDEN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CELL_WIDEN_CLONES
+#endif
+
+CELL_WIDEN_CLONES static void cell_widen_index(npy_intp *restrict out,
+                                               const prox_index *restrict v, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++)
+        out[k] = (npy_intp)v[k];
+}
+
+CELL_WIDEN_CLONES static void cell_widen_shift(int64_t *restrict out,
+                                               const int32_t *restrict v, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++)
+        out[k] = v[k];
+}
+
 static PyObject *cell_index_array(const prox_index *v, int64_t n)
 {
     npy_intp dims[1] = {(npy_intp)n};
     PyObject *a = PyArray_SimpleNew(1, dims, NPY_INTP);
     if (!a)
         return NULL;
-    npy_intp *out = (npy_intp *)PyArray_DATA((PyArrayObject *)a);
-    for (int64_t k = 0; k < n; k++)
-        out[k] = (npy_intp)v[k];
+    cell_widen_index((npy_intp *)PyArray_DATA((PyArrayObject *)a), v, n);
     return a;
 }
 
@@ -178,8 +199,7 @@ static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
     else if (q == 'D')
         memcpy(data, g->D, (size_t)(n * dim) * sizeof(double));
     else
-        for (int64_t k = 0; k < n * dim; k++)
-            ((int64_t *)data)[k] = g->S[k];
+        cell_widen_shift(data, g->S, n * dim);
     return a;
 }
 
@@ -371,16 +391,12 @@ static PyObject *cell_arena_quantity(cell_arena *a, const prox_geometry *g, char
     if (!arr || n == 0)
         return arr;
     void *data = PyArray_DATA((PyArrayObject *)arr);
-    if (q == 'i' || q == 'j') {
-        const prox_index *v = q == 'i' ? g->i : g->j;
-        for (int64_t k = 0; k < n; k++)
-            ((npy_intp *)data)[k] = (npy_intp)v[k];
-    } else if (q == 'S') {
-        for (int64_t k = 0; k < n * dim; k++)
-            ((int64_t *)data)[k] = g->S[k];
-    } else {
+    if (q == 'i' || q == 'j')
+        cell_widen_index(data, q == 'i' ? g->i : g->j, n);
+    else if (q == 'S')
+        cell_widen_shift(data, g->S, n * dim);
+    else
         memcpy(data, q == 'd' ? g->d : g->D, (size_t)(n * (q == 'd' ? 1 : dim)) * sizeof(double));
-    }
     return arr;
 }
 
