@@ -1,6 +1,8 @@
 /* cell_screen.c: engine. The screen of a periodic cell's candidates
  * (cell.c): one run of slots against a query point through the double
- * kernel of simd/kernel.h, at this SIMD level. */
+ * kernel of simd/kernel.h, at this SIMD level; and the small cells' images
+ * decided by the rule (cell_direct.c), after a float prescreen in the
+ * vector lanes of simd/vec.h. */
 #include "points/cell_geometry.h"
 #include "simd/kernel.h"
 #include "simd/vec.h"
