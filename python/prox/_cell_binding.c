@@ -660,8 +660,10 @@ static PyObject *py_cell(PyObject *self, PyObject *args, PyObject *kw)
             Py_END_ALLOW_THREADS
         }
         PyObject *v = cell_result(s, k, n, quantities, &arena, !scratch);
-        if (scratch)
+        if (scratch) { /* nothing of the system's may outlive the scratch's emptying */
+            prox_geometry_free(&s[k].out);
             scratch_reset(scratch);
+        }
         if (!v) {
             Py_CLEAR(list);
             break;
