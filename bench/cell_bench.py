@@ -17,7 +17,9 @@ Rows (medians of --runs, one thread unless said):
   - LAMMPS' neighbour count (Debian's lmp, pair_style zero, half list) on a
     triclinic box of --lammps-n points against prox's half-pair count.
 Usage: PYTHONPATH=build/python bench/cell_bench.py [--n 1e6] [--small 1000]
-       [--runs 5] [--lammps-n 1e5] [--skip mdanalysis,lammps,ase] [-o OUT.md]
+       [--runs 5] [--lammps-n 1e5] [--skip mdanalysis,lammps,ase] [--only small]
+       [-o OUT.md]
+(--only small: the small-cell rows alone, without ASE's.)
 The C side of the same cases, with a hash of the output (and for
 callgrind): build/bench_cell_points (bench/cell_points.c).
 """
@@ -201,16 +203,20 @@ def main():
     ap.add_argument("--lammps-n", type=float, default=1e5)
     ap.add_argument("--ase-structures", type=int, default=10)
     ap.add_argument("--skip", default="", help="comma list of mdanalysis, lammps, ase, w1, small")
+    ap.add_argument("--only", choices=["small"], help="the small-cell rows alone (no ASE rows)")
     ap.add_argument("-o", "--output")
     a = ap.parse_args()
     a.n, a.lammps_n = int(a.n), int(a.lammps_n)
     a.skip = set(filter(None, a.skip.split(",")))
+    if a.only == "small":
+        a.skip |= {"w1", "lammps", "ase", "mdanalysis"}
     rows = []
     if "w1" not in a.skip:
         bench_w1(a, rows)
     if "small" not in a.skip:
         bench_small(a, rows)
-    bench_lammps(a, rows)
+    if a.only != "small":
+        bench_lammps(a, rows)
     text = table(rows, a)
     if a.output:
         with open(a.output, "w") as f:

@@ -251,6 +251,75 @@ static void faces_and_exact_cutoff(void **state)
     free(c.x);
 }
 
+/* The least cutoff c whose square, as the rule computes it, is at least
+ * s: a pair of squared distance s is in, by no margin at all. */
+static double boundary_cutoff(double s)
+{
+    double c = sqrt(s);
+    while (c * c < s)
+        c = nextafter(c, INFINITY);
+    while (nextafter(c, 0) * nextafter(c, 0) >= s)
+        c = nextafter(c, 0);
+    return c;
+}
+
+/* The enumeration's float prescreen (cell_direct.c, prescreen_radius)
+ * against pairs at exactly the cutoff: the points of a random cell
+ * translated `far` cells along every row (unwrapped, so that their
+ * coordinates, and the float rounding with them, are large against the
+ * cutoff), the cutoff set to one pair's squared distance as the rule
+ * computes it. A screen narrower than its bound drops some of those
+ * pairs. The last cells lie beyond the screen's range (coordinates past
+ * 2^60), where the rule alone decides. */
+static void prescreen_keeps_boundary_pairs(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(4344);
+    static const double far[] = {0, 1e3, 1e5, 3e6, 1048576};
+    int64_t served = 0;
+    for (int t = 0; t < 60; t++) {
+        cell_case c;
+        memset(&c, 0, sizeof c);
+        c.dim = 3;
+        bool huge = t % 5 == 4;
+        cell_random(&r, 3, huge ? 0x1p50 : 1 + t % 3, c.cell);
+        c.pbc[0] = c.pbc[1] = c.pbc[2] = true;
+        c.pbc[t % 3] = t % 7 != 3;
+        c.n = 8 + (t % 4) * 8;
+        c.full = t % 2;
+        c.x = malloc((size_t)(3 * c.n) * sizeof *c.x);
+        double K = far[t % 5];
+        for (int64_t i = 0; i < c.n; i++) {
+            double f[3] = {rng_range(&r, 0, 1) + K, rng_range(&r, 0, 1) + K,
+                           rng_range(&r, 0, 1) + K};
+            for (int k = 0; k < 3; k++)
+                c.x[3 * i + k] = (f[0] * c.cell[0][k] + f[1] * c.cell[1][k]) + f[2] * c.cell[2][k];
+        }
+        oracle_images o;
+        double height = cell_min_height(c.cell, 3);
+        oracle_cell_pairs(c.x, c.n, 3, c.cell, c.pbc, 0.9 * height, false, false, &o);
+        if (o.count == 0) {
+            oracle_images_free(&o);
+            free(c.x);
+            continue;
+        }
+        const double *D = o.items[rng_below(&r, o.count)].D;
+        c.cutoff = boundary_cutoff(D[0] * D[0] + D[1] * D[1] + D[2] * D[2]);
+        oracle_images_free(&o);
+        char context[160];
+        snprintf(context, sizeof context, "boundary pair %d: n %lld, %g cells away, full %d", t,
+                 (long long)c.n, K, c.full);
+        prox_cell_desc d = desc_of(&c, 1);
+        prox_points view = prox_points_f64(c.x, c.n, 3);
+        prox_stats st;
+        CHECK_STATUS(prox_cell_pairs(&view, &d, NULL, &st), PROX_OK, context);
+        served += strcmp(st.method, "cell.direct") == 0;
+        run_case(&c, false, context);
+        free(c.x);
+    }
+    CHECK(served >= 40, "boundary pairs", "%lld cases enumerated", (long long)served);
+}
+
 static int64_t count_pairs(const double *x, int64_t n, double m[3][3], double cutoff,
                            bool full)
 {
@@ -422,6 +491,7 @@ int main(void)
         cmocka_unit_test(cell_2d_matches_oracle),
         cmocka_unit_test(small_cells_match_oracle),
         cmocka_unit_test(faces_and_exact_cutoff),
+        cmocka_unit_test(prescreen_keeps_boundary_pairs),
         cmocka_unit_test(lattice_closed_forms),
         cmocka_unit_test(orthogonal_matches_grid),
         cmocka_unit_test(threads_give_the_same_output),

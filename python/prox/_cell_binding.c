@@ -98,15 +98,36 @@ static unsigned cell_fields_of(const char *q)
     return f;
 }
 
+/* The geometry's 32-bit i, j and S widened to ASE's 64-bit intp and
+ * int64 (plain loops the compiler vectorizes; x86-64 also gets an AVX2
+ * clone, chosen at load time, as the module is built for the baseline). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CELL_WIDEN_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CELL_WIDEN_CLONES
+#endif
+
+CELL_WIDEN_CLONES static void cell_widen_index(npy_intp *restrict out,
+                                               const prox_index *restrict v, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++)
+        out[k] = (npy_intp)v[k];
+}
+
+CELL_WIDEN_CLONES static void cell_widen_shift(int64_t *restrict out,
+                                               const int32_t *restrict v, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++)
+        out[k] = v[k];
+}
+
 static PyObject *cell_index_array(const prox_index *v, int64_t n)
 {
     npy_intp dims[1] = {(npy_intp)n};
     PyObject *a = PyArray_SimpleNew(1, dims, NPY_INTP);
     if (!a)
         return NULL;
-    npy_intp *out = (npy_intp *)PyArray_DATA((PyArrayObject *)a);
-    for (int64_t k = 0; k < n; k++)
-        out[k] = (npy_intp)v[k];
+    cell_widen_index((npy_intp *)PyArray_DATA((PyArrayObject *)a), v, n);
     return a;
 }
 
@@ -178,8 +199,7 @@ static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
     else if (q == 'D')
         memcpy(data, g->D, (size_t)(n * dim) * sizeof(double));
     else
-        for (int64_t k = 0; k < n * dim; k++)
-            ((int64_t *)data)[k] = g->S[k];
+        cell_widen_shift(data, g->S, n * dim);
     return a;
 }
 
@@ -279,11 +299,13 @@ static void arena_block_free(PyObject *capsule)
     block_retire(PyCapsule_GetPointer(capsule, "prox.arena"));
 }
 
+static size_t scratch_release(void);
+
 static PyObject *py_release_memory(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    size_t freed = arena_cached;
+    size_t freed = arena_cached + scratch_release();
     for (int k = 0; k < ARENA_CACHE_SLOTS; k++)
         if (arena_cache[k]) {
             block_free(arena_cache[k]);
@@ -369,16 +391,12 @@ static PyObject *cell_arena_quantity(cell_arena *a, const prox_geometry *g, char
     if (!arr || n == 0)
         return arr;
     void *data = PyArray_DATA((PyArrayObject *)arr);
-    if (q == 'i' || q == 'j') {
-        const prox_index *v = q == 'i' ? g->i : g->j;
-        for (int64_t k = 0; k < n; k++)
-            ((npy_intp *)data)[k] = (npy_intp)v[k];
-    } else if (q == 'S') {
-        for (int64_t k = 0; k < n * dim; k++)
-            ((int64_t *)data)[k] = g->S[k];
-    } else {
+    if (q == 'i' || q == 'j')
+        cell_widen_index(data, q == 'i' ? g->i : g->j, n);
+    else if (q == 'S')
+        cell_widen_shift(data, g->S, n * dim);
+    else
         memcpy(data, q == 'd' ? g->d : g->D, (size_t)(n * (q == 'd' ? 1 : dim)) * sizeof(double));
-    }
     return arr;
 }
 
@@ -391,9 +409,11 @@ static size_t cell_value_bytes(const cell_system *s, const char *quantities)
     return t;
 }
 
-/* System s's tuple; `left` systems (s included) are still to come. */
+/* System s's tuple; `left` systems (s included) are still to come.
+ * adopt: its geometry's d and D are malloc'd and may become arrays
+ * without a copy (not when carved from a scratch). */
 static PyObject *cell_value(cell_system *s, const char *quantities, cell_arena *arena,
-                            Py_ssize_t left)
+                            Py_ssize_t left, bool adopt)
 {
     Py_ssize_t n = (Py_ssize_t)strlen(quantities);
     arena->expect = cell_value_bytes(s, quantities) * (size_t)left;
@@ -402,7 +422,8 @@ static PyObject *cell_value(cell_system *s, const char *quantities, cell_arena *
     for (Py_ssize_t k = 0; t && k < n; k++) {
         char q = quantities[k];
         PyObject *a = carve ? cell_arena_quantity(arena, &s->out, q)
-                            : cell_quantity(&s->out, q, strchr(quantities, q) == strrchr(quantities, q));
+                            : cell_quantity(&s->out, q,
+                                            adopt && strchr(quantities, q) == strrchr(quantities, q));
         if (!a) {
             Py_CLEAR(t);
             break;
@@ -410,6 +431,121 @@ static PyObject *cell_value(cell_system *s, const char *quantities, cell_arena *
         PyTuple_SET_ITEM(t, k, a);
     }
     return t;
+}
+
+/* ---- the scratch of a batch on one thread ---------------------------
+ * On one thread each system is searched and converted before the next,
+ * so its search's working arrays (desc.allocator) and its geometry (read
+ * once, into the result's arrays) are carved from one scratch block,
+ * emptied after each system: every system writes the same warm pages,
+ * with no malloc per array and no heap trimmed and faulted back in between
+ * systems. free is a no-op inside the block; a request beyond its room is
+ * malloc'd (and freed by free), and the next system gets a block twice
+ * that large, up to SCRATCH_MAX. One block is kept between calls (its
+ * pages faulted in), taken under the GIL by one call at a time; a
+ * concurrent call makes its own. prox.release_memory() frees it. */
+#define SCRATCH_START ((size_t)1 << 20)
+#define SCRATCH_MAX ((size_t)64 << 20)
+
+typedef struct cell_scratch {
+    char *base;
+    size_t used, cap;
+    size_t want; /* the room the next system should find: cap, or more after an overflow */
+} cell_scratch;
+
+static cell_scratch *scratch_kept; /* guarded by the GIL */
+
+static void *scratch_alloc(size_t size, void *user)
+{
+    cell_scratch *sc = user;
+    size_t room = (size + 63) & ~(size_t)63;
+    if (room >= size && sc->base && sc->cap - sc->used >= room) {
+        void *p = sc->base + sc->used;
+        sc->used += room;
+        return p;
+    }
+    size_t need = sc->used + room;
+    if (need > sc->want)
+        sc->want = need < SCRATCH_MAX ? need : SCRATCH_MAX;
+    return malloc(size);
+}
+
+static bool scratch_holds(const cell_scratch *sc, const void *ptr)
+{
+    const char *c = ptr;
+    return sc->base && c >= sc->base && c < sc->base + sc->cap;
+}
+
+static void scratch_free(void *ptr, void *user)
+{
+    if (!scratch_holds(user, ptr))
+        free(ptr);
+}
+
+static prox_allocator scratch_allocator(cell_scratch *sc)
+{
+    prox_allocator al = {scratch_alloc, scratch_free, sc};
+    return al;
+}
+
+/* Emptied for the next system, grown first if this one overflowed (a
+ * failed growth keeps the old block: its requests go to malloc). */
+static void scratch_reset(cell_scratch *sc)
+{
+    sc->used = 0;
+    if (sc->want <= sc->cap)
+        return;
+    size_t cap = 2 * sc->cap > sc->want ? 2 * sc->cap : sc->want;
+    cap = cap < SCRATCH_MAX ? cap : SCRATCH_MAX;
+    char *grown = malloc(cap);
+    if (!grown) {
+        sc->want = sc->cap;
+        return;
+    }
+    free(sc->base);
+    sc->base = grown;
+    sc->cap = sc->want = cap;
+}
+
+/* The kept scratch, or a new one (NULL: no memory; the systems then use
+ * malloc). */
+static cell_scratch *scratch_take(void)
+{
+    cell_scratch *sc = scratch_kept;
+    scratch_kept = NULL;
+    if (sc)
+        return sc;
+    sc = calloc(1, sizeof *sc);
+    if (sc && (sc->base = malloc(SCRATCH_START)) != NULL)
+        sc->cap = sc->want = SCRATCH_START;
+    return sc;
+}
+
+static void scratch_drop(cell_scratch *sc)
+{
+    if (sc)
+        free(sc->base);
+    free(sc);
+}
+
+/* Kept for the next call unless another is kept already. */
+static void scratch_give_back(cell_scratch *sc)
+{
+    if (!sc)
+        return;
+    sc->used = 0;
+    if (scratch_kept)
+        scratch_drop(sc);
+    else
+        scratch_kept = sc;
+}
+
+static size_t scratch_release(void)
+{
+    size_t freed = scratch_kept ? scratch_kept->cap : 0;
+    scratch_drop(scratch_kept);
+    scratch_kept = NULL;
+    return freed;
 }
 
 static void cell_systems_free(cell_system *s, Py_ssize_t n)
@@ -452,7 +588,7 @@ static void cell_systems_run(cell_system *s, Py_ssize_t n, int threads)
 /* System k's arrays as the tuple of `quantities` (its geometry then
  * released), or NULL with the error set. */
 static PyObject *cell_result(cell_system *s, Py_ssize_t k, Py_ssize_t n, const char *quantities,
-                             cell_arena *arena)
+                             cell_arena *arena, bool adopt)
 {
     if (s[k].status) {
         PyObject *kind = s[k].status == PROX_ERR_NO_MEMORY ? PyExc_MemoryError : PyExc_ValueError;
@@ -462,7 +598,7 @@ static PyObject *cell_result(cell_system *s, Py_ssize_t k, Py_ssize_t n, const c
             PyErr_SetString(kind, s[k].error);
         return NULL;
     }
-    PyObject *v = cell_value(&s[k], quantities, arena, n - k);
+    PyObject *v = cell_value(&s[k], quantities, arena, n - k, adopt);
     prox_geometry_free(&s[k].out);
     return v;
 }
@@ -501,24 +637,33 @@ static PyObject *py_cell(PyObject *self, PyObject *args, PyObject *kw)
         }
     }
     /* On one thread each system's arrays are made as soon as it is
-     * searched and its geometry released, so that the next search reuses
-     * that memory (warm pages) instead of holding every system's at once. */
+     * searched, its search and geometry in the scratch (emptied for the
+     * next system: warm pages) instead of every system's held at once. */
     bool one_by_one = n > 1 && cell_team(threads) == 1;
     if (!one_by_one) {
         Py_BEGIN_ALLOW_THREADS
         cell_systems_run(s, n, threads);
         Py_END_ALLOW_THREADS
     }
+    cell_scratch *scratch = one_by_one ? scratch_take() : NULL;
     PyObject *list = PyList_New(n);
-    /* large results carved from huge-page blocks (cell_value) */
+    /* large results carved from the arena's blocks (cell_value) */
     cell_arena arena = {0};
     for (Py_ssize_t k = 0; list && k < n; k++) {
         if (one_by_one) {
+            if (scratch) {
+                s[k].desc.allocator = scratch_allocator(scratch);
+                s[k].out.allocator = s[k].desc.allocator;
+            }
             Py_BEGIN_ALLOW_THREADS
             cell_system_run(&s[k]);
             Py_END_ALLOW_THREADS
         }
-        PyObject *v = cell_result(s, k, n, quantities, &arena);
+        PyObject *v = cell_result(s, k, n, quantities, &arena, !scratch);
+        if (scratch) { /* nothing of the system's may outlive the scratch's emptying */
+            prox_geometry_free(&s[k].out);
+            scratch_reset(scratch);
+        }
         if (!v) {
             Py_CLEAR(list);
             break;
@@ -526,7 +671,8 @@ static PyObject *py_cell(PyObject *self, PyObject *args, PyObject *kw)
         PyList_SET_ITEM(list, k, v);
     }
     arena_release(&arena);
-    cell_systems_free(s, n);
+    cell_systems_free(s, n); /* before the scratch goes: an unsearched system's geometry is empty */
+    scratch_give_back(scratch);
     Py_DECREF(seq);
     return list;
 }

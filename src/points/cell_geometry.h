@@ -97,13 +97,25 @@ static inline int64_t prox_cell_bin_of(const prox_cell_bins *b, int k, double f)
 int64_t prox_cell_screen(const double *x, const double *y, const double *z, int64_t lo,
                          int64_t hi, const double q[3], double r2, uint32_t *hits);
 
+/* An optional prescreen of prox_cell_image_hits: p[k][t] =
+ * (float)(x[k][t] + v[k][t]), and the rule is evaluated only for images
+ * with (e0^2 + e1^2) + e2^2 <= r2 in float, e[k] = p[k][t] - (float)q[k]:
+ * r2 must be wide enough that no pair of the rule fails (the caller's
+ * proof: cell_direct.c, prescreen_radius). */
+typedef struct prox_cell_prescreen {
+    const float *p[3];
+    float r2;
+} prox_cell_prescreen;
+
 /* The images t of [lo, hi) within the cutoff of the point q by the rule of
  * cell.h, decided exactly: D[k] = (x[k][t] - q[k]) + v[k][t], with x the
  * caller's coordinates of the image's point and v its shift vector
  * S . cell as the rule computes it; indices ascending into hits (room for
  * hi - lo + PROX_CELL_SCREEN_SLACK). The engine's double lanes at the SIMD
- * level in use (cell_screen.c): every level gives the same bits. */
-int64_t prox_cell_image_hits(const double *const x[3], const double *const v[3], int64_t lo,
-                             int64_t hi, const double q[3], double r2, uint32_t *hits);
+ * level in use (cell_screen.c): every level gives the same bits.
+ * screen: NULL, or the float prescreen above. */
+int64_t prox_cell_image_hits(const double *const x[3], const double *const v[3],
+                             const prox_cell_prescreen *screen, int64_t lo, int64_t hi,
+                             const double q[3], double r2, uint32_t *hits);
 
 #endif

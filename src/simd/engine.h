@@ -79,9 +79,10 @@
        const double q[3], double r2, uint32_t *hits),                                            \
       (x, y, z, lo, hi, q, r2, hits))                                                           \
     X(return, int64_t, cell_image_hits, prox_cell_image_hits,                                    \
-      (const double *const x[3], const double *const v[3], int64_t lo, int64_t hi,              \
-       const double q[3], double r2, uint32_t *hits),                                            \
-      (x, v, lo, hi, q, r2, hits))                                                              \
+      (const double *const x[3], const double *const v[3],                                      \
+       const prox_cell_prescreen *screen, int64_t lo, int64_t hi, const double q[3], double r2, \
+       uint32_t *hits),                                                                         \
+      (x, v, screen, lo, hi, q, r2, hits))                                                      \
     X(return, prox_status, knn_search, prox_knn_search,                                         \
       (const prox_knn_index *x, const prox_points *qs, const prox_knn_desc *desc, knn_out out,  \
        prox_stats *st),                                                                         \
