@@ -369,6 +369,10 @@ static void bad_input_is_refused(void **state)
     e.cell[2][0] = 1, e.cell[2][1] = 0, e.cell[2][2] = 0;
     CHECK_STATUS(prox_cell_knn(&p, NULL, &e, &r, NULL), PROX_ERR_INVALID, "singular cell");
     e = d;
+    e.pbc[1] = false; /* an open row along a periodic one: singular, as prox_cell_pairs has it */
+    e.cell[1][0] = 2, e.cell[1][1] = 0;
+    CHECK_STATUS(prox_cell_knn(&p, NULL, &e, &r, NULL), PROX_ERR_INVALID, "open row along a");
+    e = d;
     e.k = (int)PROX_CELL_KNN_MAX_IMAGES + 1; /* more images than it may lay out */
     CHECK_STATUS(prox_cell_knn(&p, NULL, &e, &r, NULL), PROX_ERR_RANGE, "k beyond the images");
     double far[] = {0.5, 0.5, 1e300, 0.2, 0.2, 0};

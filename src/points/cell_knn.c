@@ -802,10 +802,15 @@ static void frame_rows(const prox_cell_knn_desc *desc, int dim, double m[3][3])
 static prox_status setup(const prox_points *points, const prox_points *queries,
                          const prox_cell_knn_desc *desc, cell_knn *s)
 {
+    /* the caller's cell is checked as prox_cell_pairs checks it, then the
+     * search's own frame made (frame_rows) */
     prox_cell_desc cd = prox_default_cell_desc();
-    frame_rows(desc, points->dim, cd.cell);
+    memcpy(cd.cell, desc->cell, sizeof cd.cell);
     memcpy(cd.pbc, desc->pbc, sizeof cd.pbc);
     prox_status st = prox_cell_frame_make(&cd, points->dim, &s->frame);
+    frame_rows(desc, points->dim, cd.cell);
+    if (!st)
+        st = prox_cell_frame_make(&cd, points->dim, &s->frame);
     prox_cell_extent ep, eq;
     if (!st)
         st = prox_cell_measure(points, &s->frame, &ep);
