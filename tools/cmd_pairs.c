@@ -224,7 +224,28 @@ static prox_rows parse_rows(const opt_parser *p, const char *v)
         return PROX_ROWS_STAGED;
     if (strcmp(v, "in-place") == 0)
         return PROX_ROWS_IN_PLACE;
-    die_usage(p->command, "--rows must be staged or in-place, not '%s'", v);
+    if (strcmp(v, "in-output") == 0)
+        return PROX_ROWS_IN_OUTPUT;
+    die_usage(p->command, "--rows must be staged, in-place or in-output, not '%s'", v);
+}
+
+/* The rows asked for; by default a single run stages a sorted buffer's
+ * rows in the output itself, as the one-shot calls do, and several runs
+ * keep their staging for the next (prox_rows). */
+static prox_rows effective_rows(const pairs_options *o)
+{
+    if (o->rows != PROX_ROWS_AUTO)
+        return o->rows;
+    return o->runs == 1 ? PROX_ROWS_IN_OUTPUT : PROX_ROWS_STAGED;
+}
+
+static const char *rows_name(prox_rows rows)
+{
+    switch (rows) {
+    case PROX_ROWS_IN_PLACE: return "in-place";
+    case PROX_ROWS_IN_OUTPUT: return "in-output";
+    default: return "staged";
+    }
 }
 
 static prox_coords parse_coords(const opt_parser *p, const char *v)
@@ -413,7 +434,7 @@ static prox_grid_desc make_desc(const pairs_options *o, double radius, int dim)
     desc.keys = o->keys;
     /* the points outlive the grid: AUTO as the one-shot calls take it */
     desc.coords = o->coords == PROX_COORDS_AUTO ? prox_grid_coords_for_held_points() : o->coords;
-    desc.rows = o->rows;
+    desc.rows = effective_rows(o);
     desc.cell_divisions = o->cell_divisions;
     desc.table_size = o->table_size;
     desc.threads = o->threads;
@@ -619,7 +640,7 @@ static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
     if (prox_grid_query(grid, &sample, prox_sink_count(), &stats) != PROX_OK)
         return; /* the search will say what is wrong */
     double pairs = pairs_of_sample(stats.pairs, points, &sample);
-    double bytes = pairs * (lists ? 16.0 : 12.0); /* output and staged rows, as bytes_per_pair */
+    double bytes = pairs * (lists ? 16.0 : 12.0); /* output and staged rows, at most */
     /* volatile: a compiler may drop an allocation freed unused, and with
      * it the probe (clang does) */
     void *volatile probe = NULL;
@@ -633,15 +654,16 @@ static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
             pairs, bytes);
 }
 
-/* Bytes per pair of each output: the buffer's 8 plus the staged rows' 4;
- * lists hold both directions, 4 bytes an entry, staged alike. */
+/* Bytes per pair of each output: the buffer's 8 plus the staged rows' 4
+ * (none when they are staged in the buffer itself); lists hold both
+ * directions, 4 bytes an entry, staged alike. */
 static double bytes_per_pair(const pairs_options *o)
 {
     if (o->task == TASK_COUNT || o->stream)
         return 0.0;
     if (o->task == TASK_LISTS)
         return o->unsorted ? 8.0 : 16.0;
-    return o->unsorted ? 8.0 : 12.0;
+    return o->unsorted || effective_rows(o) == PROX_ROWS_IN_OUTPUT ? 8.0 : 12.0;
 }
 
 static void refuse_over_limit(const pairs_options *o, double need, const char *what)
@@ -783,7 +805,7 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             (long long)s->pairs, (long long)s->candidates, (long long)s->rechecked,
             (long long)s->cells,
             (long long)s->cells_visited, (double)s->bytes / (1024.0 * 1024.0),
-            desc->rows == PROX_ROWS_IN_PLACE ? "in-place" : "staged",
+            rows_name(desc->rows),
             (double)s->kept_bytes / (1024.0 * 1024.0), peak_rss_mb(), prox_simd_level(),
             s->method ? s->method : "none");
 }

@@ -90,6 +90,12 @@ static void populate(const prox_allocator *a, void *p, size_t bytes, int threads
 #endif
 }
 
+void prox_populate(const prox_allocator *a, void *p, int64_t count, size_t size, int threads)
+{
+    if (p && count > 0)
+        populate(a, p, (size_t)count * size, threads);
+}
+
 bool prox_reserve(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                   size_t size)
 {
@@ -118,6 +124,12 @@ bool prox_grow(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t c
 bool prox_grow_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                        int64_t keep, size_t size, int threads)
 {
+    return prox_grow_part(a, ptr, capacity, count, keep, count, size, threads);
+}
+
+bool prox_grow_part(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                    int64_t keep, int64_t touch, size_t size, int threads)
+{
     if (*ptr && *capacity >= count)
         return true;
     int64_t want = *capacity > 0 ? *capacity : 16;
@@ -126,7 +138,7 @@ bool prox_grow_threads(const prox_allocator *a, void **ptr, int64_t *capacity, i
     void *grown = prox_alloc_array(a, want, size);
     if (!grown)
         return false;
-    populate(a, grown, (size_t)count * size, threads); /* the part about to be used */
+    populate(a, grown, (size_t)(touch < count ? touch : count) * size, threads); /* about to be used */
     if (*ptr && keep > 0)
         memcpy(grown, *ptr, (size_t)keep * size);
     prox_free(a, *ptr);

@@ -30,4 +30,14 @@ bool prox_reserve_threads(const prox_allocator *a, void **ptr, int64_t *capacity
 bool prox_grow_threads(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                        int64_t keep, size_t size, int threads);
 
+/* prox_grow_threads with only the first `touch` elements of a fresh block
+ * faulted in now: the rest of `count` is written later, or never. */
+bool prox_grow_part(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
+                    int64_t keep, int64_t touch, size_t size, int threads);
+
+/* `count` elements of `size` bytes at p, in a block from `a` and about to
+ * be written, faulted in as a fresh block's are (nothing for a caller's
+ * own allocator, small spans, or pages already there). */
+void prox_populate(const prox_allocator *a, void *p, int64_t count, size_t size, int threads);
+
 #endif

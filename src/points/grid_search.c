@@ -221,7 +221,9 @@ typedef struct row_chunk {
     prox_index *entries;
     int64_t count, cap;
     int64_t points_done, points_left;
-    bool sized; /* reserved from the first run's neighbours per point */
+    const prox_allocator *allocator; /* the grid's, or the output buffer's (in_output) */
+    bool in_output; /* entries is the sorted buffer's own storage (PROX_ROWS_IN_OUTPUT) */
+    bool sized;     /* reserved from the first run's neighbours per point */
     bool failed;
     int64_t sort_s, sort_at; /* first point whose row awaits sorting, its first entry */
 } row_chunk;
@@ -239,15 +241,17 @@ static void sort_pending_rows(row_chunk *rc, const uint32_t *row_len, int64_t s_
 
 /* After the chunk's first run, reserve what its rate of neighbours per
  * point predicts for the rest (plus a quarter): one allocation instead of a
- * chain of doublings and copies. */
-static void size_row_chunk(const prox_grid *g, row_chunk *rc)
+ * chain of doublings and copies. A chunk staged in the output buffer
+ * reserves twice that, the pairs' 8 bytes an entry, but faults in only
+ * the staging's half now: the rest is written at the delivery, if at all. */
+static void size_row_chunk(row_chunk *rc)
 {
     rc->sized = true;
     double per_point = (double)rc->count / (double)rc->points_done;
     int64_t want = rc->count + (int64_t)(1.25 * per_point * (double)rc->points_left) + 64;
-    if (want > rc->cap)
-        prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, want, rc->count,
-                  sizeof *rc->entries); /* on failure, growth on demand still works */
+    if (want > rc->cap) /* on failure, growth on demand still works */
+        prox_grow_part(rc->allocator, (void **)&rc->entries, &rc->cap,
+                       rc->in_output ? 2 * want : want, rc->count, want, sizeof *rc->entries, 1);
 }
 
 /* Every run of every stencil cell (the run's own cell included). */
@@ -374,7 +378,7 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
     int64_t total = prox_ranges_length(c.range, c.count);
     for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
         if (rc->count + total + PROX_KERNEL_SLACK > rc->cap &&
-            !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap,
+            !prox_grow(rc->allocator, (void **)&rc->entries, &rc->cap,
                        rc->count + total + PROX_KERNEL_SLACK, rc->count, sizeof *rc->entries)) {
             rc->failed = true;
             return;
@@ -391,7 +395,7 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
     rc->points_done += own;
     rc->points_left -= own;
     if (!rc->sized && rc->points_done >= 32)
-        size_row_chunk(g, rc);
+        size_row_chunk(rc);
 }
 
 /* For each point of chunk rc (sorted positions [s0, s1)): offsets[id + 1]
@@ -417,15 +421,15 @@ static void index_rows_by_id(const prox_grid *g, const row_chunk *rc, int64_t s0
  * written straight through, and the reads (each row's entries) are the
  * ones that scatter, fetched ahead. */
 static void place_rows(const int64_t *offsets, const prox_index *const *row_at, int64_t i0,
-                       int64_t i1, prox_sink sink)
+                       int64_t i1, prox_sink sink, prox_index *columns)
 {
     for (int64_t i = i0; i < i1; i++) {
         if (i + PLACE_AHEAD < i1)
             __builtin_prefetch(row_at[i + PLACE_AHEAD]);
         const prox_index *from = row_at[i];
         int64_t at = offsets[i], len = offsets[i + 1] - at;
-        if (sink.kind == PROX_SINK_LISTS) {
-            prox_index *to = sink.lists->indices + at;
+        if (columns || sink.kind == PROX_SINK_LISTS) {
+            prox_index *to = (columns ? columns : sink.lists->indices) + at;
             for (int64_t t = 0; t < len; t++) /* rows are short: no call */
                 to[t] = from[t];
         } else {
@@ -436,8 +440,72 @@ static void place_rows(const int64_t *offsets, const prox_index *const *row_at, 
     }
 }
 
-static prox_status reserve_rows_output(const prox_grid *g, grid_work *w, prox_sink sink,
-                                       int64_t total, int64_t **offsets)
+/* Pairs [a, b) of the rows of ids whose offsets are given, each (i, j)
+ * with j = columns[t], in place: pair t's 8 bytes cover the words 2t and
+ * 2t + 1 of the buffer, where columns = words + total. In order, each
+ * write lands on words already read (2t + 1 <= total + t for t < total);
+ * the caller makes parallel ranges safe (widen_rows). */
+static void widen_range(prox_pair *pairs, const int64_t *offsets, int64_t n, int64_t total,
+                        int64_t a, int64_t b)
+{
+    const prox_index *columns = (const prox_index *)pairs + total;
+    int64_t lo = 0, hi = n; /* the row holding entry a: offsets[i] <= a < offsets[i + 1] */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (offsets[mid + 1] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int64_t i = lo; i < n && offsets[i] < b; i++) {
+        int64_t from = offsets[i] > a ? offsets[i] : a, to = offsets[i + 1] < b ? offsets[i + 1] : b;
+        for (int64_t t = from; t < to; t++) {
+            prox_index j = columns[t]; /* read before the write that may cover it */
+            pairs[t] = (prox_pair){(prox_index)i, j};
+        }
+    }
+}
+
+/* Below this many pairs the widening's last steps run on one thread. */
+#define WIDEN_SERIAL 65536
+
+/* The buffer's upper half (the rows' entries, in output order) widened
+ * into pairs over the whole buffer. Pairs [done, next) write words
+ * [2 done, 2 next), which lie below the entries [total + done, total +
+ * next) they read while 2 next <= total + done: so each step takes half
+ * of what is left, its parts in parallel, and the last ones run in order. */
+static void widen_rows(prox_pair *pairs, const int64_t *offsets, int64_t n, int64_t total,
+                       int threads)
+{
+    int64_t done = 0;
+    while (threads > 1 && total - done > WIDEN_SERIAL) {
+        int64_t next = (total + done) / 2;
+        int parts = PROX_PARTS_PER_THREAD * threads;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+        for (int k = 0; k < parts; k++)
+            widen_range(pairs, offsets, n, total, done + (next - done) * k / parts,
+                        done + (next - done) * (k + 1) / parts);
+        done = next;
+    }
+    widen_range(pairs, offsets, n, total, done, total);
+}
+
+/* Rows staged in the buffer itself (rc, the first chunk): the buffer
+ * then holds its staged entries, and room for the pairs. */
+static prox_status reserve_in_output(const prox_grid *g, row_chunk *rc, prox_pair_buffer *b,
+                                     int64_t total)
+{
+    if (!prox_grow_part(rc->allocator, (void **)&rc->entries, &rc->cap, 2 * total, rc->count,
+                        rc->count, sizeof *rc->entries, g->threads))
+        return prox_fail(PROX_ERR_NO_MEMORY, "pair buffer: cannot hold %lld pairs",
+                         (long long)total);
+    b->pairs = (prox_pair *)rc->entries;
+    b->capacity = rc->cap / 2;
+    return PROX_OK;
+}
+
+static prox_status reserve_rows_output(const prox_grid *g, grid_work *w, row_chunk *first,
+                                       prox_sink sink, int64_t total, int64_t **offsets)
 {
     if (sink.kind == PROX_SINK_LISTS) {
         prox_status st = prox_lists_reserve(sink.lists, total, g->n, g->threads);
@@ -445,7 +513,9 @@ static prox_status reserve_rows_output(const prox_grid *g, grid_work *w, prox_si
         return st;
     }
     sink.buffer->count = 0;
-    prox_status st = prox_pair_buffer_reserve_threads(sink.buffer, total, g->threads);
+    prox_status st = first->in_output
+                         ? reserve_in_output(g, first, sink.buffer, total)
+                         : prox_pair_buffer_reserve_threads(sink.buffer, total, g->threads);
     if (st)
         return st;
     *offsets = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER + 1,
@@ -476,14 +546,32 @@ static bool take_row_chunks(const prox_grid *g, grid_work *w, row_chunk *rows, i
         w->row_chunks = count;
     }
     for (int k = 0; k < count; k++)
-        rows[k] = (row_chunk){.entries = w->row_entries[k], .cap = w->row_entries_cap[k]};
+        rows[k] = (row_chunk){.entries = w->row_entries[k], .cap = w->row_entries_cap[k],
+                              .allocator = &g->allocator};
     return true;
 }
 
-/* The chunks' entry arrays (perhaps grown) back to the workspace. */
+/* PROX_ROWS_IN_OUTPUT: the first chunk stages its rows in the sorted
+ * buffer's own storage (whatever it held is replaced). */
+static void stage_in_output(const prox_grid *g, row_chunk *rows, prox_sink sink)
+{
+    if (g->desc.rows != PROX_ROWS_IN_OUTPUT || sink.kind != PROX_SINK_BUFFER || sink.unsorted)
+        return;
+    prox_pair_buffer *b = sink.buffer;
+    b->count = 0;
+    rows[0] = (row_chunk){.entries = (prox_index *)b->pairs,
+                          .cap = b->pairs ? 2 * b->capacity : 0,
+                          .allocator = &b->allocator,
+                          .in_output = true};
+}
+
+/* The chunks' entry arrays (perhaps grown) back to the workspace; one
+ * staged in the output stays the output's. */
 static void keep_row_chunks(grid_work *w, const row_chunk *rows, int count)
 {
     for (int k = 0; k < count; k++) {
+        if (rows[k].in_output)
+            continue;
         w->row_entries[k] = rows[k].entries;
         w->row_entries_cap[k] = rows[k].cap;
     }
@@ -492,12 +580,11 @@ static void keep_row_chunks(grid_work *w, const row_chunk *rows, int count)
 /* The chunks' rows (total entries, lengths in row_len by sorted position)
  * into the sink, in input order: each id's row length and place noted,
  * the offsets summed, then the rows copied. */
-static prox_status deliver_rows(const prox_grid *g, grid_work *w, const row_chunk *rows,
-                                int count, const uint32_t *row_len, int64_t total,
-                                prox_sink sink)
+static prox_status deliver_rows(const prox_grid *g, grid_work *w, row_chunk *rows, int count,
+                                const uint32_t *row_len, int64_t total, prox_sink sink)
 {
     int64_t n = g->n, runs = g->nruns, *offsets = NULL;
-    prox_status st = reserve_rows_output(g, w, sink, total, &offsets);
+    prox_status st = reserve_rows_output(g, w, &rows[0], sink, total, &offsets);
     if (st)
         return st;
     const prox_index **row_at =
@@ -510,10 +597,17 @@ static prox_status deliver_rows(const prox_grid *g, grid_work *w, const row_chun
         index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
                          g->run_start[runs * (k + 1) / count], row_len, offsets, row_at);
     prox_prefix_sums(offsets, n, g->threads);
+    /* staged in the buffer: the entries go to its upper half, past the
+     * staging, then are widened into pairs (widen_rows) */
+    prox_index *columns = rows[0].in_output ? rows[0].entries + total : NULL;
+    if (columns)
+        prox_populate(rows[0].allocator, columns, total, sizeof *columns, g->threads);
     int parts = n > 65536 ? PROX_PARTS_PER_THREAD * g->threads : 1;
 #pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(dynamic, 1)
     for (int k = 0; k < parts; k++)
-        place_rows(offsets, row_at, n * k / parts, n * (k + 1) / parts, sink);
+        place_rows(offsets, row_at, n * k / parts, n * (k + 1) / parts, sink, columns);
+    if (columns)
+        widen_rows(sink.buffer->pairs, offsets, n, total, g->threads);
     if (sink.kind == PROX_SINK_LISTS)
         sink.lists->rows = n;
     else
@@ -570,6 +664,8 @@ static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, p
         prox_free(&g->allocator, rows);
         rows = NULL;
     }
+    if (rows)
+        stage_in_output(g, rows, sink);
     uint32_t *row_len = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER,
                                                g->n * (int64_t)sizeof(uint32_t));
     bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
@@ -586,6 +682,10 @@ static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, p
     for (int k = 0; rows && k < count; k++) {
         failed |= rows[k].failed;
         entries += rows[k].count;
+    }
+    if (rows && rows[0].in_output) { /* the buffer holds what the chunk grew */
+        sink.buffer->pairs = (prox_pair *)rows[0].entries;
+        sink.buffer->capacity = rows[0].cap / 2;
     }
     prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
                             : deliver_rows(g, w, rows, count, row_len, entries, sink);

@@ -7,12 +7,16 @@
 #include "points/points_common.h"
 
 /* The one-shot calls hold the caller's points for their whole run, so
- * AUTO may mean fixed-point coordinates there (prox_coords). */
+ * AUTO may mean fixed-point coordinates there (prox_coords); and their
+ * grid is queried once, so a sorted buffer's rows are staged in the
+ * output itself (PROX_ROWS_IN_OUTPUT): nothing would be kept anyway. */
 static prox_grid_desc once_desc(const prox_grid_desc *desc)
 {
     prox_grid_desc d = *desc;
     if (d.coords == PROX_COORDS_AUTO)
         d.coords = prox_grid_coords_for_held_points();
+    if (d.rows == PROX_ROWS_AUTO)
+        d.rows = PROX_ROWS_IN_OUTPUT;
     return d;
 }
 
