@@ -454,6 +454,7 @@ typedef struct pairs_result {
     prox_stats stats;
     double build_s, query_s; /* one run, or medians of the runs after the first */
     double first_s;          /* the first run's build + query */
+    int64_t estimate_fresh;  /* the estimate's sample query: its stats.fresh_bytes (the build) */
 } pairs_result;
 
 static prox_sink make_sink(pairs_task task, pairs_result *r)
@@ -639,6 +640,7 @@ static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
     prox_stats stats;
     if (prox_grid_query(grid, &sample, prox_sink_count(), &stats) != PROX_OK)
         return; /* the search will say what is wrong */
+    r->estimate_fresh = stats.fresh_bytes;
     double pairs = pairs_of_sample(stats.pairs, points, &sample);
     double bytes = pairs * (lists ? 16.0 : 12.0); /* output and staged rows, at most */
     /* volatile: a compiler may drop an allocation freed unused, and with
@@ -794,7 +796,8 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             "algo=%s\nkeys=%s\ncoords=%s\nscalar=%s\ndim=%d\nn=%lld\nradius=%.17g\nthreads=%d\n"
             "read_s=%.6f\nruns=%d\nfirst_s=%.6f\nbuild_s=%.6f\nquery_s=%.6f\nwrite_s=%.6f\n"
             "pairs=%lld\ncandidates=%lld\nrechecked=%lld\ncells=%lld\ncells_visited=%lld\n"
-            "struct_mb=%.1f\nrows=%s\nkept_mb=%.3f\npeak_rss_mb=%.1f\nsimd=%s\nmethod=%s\n",
+            "struct_mb=%.1f\nrows=%s\nkept_mb=%.3f\nfresh_mb=%.1f\nhuge_pages=%d\n"
+            "peak_rss_mb=%.1f\nsimd=%s\nmethod=%s\n",
             o->algo == PROX_ALGO_BRUTE ? "brute" : o->algo == PROX_ALGO_GRID ? "grid"
                                                                             : "hierarchical",
             keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
@@ -806,7 +809,10 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             (long long)s->cells,
             (long long)s->cells_visited, (double)s->bytes / (1024.0 * 1024.0),
             rows_name(desc->rows),
-            (double)s->kept_bytes / (1024.0 * 1024.0), peak_rss_mb(), prox_simd_level(),
+            (double)s->kept_bytes / (1024.0 * 1024.0),
+            /* one run: its build's fresh bytes went to the estimate's sample query */
+            (double)(s->fresh_bytes + (o->runs == 1 ? r->estimate_fresh : 0)) / (1024.0 * 1024.0),
+            s->huge_pages, peak_rss_mb(), prox_simd_level(),
             s->method ? s->method : "none");
 }
 

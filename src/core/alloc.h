@@ -12,6 +12,15 @@ prox_allocator prox_allocator_resolve(const prox_allocator *a);
 void *prox_alloc_array(const prox_allocator *a, int64_t count, size_t size);
 void prox_free(const prox_allocator *a, void *ptr);
 
+/* Bytes prox_alloc_array has handed out in this process so far, every
+ * thread's (stats.fresh_bytes: the difference over a call). */
+int64_t prox_fresh_bytes(void);
+
+/* 1 when large fresh blocks of the default allocator go on transparent
+ * huge pages (PROX_HUGE_PAGES=1: 2 MiB-aligned, madvise(MADV_HUGEPAGE)
+ * before they are faulted in), else 0 (stats.huge_pages). */
+int prox_huge_pages(void);
+
 /* Ensure *ptr holds at least `count` elements (content is NOT kept);
  * *capacity tracks the current size. Returns false on failure (the old
  * block is released and *ptr is NULL). */

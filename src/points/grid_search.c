@@ -739,17 +739,32 @@ static prox_status cell_pairs(const prox_grid *g, grid_work *w, prox_sink sink,
     return prox_grid_drive(g, &d, sink, stats);
 }
 
-prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+/* What every query ends with: PROX_ROWS_IN_OUTPUT keeps nothing, and the
+ * fresh bytes since the last query are reported (from then on counted
+ * afresh). */
+static prox_status query_done(prox_grid *g, prox_status st, prox_stats *stats)
 {
-    prox_status st = check_query_ready(g, sink);
-    if (st)
-        return st;
+    if (g->desc.rows == PROX_ROWS_IN_OUTPUT)
+        prox_grid_free_kept(g);
+    int64_t now = prox_fresh_bytes();
+    if (stats) {
+        if (g->desc.rows == PROX_ROWS_IN_OUTPUT)
+            stats->kept_bytes = 0;
+        stats->fresh_bytes = now - g->fresh_mark;
+        stats->huge_pages = prox_huge_pages();
+    }
+    g->fresh_mark = now;
+    return st;
+}
+
+static prox_status grid_pairs_planned(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
     grid_plan plan = prox_grid_plan_pairs(g, sink);
     grid_work *w = &g->work;
     switch (plan.traversal) {
     case GRID_FILL: {
         bool done;
-        st = prox_grid_fill_rows(g, w, sink, stats, plan, &done);
+        prox_status st = prox_grid_fill_rows(g, w, sink, stats, plan, &done);
         return done ? st : grid_rows(g, w, sink, stats, prox_grid_rows_plan(g));
     }
     case GRID_ROWS:
@@ -760,6 +775,14 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     default:
         return cell_pairs(g, w, sink, stats, plan);
     }
+}
+
+prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (st)
+        return st;
+    return query_done(g, grid_pairs_planned(g, sink, stats), stats);
 }
 
 /* ---- ball queries of a second set ---------------------------------------- */
@@ -911,5 +934,5 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     points_drive d = {.step = query_step, .job = &job, .threads = g->threads,
                       .work = queries->count, .rows = queries->count, .symmetric = false,
                       .workspace = &g->work.chunks, .method = prox_grid_method(g, plan)};
-    return prox_grid_drive(g, &d, sink, stats);
+    return query_done(g, prox_grid_drive(g, &d, sink, stats), stats);
 }
