@@ -226,7 +226,21 @@ typedef struct row_chunk {
     bool sized;     /* reserved from the first run's neighbours per point */
     bool failed;
     int64_t sort_s, sort_at; /* first point whose row awaits sorting, its first entry */
+    int64_t counted;         /* ROWS_COUNT: the entries of the chunk's rows */
+    bool disagreed;          /* ROWS_DIRECT: a row other than its count (a bug) */
 } row_chunk;
+
+/* Where rows go: staged in the chunk's entries until every row is done
+ * (ROWS_STAGE), only their lengths noted (ROWS_COUNT), or each batch,
+ * once sorted, copied to its place in the lists (ROWS_DIRECT), the
+ * chunk's entries then holding one batch at a time. */
+typedef enum rows_pass { ROWS_STAGE, ROWS_COUNT, ROWS_DIRECT } rows_pass;
+
+typedef struct row_dest {
+    rows_pass pass;
+    const int64_t *offsets; /* ROWS_DIRECT: each id's row start in indices */
+    prox_index *indices;
+} row_dest;
 
 /* Sort the rows of points [rc->sort_s, s_end), whose entries end the
  * chunk's entries: the chunk keeps PROX_KERNEL_SLACK words past them. */
@@ -362,13 +376,80 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
     return found;
 }
 
+/* The length of sorted point s's row of lists (rule OTHER) among run
+ * candidates c: its neighbours within the radius counted, itself (at
+ * distance 0, always among them) taken off. The count kernels decide each
+ * candidate as the ids kernels of row_of_point do. */
+static inline int64_t list_row_length(const prox_grid *g, int64_t s, const run_candidates *c,
+                                      grid_recheck *rc)
+{
+    int64_t found = 0;
+    if (c->rel16) {
+        uint32_t qxy, qz0;
+        prox_rel16_block b =
+            prox_rel16_gathered_query(g, c->rel16_metric, c->cell, s, c->rel16, rc, &qxy, &qz0);
+        found = prox_rel16_hits(&b, 0, c->rel16->count, qxy, qz0, c->rel16_metric, &rc->base,
+                                NULL);
+        rc->ids = NULL;
+        return found - 1;
+    }
+    if (c->fixed) {
+        int32_t q[3];
+        prox_fixed_block b = prox_gathered_query(g, s, c->fixed, rc, q);
+        found = prox_fixed_count(&b, 0, c->fixed->count, q, &g->fixed_metric, &rc->base);
+        rc->ids = NULL;
+        return found - 1;
+    }
+    if (g->fixed_on) {
+        prox_fixed_block b = fixed_block(g);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        prox_grid_recheck_self(rc, g, s);
+        for (int k = 0; k < c->count; k++)
+            found += prox_fixed_count(&b, c->range[k].begin, c->range[k].end, q,
+                                      &g->fixed_metric, &rc->base);
+        return found - 1;
+    }
+    double q[3];
+    point_of(g, s, q);
+    for (int k = 0; k < c->count; k++)
+        found += prox_kernel_count(&c->block, c->range[k].begin, c->range[k].end, q, &g->metric);
+    return found - 1;
+}
+
 /* Rows of the points of run r, appended to the chunk; row lengths go to
  * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
  * buffer), OTHER every neighbour but i itself (lists); unless the sink
  * is unsorted, rows are sorted PROX_SORT_ROWS_BATCH points or more at a time. */
+/* ROWS_DIRECT: the sorted rows of sorted positions [s0, s1), the whole of
+ * the chunk's entries, copied to their places; the entries are then free. */
+static void flush_rows(const prox_grid *g, row_chunk *rc, const uint32_t *row_len, int64_t s0,
+                       int64_t s1, const row_dest *d)
+{
+    int64_t at = 0;
+    for (int64_t s = s0; s < s1; s++) {
+        if (row_len[s])
+            memcpy(d->indices + d->offsets[g->id[s]], rc->entries + at,
+                   row_len[s] * sizeof *rc->entries);
+        at += row_len[s];
+    }
+    rc->count = rc->sort_at = 0;
+}
+
+/* Sort the pending rows up to s_end, and where they go straight to their
+ * places, copy them there. */
+static void finish_pending_rows(const prox_grid *g, row_chunk *rc, const uint32_t *row_len,
+                                int64_t s_end, const row_dest *d)
+{
+    int64_t s0 = rc->sort_s;
+    sort_pending_rows(rc, row_len, s_end);
+    if (d->pass == ROWS_DIRECT)
+        flush_rows(g, rc, row_len, s0, s_end, d);
+}
+
 static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                         gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
-                        bool sorted, query_counters *qc)
+                        bool sorted, const row_dest *d, query_counters *qc)
 {
     run_candidates c;
     if (!candidates_of_run(g, r, strips, b, &c, qc)) {
@@ -376,6 +457,16 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         return;
     }
     int64_t total = prox_ranges_length(c.range, c.count);
+    if (d->pass == ROWS_COUNT) { /* lists' rows only: their lengths */
+        assert(rule == PROX_IDS_OTHER);
+        for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
+            int64_t found = list_row_length(g, s, &c, &qc->recheck);
+            qc->candidates += total - 1;
+            rc->counted += found;
+            row_len[s] = (uint32_t)found;
+        }
+        return;
+    }
     for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
         if (rc->count + total + PROX_KERNEL_SLACK > rc->cap &&
             !prox_grow(rc->allocator, (void **)&rc->entries, &rc->cap,
@@ -386,15 +477,20 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         prox_index *out = rc->entries + rc->count;
         int64_t found = row_of_point(g, s, &c, rule, &qc->recheck, out);
         qc->candidates += total - 1;
+        if (d->pass == ROWS_DIRECT && (uint32_t)found != row_len[s]) {
+            /* its place holds what the count found: never written past */
+            rc->failed = rc->disagreed = true;
+            return;
+        }
         rc->count += found;
         row_len[s] = (uint32_t)found;
     }
     int64_t own = g->run_start[r + 1] - g->run_start[r];
     if (sorted && g->run_start[r + 1] - rc->sort_s >= PROX_SORT_ROWS_BATCH)
-        sort_pending_rows(rc, row_len, g->run_start[r + 1]);
+        finish_pending_rows(g, rc, row_len, g->run_start[r + 1], d);
     rc->points_done += own;
     rc->points_left -= own;
-    if (!rc->sized && rc->points_done >= 32)
+    if (!rc->sized && rc->points_done >= 32 && d->pass == ROWS_STAGE)
         size_row_chunk(rc);
 }
 
@@ -626,6 +722,7 @@ typedef struct rows_job {
     prox_id_rule rule;
     bool sorted;
     bool gather; /* the plan's gather rule is on */
+    row_dest dest;
 } rows_job;
 
 static void rows_step(const void *job, points_chunk *chunk)
@@ -642,9 +739,10 @@ static void rows_step(const void *job, points_chunk *chunk)
     rc.points_left = s1 - s0;
     rc.sort_s = s0;
     for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
-        rows_of_run(g, r, j->strips, &scratch, &rc, j->row_len, j->rule, j->sorted, &qc);
-    if (j->sorted && !rc.failed)
-        sort_pending_rows(&rc, j->row_len, s1);
+        rows_of_run(g, r, j->strips, &scratch, &rc, j->row_len, j->rule, j->sorted, &j->dest,
+                    &qc);
+    if (j->sorted && !rc.failed && j->dest.pass != ROWS_COUNT)
+        finish_pending_rows(g, &rc, j->row_len, s1, &j->dest);
     j->rows[k] = rc;
     gathered_free(&scratch);
     chunk->candidates += qc.candidates;
@@ -652,8 +750,84 @@ static void rows_step(const void *job, points_chunk *chunk)
     chunk->rechecked += qc.recheck.base.calls;
 }
 
-/* GRID_ROWS: each point's full row, chunk by chunk (rows_step), then the
- * rows placed in input order (deliver_rows). */
+/* The rows staged chunk by chunk (rows_step), then placed in input order
+ * (deliver_rows). */
+static prox_status rows_staged_then_placed(const prox_grid *g, rows_job *job, int count,
+                                           prox_sink sink, points_chunk *total, int64_t *entries)
+{
+    row_chunk *rows = job->rows;
+    points_drive_steps(rows_step, job, count, g->threads, total);
+    bool failed = false;
+    for (int k = 0; k < count; k++) {
+        failed |= rows[k].failed;
+        *entries += rows[k].count;
+    }
+    if (rows[0].in_output) { /* the buffer holds what the chunk grew */
+        sink.buffer->pairs = (prox_pair *)rows[0].entries;
+        sink.buffer->capacity = rows[0].cap / 2;
+    }
+    return failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
+                  : deliver_rows(g, job->w, rows, count, job->row_len, *entries, sink);
+}
+
+/* PROX_ROWS_IN_OUTPUT's sorted lists: their rows counted by a first pass,
+ * then written straight to their places, a sorted batch at a time: no
+ * staging of the whole output. */
+static bool lists_direct(const prox_grid *g, prox_sink sink)
+{
+    return g->desc.rows == PROX_ROWS_IN_OUTPUT && sink.kind == PROX_SINK_LISTS && !sink.unsorted;
+}
+
+/* ROWS_COUNT's lengths (by sorted position) as the lists' offsets. */
+static void offsets_from_lengths(const prox_grid *g, const uint32_t *row_len, int64_t *offsets)
+{
+    int64_t n = g->n;
+    offsets[0] = 0;
+#pragma omp parallel for num_threads(g->threads) if (n > 65536) schedule(static)
+    for (int64_t s = 0; s < n; s++)
+        offsets[g->id[s] + 1] = row_len[s];
+    prox_prefix_sums(offsets, n, g->threads);
+}
+
+static prox_status rows_counted_then_placed(const prox_grid *g, rows_job *job, int count,
+                                            prox_sink sink, points_chunk *total,
+                                            int64_t *entries)
+{
+    row_chunk *rows = job->rows;
+    job->dest = (row_dest){.pass = ROWS_COUNT};
+    points_chunk counted;
+    points_drive_steps(rows_step, job, count, g->threads, &counted);
+    bool failed = false;
+    for (int k = 0; k < count; k++) {
+        failed |= rows[k].failed;
+        *entries += rows[k].counted;
+    }
+    prox_lists *l = sink.lists;
+    prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
+                            : prox_lists_reserve(l, *entries, g->n, g->threads);
+    if (st)
+        return st;
+    offsets_from_lengths(g, job->row_len, l->offsets);
+    job->dest = (row_dest){.pass = ROWS_DIRECT, .offsets = l->offsets, .indices = l->indices};
+    for (int k = 0; k < count; k++)
+        rows[k] = (row_chunk){.entries = rows[k].entries, .cap = rows[k].cap,
+                              .allocator = rows[k].allocator, .sized = true};
+    points_drive_steps(rows_step, job, count, g->threads, total);
+    total->candidates += counted.candidates; /* both passes' tests */
+    total->rechecked += counted.rechecked;
+    for (int k = 0; k < count; k++)
+        if (rows[k].disagreed)
+            return prox_fail(PROX_ERR_DATA, "grid: a list's row differs from its count "
+                                            "(a bug in prox: please report it)");
+    for (int k = 0; k < count; k++)
+        if (rows[k].failed)
+            return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows");
+    l->rows = g->n;
+    return PROX_OK;
+}
+
+/* GRID_ROWS: each point's full row, chunk by chunk, staged or counted
+ * first, then in input order into the sink. */
 static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, prox_stats *stats,
                              grid_plan plan)
 {
@@ -674,21 +848,16 @@ static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, p
         prox_grid_strip_rows(g, false, &strip_rows);
     rows_job job = {g, w, plan.strips ? &strip_rows : NULL, plan.rel16 ? &plan.rel16_metric : NULL,
                     rows, row_len, lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE, !sink.unsorted,
-                    plan.gather};
+                    plan.gather, {.pass = ROWS_STAGE}};
     points_chunk total = {0};
-    if (!failed)
-        points_drive_steps(rows_step, &job, count, g->threads, &total);
     int64_t entries = 0;
-    for (int k = 0; rows && k < count; k++) {
-        failed |= rows[k].failed;
-        entries += rows[k].count;
-    }
-    if (rows && rows[0].in_output) { /* the buffer holds what the chunk grew */
-        sink.buffer->pairs = (prox_pair *)rows[0].entries;
-        sink.buffer->capacity = rows[0].cap / 2;
-    }
-    prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
-                            : deliver_rows(g, w, rows, count, row_len, entries, sink);
+    prox_status st = PROX_OK;
+    if (failed)
+        st = prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows");
+    else if (lists_direct(g, sink))
+        st = rows_counted_then_placed(g, &job, count, sink, &total, &entries);
+    else
+        st = rows_staged_then_placed(g, &job, count, sink, &total, &entries);
     if (rows)
         keep_row_chunks(w, rows, count);
     prox_free(&g->allocator, rows);
