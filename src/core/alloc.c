@@ -74,7 +74,8 @@ void *prox_alloc_array(const prox_allocator *a, int64_t count, size_t size)
         return NULL;
     size_t bytes = (size_t)count * size;
     prox_allocator al = prox_allocator_resolve(a);
-    void *p = al.alloc(bytes ? bytes : 1, al.user);
+    bytes = bytes ? bytes : 1;
+    void *p = al.alloc(bytes, al.user);
     if (p)
         __atomic_fetch_add(&fresh_total, (int64_t)bytes, __ATOMIC_RELAXED);
     return p;
@@ -135,6 +136,25 @@ static void populate(const prox_allocator *a, void *p, size_t bytes, int threads
     (void)bytes;
     (void)threads;
 #endif
+}
+
+/* The whole pages of a default-allocator block about to be freed handed
+ * back to the kernel first: free() may keep the block in the heap, its
+ * pages resident, where a call that frees scratch before its output's
+ * pages are faulted in wants them gone. Only pages strictly inside the
+ * block: free() writes its bookkeeping at the block's start and end. */
+void prox_free_pages(const prox_allocator *a, void *ptr, int64_t bytes)
+{
+#if defined(__linux__) && defined(MADV_DONTNEED)
+    if (ptr && bytes >= (int64_t)POPULATE_MIN && prox_allocator_resolve(a).alloc == default_alloc) {
+        long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+        uintptr_t lo = ((uintptr_t)ptr + 2 * (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+        uintptr_t hi = ((uintptr_t)ptr + (uintptr_t)bytes - (uintptr_t)page) & ~((uintptr_t)page - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
+#endif
+    prox_free(a, ptr);
 }
 
 void prox_populate(const prox_allocator *a, void *p, int64_t count, size_t size, int threads)

@@ -44,6 +44,10 @@ bool prox_grow_threads(const prox_allocator *a, void **ptr, int64_t *capacity, i
 bool prox_grow_part(const prox_allocator *a, void **ptr, int64_t *capacity, int64_t count,
                     int64_t keep, int64_t touch, size_t size, int threads);
 
+/* prox_free of a block of `bytes`, its pages given back to the kernel at
+ * once where the default allocator made it (a heap may keep them). */
+void prox_free_pages(const prox_allocator *a, void *ptr, int64_t bytes);
+
 /* `count` elements of `size` bytes at p, in a block from `a` and about to
  * be written, faulted in as a fresh block's are (nothing for a caller's
  * own allocator, small spans, or pages already there). */

@@ -1383,8 +1383,7 @@ static bool converts_with_keys(const prox_grid *g, const prox_points *p)
 {
     return g->fixed_on && builds_by_counting(g) && !g->sparse && !counts_in_slices(g) &&
            packed_f64(p) != NULL &&
-           g->desc.rows != PROX_ROWS_IN_PLACE && /* asked for the least memory */
-           g->desc.rows != PROX_ROWS_IN_OUTPUT;
+           g->desc.rows != PROX_ROWS_IN_PLACE; /* asked for the least memory */
 }
 
 /* Axis k's fixed-point array in input order, while the grid builds. */

@@ -290,8 +290,9 @@ typedef struct run_candidates {
     cell3 cell;
 } run_candidates;
 
-static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
-                              gathered *b, run_candidates *c, query_counters *qc)
+static PROX_ALWAYS_INLINE bool candidates_of_run(const prox_grid *g, int64_t r,
+                                                const prox_strip_rows *strips, gathered *b,
+                                                run_candidates *c, query_counters *qc)
 {
     c->fixed = NULL;
     c->rel16 = NULL;
@@ -422,14 +423,20 @@ static inline int64_t list_row_length(const prox_grid *g, int64_t s, const run_c
  * buffer), OTHER every neighbour but i itself (lists); unless the sink
  * is unsorted, rows are sorted PROX_SORT_ROWS_BATCH points or more at a time. */
 /* ROWS_DIRECT: the sorted rows of sorted positions [s0, s1), the whole of
- * the chunk's entries, copied to their places; the entries are then free. */
+ * the chunk's entries, copied to their places; the entries are then free.
+ * Each place holds what the count found (offsets), never written past. */
 static void flush_rows(const prox_grid *g, row_chunk *rc, const uint32_t *row_len, int64_t s0,
                        int64_t s1, const row_dest *d)
 {
     int64_t at = 0;
     for (int64_t s = s0; s < s1; s++) {
+        prox_index id = g->id[s];
+        if (row_len[s] != d->offsets[id + 1] - d->offsets[id]) {
+            rc->failed = rc->disagreed = true;
+            break;
+        }
         if (row_len[s])
-            memcpy(d->indices + d->offsets[g->id[s]], rc->entries + at,
+            memcpy(d->indices + d->offsets[id], rc->entries + at,
                    row_len[s] * sizeof *rc->entries);
         at += row_len[s];
     }
@@ -447,6 +454,25 @@ static void finish_pending_rows(const prox_grid *g, row_chunk *rc, const uint32_
         flush_rows(g, rc, row_len, s0, s_end, d);
 }
 
+/* ROWS_COUNT: the lengths of the lists' rows of run r's points. */
+static void list_lengths_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
+                                gathered *b, row_chunk *rc, uint32_t *row_len,
+                                query_counters *qc)
+{
+    run_candidates c;
+    if (!candidates_of_run(g, r, strips, b, &c, qc)) {
+        rc->failed = true;
+        return;
+    }
+    int64_t total = prox_ranges_length(c.range, c.count);
+    for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
+        int64_t found = list_row_length(g, s, &c, &qc->recheck);
+        qc->candidates += total - 1;
+        rc->counted += found;
+        row_len[s] = (uint32_t)found;
+    }
+}
+
 static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                         gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
                         bool sorted, const row_dest *d, query_counters *qc)
@@ -457,16 +483,6 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         return;
     }
     int64_t total = prox_ranges_length(c.range, c.count);
-    if (d->pass == ROWS_COUNT) { /* lists' rows only: their lengths */
-        assert(rule == PROX_IDS_OTHER);
-        for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
-            int64_t found = list_row_length(g, s, &c, &qc->recheck);
-            qc->candidates += total - 1;
-            rc->counted += found;
-            row_len[s] = (uint32_t)found;
-        }
-        return;
-    }
     for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
         if (rc->count + total + PROX_KERNEL_SLACK > rc->cap &&
             !prox_grow(rc->allocator, (void **)&rc->entries, &rc->cap,
@@ -477,11 +493,6 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         prox_index *out = rc->entries + rc->count;
         int64_t found = row_of_point(g, s, &c, rule, &qc->recheck, out);
         qc->candidates += total - 1;
-        if (d->pass == ROWS_DIRECT && (uint32_t)found != row_len[s]) {
-            /* its place holds what the count found: never written past */
-            rc->failed = rc->disagreed = true;
-            return;
-        }
         rc->count += found;
         row_len[s] = (uint32_t)found;
     }
@@ -490,7 +501,7 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
         finish_pending_rows(g, rc, row_len, g->run_start[r + 1], d);
     rc->points_done += own;
     rc->points_left -= own;
-    if (!rc->sized && rc->points_done >= 32 && d->pass == ROWS_STAGE)
+    if (!rc->sized && rc->points_done >= 32) /* ROWS_DIRECT's chunks come sized */
         size_row_chunk(rc);
 }
 
@@ -516,16 +527,18 @@ static void index_rows_by_id(const prox_grid *g, const row_chunk *rc, int64_t s0
 /* The rows of ids [i0, i1) to their place, in id order: the output is
  * written straight through, and the reads (each row's entries) are the
  * ones that scatter, fetched ahead. */
-static void place_rows(const int64_t *offsets, const prox_index *const *row_at, int64_t i0,
-                       int64_t i1, prox_sink sink, prox_index *columns)
+static PROX_ALWAYS_INLINE void place_rows_as(const int64_t *offsets,
+                                             const prox_index *const *row_at, int64_t i0,
+                                             int64_t i1, prox_sink sink, prox_index *columns,
+                                             bool entries)
 {
     for (int64_t i = i0; i < i1; i++) {
         if (i + PLACE_AHEAD < i1)
             __builtin_prefetch(row_at[i + PLACE_AHEAD]);
         const prox_index *from = row_at[i];
         int64_t at = offsets[i], len = offsets[i + 1] - at;
-        if (columns || sink.kind == PROX_SINK_LISTS) {
-            prox_index *to = (columns ? columns : sink.lists->indices) + at;
+        if (entries) {
+            prox_index *to = columns + at;
             for (int64_t t = 0; t < len; t++) /* rows are short: no call */
                 to[t] = from[t];
         } else {
@@ -534,6 +547,18 @@ static void place_rows(const int64_t *offsets, const prox_index *const *row_at, 
                 to[t] = (prox_pair){(prox_index)i, from[t]};
         }
     }
+}
+
+/* The rows' entries to the lists' indices, or to `columns` (a buffer's
+ * rows staged in it, widened afterwards), or as pairs to the buffer. */
+static void place_rows(const int64_t *offsets, const prox_index *const *row_at, int64_t i0,
+                       int64_t i1, prox_sink sink, prox_index *columns)
+{
+    if (columns || sink.kind == PROX_SINK_LISTS)
+        place_rows_as(offsets, row_at, i0, i1, sink, columns ? columns : sink.lists->indices,
+                      true);
+    else
+        place_rows_as(offsets, row_at, i0, i1, sink, NULL, false);
 }
 
 /* Pairs [a, b) of the rows of ids whose offsets are given, each (i, j)
@@ -692,6 +717,8 @@ static prox_status deliver_rows(const prox_grid *g, grid_work *w, row_chunk *row
     for (int k = 0; k < count; k++)
         index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
                          g->run_start[runs * (k + 1) / count], row_len, offsets, row_at);
+    if (rows[0].in_output) /* nothing is kept: its pages go before the pairs' come */
+        prox_workspace_release(&w->chunks, PROX_SCRATCH_OWNER);
     prox_prefix_sums(offsets, n, g->threads);
     /* staged in the buffer: the entries go to its upper half, past the
      * staging, then are widened into pairs (widen_rows) */
@@ -738,9 +765,14 @@ static void rows_step(const void *job, points_chunk *chunk)
     int64_t s0 = g->run_start[runs * k / count], s1 = g->run_start[runs * (k + 1) / count];
     rc.points_left = s1 - s0;
     rc.sort_s = s0;
-    for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
-        rows_of_run(g, r, j->strips, &scratch, &rc, j->row_len, j->rule, j->sorted, &j->dest,
-                    &qc);
+    int64_t r0 = runs * k / count, r1 = runs * (k + 1) / count;
+    if (j->dest.pass == ROWS_COUNT)
+        for (int64_t r = r0; r < r1 && !rc.failed; r++)
+            list_lengths_of_run(g, r, j->strips, &scratch, &rc, j->row_len, &qc);
+    else
+        for (int64_t r = r0; r < r1 && !rc.failed; r++)
+            rows_of_run(g, r, j->strips, &scratch, &rc, j->row_len, j->rule, j->sorted,
+                        &j->dest, &qc);
     if (j->sorted && !rc.failed && j->dest.pass != ROWS_COUNT)
         finish_pending_rows(g, &rc, j->row_len, s1, &j->dest);
     j->rows[k] = rc;
