@@ -38,11 +38,14 @@ static const char usage[] =
     "                          fixed point, pairs near the radius decided in double\n"
     "                          from the input; linear keys only, else double;\n"
     "                          double by default at PROX_SIMD=scalar)\n"
-    "      --rows staged|in-place  how sorted pairs and lists are written (default\n"
-    "                          staged: fastest, holds 4 bytes per output entry;\n"
-    "                          in-place: 6 bytes per point beyond the output,\n"
-    "                          2 for lists, about 1.5-2x the search time;\n"
-    "                          linear keys only)\n"
+    "      --rows staged|in-place|in-output  how sorted pairs and lists are\n"
+    "                          written (default: in-output for one run, staged\n"
+    "                          for --runs); staged: fastest warm, holds 4 bytes\n"
+    "                          per output entry; in-place: 6 bytes per point\n"
+    "                          beyond the output, 2 for lists, about 1.5-2x the\n"
+    "                          search time, linear keys only; in-output: pairs\n"
+    "                          staged in the output itself, lists counted first\n"
+    "                          then written to their places, nothing kept\n"
     "  -t, --threads T         threads, 0 = OpenMP default (default 0)\n"
     "      --periodic LX,LY[,LZ]  periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum-image\n"
     "                          distances, one period per dimension\n"
@@ -53,6 +56,9 @@ static const char usage[] =
     "      --unsorted          pairs (or each list's entries) in the search's\n"
     "                          traversal order instead of sorted: faster, and the\n"
     "                          same for every thread count\n"
+    ;
+
+static const char usage_more[] = /* apart: C99 promises strings of 4095 bytes */
     "      --stream            write the pairs in blocks as they are found, holding\n"
     "                          a fixed buffer instead of the whole output (same\n"
     "                          order: sorted, or traversal order with --unsorted;\n"
@@ -467,7 +473,7 @@ static prox_sink make_sink(pairs_task task, pairs_result *r)
 }
 
 static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
-                                     prox_sink sink, pairs_result *r);
+                                     prox_sink sink, prox_rows rows, pairs_result *r);
 
 /* One run: brute force and the hierarchical hash through the one-shot call
  * (built on the fly: Listing 3), the grid through the object API, so that
@@ -492,7 +498,7 @@ static void run_once(const prox_points *points, const prox_grid_desc *desc, prox
     if (st != PROX_OK)
         die_status(st, "cannot build the grid");
     if (first)
-        reserve_estimated_output(grid, points, sink, r);
+        reserve_estimated_output(grid, points, sink, desc->rows, r);
     double t2 = now_seconds();
     st = prox_grid_pairs(grid, sink, &r->stats);
     *build_s = t1 - t0;
@@ -629,9 +635,9 @@ static double estimate_pairs(const prox_points *points, const prox_grid_desc *de
  * grid and reserves the pair buffer (probes the lists' room) before the
  * search: such a job fails at once, as the unsorted buffer's reservation
  * after its count pass does. An estimate below the truth only leaves the
- * library to grow the buffer. */
+ * library to grow the buffer. Rows staged in the output only probe. */
 static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
-                                     prox_sink sink, pairs_result *r)
+                                     prox_sink sink, prox_rows rows, pairs_result *r)
 {
     bool lists = sink.kind == PROX_SINK_LISTS;
     if (sink.unsorted || sink.kind == PROX_SINK_COUNT || points->count == 0)
@@ -648,7 +654,9 @@ static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
     void *volatile probe = NULL;
     bool fits = bytes < 0x1p62 && (probe = malloc((size_t)bytes + 1)) != NULL;
     free(probe);
-    if (fits && !lists && pairs >= 1.0)
+    /* rows staged in the output grow it themselves, to the pairs found: a
+     * reserve from the estimate would fault in its overshoot too */
+    if (fits && !lists && pairs >= 1.0 && rows != PROX_ROWS_IN_OUTPUT)
         fits = prox_pair_buffer_reserve(&r->buffer, (int64_t)pairs) == PROX_OK;
     if (!fits)
         die(EXIT_NO_MEMORY, "out of memory: the output holds about %.4g pairs (%.3g bytes with "
@@ -656,16 +664,17 @@ static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
             pairs, bytes);
 }
 
-/* Bytes per pair of each output: the buffer's 8 plus the staged rows' 4
- * (none when they are staged in the buffer itself); lists hold both
- * directions, 4 bytes an entry, staged alike. */
+/* Bytes per pair of each output: the buffer's 8 plus the staged rows' 4;
+ * lists hold both directions, 4 bytes an entry, staged alike. Rows in the
+ * output stage nothing beyond it. */
 static double bytes_per_pair(const pairs_options *o)
 {
     if (o->task == TASK_COUNT || o->stream)
         return 0.0;
+    bool staged = !o->unsorted && effective_rows(o) != PROX_ROWS_IN_OUTPUT;
     if (o->task == TASK_LISTS)
-        return o->unsorted ? 8.0 : 16.0;
-    return o->unsorted || effective_rows(o) == PROX_ROWS_IN_OUTPUT ? 8.0 : 12.0;
+        return staged ? 16.0 : 8.0;
+    return staged ? 12.0 : 8.0;
 }
 
 static void refuse_over_limit(const pairs_options *o, double need, const char *what)
@@ -857,6 +866,7 @@ int cmd_pairs(int argc, char **argv)
     pairs_options o;
     if (!parse_options(argc, argv, &o)) {
         fputs(usage, stdout);
+        fputs(usage_more, stdout);
         fputs(usage_sizes, stdout);
         fputs(usage_cell, stdout);
         fputs(usage_output, stdout);
