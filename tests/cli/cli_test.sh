@@ -986,8 +986,16 @@ t_pairs_stream() {
 # --max-memory refuses before the search, naming the estimate; --stream fits.
 t_pairs_max_memory() {
     [ -f stream-in.txt ] || "$PROX" gen sph3d --n 20000 -o stream-in.txt || return 1
-    expect_fail 5 "needs about" out.txt "$PROX" pairs --max-memory 20M stream-in.txt -o out.txt || return 1
+    # staged rows hold 4 bytes a pair beside the buffer's 8; rows in the
+    # output (one run's default) none
+    expect_fail 5 "needs about" out.txt \
+        "$PROX" pairs --rows staged --max-memory 20M stream-in.txt -o out.txt || return 1
     expect_stderr_has "pairs at 12 bytes" || return 1
+    expect_fail 5 "needs about" out.txt "$PROX" pairs --max-memory 20000K stream-in.txt -o out.txt ||
+        return 1
+    expect_stderr_has "pairs at 8 bytes" || return 1
+    run "$PROX" pairs --max-memory 20M stream-in.txt -o out.txt
+    expect_exit 0 || return 1
     run "$PROX" pairs --max-memory 1G stream-in.txt -o out.txt
     expect_exit 0 || return 1
     run "$PROX" pairs --max-memory 20M --stream stream-in.txt -o out.txt
