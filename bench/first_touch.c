@@ -10,6 +10,7 @@
  *   build/bench_first_touch 230 1 7        # W1's sorted pairs: peak_rss_mb
  *   build/bench_first_touch 230 1 7 huge   # its whole 2 MiB pages asked for
  *                                          # as huge pages first, as prox does
+ *                                          # with PROX_HUGE_PAGES=1
  *
  * Compare with `prox pairs --stats`' peak_rss_mb and its build_s +
  * query_s, and with the warm figures of bench_grid_points. */

@@ -193,6 +193,7 @@ typedef struct points_variant {
 static const points_variant point_variants[] = {
     {"grid linear", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_ROWS_STAGED, 1},
     {"grid linear in-place", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_ROWS_IN_PLACE, 1},
+    {"grid linear in-output", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_ROWS_IN_OUTPUT, 1},
     {"grid linear div2", PROX_ALGO_GRID, PROX_KEYS_LINEAR, PROX_ROWS_STAGED, 2},
     {"grid morton", PROX_ALGO_GRID, PROX_KEYS_MORTON, PROX_ROWS_STAGED, 1},
     {"grid hash", PROX_ALGO_GRID, PROX_KEYS_HASH, PROX_ROWS_STAGED, 1},

@@ -618,6 +618,142 @@ static void grid_sinks_replace_previous_results(void **state)
     test_case_free(&small);
 }
 
+/* PROX_ROWS_IN_OUTPUT (a sorted buffer's rows staged in the buffer, lists
+ * counted first and written in place) gives the bytes of staged rows, for
+ * both key schemes that take rows, both coordinates, 2D and 3D, open and
+ * periodic, 1 to 3 threads (several chunks), into an empty buffer, one
+ * too small and one too large, and keeps nothing for the next query. */
+static void grid_rows_in_output_match_staged(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(46);
+    for (int dim = 2; dim <= 3; dim++) {
+        cloud c;
+        cloud_uniform(&c, dim, 12000, 0.0, 10.0, &r);
+        prox_points points = prox_points_f64(c.xyz, c.count, dim);
+        for (int form = 0; form < 8; form++) {
+            prox_grid_desc desc = prox_default_grid_desc();
+            desc.radius = dim == 2 ? 0.12 : 0.4;
+            desc.keys = form & 1 ? PROX_KEYS_MORTON : PROX_KEYS_LINEAR;
+            desc.coords = form & 2 ? PROX_COORDS_DOUBLE : PROX_COORDS_FIXED;
+            for (int k = 0; k < dim && (form & 4); k++)
+                desc.period[k] = 10.0;
+            for (int threads = 1; threads <= 3; threads++) {
+                char context[120];
+                snprintf(context, sizeof context, "in-output rows: %dD, form %d, %d threads", dim,
+                         form, threads);
+                desc.threads = threads;
+                desc.rows = PROX_ROWS_STAGED;
+                prox_pair_buffer want, got;
+                prox_lists want_lists, got_lists;
+                prox_pair_buffer_init(&want, NULL);
+                prox_pair_buffer_init(&got, NULL);
+                prox_lists_init(&want_lists, NULL);
+                prox_lists_init(&got_lists, NULL);
+                CHECK_STATUS(prox_pairs(&points, &desc, PROX_ALGO_GRID, prox_sink_buffer(&want),
+                                        NULL), PROX_OK, context);
+                CHECK_STATUS(prox_pairs(&points, &desc, PROX_ALGO_GRID,
+                                        prox_sink_lists(&want_lists), NULL), PROX_OK, context);
+                desc.rows = PROX_ROWS_IN_OUTPUT;
+                prox_grid *g;
+                CHECK_STATUS(prox_grid_create(&desc, &g), PROX_OK, context);
+                CHECK_STATUS(prox_grid_build(g, &points), PROX_OK, context);
+                int64_t capacity[] = {0, 3, want.count / 2, 2 * want.count + 7};
+                for (int b = 0; b < 4; b++) {
+                    CHECK_STATUS(prox_pair_buffer_reserve(&got, capacity[b]), PROX_OK, context);
+                    got.count = got.capacity > 0 ? 1 : 0; /* content to be replaced */
+                    prox_stats st;
+                    CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&got), &st), PROX_OK, context);
+                    CHECK(same_pair_buffers(&want, &got), context,
+                          "buffer of capacity %lld: %lld pairs, staged %lld",
+                          (long long)capacity[b], (long long)got.count, (long long)want.count);
+                    CHECK(st.kept_bytes == 0 && st.pairs == want.count, context,
+                          "kept %lld bytes, %lld pairs", (long long)st.kept_bytes,
+                          (long long)st.pairs);
+                    CHECK_STATUS(prox_grid_pairs(g, prox_sink_lists(&got_lists), &st), PROX_OK,
+                                 context);
+                    CHECK(same_lists(&want_lists, &got_lists), context, "lists differ");
+                    CHECK(st.kept_bytes == 0, context, "lists kept %lld bytes",
+                          (long long)st.kept_bytes);
+                    prox_pair_buffer_free(&got);
+                    prox_pair_buffer_init(&got, NULL);
+                }
+                prox_grid_destroy(g);
+                prox_pair_buffer_free(&want);
+                prox_lists_free(&want_lists);
+                prox_lists_free(&got_lists);
+            }
+        }
+        cloud_free(&c);
+    }
+}
+
+/* stats.fresh_bytes: what the allocator layer handed out, the caller's
+ * allocator included (one thread, nothing else running: the count is the
+ * allocator's own); for a one-shot call all of it, at least the output;
+ * for a grid query all since the last query, so a repeated query into the
+ * same buffer reports little. stats.huge_pages follows PROX_HUGE_PAGES. */
+static void grid_stats_count_fresh_bytes(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(4646);
+    cloud c;
+    cloud_uniform(&c, 3, 20000, 0.0, 20.0, &r);
+    prox_points points = prox_points_f64(c.xyz, c.count, 3);
+    const char *env = getenv("PROX_HUGE_PAGES");
+    int huge = env && strcmp(env, "1") == 0;
+    int64_t allocated = 0;
+    prox_grid_desc desc = prox_default_grid_desc();
+    desc.radius = 1.0;
+    desc.threads = 1;
+    desc.allocator = counting_allocator(&allocated);
+    prox_pair_buffer buffer;
+    prox_lists lists;
+    prox_pair_buffer_init(&buffer, &desc.allocator);
+    prox_lists_init(&lists, &desc.allocator);
+    prox_stats st;
+    for (int task = 0; task < 3; task++) {
+        const char *context = task == 0 ? "one-shot buffer" : task == 1 ? "one-shot lists"
+                                                                        : "one-shot count";
+        prox_sink sink = task == 0   ? prox_sink_buffer(&buffer)
+                         : task == 1 ? prox_sink_lists(&lists)
+                                     : prox_sink_count();
+        int64_t before = allocated;
+        CHECK_STATUS(prox_pairs(&points, &desc, PROX_ALGO_GRID, sink, &st), PROX_OK, context);
+        int64_t output = task == 0   ? buffer.count * (int64_t)sizeof(prox_pair)
+                         : task == 1 ? lists.offsets[lists.rows] * (int64_t)sizeof(prox_index)
+                                     : 0;
+        CHECK(st.fresh_bytes == allocated - before && st.fresh_bytes > output && st.pairs > 0,
+              context, "fresh %lld bytes, the allocator saw %lld, output %lld bytes",
+              (long long)st.fresh_bytes, (long long)(allocated - before), (long long)output);
+        CHECK(st.huge_pages == huge, context, "huge_pages %d, PROX_HUGE_PAGES %s", st.huge_pages,
+              env ? env : "unset");
+    }
+    CHECK_STATUS(prox_pairs(&points, &desc, PROX_ALGO_BRUTE, prox_sink_count(), &st), PROX_OK,
+                 "brute force");
+    CHECK(st.fresh_bytes >= 0, "brute force", "fresh %lld bytes", (long long)st.fresh_bytes);
+    desc.rows = PROX_ROWS_STAGED;
+    int64_t before = allocated;
+    prox_grid *g;
+    CHECK_STATUS(prox_grid_create(&desc, &g), PROX_OK, "grid");
+    CHECK_STATUS(prox_grid_build(g, &points), PROX_OK, "grid");
+    CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&buffer), &st), PROX_OK, "grid");
+    int64_t first = st.fresh_bytes;
+    CHECK(first == allocated - before && first > st.bytes, "grid's first query",
+          "fresh %lld bytes, the allocator saw %lld since the creation, grid %lld",
+          (long long)first, (long long)(allocated - before), (long long)st.bytes);
+    before = allocated;
+    CHECK_STATUS(prox_grid_build(g, &points), PROX_OK, "grid");
+    CHECK_STATUS(prox_grid_pairs(g, prox_sink_buffer(&buffer), &st), PROX_OK, "grid");
+    CHECK(st.fresh_bytes == allocated - before && 8 * st.fresh_bytes < first, "grid's next query",
+          "fresh %lld bytes, the allocator saw %lld, the first query %lld",
+          (long long)st.fresh_bytes, (long long)(allocated - before), (long long)first);
+    prox_grid_destroy(g);
+    prox_pair_buffer_free(&buffer);
+    prox_lists_free(&lists);
+    cloud_free(&c);
+}
+
 static prox_status grid_pairs(void *grid, prox_sink sink, prox_stats *stats)
 {
     return prox_grid_pairs(grid, sink, stats);
@@ -778,6 +914,8 @@ int main(void)
         cmocka_unit_test(grid_keeps_its_own_copy_of_the_points),
         cmocka_unit_test(grid_sinks_replace_previous_results),
         cmocka_unit_test(grid_repeated_queries_reuse_their_memory),
+        cmocka_unit_test(grid_rows_in_output_match_staged),
+        cmocka_unit_test(grid_stats_count_fresh_bytes),
         cmocka_unit_test(pair_buffer_reserve_keeps_content),
         cmocka_unit_test(grid_stats_report_keys_and_cells),
     };

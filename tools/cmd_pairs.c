@@ -38,11 +38,14 @@ static const char usage[] =
     "                          fixed point, pairs near the radius decided in double\n"
     "                          from the input; linear keys only, else double;\n"
     "                          double by default at PROX_SIMD=scalar)\n"
-    "      --rows staged|in-place  how sorted pairs and lists are written (default\n"
-    "                          staged: fastest, holds 4 bytes per output entry;\n"
-    "                          in-place: 6 bytes per point beyond the output,\n"
-    "                          2 for lists, about 1.5-2x the search time;\n"
-    "                          linear keys only)\n"
+    "      --rows staged|in-place|in-output  how sorted pairs and lists are\n"
+    "                          written (default: in-output for one run, staged\n"
+    "                          for --runs); staged: fastest warm, holds 4 bytes\n"
+    "                          per output entry; in-place: 6 bytes per point\n"
+    "                          beyond the output, 2 for lists, about 1.5-2x the\n"
+    "                          search time, linear keys only; in-output: pairs\n"
+    "                          staged in the output itself, lists counted first\n"
+    "                          then written to their places, nothing kept\n"
     "  -t, --threads T         threads, 0 = OpenMP default (default 0)\n"
     "      --periodic LX,LY[,LZ]  periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum-image\n"
     "                          distances, one period per dimension\n"
@@ -53,6 +56,9 @@ static const char usage[] =
     "      --unsorted          pairs (or each list's entries) in the search's\n"
     "                          traversal order instead of sorted: faster, and the\n"
     "                          same for every thread count\n"
+    ;
+
+static const char usage_more[] = /* apart: C99 promises strings of 4095 bytes */
     "      --stream            write the pairs in blocks as they are found, holding\n"
     "                          a fixed buffer instead of the whole output (same\n"
     "                          order: sorted, or traversal order with --unsorted;\n"
@@ -224,7 +230,28 @@ static prox_rows parse_rows(const opt_parser *p, const char *v)
         return PROX_ROWS_STAGED;
     if (strcmp(v, "in-place") == 0)
         return PROX_ROWS_IN_PLACE;
-    die_usage(p->command, "--rows must be staged or in-place, not '%s'", v);
+    if (strcmp(v, "in-output") == 0)
+        return PROX_ROWS_IN_OUTPUT;
+    die_usage(p->command, "--rows must be staged, in-place or in-output, not '%s'", v);
+}
+
+/* The rows asked for; by default a single run stages a sorted buffer's
+ * rows in the output itself, as the one-shot calls do, and several runs
+ * keep their staging for the next (prox_rows). */
+static prox_rows effective_rows(const pairs_options *o)
+{
+    if (o->rows != PROX_ROWS_AUTO)
+        return o->rows;
+    return o->runs == 1 ? PROX_ROWS_IN_OUTPUT : PROX_ROWS_STAGED;
+}
+
+static const char *rows_name(prox_rows rows)
+{
+    switch (rows) {
+    case PROX_ROWS_IN_PLACE: return "in-place";
+    case PROX_ROWS_IN_OUTPUT: return "in-output";
+    default: return "staged";
+    }
 }
 
 static prox_coords parse_coords(const opt_parser *p, const char *v)
@@ -413,7 +440,7 @@ static prox_grid_desc make_desc(const pairs_options *o, double radius, int dim)
     desc.keys = o->keys;
     /* the points outlive the grid: AUTO as the one-shot calls take it */
     desc.coords = o->coords == PROX_COORDS_AUTO ? prox_grid_coords_for_held_points() : o->coords;
-    desc.rows = o->rows;
+    desc.rows = effective_rows(o);
     desc.cell_divisions = o->cell_divisions;
     desc.table_size = o->table_size;
     desc.threads = o->threads;
@@ -433,6 +460,7 @@ typedef struct pairs_result {
     prox_stats stats;
     double build_s, query_s; /* one run, or medians of the runs after the first */
     double first_s;          /* the first run's build + query */
+    int64_t estimate_fresh;  /* the estimate's sample query: its stats.fresh_bytes (the build) */
 } pairs_result;
 
 static prox_sink make_sink(pairs_task task, pairs_result *r)
@@ -445,7 +473,7 @@ static prox_sink make_sink(pairs_task task, pairs_result *r)
 }
 
 static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
-                                     prox_sink sink, pairs_result *r);
+                                     prox_sink sink, prox_rows rows, pairs_result *r);
 
 /* One run: brute force and the hierarchical hash through the one-shot call
  * (built on the fly: Listing 3), the grid through the object API, so that
@@ -470,7 +498,7 @@ static void run_once(const prox_points *points, const prox_grid_desc *desc, prox
     if (st != PROX_OK)
         die_status(st, "cannot build the grid");
     if (first)
-        reserve_estimated_output(grid, points, sink, r);
+        reserve_estimated_output(grid, points, sink, desc->rows, r);
     double t2 = now_seconds();
     st = prox_grid_pairs(grid, sink, &r->stats);
     *build_s = t1 - t0;
@@ -607,9 +635,9 @@ static double estimate_pairs(const prox_points *points, const prox_grid_desc *de
  * grid and reserves the pair buffer (probes the lists' room) before the
  * search: such a job fails at once, as the unsorted buffer's reservation
  * after its count pass does. An estimate below the truth only leaves the
- * library to grow the buffer. */
+ * library to grow the buffer. Rows staged in the output only probe. */
 static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
-                                     prox_sink sink, pairs_result *r)
+                                     prox_sink sink, prox_rows rows, pairs_result *r)
 {
     bool lists = sink.kind == PROX_SINK_LISTS;
     if (sink.unsorted || sink.kind == PROX_SINK_COUNT || points->count == 0)
@@ -618,14 +646,17 @@ static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
     prox_stats stats;
     if (prox_grid_query(grid, &sample, prox_sink_count(), &stats) != PROX_OK)
         return; /* the search will say what is wrong */
+    r->estimate_fresh = stats.fresh_bytes;
     double pairs = pairs_of_sample(stats.pairs, points, &sample);
-    double bytes = pairs * (lists ? 16.0 : 12.0); /* output and staged rows, as bytes_per_pair */
+    double bytes = pairs * (lists ? 16.0 : 12.0); /* output and staged rows, at most */
     /* volatile: a compiler may drop an allocation freed unused, and with
      * it the probe (clang does) */
     void *volatile probe = NULL;
     bool fits = bytes < 0x1p62 && (probe = malloc((size_t)bytes + 1)) != NULL;
     free(probe);
-    if (fits && !lists && pairs >= 1.0)
+    /* rows staged in the output grow it themselves, to the pairs found: a
+     * reserve from the estimate would fault in its overshoot too */
+    if (fits && !lists && pairs >= 1.0 && rows != PROX_ROWS_IN_OUTPUT)
         fits = prox_pair_buffer_reserve(&r->buffer, (int64_t)pairs) == PROX_OK;
     if (!fits)
         die(EXIT_NO_MEMORY, "out of memory: the output holds about %.4g pairs (%.3g bytes with "
@@ -634,14 +665,16 @@ static void reserve_estimated_output(prox_grid *grid, const prox_points *points,
 }
 
 /* Bytes per pair of each output: the buffer's 8 plus the staged rows' 4;
- * lists hold both directions, 4 bytes an entry, staged alike. */
+ * lists hold both directions, 4 bytes an entry, staged alike. Rows in the
+ * output stage nothing beyond it. */
 static double bytes_per_pair(const pairs_options *o)
 {
     if (o->task == TASK_COUNT || o->stream)
         return 0.0;
+    bool staged = !o->unsorted && effective_rows(o) != PROX_ROWS_IN_OUTPUT;
     if (o->task == TASK_LISTS)
-        return o->unsorted ? 8.0 : 16.0;
-    return o->unsorted ? 8.0 : 12.0;
+        return staged ? 16.0 : 8.0;
+    return staged ? 12.0 : 8.0;
 }
 
 static void refuse_over_limit(const pairs_options *o, double need, const char *what)
@@ -772,7 +805,8 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             "algo=%s\nkeys=%s\ncoords=%s\nscalar=%s\ndim=%d\nn=%lld\nradius=%.17g\nthreads=%d\n"
             "read_s=%.6f\nruns=%d\nfirst_s=%.6f\nbuild_s=%.6f\nquery_s=%.6f\nwrite_s=%.6f\n"
             "pairs=%lld\ncandidates=%lld\nrechecked=%lld\ncells=%lld\ncells_visited=%lld\n"
-            "struct_mb=%.1f\nrows=%s\nkept_mb=%.3f\npeak_rss_mb=%.1f\nsimd=%s\nmethod=%s\n",
+            "struct_mb=%.1f\nrows=%s\nkept_mb=%.3f\nfresh_mb=%.1f\nhuge_pages=%d\n"
+            "peak_rss_mb=%.1f\nsimd=%s\nmethod=%s\n",
             o->algo == PROX_ALGO_BRUTE ? "brute" : o->algo == PROX_ALGO_GRID ? "grid"
                                                                             : "hierarchical",
             keys_name(o->algo, s->keys), coords_name(o->algo, s->coords),
@@ -783,8 +817,11 @@ static void print_stats(const pairs_options *o, const point_file *pf, const prox
             (long long)s->pairs, (long long)s->candidates, (long long)s->rechecked,
             (long long)s->cells,
             (long long)s->cells_visited, (double)s->bytes / (1024.0 * 1024.0),
-            desc->rows == PROX_ROWS_IN_PLACE ? "in-place" : "staged",
-            (double)s->kept_bytes / (1024.0 * 1024.0), peak_rss_mb(), prox_simd_level(),
+            rows_name(desc->rows),
+            (double)s->kept_bytes / (1024.0 * 1024.0),
+            /* one run: its build's fresh bytes went to the estimate's sample query */
+            (double)(s->fresh_bytes + (o->runs == 1 ? r->estimate_fresh : 0)) / (1024.0 * 1024.0),
+            s->huge_pages, peak_rss_mb(), prox_simd_level(),
             s->method ? s->method : "none");
 }
 
@@ -829,6 +866,7 @@ int cmd_pairs(int argc, char **argv)
     pairs_options o;
     if (!parse_options(argc, argv, &o)) {
         fputs(usage, stdout);
+        fputs(usage_more, stdout);
         fputs(usage_sizes, stdout);
         fputs(usage_cell, stdout);
         fputs(usage_output, stdout);

@@ -136,6 +136,14 @@ typedef struct prox_stats {
                               again in double from the caller's points */
     const char *method;    /* how the query ran, e.g. "grid.rows.rel16" (docs/design.md,
                               "The planner"); a static string, NULL if no query ran */
+    int64_t fresh_bytes;   /* bytes the library allocated (through its allocator layer, the
+                              caller's allocator included): for a one-shot call, while it
+                              ran; for a grid query, since the grid's last query (its
+                              creation, builds and updates, the caller's buffer reserves,
+                              then the query). Counted over the process: calls running at
+                              the same time on other threads add to it. 0 from other calls */
+    int huge_pages;        /* 1 when large fresh blocks of the default allocator are asked
+                              for as transparent huge pages (PROX_HUGE_PAGES=1), else 0 */
 } prox_stats;
 
 /* The SIMD level this process runs: "scalar", "sse2", "avx2", "avx512" or

@@ -95,6 +95,13 @@ typedef enum prox_rows {
      * outputs of 2^31 entries or more, or a point with 65,535 neighbours
      * or more */
     PROX_ROWS_IN_PLACE = 2,
+    /* staged as PROX_ROWS_STAGED, but a sorted buffer's rows (on one
+     * thread all of them, on several the first chunk's) in the output
+     * buffer itself, then widened there into pairs: no staging beyond the
+     * output and nothing kept for the next query, at one more pass over
+     * the output. For a grid queried once: prox_pairs and prox_query take
+     * it for AUTO. Lists stage as PROX_ROWS_STAGED */
+    PROX_ROWS_IN_OUTPUT = 3,
 } prox_rows;
 
 /* The radii every structure accepts. The test squares the radius and the

@@ -119,6 +119,9 @@ int64_t prox_workspace_bytes(const prox_workspace *w);
 /* At least `bytes` of scratch in `slot` (content not kept from the last
  * use); NULL when out of memory. */
 void *prox_workspace_scratch(prox_workspace *w, int slot, int64_t bytes);
+/* The scratch of `slot` freed now, before the rest of the workspace, its
+ * pages given back at once (prox_free_pages). */
+void prox_workspace_release(prox_workspace *w, int slot);
 
 typedef struct prox_chunks {
     prox_emitter *emitter; /* the workspace's first `count` */

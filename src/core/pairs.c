@@ -142,6 +142,13 @@ void *prox_workspace_scratch(prox_workspace *w, int slot, int64_t bytes)
                : NULL;
 }
 
+void prox_workspace_release(prox_workspace *w, int slot)
+{
+    prox_free_pages(&w->allocator, w->scratch[slot], w->scratch_bytes[slot]);
+    w->scratch[slot] = NULL;
+    w->scratch_bytes[slot] = 0;
+}
+
 /* At least `count` emitters in the workspace; the old ones keep their arrays. */
 static bool workspace_emitters(prox_workspace *w, int count)
 {

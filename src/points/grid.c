@@ -578,10 +578,12 @@ prox_status prox_grid_create(const prox_grid_desc *desc, prox_grid **out)
     if (st)
         return st;
     prox_allocator al = prox_allocator_resolve(&desc->allocator);
+    int64_t fresh = prox_fresh_bytes();
     prox_grid *g = prox_alloc_array(&al, 1, sizeof *g);
     if (!g)
         return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory");
     memset(g, 0, sizeof *g);
+    g->fresh_mark = fresh;
     g->desc = *desc;
     g->allocator = al;
     g->threads = prox_threads_resolve(desc->threads);

@@ -128,6 +128,9 @@ struct prox_grid {
     /* the densities where the grid changes mechanism (0: its default;
      * prox_grid_set_density_limits) */
     double table_cells_limit, sweep_limit, half_pairs_limit;
+    /* prox_fresh_bytes() when the last query returned (or at creation):
+     * a query's stats.fresh_bytes counts from there */
+    int64_t fresh_mark;
 };
 
 /* For benchmarks and tests: the densities where the grid changes

@@ -221,10 +221,26 @@ typedef struct row_chunk {
     prox_index *entries;
     int64_t count, cap;
     int64_t points_done, points_left;
-    bool sized; /* reserved from the first run's neighbours per point */
+    const prox_allocator *allocator; /* the grid's, or the output buffer's (in_output) */
+    bool in_output; /* entries is the sorted buffer's own storage (PROX_ROWS_IN_OUTPUT) */
+    bool sized;     /* reserved from the first run's neighbours per point */
     bool failed;
     int64_t sort_s, sort_at; /* first point whose row awaits sorting, its first entry */
+    int64_t counted;         /* ROWS_COUNT: the entries of the chunk's rows */
+    bool disagreed;          /* ROWS_DIRECT: a row other than its count (a bug) */
 } row_chunk;
+
+/* Where rows go: staged in the chunk's entries until every row is done
+ * (ROWS_STAGE), only their lengths noted (ROWS_COUNT), or each batch,
+ * once sorted, copied to its place in the lists (ROWS_DIRECT), the
+ * chunk's entries then holding one batch at a time. */
+typedef enum rows_pass { ROWS_STAGE, ROWS_COUNT, ROWS_DIRECT } rows_pass;
+
+typedef struct row_dest {
+    rows_pass pass;
+    const int64_t *offsets; /* ROWS_DIRECT: each id's row start in indices */
+    prox_index *indices;
+} row_dest;
 
 /* Sort the rows of points [rc->sort_s, s_end), whose entries end the
  * chunk's entries: the chunk keeps PROX_KERNEL_SLACK words past them. */
@@ -239,15 +255,17 @@ static void sort_pending_rows(row_chunk *rc, const uint32_t *row_len, int64_t s_
 
 /* After the chunk's first run, reserve what its rate of neighbours per
  * point predicts for the rest (plus a quarter): one allocation instead of a
- * chain of doublings and copies. */
-static void size_row_chunk(const prox_grid *g, row_chunk *rc)
+ * chain of doublings and copies. A chunk staged in the output buffer
+ * reserves twice that, the pairs' 8 bytes an entry, but faults in only
+ * the staging's half now: the rest is written at the delivery, if at all. */
+static void size_row_chunk(row_chunk *rc)
 {
     rc->sized = true;
     double per_point = (double)rc->count / (double)rc->points_done;
     int64_t want = rc->count + (int64_t)(1.25 * per_point * (double)rc->points_left) + 64;
-    if (want > rc->cap)
-        prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap, want, rc->count,
-                  sizeof *rc->entries); /* on failure, growth on demand still works */
+    if (want > rc->cap) /* on failure, growth on demand still works */
+        prox_grow_part(rc->allocator, (void **)&rc->entries, &rc->cap,
+                       rc->in_output ? 2 * want : want, rc->count, want, sizeof *rc->entries, 1);
 }
 
 /* Every run of every stencil cell (the run's own cell included). */
@@ -272,8 +290,9 @@ typedef struct run_candidates {
     cell3 cell;
 } run_candidates;
 
-static bool candidates_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
-                              gathered *b, run_candidates *c, query_counters *qc)
+static PROX_ALWAYS_INLINE bool candidates_of_run(const prox_grid *g, int64_t r,
+                                                const prox_strip_rows *strips, gathered *b,
+                                                run_candidates *c, query_counters *qc)
 {
     c->fixed = NULL;
     c->rel16 = NULL;
@@ -358,13 +377,105 @@ static inline int64_t row_of_point(const prox_grid *g, int64_t s, const run_cand
     return found;
 }
 
+/* The length of sorted point s's row of lists (rule OTHER) among run
+ * candidates c: its neighbours within the radius counted, itself (at
+ * distance 0, always among them) taken off. The count kernels decide each
+ * candidate as the ids kernels of row_of_point do. */
+static inline int64_t list_row_length(const prox_grid *g, int64_t s, const run_candidates *c,
+                                      grid_recheck *rc)
+{
+    int64_t found = 0;
+    if (c->rel16) {
+        uint32_t qxy, qz0;
+        prox_rel16_block b =
+            prox_rel16_gathered_query(g, c->rel16_metric, c->cell, s, c->rel16, rc, &qxy, &qz0);
+        found = prox_rel16_hits(&b, 0, c->rel16->count, qxy, qz0, c->rel16_metric, &rc->base,
+                                NULL);
+        rc->ids = NULL;
+        return found - 1;
+    }
+    if (c->fixed) {
+        int32_t q[3];
+        prox_fixed_block b = prox_gathered_query(g, s, c->fixed, rc, q);
+        found = prox_fixed_count(&b, 0, c->fixed->count, q, &g->fixed_metric, &rc->base);
+        rc->ids = NULL;
+        return found - 1;
+    }
+    if (g->fixed_on) {
+        prox_fixed_block b = fixed_block(g);
+        int32_t q[3];
+        fixed_point_of(g, s, q);
+        prox_grid_recheck_self(rc, g, s);
+        for (int k = 0; k < c->count; k++)
+            found += prox_fixed_count(&b, c->range[k].begin, c->range[k].end, q,
+                                      &g->fixed_metric, &rc->base);
+        return found - 1;
+    }
+    double q[3];
+    point_of(g, s, q);
+    for (int k = 0; k < c->count; k++)
+        found += prox_kernel_count(&c->block, c->range[k].begin, c->range[k].end, q, &g->metric);
+    return found - 1;
+}
+
 /* Rows of the points of run r, appended to the chunk; row lengths go to
  * row_len[sorted position]. rule ABOVE keeps neighbours j > i (the
  * buffer), OTHER every neighbour but i itself (lists); unless the sink
  * is unsorted, rows are sorted PROX_SORT_ROWS_BATCH points or more at a time. */
+/* ROWS_DIRECT: the sorted rows of sorted positions [s0, s1), the whole of
+ * the chunk's entries, copied to their places; the entries are then free.
+ * Each place holds what the count found (offsets), never written past. */
+static void flush_rows(const prox_grid *g, row_chunk *rc, const uint32_t *row_len, int64_t s0,
+                       int64_t s1, const row_dest *d)
+{
+    int64_t at = 0;
+    for (int64_t s = s0; s < s1; s++) {
+        prox_index id = g->id[s];
+        if (row_len[s] != d->offsets[id + 1] - d->offsets[id]) {
+            rc->failed = rc->disagreed = true;
+            break;
+        }
+        if (row_len[s])
+            memcpy(d->indices + d->offsets[id], rc->entries + at,
+                   row_len[s] * sizeof *rc->entries);
+        at += row_len[s];
+    }
+    rc->count = rc->sort_at = 0;
+}
+
+/* Sort the pending rows up to s_end, and where they go straight to their
+ * places, copy them there. */
+static void finish_pending_rows(const prox_grid *g, row_chunk *rc, const uint32_t *row_len,
+                                int64_t s_end, const row_dest *d)
+{
+    int64_t s0 = rc->sort_s;
+    sort_pending_rows(rc, row_len, s_end);
+    if (d->pass == ROWS_DIRECT)
+        flush_rows(g, rc, row_len, s0, s_end, d);
+}
+
+/* ROWS_COUNT: the lengths of the lists' rows of run r's points. */
+static void list_lengths_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
+                                gathered *b, row_chunk *rc, uint32_t *row_len,
+                                query_counters *qc)
+{
+    run_candidates c;
+    if (!candidates_of_run(g, r, strips, b, &c, qc)) {
+        rc->failed = true;
+        return;
+    }
+    int64_t total = prox_ranges_length(c.range, c.count);
+    for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
+        int64_t found = list_row_length(g, s, &c, &qc->recheck);
+        qc->candidates += total - 1;
+        rc->counted += found;
+        row_len[s] = (uint32_t)found;
+    }
+}
+
 static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *strips,
                         gathered *b, row_chunk *rc, uint32_t *row_len, prox_id_rule rule,
-                        bool sorted, query_counters *qc)
+                        bool sorted, const row_dest *d, query_counters *qc)
 {
     run_candidates c;
     if (!candidates_of_run(g, r, strips, b, &c, qc)) {
@@ -374,7 +485,7 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
     int64_t total = prox_ranges_length(c.range, c.count);
     for (int64_t s = g->run_start[r]; s < g->run_start[r + 1]; s++) {
         if (rc->count + total + PROX_KERNEL_SLACK > rc->cap &&
-            !prox_grow(&g->allocator, (void **)&rc->entries, &rc->cap,
+            !prox_grow(rc->allocator, (void **)&rc->entries, &rc->cap,
                        rc->count + total + PROX_KERNEL_SLACK, rc->count, sizeof *rc->entries)) {
             rc->failed = true;
             return;
@@ -387,11 +498,11 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
     }
     int64_t own = g->run_start[r + 1] - g->run_start[r];
     if (sorted && g->run_start[r + 1] - rc->sort_s >= PROX_SORT_ROWS_BATCH)
-        sort_pending_rows(rc, row_len, g->run_start[r + 1]);
+        finish_pending_rows(g, rc, row_len, g->run_start[r + 1], d);
     rc->points_done += own;
     rc->points_left -= own;
-    if (!rc->sized && rc->points_done >= 32)
-        size_row_chunk(g, rc);
+    if (!rc->sized && rc->points_done >= 32) /* ROWS_DIRECT's chunks come sized */
+        size_row_chunk(rc);
 }
 
 /* For each point of chunk rc (sorted positions [s0, s1)): offsets[id + 1]
@@ -416,16 +527,18 @@ static void index_rows_by_id(const prox_grid *g, const row_chunk *rc, int64_t s0
 /* The rows of ids [i0, i1) to their place, in id order: the output is
  * written straight through, and the reads (each row's entries) are the
  * ones that scatter, fetched ahead. */
-static void place_rows(const int64_t *offsets, const prox_index *const *row_at, int64_t i0,
-                       int64_t i1, prox_sink sink)
+static PROX_ALWAYS_INLINE void place_rows_as(const int64_t *offsets,
+                                             const prox_index *const *row_at, int64_t i0,
+                                             int64_t i1, prox_sink sink, prox_index *columns,
+                                             bool entries)
 {
     for (int64_t i = i0; i < i1; i++) {
         if (i + PLACE_AHEAD < i1)
             __builtin_prefetch(row_at[i + PLACE_AHEAD]);
         const prox_index *from = row_at[i];
         int64_t at = offsets[i], len = offsets[i + 1] - at;
-        if (sink.kind == PROX_SINK_LISTS) {
-            prox_index *to = sink.lists->indices + at;
+        if (entries) {
+            prox_index *to = columns + at;
             for (int64_t t = 0; t < len; t++) /* rows are short: no call */
                 to[t] = from[t];
         } else {
@@ -436,8 +549,84 @@ static void place_rows(const int64_t *offsets, const prox_index *const *row_at, 
     }
 }
 
-static prox_status reserve_rows_output(const prox_grid *g, grid_work *w, prox_sink sink,
-                                       int64_t total, int64_t **offsets)
+/* The rows' entries to the lists' indices, or to `columns` (a buffer's
+ * rows staged in it, widened afterwards), or as pairs to the buffer. */
+static void place_rows(const int64_t *offsets, const prox_index *const *row_at, int64_t i0,
+                       int64_t i1, prox_sink sink, prox_index *columns)
+{
+    if (columns || sink.kind == PROX_SINK_LISTS)
+        place_rows_as(offsets, row_at, i0, i1, sink, columns ? columns : sink.lists->indices,
+                      true);
+    else
+        place_rows_as(offsets, row_at, i0, i1, sink, NULL, false);
+}
+
+/* Pairs [a, b) of the rows of ids whose offsets are given, each (i, j)
+ * with j = columns[t], in place: pair t's 8 bytes cover the words 2t and
+ * 2t + 1 of the buffer, where columns = words + total. In order, each
+ * write lands on words already read (2t + 1 <= total + t for t < total);
+ * the caller makes parallel ranges safe (widen_rows). */
+static void widen_range(prox_pair *pairs, const int64_t *offsets, int64_t n, int64_t total,
+                        int64_t a, int64_t b)
+{
+    const prox_index *columns = (const prox_index *)pairs + total;
+    int64_t lo = 0, hi = n; /* the row holding entry a: offsets[i] <= a < offsets[i + 1] */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (offsets[mid + 1] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int64_t i = lo; i < n && offsets[i] < b; i++) {
+        int64_t from = offsets[i] > a ? offsets[i] : a, to = offsets[i + 1] < b ? offsets[i + 1] : b;
+        for (int64_t t = from; t < to; t++) {
+            prox_index j = columns[t]; /* read before the write that may cover it */
+            pairs[t] = (prox_pair){(prox_index)i, j};
+        }
+    }
+}
+
+/* Below this many pairs the widening's last steps run on one thread. */
+#define WIDEN_SERIAL 65536
+
+/* The buffer's upper half (the rows' entries, in output order) widened
+ * into pairs over the whole buffer. Pairs [done, next) write words
+ * [2 done, 2 next), which lie below the entries [total + done, total +
+ * next) they read while 2 next <= total + done: so each step takes half
+ * of what is left, its parts in parallel, and the last ones run in order. */
+static void widen_rows(prox_pair *pairs, const int64_t *offsets, int64_t n, int64_t total,
+                       int threads)
+{
+    int64_t done = 0;
+    while (threads > 1 && total - done > WIDEN_SERIAL) {
+        int64_t next = (total + done) / 2;
+        int parts = PROX_PARTS_PER_THREAD * threads;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+        for (int k = 0; k < parts; k++)
+            widen_range(pairs, offsets, n, total, done + (next - done) * k / parts,
+                        done + (next - done) * (k + 1) / parts);
+        done = next;
+    }
+    widen_range(pairs, offsets, n, total, done, total);
+}
+
+/* Rows staged in the buffer itself (rc, the first chunk): the buffer
+ * then holds its staged entries, and room for the pairs. */
+static prox_status reserve_in_output(const prox_grid *g, row_chunk *rc, prox_pair_buffer *b,
+                                     int64_t total)
+{
+    if (!prox_grow_part(rc->allocator, (void **)&rc->entries, &rc->cap, 2 * total, rc->count,
+                        rc->count, sizeof *rc->entries, g->threads))
+        return prox_fail(PROX_ERR_NO_MEMORY, "pair buffer: cannot hold %lld pairs",
+                         (long long)total);
+    b->pairs = (prox_pair *)rc->entries;
+    b->capacity = rc->cap / 2;
+    return PROX_OK;
+}
+
+static prox_status reserve_rows_output(const prox_grid *g, grid_work *w, row_chunk *first,
+                                       prox_sink sink, int64_t total, int64_t **offsets)
 {
     if (sink.kind == PROX_SINK_LISTS) {
         prox_status st = prox_lists_reserve(sink.lists, total, g->n, g->threads);
@@ -445,7 +634,9 @@ static prox_status reserve_rows_output(const prox_grid *g, grid_work *w, prox_si
         return st;
     }
     sink.buffer->count = 0;
-    prox_status st = prox_pair_buffer_reserve_threads(sink.buffer, total, g->threads);
+    prox_status st = first->in_output
+                         ? reserve_in_output(g, first, sink.buffer, total)
+                         : prox_pair_buffer_reserve_threads(sink.buffer, total, g->threads);
     if (st)
         return st;
     *offsets = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER + 1,
@@ -476,14 +667,32 @@ static bool take_row_chunks(const prox_grid *g, grid_work *w, row_chunk *rows, i
         w->row_chunks = count;
     }
     for (int k = 0; k < count; k++)
-        rows[k] = (row_chunk){.entries = w->row_entries[k], .cap = w->row_entries_cap[k]};
+        rows[k] = (row_chunk){.entries = w->row_entries[k], .cap = w->row_entries_cap[k],
+                              .allocator = &g->allocator};
     return true;
 }
 
-/* The chunks' entry arrays (perhaps grown) back to the workspace. */
+/* PROX_ROWS_IN_OUTPUT: the first chunk stages its rows in the sorted
+ * buffer's own storage (whatever it held is replaced). */
+static void stage_in_output(const prox_grid *g, row_chunk *rows, prox_sink sink)
+{
+    if (g->desc.rows != PROX_ROWS_IN_OUTPUT || sink.kind != PROX_SINK_BUFFER || sink.unsorted)
+        return;
+    prox_pair_buffer *b = sink.buffer;
+    b->count = 0;
+    rows[0] = (row_chunk){.entries = (prox_index *)b->pairs,
+                          .cap = b->pairs ? 2 * b->capacity : 0,
+                          .allocator = &b->allocator,
+                          .in_output = true};
+}
+
+/* The chunks' entry arrays (perhaps grown) back to the workspace; one
+ * staged in the output stays the output's. */
 static void keep_row_chunks(grid_work *w, const row_chunk *rows, int count)
 {
     for (int k = 0; k < count; k++) {
+        if (rows[k].in_output)
+            continue;
         w->row_entries[k] = rows[k].entries;
         w->row_entries_cap[k] = rows[k].cap;
     }
@@ -492,12 +701,11 @@ static void keep_row_chunks(grid_work *w, const row_chunk *rows, int count)
 /* The chunks' rows (total entries, lengths in row_len by sorted position)
  * into the sink, in input order: each id's row length and place noted,
  * the offsets summed, then the rows copied. */
-static prox_status deliver_rows(const prox_grid *g, grid_work *w, const row_chunk *rows,
-                                int count, const uint32_t *row_len, int64_t total,
-                                prox_sink sink)
+static prox_status deliver_rows(const prox_grid *g, grid_work *w, row_chunk *rows, int count,
+                                const uint32_t *row_len, int64_t total, prox_sink sink)
 {
     int64_t n = g->n, runs = g->nruns, *offsets = NULL;
-    prox_status st = reserve_rows_output(g, w, sink, total, &offsets);
+    prox_status st = reserve_rows_output(g, w, &rows[0], sink, total, &offsets);
     if (st)
         return st;
     const prox_index **row_at =
@@ -509,11 +717,20 @@ static prox_status deliver_rows(const prox_grid *g, grid_work *w, const row_chun
     for (int k = 0; k < count; k++)
         index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
                          g->run_start[runs * (k + 1) / count], row_len, offsets, row_at);
+    if (rows[0].in_output) /* nothing is kept: its pages go before the pairs' come */
+        prox_workspace_release(&w->chunks, PROX_SCRATCH_OWNER);
     prox_prefix_sums(offsets, n, g->threads);
+    /* staged in the buffer: the entries go to its upper half, past the
+     * staging, then are widened into pairs (widen_rows) */
+    prox_index *columns = rows[0].in_output ? rows[0].entries + total : NULL;
+    if (columns)
+        prox_populate(rows[0].allocator, columns, total, sizeof *columns, g->threads);
     int parts = n > 65536 ? PROX_PARTS_PER_THREAD * g->threads : 1;
 #pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(dynamic, 1)
     for (int k = 0; k < parts; k++)
-        place_rows(offsets, row_at, n * k / parts, n * (k + 1) / parts, sink);
+        place_rows(offsets, row_at, n * k / parts, n * (k + 1) / parts, sink, columns);
+    if (columns)
+        widen_rows(sink.buffer->pairs, offsets, n, total, g->threads);
     if (sink.kind == PROX_SINK_LISTS)
         sink.lists->rows = n;
     else
@@ -532,6 +749,7 @@ typedef struct rows_job {
     prox_id_rule rule;
     bool sorted;
     bool gather; /* the plan's gather rule is on */
+    row_dest dest;
 } rows_job;
 
 static void rows_step(const void *job, points_chunk *chunk)
@@ -547,10 +765,16 @@ static void rows_step(const void *job, points_chunk *chunk)
     int64_t s0 = g->run_start[runs * k / count], s1 = g->run_start[runs * (k + 1) / count];
     rc.points_left = s1 - s0;
     rc.sort_s = s0;
-    for (int64_t r = runs * k / count; r < runs * (k + 1) / count && !rc.failed; r++)
-        rows_of_run(g, r, j->strips, &scratch, &rc, j->row_len, j->rule, j->sorted, &qc);
-    if (j->sorted && !rc.failed)
-        sort_pending_rows(&rc, j->row_len, s1);
+    int64_t r0 = runs * k / count, r1 = runs * (k + 1) / count;
+    if (j->dest.pass == ROWS_COUNT)
+        for (int64_t r = r0; r < r1 && !rc.failed; r++)
+            list_lengths_of_run(g, r, j->strips, &scratch, &rc, j->row_len, &qc);
+    else
+        for (int64_t r = r0; r < r1 && !rc.failed; r++)
+            rows_of_run(g, r, j->strips, &scratch, &rc, j->row_len, j->rule, j->sorted,
+                        &j->dest, &qc);
+    if (j->sorted && !rc.failed && j->dest.pass != ROWS_COUNT)
+        finish_pending_rows(g, &rc, j->row_len, s1, &j->dest);
     j->rows[k] = rc;
     gathered_free(&scratch);
     chunk->candidates += qc.candidates;
@@ -558,8 +782,84 @@ static void rows_step(const void *job, points_chunk *chunk)
     chunk->rechecked += qc.recheck.base.calls;
 }
 
-/* GRID_ROWS: each point's full row, chunk by chunk (rows_step), then the
- * rows placed in input order (deliver_rows). */
+/* The rows staged chunk by chunk (rows_step), then placed in input order
+ * (deliver_rows). */
+static prox_status rows_staged_then_placed(const prox_grid *g, rows_job *job, int count,
+                                           prox_sink sink, points_chunk *total, int64_t *entries)
+{
+    row_chunk *rows = job->rows;
+    points_drive_steps(rows_step, job, count, g->threads, total);
+    bool failed = false;
+    for (int k = 0; k < count; k++) {
+        failed |= rows[k].failed;
+        *entries += rows[k].count;
+    }
+    if (rows[0].in_output) { /* the buffer holds what the chunk grew */
+        sink.buffer->pairs = (prox_pair *)rows[0].entries;
+        sink.buffer->capacity = rows[0].cap / 2;
+    }
+    return failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
+                  : deliver_rows(g, job->w, rows, count, job->row_len, *entries, sink);
+}
+
+/* PROX_ROWS_IN_OUTPUT's sorted lists: their rows counted by a first pass,
+ * then written straight to their places, a sorted batch at a time: no
+ * staging of the whole output. */
+static bool lists_direct(const prox_grid *g, prox_sink sink)
+{
+    return g->desc.rows == PROX_ROWS_IN_OUTPUT && sink.kind == PROX_SINK_LISTS && !sink.unsorted;
+}
+
+/* ROWS_COUNT's lengths (by sorted position) as the lists' offsets. */
+static void offsets_from_lengths(const prox_grid *g, const uint32_t *row_len, int64_t *offsets)
+{
+    int64_t n = g->n;
+    offsets[0] = 0;
+#pragma omp parallel for num_threads(g->threads) if (n > 65536) schedule(static)
+    for (int64_t s = 0; s < n; s++)
+        offsets[g->id[s] + 1] = row_len[s];
+    prox_prefix_sums(offsets, n, g->threads);
+}
+
+static prox_status rows_counted_then_placed(const prox_grid *g, rows_job *job, int count,
+                                            prox_sink sink, points_chunk *total,
+                                            int64_t *entries)
+{
+    row_chunk *rows = job->rows;
+    job->dest = (row_dest){.pass = ROWS_COUNT};
+    points_chunk counted;
+    points_drive_steps(rows_step, job, count, g->threads, &counted);
+    bool failed = false;
+    for (int k = 0; k < count; k++) {
+        failed |= rows[k].failed;
+        *entries += rows[k].counted;
+    }
+    prox_lists *l = sink.lists;
+    prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
+                            : prox_lists_reserve(l, *entries, g->n, g->threads);
+    if (st)
+        return st;
+    offsets_from_lengths(g, job->row_len, l->offsets);
+    job->dest = (row_dest){.pass = ROWS_DIRECT, .offsets = l->offsets, .indices = l->indices};
+    for (int k = 0; k < count; k++)
+        rows[k] = (row_chunk){.entries = rows[k].entries, .cap = rows[k].cap,
+                              .allocator = rows[k].allocator, .sized = true};
+    points_drive_steps(rows_step, job, count, g->threads, total);
+    total->candidates += counted.candidates; /* both passes' tests */
+    total->rechecked += counted.rechecked;
+    for (int k = 0; k < count; k++)
+        if (rows[k].disagreed)
+            return prox_fail(PROX_ERR_DATA, "grid: a list's row differs from its count "
+                                            "(a bug in prox: please report it)");
+    for (int k = 0; k < count; k++)
+        if (rows[k].failed)
+            return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows");
+    l->rows = g->n;
+    return PROX_OK;
+}
+
+/* GRID_ROWS: each point's full row, chunk by chunk, staged or counted
+ * first, then in input order into the sink. */
 static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, prox_stats *stats,
                              grid_plan plan)
 {
@@ -570,6 +870,8 @@ static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, p
         prox_free(&g->allocator, rows);
         rows = NULL;
     }
+    if (rows)
+        stage_in_output(g, rows, sink);
     uint32_t *row_len = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER,
                                                g->n * (int64_t)sizeof(uint32_t));
     bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
@@ -578,17 +880,16 @@ static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, p
         prox_grid_strip_rows(g, false, &strip_rows);
     rows_job job = {g, w, plan.strips ? &strip_rows : NULL, plan.rel16 ? &plan.rel16_metric : NULL,
                     rows, row_len, lists ? PROX_IDS_OTHER : PROX_IDS_ABOVE, !sink.unsorted,
-                    plan.gather};
+                    plan.gather, {.pass = ROWS_STAGE}};
     points_chunk total = {0};
-    if (!failed)
-        points_drive_steps(rows_step, &job, count, g->threads, &total);
     int64_t entries = 0;
-    for (int k = 0; rows && k < count; k++) {
-        failed |= rows[k].failed;
-        entries += rows[k].count;
-    }
-    prox_status st = failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
-                            : deliver_rows(g, w, rows, count, row_len, entries, sink);
+    prox_status st = PROX_OK;
+    if (failed)
+        st = prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows");
+    else if (lists_direct(g, sink))
+        st = rows_counted_then_placed(g, &job, count, sink, &total, &entries);
+    else
+        st = rows_staged_then_placed(g, &job, count, sink, &total, &entries);
     if (rows)
         keep_row_chunks(w, rows, count);
     prox_free(&g->allocator, rows);
@@ -639,17 +940,32 @@ static prox_status cell_pairs(const prox_grid *g, grid_work *w, prox_sink sink,
     return prox_grid_drive(g, &d, sink, stats);
 }
 
-prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+/* What every query ends with: PROX_ROWS_IN_OUTPUT keeps nothing, and the
+ * fresh bytes since the last query are reported (from then on counted
+ * afresh). */
+static prox_status query_done(prox_grid *g, prox_status st, prox_stats *stats)
 {
-    prox_status st = check_query_ready(g, sink);
-    if (st)
-        return st;
+    if (g->desc.rows == PROX_ROWS_IN_OUTPUT)
+        prox_grid_free_kept(g);
+    int64_t now = prox_fresh_bytes();
+    if (stats) {
+        if (g->desc.rows == PROX_ROWS_IN_OUTPUT)
+            stats->kept_bytes = 0;
+        stats->fresh_bytes = now - g->fresh_mark;
+        stats->huge_pages = prox_huge_pages();
+    }
+    g->fresh_mark = now;
+    return st;
+}
+
+static prox_status grid_pairs_planned(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
     grid_plan plan = prox_grid_plan_pairs(g, sink);
     grid_work *w = &g->work;
     switch (plan.traversal) {
     case GRID_FILL: {
         bool done;
-        st = prox_grid_fill_rows(g, w, sink, stats, plan, &done);
+        prox_status st = prox_grid_fill_rows(g, w, sink, stats, plan, &done);
         return done ? st : grid_rows(g, w, sink, stats, prox_grid_rows_plan(g));
     }
     case GRID_ROWS:
@@ -660,6 +976,14 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     default:
         return cell_pairs(g, w, sink, stats, plan);
     }
+}
+
+prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
+{
+    prox_status st = check_query_ready(g, sink);
+    if (st)
+        return st;
+    return query_done(g, grid_pairs_planned(g, sink, stats), stats);
 }
 
 /* ---- ball queries of a second set ---------------------------------------- */
@@ -811,5 +1135,5 @@ prox_status prox_grid_query(prox_grid *g, const prox_points *queries, prox_sink 
     points_drive d = {.step = query_step, .job = &job, .threads = g->threads,
                       .work = queries->count, .rows = queries->count, .symmetric = false,
                       .workspace = &g->work.chunks, .method = prox_grid_method(g, plan)};
-    return prox_grid_drive(g, &d, sink, stats);
+    return query_done(g, prox_grid_drive(g, &d, sink, stats), stats);
 }

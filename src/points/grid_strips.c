@@ -481,21 +481,47 @@ static void half_pairs_of_run(const prox_grid *g, const strip_rows *rows, int64_
     }
 }
 
+/* Pairs of a fresh block faulted in at a time, ahead of the writes. */
+#define TOUCH_AHEAD ((int64_t)1 << 19)
+
 /* After a chunk's first runs, room for what their pairs per point predict
  * for the whole chunk (plus a quarter): one allocation instead of a chain
- * of doublings, each copying and touching fresh pages. */
-static void reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, int64_t done,
-                              int64_t r1)
+ * of doublings, each copying and touching fresh pages. With `ahead`, of
+ * a fresh block only the part the writes are about to reach is faulted in
+ * (TOUCH_AHEAD pairs past the count; touch_ahead the rest as they come),
+ * else all it predicts. Returns where the faulted-in part ends, or 0 when
+ * no fresh block was made. */
+static int64_t reserve_predicted(const prox_grid *g, prox_emitter *e, int64_t r0, int64_t done,
+                                 int64_t r1, bool ahead)
 {
     int64_t points_done = g->run_start[done] - g->run_start[r0];
     int64_t points = g->run_start[r1] - g->run_start[r0];
     if (points_done <= 0)
-        return;
+        return 0;
     double want = 1.25 * (double)e->count / (double)points_done * (double)points + 64;
+    if (want <= (double)e->capacity)
+        return 0;
     void *p = e->pairs;
-    if (want > (double)e->capacity && /* a failure keeps the old block: growth on demand */
-        prox_grow(e->allocator, &p, &e->capacity, (int64_t)want, e->count, sizeof(prox_pair)))
-        e->pairs = p;
+    int64_t touch = ahead ? e->count + TOUCH_AHEAD : (int64_t)want;
+    if (!prox_grow_part(e->allocator, &p, &e->capacity, (int64_t)want, e->count, touch,
+                        sizeof(prox_pair), 1))
+        return 0; /* a failure keeps the old block: growth on demand */
+    e->pairs = p;
+    return touch < e->capacity ? touch : e->capacity;
+}
+
+/* A fresh block's next TOUCH_AHEAD pairs faulted in by one call once the
+ * writes come within half of that of the end of what is (faulted in up
+ * to `touched`, 0: not a fresh block); where that now ends. A margin the
+ * writes never reach is never touched, so it costs neither time nor
+ * resident memory. */
+static inline int64_t touch_ahead(const prox_emitter *e, int64_t touched)
+{
+    if (!touched || e->count + TOUCH_AHEAD / 2 < touched || touched >= e->capacity)
+        return touched;
+    int64_t to = touched + TOUCH_AHEAD < e->capacity ? touched + TOUCH_AHEAD : e->capacity;
+    prox_populate(e->allocator, e->pairs + touched, to - touched, sizeof(prox_pair), 1);
+    return to;
 }
 
 /* One chunk of the half stencil's pairs (GRID_STRIPS, GRID_SWEEP). */
@@ -528,14 +554,16 @@ static void half_step(const void *job, points_chunk *chunk)
         prox_grid_sweep_pairs(g, j->rows, g->run_start[r0], g->run_start[first], &rc, e,
                               &counters);
         if (first > r0)
-            reserve_predicted(g, e, r0, first, r1);
+            reserve_predicted(g, e, r0, first, r1, false);
         prox_grid_sweep_pairs(g, j->rows, g->run_start[first], g->run_start[r1], &rc, e,
                               &counters);
     } else {
+        int64_t touched = 0;
         for (int64_t r = r0; r < r1 && !e->stop; r++) {
             half_pairs_of_run(g, j->rows, r, &hs, &rc, e, &counters);
             if (r + 1 == first)
-                reserve_predicted(g, e, r0, first, r1);
+                touched = reserve_predicted(g, e, r0, first, r1, true);
+            touched = touch_ahead(e, touched);
         }
     }
     chunk->candidates += counters.candidates;

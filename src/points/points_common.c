@@ -66,8 +66,9 @@ prox_status prox_grid_desc_check(const prox_grid_desc *desc, int dim)
         return prox_fail(PROX_ERR_INVALID, "coords is %d; use PROX_COORDS_AUTO, DOUBLE or FIXED",
                          (int)desc->coords);
     if (desc->rows != PROX_ROWS_AUTO && desc->rows != PROX_ROWS_STAGED &&
-        desc->rows != PROX_ROWS_IN_PLACE)
-        return prox_fail(PROX_ERR_INVALID, "rows is %d; use PROX_ROWS_AUTO, STAGED or IN_PLACE",
+        desc->rows != PROX_ROWS_IN_PLACE && desc->rows != PROX_ROWS_IN_OUTPUT)
+        return prox_fail(PROX_ERR_INVALID,
+                         "rows is %d; use PROX_ROWS_AUTO, STAGED, IN_PLACE or IN_OUTPUT",
                          (int)desc->rows);
     int64_t t = desc->table_size;
     if (t < 0 || (t & (t - 1)) != 0 || t > ((int64_t)1 << 40))

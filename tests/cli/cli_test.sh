@@ -320,8 +320,40 @@ t_pairs_rows_in_place() {
     kept_s=$(sed -n 's/^kept_mb=//p' staged.err) kept_i=$(sed -n 's/^kept_mb=//p' inplace.err)
     awk -v s="$kept_s" -v i="$kept_i" 'BEGIN { exit !(i > 0 && 2 * i < s) }' ||
         { why="kept_mb in place $kept_i, staged $kept_s: the rows were not written in place"; return 1; }
-    expect_fail 2 "--rows must be staged or in-place" out.txt \
+    expect_fail 2 "--rows must be staged, in-place or in-output" out.txt \
         "$PROX" pairs --rows sideways -o out.txt s8000.txt
+}
+
+# --rows in-output (the default of one run): the bytes of staged rows and
+# of brute force, on one thread and on two, sorted pairs and lists; it
+# keeps nothing, counts fresh memory, and several runs stage as before.
+# PROX_HUGE_PAGES=1 says so in --stats and changes no byte.
+t_pairs_rows_in_output() {
+    "$PROX" gen sph3d --n 8000 -o s8000.txt || { why="gen failed"; return 1; }
+    for task in "" --lists; do
+        "$PROX" pairs --algo brute $task s8000.txt >brute.out || { why="brute $task failed"; return 1; }
+        "$PROX" pairs --rows staged $task s8000.txt >staged.out || { why="staged $task failed"; return 1; }
+        same_files brute.out staged.out || return 1
+        for t in 1 2; do
+            "$PROX" pairs --rows in-output --threads $t $task s8000.txt >inout$t.out &&
+                "$PROX" pairs --threads $t $task s8000.txt >default$t.out ||
+                { why="--rows in-output --threads $t $task failed"; return 1; }
+            same_files brute.out inout$t.out && same_files brute.out default$t.out || return 1
+        done
+        PROX_HUGE_PAGES=1 "$PROX" pairs --stats $task s8000.txt >huge.out 2>huge.err ||
+            { why="PROX_HUGE_PAGES=1 $task failed"; return 1; }
+        same_files brute.out huge.out || return 1
+        grep -q '^huge_pages=1$' huge.err || { why="no huge_pages=1 with PROX_HUGE_PAGES=1"; return 1; }
+        "$PROX" pairs --stats $task s8000.txt 2>once.err >/dev/null &&
+            "$PROX" pairs --runs 3 --stats $task s8000.txt 2>runs.err >/dev/null ||
+            { why="--stats runs $task failed"; return 1; }
+        grep -q '^rows=in-output$' once.err && grep -q '^kept_mb=0.000$' once.err ||
+            { why="one run $task: not rows=in-output with nothing kept"; return 1; }
+        grep -q '^rows=staged$' runs.err || { why="--runs 3 $task: not rows=staged"; return 1; }
+        fresh=$(sed -n 's/^fresh_mb=//p' once.err) later=$(sed -n 's/^fresh_mb=//p' runs.err)
+        awk -v f="$fresh" -v l="$later" 'BEGIN { exit !(f > 0.1 && l < f / 4) }' ||
+            { why="$task: fresh_mb $fresh for one run, $later for the last of three"; return 1; }
+    done
 }
 
 # --unsorted: the same pairs (and the same list rows) in traversal order,
@@ -368,7 +400,8 @@ t_pairs_stats() {
     expect_exit 0 || return 1
     for key in algo= keys= coords=fixed n=6 radius=1 threads= read_s= runs=1 first_s= build_s= \
         query_s= write_s= \
-        pairs=4 candidates= rechecked= cells= rows=staged kept_mb= peak_rss_mb=; do
+        pairs=4 candidates= rechecked= cells= rows=in-output kept_mb=0.000 fresh_mb= \
+        huge_pages=0 peak_rss_mb=; do
         expect_stderr_has "$key" || return 1
     done
 }
@@ -744,6 +777,7 @@ check gen_binary_f64_f32 t_gen_binary
 check gen_order_z t_gen_order_z
 check pairs_tiny_closed_ball t_pairs_tiny
 check pairs_rows_in_place t_pairs_rows_in_place
+check pairs_rows_in_output t_pairs_rows_in_output
 check pairs_tiny_brute t_pairs_tiny_brute
 check pairs_tiny_hash t_pairs_tiny_hash
 check pairs_count t_pairs_count
@@ -952,8 +986,16 @@ t_pairs_stream() {
 # --max-memory refuses before the search, naming the estimate; --stream fits.
 t_pairs_max_memory() {
     [ -f stream-in.txt ] || "$PROX" gen sph3d --n 20000 -o stream-in.txt || return 1
-    expect_fail 5 "needs about" out.txt "$PROX" pairs --max-memory 20M stream-in.txt -o out.txt || return 1
+    # staged rows hold 4 bytes a pair beside the buffer's 8; rows in the
+    # output (one run's default) none
+    expect_fail 5 "needs about" out.txt \
+        "$PROX" pairs --rows staged --max-memory 20M stream-in.txt -o out.txt || return 1
     expect_stderr_has "pairs at 12 bytes" || return 1
+    expect_fail 5 "needs about" out.txt "$PROX" pairs --max-memory 20000K stream-in.txt -o out.txt ||
+        return 1
+    expect_stderr_has "pairs at 8 bytes" || return 1
+    run "$PROX" pairs --max-memory 20M stream-in.txt -o out.txt
+    expect_exit 0 || return 1
     run "$PROX" pairs --max-memory 1G stream-in.txt -o out.txt
     expect_exit 0 || return 1
     run "$PROX" pairs --max-memory 20M --stream stream-in.txt -o out.txt
