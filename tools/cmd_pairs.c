@@ -39,13 +39,13 @@ static const char usage[] =
     "                          from the input; linear keys only, else double;\n"
     "                          double by default at PROX_SIMD=scalar)\n"
     "      --rows staged|in-place|in-output  how sorted pairs and lists are\n"
-    "                          written (default: in-output for one run, staged\n"
-    "                          for --runs); staged: fastest warm, holds 4 bytes\n"
+    "                          written (default: in-output for one run's sorted\n"
+    "                          pairs, else staged); staged: fastest, holds 4 bytes\n"
     "                          per output entry; in-place: 6 bytes per point\n"
     "                          beyond the output, 2 for lists, about 1.5-2x the\n"
     "                          search time, linear keys only; in-output: pairs\n"
     "                          staged in the output itself, lists counted first\n"
-    "                          then written to their places, nothing kept\n"
+    "                          then written to their places (a pass more)\n"
     "  -t, --threads T         threads, 0 = OpenMP default (default 0)\n"
     "      --periodic LX,LY[,LZ]  periodic box [0,LX)x[0,LY)[x[0,LZ)]: minimum-image\n"
     "                          distances, one period per dimension\n"
@@ -236,13 +236,14 @@ static prox_rows parse_rows(const opt_parser *p, const char *v)
 }
 
 /* The rows asked for; by default a single run stages a sorted buffer's
- * rows in the output itself, as the one-shot calls do, and several runs
- * keep their staging for the next (prox_rows). */
+ * rows in the output itself, as the one-shot calls do, lists and several
+ * runs keep the grid's own choice (prox_rows: lists in the output take a
+ * counting pass more). */
 static prox_rows effective_rows(const pairs_options *o)
 {
     if (o->rows != PROX_ROWS_AUTO)
         return o->rows;
-    return o->runs == 1 ? PROX_ROWS_IN_OUTPUT : PROX_ROWS_STAGED;
+    return o->runs == 1 && o->task != TASK_LISTS ? PROX_ROWS_IN_OUTPUT : PROX_ROWS_AUTO;
 }
 
 static const char *rows_name(prox_rows rows)

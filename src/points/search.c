@@ -10,13 +10,15 @@
 /* The one-shot calls hold the caller's points for their whole run, so
  * AUTO may mean fixed-point coordinates there (prox_coords); and their
  * grid is queried once, so a sorted buffer's rows are staged in the
- * output itself (PROX_ROWS_IN_OUTPUT): nothing would be kept anyway. */
-static prox_grid_desc once_desc(const prox_grid_desc *desc)
+ * output itself (PROX_ROWS_IN_OUTPUT): nothing would be kept anyway.
+ * Lists keep the grid's own choice: in the output they take a counting
+ * pass more, which costs more time than the staging's memory. */
+static prox_grid_desc once_desc(const prox_grid_desc *desc, prox_sink sink)
 {
     prox_grid_desc d = *desc;
     if (d.coords == PROX_COORDS_AUTO)
         d.coords = prox_grid_coords_for_held_points();
-    if (d.rows == PROX_ROWS_AUTO)
+    if (d.rows == PROX_ROWS_AUTO && sink.kind != PROX_SINK_LISTS)
         d.rows = PROX_ROWS_IN_OUTPUT;
     return d;
 }
@@ -25,7 +27,7 @@ static prox_status grid_pairs_once(const prox_points *points, const prox_grid_de
                                    prox_sink sink, prox_stats *stats)
 {
     prox_grid *grid = NULL;
-    prox_grid_desc d = once_desc(desc);
+    prox_grid_desc d = once_desc(desc, sink);
     prox_status st = prox_search_check(points, NULL, &d, sink, false);
     if (!st)
         st = prox_grid_create(&d, &grid);
@@ -41,7 +43,7 @@ static prox_status grid_query_once(const prox_points *points, const prox_points 
                                    const prox_grid_desc *desc, prox_sink sink, prox_stats *stats)
 {
     prox_grid *grid = NULL;
-    prox_grid_desc d = once_desc(desc);
+    prox_grid_desc d = once_desc(desc, sink);
     prox_status st = prox_search_check(points, queries, &d, sink, false);
     if (!st)
         st = prox_grid_create(&d, &grid);
