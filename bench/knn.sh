@@ -133,12 +133,12 @@ print("\n".join(out))
 sys.exit(1 if bad else 0)
 PY
 }
-# splice FILE TITLE MARKER < SECTION: the section between its markers.
+# splice FILE TITLE MARKER SECTION_FILE: the section between its markers.
 splice_into() {
-    /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+    /usr/bin/python3 - "$1" "$2" "$3" "$4" <<'PY'
 import os, sys
 path, title, marker = sys.argv[1:4]
-section = sys.stdin.read().strip()
+section = open(sys.argv[4]).read().strip()
 text = open(path).read() if os.path.exists(path) else ""
 begin = f"## {title}\n\n<!-- {marker} section: written by bench/knn.sh -->"
 end = f"<!-- end of the {marker} section -->"
@@ -154,7 +154,10 @@ emit() { # ROWS TITLE MARKER INTRO
     local text
     text=$(section "$@") || { echo "knn.sh: a row's checksum differs from prox's" >&2; printf '%s\n' "$text"; exit 1; }
     printf '%s\n\n' "$text"
-    [ -z "$splice" ] || printf '%s\n' "$text" | splice_into "$splice" "$2" "$3"
+    if [ -n "$splice" ]; then
+        printf '%s\n' "$text" > "$work/section.md"
+        splice_into "$splice" "$2" "$3" "$work/section.md"
+    fi
 }
 [ "$part" = cells ] || emit "$work/rows.txt" "k nearest neighbours" knn \
     "Every point's k nearest others (itself left out)"
