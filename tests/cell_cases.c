@@ -1,5 +1,6 @@
 /* cell_cases.c: what the cell tests share (cell_cases.h). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cell_cases.h"
@@ -88,4 +89,19 @@ void check_geometry(const prox_geometry *g, const oracle_images *o, const char *
               g->S[p * g->dim + 1], g->d[p], (unsigned)v->i, (unsigned)v->j, v->S[0], v->S[1],
               v->S[2], v->d);
     }
+}
+
+double *cell_random_points(rng *r, double m[3][3], int dim, int64_t n)
+{
+    double *x = malloc((size_t)(n * dim + 1) * sizeof *x);
+    for (int64_t i = 0; i < n; i++) {
+        double f[3] = {0, 0, 0};
+        for (int k = 0; k < dim; k++) {
+            int64_t kind = rng_below(r, 8);
+            f[k] = kind == 0 ? 0.0 : kind == 1 ? 1.0 : kind == 2 ? -1.0 : rng_range(r, -1.5, 4);
+        }
+        for (int k = 0; k < dim; k++)
+            x[i * dim + k] = (f[0] * m[0][k] + f[1] * m[1][k]) + f[2] * m[2][k];
+    }
+    return x;
 }

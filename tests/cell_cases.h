@@ -17,6 +17,10 @@ double cell_min_height(double m[3][3], int dim);
  * general one. */
 void cell_random(rng *r, int dim, double scale, double m[3][3]);
 
+/* n points (malloc'd, dim each, packed) at fractions of m in [-1.5, 2.5)
+ * (unwrapped), some exactly on faces (fractions 0, 1, -1). */
+double *cell_random_points(rng *r, double m[3][3], int dim, int64_t n);
+
 /* The primitive fcc cell of lattice constant `a`, repeated L times along
  * each row (m), with one atom per primitive cell: x holds L^3 points. */
 void cell_fcc_crystal(int L, double a, double m[3][3], double *x);

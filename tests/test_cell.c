@@ -23,22 +23,6 @@ typedef struct cell_case {
     bool full, self_interaction;
 } cell_case;
 
-/* Points at fractions in [-1.5, 2.5) (unwrapped), some exactly on faces. */
-static double *random_points(rng *r, double m[3][3], int dim, int64_t n)
-{
-    double *x = malloc((size_t)(n * dim + 1) * sizeof *x);
-    for (int64_t i = 0; i < n; i++) {
-        double f[3] = {0, 0, 0};
-        for (int k = 0; k < dim; k++) {
-            int64_t kind = rng_below(r, 8);
-            f[k] = kind == 0 ? 0.0 : kind == 1 ? 1.0 : kind == 2 ? -1.0 : rng_range(r, -1.5, 4);
-        }
-        for (int k = 0; k < dim; k++)
-            x[i * dim + k] = (f[0] * m[0][k] + f[1] * m[1][k]) + f[2] * m[2][k];
-    }
-    return x;
-}
-
 static prox_cell_desc desc_of(const cell_case *c, int threads)
 {
     prox_cell_desc d = prox_default_cell_desc();
@@ -135,7 +119,7 @@ static void random_cells_match_oracle(int dim, int cases)
         /* a zero row on an open axis, as ASE allows */
         if (t % 7 == 6 && !c.pbc[dim - 1])
             memset(c.cell[dim - 1], 0, sizeof c.cell[dim - 1]);
-        c.x = random_points(&r, c.cell, dim, c.n);
+        c.x = cell_random_points(&r, c.cell, dim, c.n);
         if (t % 7 == 6 && !c.pbc[dim - 1]) /* the open axis' coordinate set directly */
             for (int64_t i = 0; i < c.n; i++)
                 c.x[i * dim + dim - 1] = rng_range(&r, -2, 4);
@@ -200,7 +184,7 @@ static void small_cells_match_oracle(void **state)
                 c.x[3 * i + 2] = 0.9 * (double)w;
             }
         } else {
-            c.x = random_points(&r, c.cell, 3, c.n);
+            c.x = cell_random_points(&r, c.cell, 3, c.n);
         }
         char context[160];
         snprintf(context, sizeof context, "small cell %d: n %lld, cutoff %.2f heights, full %d",
@@ -403,7 +387,7 @@ static void threads_give_the_same_output(void **state)
         for (int l = 0; l < 3; l++)
             m[k][l] *= 8;
     int64_t n = 6000;
-    double *x = random_points(&r, m, 3, n);
+    double *x = cell_random_points(&r, m, 3, n);
     prox_points view = prox_points_f64(x, n, 3);
     prox_cell_desc d = prox_default_cell_desc();
     d.cutoff = 0.6;

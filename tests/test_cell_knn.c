@@ -25,22 +25,6 @@ typedef struct knn_case {
     bool include_self;
 } knn_case;
 
-/* Points at fractions in [-1.5, 2.5) (unwrapped), some exactly on faces. */
-static double *random_points(rng *r, double m[3][3], int dim, int64_t n)
-{
-    double *x = malloc((size_t)(n * dim + 1) * sizeof *x);
-    for (int64_t i = 0; i < n; i++) {
-        double f[3] = {0, 0, 0};
-        for (int k = 0; k < dim; k++) {
-            int64_t kind = rng_below(r, 8);
-            f[k] = kind == 0 ? 0.0 : kind == 1 ? 1.0 : kind == 2 ? -1.0 : rng_range(r, -1.5, 4);
-        }
-        for (int k = 0; k < dim; k++)
-            x[i * dim + k] = (f[0] * m[0][k] + f[1] * m[1][k]) + f[2] * m[2][k];
-    }
-    return x;
-}
-
 static void check_rows(const prox_knn_result *got, const oracle_knn_images *want, int dim,
                        const char *context)
 {
@@ -150,9 +134,9 @@ static void random_cells(int dim, int cases, uint64_t seed)
         memcpy(shape, c.cell, sizeof shape);
         if (!c.pbc[dim - 1] && shape[dim - 1][dim - 1] == 0)
             shape[dim - 1][dim - 1] = 1;
-        c.x = random_points(&r, shape, dim, c.n);
+        c.x = cell_random_points(&r, shape, dim, c.n);
         if (c.nq > 0)
-            c.q = random_points(&r, shape, dim, c.nq);
+            c.q = cell_random_points(&r, shape, dim, c.nq);
         char context[200];
         snprintf(context, sizeof context,
                  "%dD case %d: n %lld, k %d, queries %lld, pbc %d%d%d, max_radius %.3g, self %d",
@@ -259,8 +243,8 @@ static void larger_cells(void **state)
         c.n = 1500;
         c.k = t == 3 ? 100 : 16;
         c.nq = 60;
-        c.x = random_points(&r, c.cell, 3, c.n);
-        c.q = random_points(&r, c.cell, 3, c.nq);
+        c.x = cell_random_points(&r, c.cell, 3, c.n);
+        c.q = cell_random_points(&r, c.cell, 3, c.nq);
         run_case(&c, t == 1, "1,500 points");
         free(c.x);
         free(c.q);
@@ -284,7 +268,7 @@ static void far_queries_along_open_axes(void **state)
         c.n = t % 4 == 1 ? 3 : 5 + 10 * (t % 3); /* k = 40 of 3 points: many cells out */
         c.k = t % 4 == 1 ? 40 : 7;
         c.nq = 6;
-        c.x = random_points(&r, c.cell, c.dim, c.n);
+        c.x = cell_random_points(&r, c.cell, c.dim, c.n);
         c.q = malloc((size_t)(c.nq * c.dim) * sizeof *c.q);
         static const double far[] = {30, -12, 4, 0.5, 9, -20};
         for (int64_t i = 0; i < c.nq; i++)

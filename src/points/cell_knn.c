@@ -719,23 +719,6 @@ static prox_status knn_rounds(const cell_knn *s, prox_knn_result *out, prox_stat
     return st;
 }
 
-static prox_status desc_check(const prox_cell_knn_desc *desc)
-{
-    if (desc->k <= 0)
-        return prox_fail(PROX_ERR_INVALID, "k is %d; it must be at least 1", desc->k);
-    if (!isfinite(desc->max_radius) || desc->max_radius < 0)
-        return prox_fail(PROX_ERR_INVALID,
-                         "max_radius is %g; use 0 (no limit) or a positive finite radius",
-                         desc->max_radius);
-    if (desc->max_radius > 0 &&
-        !(desc->max_radius >= PROX_RADIUS_MIN && desc->max_radius <= PROX_RADIUS_MAX))
-        return prox_fail(PROX_ERR_RANGE,
-                         "max_radius %g is outside [%g, %g]: its square must be a normal "
-                         "double (scale the coordinates)",
-                         desc->max_radius, PROX_RADIUS_MIN, PROX_RADIUS_MAX);
-    return PROX_OK;
-}
-
 static double dot3(const double *a, const double *b)
 {
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
@@ -861,7 +844,7 @@ static prox_status args_check(const prox_points *points, const prox_points *quer
     if (!points || !out)
         return prox_fail(PROX_ERR_INVALID, "prox_cell_knn: %s is NULL",
                          points ? "the result" : "points");
-    prox_status st = desc_check(desc);
+    prox_status st = knn_check_k_radius(desc->k, desc->max_radius);
     if (!st)
         st = prox_points_check(points, "points");
     if (!st && queries != points)

@@ -11,6 +11,7 @@
 #include "core/views.h"
 #include "prox/grid.h"
 #include "points/knn_build.h"
+#include "points/knn_result.h"
 #include "points/knn_search.h"
 
 prox_knn_desc prox_default_knn_desc(void)
@@ -28,18 +29,9 @@ static prox_status desc_check(const prox_knn_desc *desc, int dim)
     if (!desc)
         return prox_fail(PROX_ERR_INVALID, "kNN options are NULL; start from "
                                            "prox_default_knn_desc()");
-    if (desc->k <= 0)
-        return prox_fail(PROX_ERR_INVALID, "k is %d; it must be at least 1", desc->k);
-    if (!isfinite(desc->max_radius) || desc->max_radius < 0)
-        return prox_fail(PROX_ERR_INVALID,
-                         "max_radius is %g; use 0 (no limit) or a positive finite radius",
-                         desc->max_radius);
-    if (desc->max_radius > 0 &&
-        !(desc->max_radius >= PROX_RADIUS_MIN && desc->max_radius <= PROX_RADIUS_MAX))
-        return prox_fail(PROX_ERR_RANGE,
-                         "max_radius %g is outside [%g, %g]: its square must be a normal "
-                         "double (scale the coordinates)",
-                         desc->max_radius, PROX_RADIUS_MIN, PROX_RADIUS_MAX);
+    prox_status st = knn_check_k_radius(desc->k, desc->max_radius);
+    if (st)
+        return st;
     for (int k = 0; k < 3; k++) {
         double L = desc->period[k];
         if (!isfinite(L) || L < 0)
