@@ -98,7 +98,8 @@ static double det3(double m[3][3])
 }
 
 /* Whether the oracle can enumerate the images of this input in reasonable
- * time: periodic heights within a factor 64 of each other and at least
+ * time: a cell not too skewed (volume at least 1% of its rows' lengths'
+ * product), periodic heights within a factor 64 of each other and at least
  * `reach` / 3, every coordinate within 2^20 of the least height. Zero
  * rows (open axes, the 2D plane's normal) are made unit vectors, as the
  * oracle makes them. */
@@ -114,7 +115,11 @@ static bool oracle_can(const cell_input *in, double reach)
                 if (fabs(det3(m)) > 1e-9)
                     break;
             }
-    double det = fabs(det3(m)), hmin = INFINITY, hmax = 0;
+    double det = fabs(det3(m)), hmin = INFINITY, hmax = 0, lengths = 1;
+    for (int r = 0; r < 3; r++)
+        lengths *= sqrt(m[r][0] * m[r][0] + m[r][1] * m[r][1] + m[r][2] * m[r][2]);
+    if (!(det >= 1e-2 * lengths)) /* a skewed cell: the oracle's boxes of shifts grow huge */
+        return false;
     for (int a = 0; a < 3; a++) {
         if (!in->pbc[a])
             continue;
