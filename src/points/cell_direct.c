@@ -111,8 +111,12 @@ static void ghost_range(const direct_search *s, double f, int k, int64_t *lo, in
 }
 
 /* Every point's shift ranges (s->lo, s->hi); returns the ghosts they
- * make. The shifts fit 32 bits: the fractions are within 2^30
- * (prox_cell_measure), the reach within the bins' stencil. */
+ * make, held at GHOSTS_SATURATED once past it (points spread over many
+ * cells: the caller then takes another search, and the ranges are not
+ * used). The shifts fit 32 bits where they are used: the fractions are
+ * within 2^30 (prox_cell_measure), the reach within the bins' stencil. */
+#define GHOSTS_SATURATED (INT64_C(1) << 40)
+
 static int64_t plan_ghosts(direct_search *s, const prox_points *points)
 {
     int64_t t = 0;
@@ -125,9 +129,10 @@ static int64_t plan_ghosts(direct_search *s, const prox_points *points)
             ghost_range(s, prox_cell_fraction(s->c, x, k), k, &lo, &hi);
             s->lo[j][k] = (int32_t)lo;
             s->hi[j][k] = (int32_t)hi;
-            per *= hi - lo + 1;
+            int64_t span = hi - lo + 1;
+            per = span > 0 && per > GHOSTS_SATURATED / span ? GHOSTS_SATURATED : per * span;
         }
-        t += per;
+        t = t + per > GHOSTS_SATURATED ? GHOSTS_SATURATED : t + per;
     }
     return t;
 }
