@@ -2169,6 +2169,21 @@ static int knn_desc_of(int k, double max_radius, int threads, int include_self,
     return 0;
 }
 
+/* The points and optional queries of a kNN call, read as arrays (the
+ * matrices released on failure); *query says whether there are queries. */
+static int knn_inputs(PyObject *points_obj, PyObject *queries_obj, matrix *pm, matrix *qm,
+                      prox_points *points, prox_points *queries, bool *query)
+{
+    if (as_points(points_obj, "points", pm, points, NULL) < 0)
+        return -1;
+    *query = queries_obj != Py_None;
+    if (*query && as_points(queries_obj, "queries", qm, queries, NULL) < 0) {
+        matrix_release(pm);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_knn(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -2185,11 +2200,10 @@ static PyObject *py_knn(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     matrix pm, qm = {0};
     prox_points points, queries;
-    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
+    bool query;
+    if (knn_inputs(points_obj, queries_obj, &pm, &qm, &points, &queries, &query) < 0)
         return NULL;
-    bool query = queries_obj != Py_None;
-    if ((query && as_points(queries_obj, "queries", &qm, &queries, NULL) < 0) ||
-        parse_box(box, points.dim, desc.period) < 0) {
+    if (parse_box(box, points.dim, desc.period) < 0) {
         matrix_release(&pm);
         matrix_release(&qm);
         return NULL;
@@ -2236,13 +2250,9 @@ static PyObject *py_cell_knn(PyObject *self, PyObject *args, PyObject *kw)
     }
     matrix pm, qm = {0};
     prox_points points, queries;
-    if (as_points(points_obj, "points", &pm, &points, NULL) < 0)
+    bool query;
+    if (knn_inputs(points_obj, queries_obj, &pm, &qm, &points, &queries, &query) < 0)
         return NULL;
-    bool query = queries_obj != Py_None;
-    if (query && as_points(queries_obj, "queries", &qm, &queries, NULL) < 0) {
-        matrix_release(&pm);
-        return NULL;
-    }
     prox_knn_result r;
     prox_knn_result_init(&r, NULL);
     prox_status status;
