@@ -9,7 +9,8 @@ prox_points prox_points_strided(const void *first, int64_t count, int dim, prox_
 {
     size_t size = scalar == PROX_F32 ? sizeof(float) : sizeof(double);
     const char *base = first;
-    prox_points p = {{base, base + size, dim == 3 ? base + 2 * size : NULL},
+    /* A NULL first (an empty set) gives NULL for every axis: offsetting NULL is undefined. */
+    prox_points p = {{base, base ? base + size : NULL, dim == 3 && base ? base + 2 * size : NULL},
                      stride, count, dim, scalar};
     return p;
 }
