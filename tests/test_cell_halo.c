@@ -207,9 +207,30 @@ static bool same_geometry(const prox_geometry *a, const prox_geometry *b)
            memcmp(a->S, b->S, n * dim * sizeof *a->S) == 0;
 }
 
+/* The i and j arrays (fields: those asked for) of the halo against the bins'. */
+static void check_index_arrays(const prox_points *view, const prox_cell_desc *d,
+                               const prox_geometry *bins, unsigned fields, const char *context)
+{
+    prox_geometry g;
+    prox_geometry_init(&g, fields, NULL);
+    prox_stats st;
+    CHECK_STATUS(prox_cell_pairs(view, d, &g, &st), PROX_OK, context);
+    size_t n = (size_t)bins->count * sizeof *bins->i;
+    bool i_ok = fields & PROX_GEOMETRY_I ? g.i && memcmp(g.i, bins->i, n) == 0 : !g.i;
+    bool j_ok = fields & PROX_GEOMETRY_J ? g.j && memcmp(g.j, bins->j, n) == 0 : !g.j;
+    CHECK(g.count == bins->count && i_ok && j_ok && !g.d && !g.D && !g.S, context,
+          "%d threads, fields %u: %lld pairs, the bins %lld, or different arrays", d->threads,
+          fields, (long long)g.count, (long long)bins->count);
+    CHECK(strcmp(st.method, "cell.halo") == 0 && st.pairs == bins->count, context,
+          "fields %u: method %s, %lld pairs", fields, st.method, (long long)st.pairs);
+    prox_geometry_free(&g);
+}
+
 /* Sets too large for the oracle, whose output the halo writes in parts
  * over the threads: the same arrays as the bins (tested against the oracle
- * in test_cell), at 1, 2 and 3 threads, half and full, some points moved. */
+ * in test_cell), at 1, 2 and 3 threads, half and full, some points moved;
+ * i and j alone (the main search's rows written into them where no point
+ * moved and no self pair is asked for), and j alone. */
 static void large_sets_match_the_bins(void **state)
 {
     (void)state;
@@ -220,7 +241,7 @@ static void large_sets_match_the_bins(void **state)
         for (int a = 0; a < 3; a++)
             for (int k = 0; k < 3; k++)
                 m[a][k] *= 12;
-        int64_t n = 60000;
+        int64_t n = 70000; /* past the 65536 points from which the output is written in parts */
         double *x = halo_points(&r, m, 3, n, t % 2 ? 3 : 0);
         prox_points view = prox_points_f64(x, n, 3);
         prox_cell_desc d = prox_default_cell_desc();
@@ -232,7 +253,7 @@ static void large_sets_match_the_bins(void **state)
         d.full = t >= 2;
         d.self_interaction = t == 3;
         char context[80];
-        snprintf(context, sizeof context, "60000 points, case %d", t);
+        snprintf(context, sizeof context, "70000 points, case %d", t);
         prox_geometry bins, halo;
         prox_geometry_init(&bins, 0, NULL);
         prox_geometry_init(&halo, 0, NULL);
@@ -248,6 +269,9 @@ static void large_sets_match_the_bins(void **state)
             CHECK(bins.count > 0 && same_geometry(&bins, &halo), context,
                   "%d threads: %lld pairs, the bins %lld, or different arrays", threads,
                   (long long)halo.count, (long long)bins.count);
+            check_index_arrays(&view, &d, &bins, PROX_GEOMETRY_I | PROX_GEOMETRY_J, context);
+            if (threads == 2)
+                check_index_arrays(&view, &d, &bins, PROX_GEOMETRY_J, context);
         }
         prox_geometry_free(&bins);
         prox_geometry_free(&halo);

@@ -26,7 +26,8 @@
  * points), and once kept: in the orientation of the half list (i < j, or
  * i == j with S lexicographically positive). The kept pairs are bucketed
  * by row, sorted by (j, S), and merged row by row with the main search's
- * sorted pairs into the output, so the output is the bins' (cell.c) to
+ * sorted pairs into the output (for i and j alone, into the main search's
+ * rows in place: output_in_rows), so the output is the bins' (cell.c) to
  * the bit and does not depend on the thread count. */
 #include <float.h>
 #include <math.h>
@@ -40,6 +41,7 @@
 #include "core/threads.h"
 #include "points/cell_halo.h"
 #include "points/cell_output.h"
+#include "points/grid_split.h"
 #include "prox/grid.h"
 
 /* A point whose fraction along a periodic axis lies within this of the
@@ -908,6 +910,92 @@ static prox_status write_output(const halo *h, main_rows main, const halo_hit *h
     return st;
 }
 
+/* ---- the output in the main search's rows -------------------------------
+ * When only i and j are asked for, every point lies inside the cell (its
+ * main pairs all kept, at shift 0) and no self pair is wanted, the main
+ * search writes its rows straight into the output's arrays with room for
+ * each row's hits (prox_grid_split), and the hits are merged into the rows
+ * in place: no pairs staged and copied. The output is the merge's above,
+ * to the bit. */
+
+static bool output_in_rows(const halo *h, const prox_geometry *out)
+{
+    unsigned more = PROX_GEOMETRY_DISTANCE | PROX_GEOMETRY_VECTOR | PROX_GEOMETRY_SHIFT;
+    return out && !h->w && !h->self_interaction && !(out->fields & more);
+}
+
+/* Row [b, e) of j: its main entries (shift 0) ascending, then room for the
+ * hits [x0, x1), sorted by (j, S), merged in from the row's end. A hit and
+ * a main entry never tie: a hit of the same j has a nonzero S. */
+static void merge_hits(prox_index *j, int64_t b, int64_t e, const halo_hit *hits, int64_t x0,
+                       int64_t x1)
+{
+    int64_t m = e - (x1 - x0) - 1, x = x1 - 1;
+    for (int64_t p = e - 1; x >= x0; p--) {
+        halo_hit main_entry = {.j = m >= b ? j[m] : 0};
+        if (m >= b && hit_before(&hits[x], &main_entry))
+            j[p] = j[m--];
+        else
+            j[p] = hits[x--].j;
+    }
+}
+
+static void merge_rows(const int64_t *starts, const halo_hit *hits, const uint32_t *hit_start,
+                       int64_t a0, int64_t a1, prox_index *j)
+{
+    for (int64_t a = a0; a < a1; a++)
+        if (hit_start[a] < hit_start[a + 1])
+            merge_hits(j, starts[a], starts[a + 1], hits, hit_start[a], hit_start[a + 1]);
+}
+
+static prox_status main_rows_split(const halo *h, const prox_points *all, prox_grid_split *split,
+                                   prox_stats *ms)
+{
+    prox_grid_desc d = h->grid;
+    if (d.coords == PROX_COORDS_AUTO) /* the caller's points are held for the whole call */
+        d.coords = prox_grid_coords_for_held_points();
+    prox_grid *grid = NULL;
+    prox_status st = prox_grid_create(&d, &grid);
+    if (!st)
+        st = prox_grid_build(grid, all);
+    if (!st)
+        st = prox_grid_pairs_split(grid, split, ms);
+    prox_grid_destroy(grid);
+    return st;
+}
+
+static prox_status output_from_rows(const halo *h, const halo_hit *hits,
+                                    const uint32_t *hit_start, prox_geometry *out,
+                                    prox_stats *ms)
+{
+    prox_points all = base_view(h);
+    prox_grid_split split = {.full = h->full, .room_start = hit_start,
+                             .allocator = &out->allocator};
+    prox_status st = main_rows_split(h, &all, &split, ms);
+    if (st)
+        return st;
+    int threads = prox_threads_resolve(h->grid.threads);
+    int64_t parts = h->n > 65536 ? 8 * threads : 1;
+#pragma omp parallel for num_threads(threads) if (parts > 1) schedule(dynamic, 1)
+    for (int64_t k = 0; k < parts; k++)
+        merge_rows(split.starts, hits, hit_start, h->n * k / parts, h->n * (k + 1) / parts,
+                   split.j);
+    prox_free(&out->allocator, split.starts);
+    out->i = split.i;
+    out->j = split.j;
+    if (!(out->fields & PROX_GEOMETRY_I)) {
+        prox_free(&out->allocator, out->i);
+        out->i = NULL;
+    }
+    if (!(out->fields & PROX_GEOMETRY_J)) {
+        prox_free(&out->allocator, out->j);
+        out->j = NULL;
+    }
+    out->count = split.count;
+    out->dim = h->dim;
+    return PROX_OK;
+}
+
 /* ---- the entry ---------------------------------------------------------- */
 
 static void halo_free(halo *h)
@@ -917,6 +1005,9 @@ static void halo_free(halo *h)
     prox_free(h->al, h->base);
 }
 
+/* The image pairs first (halo and moved searches, bucketed by row), then
+ * the main search: into the output's rows where it can (output_in_rows),
+ * otherwise as sorted pairs or lists merged with the hits into the output. */
 static prox_status halo_run(halo *h, prox_geometry *out, prox_stats *stats)
 {
     prox_pair_buffer pairs;
@@ -927,20 +1018,25 @@ static prox_status halo_run(halo *h, prox_geometry *out, prox_stats *stats)
     halo_hit *sorted = NULL;
     uint32_t *start = NULL;
     int64_t candidates = 0, count = 0;
-    prox_points all = base_view(h);
-    prox_stats ms;
-    prox_sink sink = h->full ? prox_sink_lists(&lists) : prox_sink_buffer(&pairs);
-    prox_status st = prox_pairs(&all, &h->grid, PROX_ALGO_GRID, sink, &ms);
-    if (!st)
-        st = halo_search(h, &hits, &candidates);
+    prox_stats ms = {0};
+    prox_status st = halo_search(h, &hits, &candidates);
     if (!st && h->moved)
         st = moved_search(h, &hits, &candidates);
     if (!st && !hits_rows(h, &hits, &sorted, &start))
         st = PROX_ERR_NO_MEMORY;
-    main_rows main = {.pairs = pairs.pairs, .count = pairs.count,
-                      .lists = h->full ? &lists : NULL};
-    if (!st)
-        st = write_output(h, main, sorted, start, out, &count);
+    prox_free(h->al, hits.at);
+    if (!st && output_in_rows(h, out)) {
+        st = output_from_rows(h, sorted, start, out, &ms);
+        count = out->count;
+    } else if (!st) {
+        prox_points all = base_view(h);
+        prox_sink sink = h->full ? prox_sink_lists(&lists) : prox_sink_buffer(&pairs);
+        st = prox_pairs(&all, &h->grid, PROX_ALGO_GRID, sink, &ms);
+        main_rows main = {.pairs = pairs.pairs, .count = pairs.count,
+                          .lists = h->full ? &lists : NULL};
+        if (!st)
+            st = write_output(h, main, sorted, start, out, &count);
+    }
     if (st == PROX_ERR_NO_MEMORY)
         st = prox_fail(st, "cell: no memory for the pairs of %lld points", (long long)h->n);
     if (stats && !st) {
@@ -951,7 +1047,6 @@ static prox_status halo_run(halo *h, prox_geometry *out, prox_stats *stats)
     }
     prox_pair_buffer_free(&pairs);
     prox_lists_free(&lists);
-    prox_free(h->al, hits.at);
     prox_free(h->al, sorted);
     prox_free(h->al, start);
     return st;

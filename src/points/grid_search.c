@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "points/drive.h"
 #include "points/grid_private.h"
+#include "points/grid_split.h"
 #include "simd/kernel.h"
 #include "core/pair_sink.h"
 #include "core/radix_sort.h"
@@ -222,7 +223,8 @@ typedef struct row_chunk {
     int64_t count, cap;
     int64_t points_done, points_left;
     const prox_allocator *allocator; /* the grid's, or the output buffer's (in_output) */
-    bool in_output; /* entries is the sorted buffer's own storage (PROX_ROWS_IN_OUTPUT) */
+    bool in_output; /* entries is the output's own storage (PROX_ROWS_IN_OUTPUT, a split) */
+    bool widened;   /* in_output: the storage becomes the pairs, two words an entry */
     bool sized;     /* reserved from the first run's neighbours per point */
     bool failed;
     int64_t sort_s, sort_at; /* first point whose row awaits sorting, its first entry */
@@ -265,7 +267,7 @@ static void size_row_chunk(row_chunk *rc)
     int64_t want = rc->count + (int64_t)(1.25 * per_point * (double)rc->points_left) + 64;
     if (want > rc->cap) /* on failure, growth on demand still works */
         prox_grow_part(rc->allocator, (void **)&rc->entries, &rc->cap,
-                       rc->in_output ? 2 * want : want, rc->count, want, sizeof *rc->entries, 1);
+                       rc->widened ? 2 * want : want, rc->count, want, sizeof *rc->entries, 1);
 }
 
 /* Every run of every stencil cell (the run's own cell included). */
@@ -509,13 +511,13 @@ static void rows_of_run(const prox_grid *g, int64_t r, const prox_strip_rows *st
  * = its row length, row_at[id] = its row in the chunk's entries. Each id
  * is written once; the writes scatter, the reads go in order. */
 static void index_rows_by_id(const prox_grid *g, const row_chunk *rc, int64_t s0, int64_t s1,
-                             const uint32_t *row_len, int64_t *offsets,
-                             const prox_index **row_at)
+                             const uint32_t *row_len, const uint32_t *room_start,
+                             int64_t *offsets, const prox_index **row_at)
 {
     int64_t at = 0; /* an index: entries is NULL while every row is empty */
     for (int64_t s = s0; s < s1; s++) {
         prox_index id = g->id[s];
-        offsets[id + 1] = row_len[s];
+        offsets[id + 1] = row_len[s] + (room_start ? room_start[id + 1] - room_start[id] : 0);
         row_at[id] = row_len[s] ? rc->entries + at : NULL;
         at += row_len[s];
     }
@@ -683,7 +685,14 @@ static void stage_in_output(const prox_grid *g, row_chunk *rows, prox_sink sink)
     rows[0] = (row_chunk){.entries = (prox_index *)b->pairs,
                           .cap = b->pairs ? 2 * b->capacity : 0,
                           .allocator = &b->allocator,
-                          .in_output = true};
+                          .in_output = true,
+                          .widened = true};
+}
+
+/* A split's first chunk stages its rows in what becomes its i array. */
+static void stage_in_split(row_chunk *rows, const prox_grid_split *split)
+{
+    rows[0] = (row_chunk){.allocator = split->allocator, .in_output = true};
 }
 
 /* The chunks' entry arrays (perhaps grown) back to the workspace; one
@@ -716,7 +725,7 @@ static prox_status deliver_rows(const prox_grid *g, grid_work *w, row_chunk *row
 #pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1)
     for (int k = 0; k < count; k++)
         index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
-                         g->run_start[runs * (k + 1) / count], row_len, offsets, row_at);
+                         g->run_start[runs * (k + 1) / count], row_len, NULL, offsets, row_at);
     if (rows[0].in_output) /* nothing is kept: its pages go before the pairs' come */
         prox_workspace_release(&w->chunks, PROX_SCRATCH_OWNER);
     prox_prefix_sums(offsets, n, g->threads);
@@ -735,6 +744,81 @@ static prox_status deliver_rows(const prox_grid *g, grid_work *w, row_chunk *row
         sink.lists->rows = n;
     else
         sink.buffer->count = total;
+    return PROX_OK;
+}
+
+/* A split's rows (prox_grid_split): placed as deliver_rows places a
+ * list's, each row then followed by its free slots. The first chunk's
+ * staging becomes the i array (grown first, as the rows' places point
+ * into it), written once the rows have been read out of it. */
+static void place_split_rows(const int64_t *starts, const uint32_t *room,
+                             const prox_index *const *row_at, int64_t i0, int64_t i1,
+                             prox_index *j)
+{
+    for (int64_t i = i0; i < i1; i++) {
+        if (i + PLACE_AHEAD < i1)
+            __builtin_prefetch(row_at[i + PLACE_AHEAD]);
+        const prox_index *from = row_at[i];
+        prox_index *to = j + starts[i];
+        int64_t len = starts[i + 1] - starts[i] - (room ? room[i + 1] - room[i] : 0);
+        for (int64_t t = 0; t < len; t++)
+            to[t] = from[t];
+    }
+}
+
+static void fill_split_rows(const int64_t *starts, int64_t i0, int64_t i1, prox_index *out)
+{
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t t = starts[i]; t < starts[i + 1]; t++)
+            out[t] = (prox_index)i;
+}
+
+static prox_status deliver_split(const prox_grid *g, grid_work *w, row_chunk *rows, int count,
+                                 const uint32_t *row_len, int64_t total, prox_grid_split *split)
+{
+    int64_t n = g->n, runs = g->nruns;
+    const uint32_t *room = split->room_start;
+    int64_t out = total + (room ? (int64_t)room[n] - room[0] : 0);
+    row_chunk *first = &rows[0];
+    const prox_allocator *al = split->allocator;
+    if (!prox_grow_part(al, (void **)&first->entries, &first->cap, out, first->count,
+                        first->count, sizeof *first->entries, g->threads))
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: no memory for %lld row entries",
+                         (long long)out);
+    int64_t *starts = prox_alloc_array(al, n + 1, sizeof *starts);
+    const prox_index **row_at =
+        prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER + 2, n * (int64_t)sizeof *row_at);
+    if (!starts || !row_at) {
+        prox_free(al, starts);
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: no memory for the rows of %lld points",
+                         (long long)n);
+    }
+    starts[0] = 0;
+#pragma omp parallel for num_threads(g->threads) if (count > 1) schedule(dynamic, 1)
+    for (int k = 0; k < count; k++)
+        index_rows_by_id(g, &rows[k], g->run_start[runs * k / count],
+                         g->run_start[runs * (k + 1) / count], row_len, room, starts, row_at);
+    prox_workspace_release(&w->chunks, PROX_SCRATCH_OWNER); /* row_len: its pages before j's */
+    prox_prefix_sums(starts, n, g->threads);
+    prox_index *j = prox_alloc_array(al, out > 0 ? out : 1, sizeof *j);
+    if (!j) {
+        prox_free(al, starts);
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: no memory for %lld row entries",
+                         (long long)out);
+    }
+    prox_populate(al, j, out, sizeof *j, g->threads);
+    prox_populate(al, first->entries + first->count, out - first->count, sizeof *j, g->threads);
+    int parts = n > 65536 ? PROX_PARTS_PER_THREAD * g->threads : 1;
+#pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(dynamic, 1)
+    for (int k = 0; k < parts; k++)
+        place_split_rows(starts, room, row_at, n * k / parts, n * (k + 1) / parts, j);
+#pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(dynamic, 1)
+    for (int k = 0; k < parts; k++)
+        fill_split_rows(starts, n * k / parts, n * (k + 1) / parts, first->entries);
+    *split = (prox_grid_split){.full = split->full, .room_start = room, .allocator = al,
+                               .i = first->entries, .j = j, .starts = starts, .count = out};
+    first->entries = NULL;
+    first->cap = 0;
     return PROX_OK;
 }
 
@@ -785,7 +869,8 @@ static void rows_step(const void *job, points_chunk *chunk)
 /* The rows staged chunk by chunk (rows_step), then placed in input order
  * (deliver_rows). */
 static prox_status rows_staged_then_placed(const prox_grid *g, rows_job *job, int count,
-                                           prox_sink sink, points_chunk *total, int64_t *entries)
+                                           prox_sink sink, prox_grid_split *split,
+                                           points_chunk *total, int64_t *entries)
 {
     row_chunk *rows = job->rows;
     points_drive_steps(rows_step, job, count, g->threads, total);
@@ -794,12 +879,14 @@ static prox_status rows_staged_then_placed(const prox_grid *g, rows_job *job, in
         failed |= rows[k].failed;
         *entries += rows[k].count;
     }
-    if (rows[0].in_output) { /* the buffer holds what the chunk grew */
+    if (rows[0].widened) { /* the buffer holds what the chunk grew */
         sink.buffer->pairs = (prox_pair *)rows[0].entries;
         sink.buffer->capacity = rows[0].cap / 2;
     }
-    return failed ? prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows")
-                  : deliver_rows(g, job->w, rows, count, job->row_len, *entries, sink);
+    if (failed)
+        return prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows");
+    return split ? deliver_split(g, job->w, rows, count, job->row_len, *entries, split)
+                 : deliver_rows(g, job->w, rows, count, job->row_len, *entries, sink);
 }
 
 /* PROX_ROWS_IN_OUTPUT's sorted lists: their rows counted by a first pass,
@@ -859,9 +946,9 @@ static prox_status rows_counted_then_placed(const prox_grid *g, rows_job *job, i
 }
 
 /* GRID_ROWS: each point's full row, chunk by chunk, staged or counted
- * first, then in input order into the sink. */
-static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, prox_stats *stats,
-                             grid_plan plan)
+ * first, then in input order into the sink, or into `split` (not NULL). */
+static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink,
+                             prox_grid_split *split, prox_stats *stats, grid_plan plan)
 {
     assert(plan.traversal == GRID_ROWS);
     int count = prox_chunk_count(sink, g->threads, g->n);
@@ -870,11 +957,14 @@ static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, p
         prox_free(&g->allocator, rows);
         rows = NULL;
     }
-    if (rows)
+    if (rows && split)
+        stage_in_split(rows, split);
+    else if (rows)
         stage_in_output(g, rows, sink);
     uint32_t *row_len = prox_workspace_scratch(&w->chunks, PROX_SCRATCH_OWNER,
                                                g->n * (int64_t)sizeof(uint32_t));
-    bool lists = sink.kind == PROX_SINK_LISTS, failed = !rows || !row_len;
+    bool lists = split ? split->full : sink.kind == PROX_SINK_LISTS;
+    bool failed = !rows || !row_len;
     prox_strip_rows strip_rows;
     if (plan.strips)
         prox_grid_strip_rows(g, false, &strip_rows);
@@ -886,10 +976,12 @@ static prox_status grid_rows(const prox_grid *g, grid_work *w, prox_sink sink, p
     prox_status st = PROX_OK;
     if (failed)
         st = prox_fail(PROX_ERR_NO_MEMORY, "grid: out of memory for rows");
-    else if (lists_direct(g, sink))
+    else if (!split && lists_direct(g, sink))
         st = rows_counted_then_placed(g, &job, count, sink, &total, &entries);
     else
-        st = rows_staged_then_placed(g, &job, count, sink, &total, &entries);
+        st = rows_staged_then_placed(g, &job, count, sink, split, &total, &entries);
+    if (rows && split) /* a staging that did not become the output */
+        prox_free(split->allocator, rows[0].entries);
     if (rows)
         keep_row_chunks(w, rows, count);
     prox_free(&g->allocator, rows);
@@ -966,10 +1058,10 @@ static prox_status grid_pairs_planned(prox_grid *g, prox_sink sink, prox_stats *
     case GRID_FILL: {
         bool done;
         prox_status st = prox_grid_fill_rows(g, w, sink, stats, plan, &done);
-        return done ? st : grid_rows(g, w, sink, stats, prox_grid_rows_plan(g));
+        return done ? st : grid_rows(g, w, sink, NULL, stats, prox_grid_rows_plan(g));
     }
     case GRID_ROWS:
-        return grid_rows(g, w, sink, stats, plan);
+        return grid_rows(g, w, sink, NULL, stats, plan);
     case GRID_SWEEP:
     case GRID_STRIPS:
         return prox_grid_strip_pairs(g, w, sink, stats, plan);
@@ -984,6 +1076,22 @@ prox_status prox_grid_pairs(prox_grid *g, prox_sink sink, prox_stats *stats)
     if (st)
         return st;
     return query_done(g, grid_pairs_planned(g, sink, stats), stats);
+}
+
+prox_status prox_grid_pairs_split(prox_grid *g, prox_grid_split *split, prox_stats *stats)
+{
+    if (!split)
+        return prox_fail(PROX_ERR_INVALID, "grid: the split output is NULL");
+    split->i = split->j = NULL;
+    split->starts = NULL;
+    split->count = 0;
+    if (!g)
+        return prox_fail(PROX_ERR_INVALID, "grid is NULL");
+    if (!g->built)
+        return prox_fail(PROX_ERR_INVALID, "the grid is not built: call prox_grid_build first");
+    prox_sink none = {.kind = PROX_SINK_BUFFER}; /* the split holds the output */
+    prox_status st = grid_rows(g, &g->work, none, split, stats, prox_grid_rows_plan(g));
+    return query_done(g, st, stats);
 }
 
 /* ---- ball queries of a second set ---------------------------------------- */

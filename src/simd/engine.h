@@ -15,6 +15,7 @@
 #include "core/radix_sort.h"
 #include "points/cell_geometry.h"
 #include "points/grid_private.h"
+#include "points/grid_split.h"
 #include "points/knn_search.h"
 #include "points/points_common.h"
 #include "prox/boxes.h"
@@ -35,6 +36,8 @@
       (prox_grid * g, double table, double sweep, double half_pairs), (g, table, sweep, half_pairs)) \
     X(return, prox_status, grid_pairs, prox_grid_pairs, (prox_grid * g, prox_sink s, prox_stats * st), \
       (g, s, st))                                                                               \
+    X(return, prox_status, grid_pairs_split, prox_grid_pairs_split,                               \
+      (prox_grid * g, prox_grid_split *out, prox_stats *st), (g, out, st))                      \
     X(return, prox_status, grid_query, prox_grid_query,                                                 \
       (prox_grid * g, const prox_points *q, prox_sink s, prox_stats *st), (g, q, s, st))        \
     X(, void, grid_set_fill_limits, prox_grid_set_fill_limits,                                    \

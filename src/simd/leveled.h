@@ -32,6 +32,7 @@
 
 /* points/grid_search.c */
 #define prox_grid_pairs PROX_LEVELED(prox_grid_pairs)
+#define prox_grid_pairs_split PROX_LEVELED(prox_grid_pairs_split)
 #define prox_grid_query PROX_LEVELED(prox_grid_query)
 
 /* points/grid_strips.c */
