@@ -419,11 +419,16 @@ static PyObject *cell_value(cell_system *s, const char *quantities, cell_arena *
     arena->expect = cell_value_bytes(s, quantities) * (size_t)left;
     bool carve = arena->block || arena->expect >= ARENA_MIN;
     PyObject *t = PyTuple_New(n);
+    size_t count = (size_t)s->out.count, dim = (size_t)(s->out.dim ? s->out.dim : 3);
     for (Py_ssize_t k = 0; t && k < n; k++) {
         char q = quantities[k];
-        PyObject *a = carve ? cell_arena_quantity(arena, &s->out, q)
-                            : cell_quantity(&s->out, q,
-                                            adopt && strchr(quantities, q) == strrchr(quantities, q));
+        /* an array larger than a kept block gains nothing from the arena:
+         * it comes from numpy, as every other large result of prox does */
+        size_t bytes = arena_room((q == 'D' || q == 'S' ? count * dim : count) * 8);
+        PyObject *a = carve && bytes <= ARENA_BLOCK
+                          ? cell_arena_quantity(arena, &s->out, q)
+                          : cell_quantity(&s->out, q,
+                                          adopt && strchr(quantities, q) == strrchr(quantities, q));
         if (!a) {
             Py_CLEAR(t);
             break;

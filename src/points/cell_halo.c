@@ -98,23 +98,55 @@ void prox_cell_halo_set_min_points(int64_t count)
 
 /* ---- the plan ----------------------------------------------------------- */
 
-/* The largest |coordinate|; false on a non-finite one. Packed doubles
- * (the common view) are read as one array. */
+/* Whether the points are packed doubles (the common view), read as one
+ * array: x, y[, z] of point i at 3i (2i in 2D). */
+static bool packed_f64(const prox_points *p)
+{
+    bool packed = p->scalar == PROX_F64 && p->stride == (ptrdiff_t)(p->dim * sizeof(double));
+    for (int k = 1; k < p->dim; k++)
+        packed &= (const char *)p->axis[k] == (const char *)p->axis[0] + k * sizeof(double);
+    return packed;
+}
+
+/* Point i's coordinates, 3 entries (0 past its dimension). */
+static inline void load_point(const prox_points *p, bool packed, int64_t i, double *x)
+{
+    if (!packed) {
+        prox_cell_load(p, i, x);
+        return;
+    }
+    const double *v = (const double *)p->axis[0] + i * p->dim;
+    x[0] = v[0];
+    x[1] = v[1];
+    x[2] = p->dim == 3 ? v[2] : 0.0;
+}
+
+/* The largest |coordinate|; false on a non-finite one. Four maxima and
+ * four checks side by side, so that no chain of compares waits on the
+ * last. */
 static bool measure(const halo *h, double *xmax)
 {
     const prox_points *p = h->points;
     double xm = 0;
     bool finite = true;
-    bool packed = p->scalar == PROX_F64 && p->stride == (ptrdiff_t)(p->dim * sizeof(double));
-    for (int k = 1; k < p->dim; k++)
-        packed &= (const char *)p->axis[k] == (const char *)p->axis[0] + k * sizeof(double);
-    if (packed) {
+    if (packed_f64(p)) {
         const double *x = p->axis[0];
-        for (int64_t t = 0; t < h->n * p->dim; t++) {
+        int64_t count = h->n * p->dim, t = 0;
+        double m[4] = {0, 0, 0, 0};
+        int bad[4] = {0, 0, 0, 0};
+        for (; t + 4 <= count; t += 4)
+            for (int l = 0; l < 4; l++) {
+                double a = fabs(x[t + l]);
+                bad[l] |= !(a <= DBL_MAX); /* inf and NaN */
+                m[l] = a > m[l] ? a : m[l];
+            }
+        for (; t < count; t++) {
             double a = fabs(x[t]);
-            finite &= a <= DBL_MAX; /* false for inf and NaN */
-            xm = a > xm ? a : xm;
+            bad[0] |= !(a <= DBL_MAX);
+            m[0] = a > m[0] ? a : m[0];
         }
+        finite = !(bad[0] | bad[1] | bad[2] | bad[3]);
+        xm = fmax(fmax(m[0], m[1]), fmax(m[2], m[3]));
     } else
         for (int64_t i = 0; i < h->n; i++) {
             double x[3];
@@ -174,6 +206,43 @@ static bool plan(halo *h, double cutoff, double xmax)
     return fbig < 0x1p30;
 }
 
+/* The limits classify compares each axis' fraction with, as the plan set
+ * them; an open axis gets limits no finite fraction passes. */
+typedef struct face_limits {
+    double out_lo[3], out_hi[3];   /* outside the cell: f < out_lo or f >= out_hi */
+    double near_lo[3], near_hi[3]; /* near face 0: f < near_lo; near face 1: f >= near_hi */
+} face_limits;
+
+static face_limits face_limits_of(const halo *h)
+{
+    face_limits l;
+    for (int k = 0; k < 3; k++) {
+        bool pbc = h->frame->pbc[k];
+        l.out_lo[k] = pbc ? -h->eta : -INFINITY;
+        l.out_hi[k] = pbc ? 1 + h->eta : INFINITY;
+        l.near_lo[k] = pbc ? h->reach[k] : -INFINITY;
+        l.near_hi[k] = pbc ? 1 - h->reach[k] : INFINITY;
+    }
+    return l;
+}
+
+/* classify's face bits for a point inside the cell, without a branch;
+ * *outside is set when the point is not (classify then decides it). */
+static inline uint8_t faces_inside(const prox_cell_frame *c, const face_limits *l,
+                                   const double *x, bool *outside)
+{
+    uint8_t bits = 0;
+    bool out = false;
+    for (int k = 0; k < 3; k++) {
+        double f = prox_cell_fraction(c, x, k);
+        out |= (f < l->out_lo[k]) | (f >= l->out_hi[k]);
+        bits |= (uint8_t)((f < l->near_lo[k]) << (2 * k));
+        bits |= (uint8_t)((f >= l->near_hi[k]) << (2 * k + 1));
+    }
+    *outside = out;
+    return bits;
+}
+
 /* The wrap and the face bits of point i (x: its coordinates); true when
  * the point lies outside the cell. */
 static bool classify(const halo *h, const double *x, int32_t *w, uint8_t *faces)
@@ -212,11 +281,18 @@ static bool classify_all(halo *h)
     h->faces = prox_alloc_array(h->al, h->n, 1);
     if (!h->faces)
         return false;
+    bool packed = packed_f64(h->points), outside;
+    /* local copies: the face bytes written may alias anything read through h */
+    const face_limits limits = face_limits_of(h);
+    const prox_cell_frame frame = *h->frame;
+    const prox_points points = *h->points;
+    uint8_t *faces = h->faces;
     for (int64_t i = 0; i < h->n; i++) {
         double x[3];
         int32_t w[3];
-        prox_cell_load(h->points, i, x);
-        if (!classify(h, x, w, &h->faces[i]))
+        load_point(&points, packed, i, x);
+        faces[i] = faces_inside(&frame, &limits, x, &outside);
+        if (!outside || !classify(h, x, w, &faces[i]))
             continue;
         if (!h->w) {
             h->w = prox_alloc_array(h->al, 3 * h->n, sizeof *h->w);
@@ -427,12 +503,16 @@ typedef struct near_set {
 
 static bool near_collect(const halo *h, near_set *s, int64_t *images)
 {
+    /* by the six face bits: the images a point has, and whether it is near */
+    uint8_t count_of[64], near_of[64];
+    for (int f = 0; f < 64; f++) {
+        count_of[f] = (uint8_t)image_count((uint8_t)f, h->dim);
+        near_of[f] = f && near_any((uint8_t)f, h->dim);
+    }
     int64_t total = 0, nq = 0;
     for (int64_t i = 0; i < h->n; i++) {
-        if (!(h->faces[i] & 0x3f))
-            continue;
-        total += image_count(h->faces[i], h->dim);
-        nq += near_any(h->faces[i], h->dim);
+        total += count_of[h->faces[i] & 0x3f];
+        nq += near_of[h->faces[i] & 0x3f];
     }
     s->point = prox_alloc_array(h->al, nq, sizeof *s->point);
     s->x = prox_alloc_array(h->al, 3 * nq, sizeof *s->x);
@@ -441,7 +521,7 @@ static bool near_collect(const halo *h, near_set *s, int64_t *images)
         return false;
     s->count = 0;
     for (int64_t i = 0; i < h->n; i++)
-        if ((h->faces[i] & 0x3f) && near_any(h->faces[i], h->dim)) {
+        if (near_of[h->faces[i] & 0x3f]) {
             int64_t q = s->count++;
             s->point[q] = (prox_index)i;
             base_of(h, i, &s->x[3 * q]);
