@@ -994,9 +994,9 @@ static prox_status write_output(const halo *h, main_rows main, const halo_hit *h
  * When only i and j are asked for, every point lies inside the cell (its
  * main pairs all kept, at shift 0) and no self pair is wanted, the main
  * search writes its rows straight into the output's arrays with room for
- * each row's hits (prox_grid_split), and the hits are merged into the rows
- * in place: no pairs staged and copied. The output is the merge's above,
- * to the bit. */
+ * each row's hits (prox_grid_split), and each row's hits are merged into
+ * it as the grid places it, while it is in cache (merge_hits): no pairs
+ * staged and copied. The output is the merge's above, to the bit. */
 
 static bool output_in_rows(const halo *h, const prox_geometry *out)
 {
@@ -1004,28 +1004,27 @@ static bool output_in_rows(const halo *h, const prox_geometry *out)
     return out && !h->w && !h->self_interaction && !(out->fields & more);
 }
 
-/* Row [b, e) of j: its main entries (shift 0) ascending, then room for the
- * hits [x0, x1), sorted by (j, S), merged in from the row's end. A hit and
- * a main entry never tie: a hit of the same j has a nonzero S. */
-static void merge_hits(prox_index *j, int64_t b, int64_t e, const halo_hit *hits, int64_t x0,
-                       int64_t x1)
-{
-    int64_t m = e - (x1 - x0) - 1, x = x1 - 1;
-    for (int64_t p = e - 1; x >= x0; p--) {
-        halo_hit main_entry = {.j = m >= b ? j[m] : 0};
-        if (m >= b && hit_before(&hits[x], &main_entry))
-            j[p] = j[m--];
-        else
-            j[p] = hits[x--].j;
-    }
-}
+/* The room of row a (prox_grid_split's fill_room): its kept hits, sorted
+ * by (j, S), merged with its main entries (shift 0, ascending) from the
+ * row's end. A hit and a main entry never tie: a hit of the same j has a
+ * nonzero S. */
+typedef struct row_hits {
+    const halo_hit *hits;
+    const uint32_t *start;
+} row_hits;
 
-static void merge_rows(const int64_t *starts, const halo_hit *hits, const uint32_t *hit_start,
-                       int64_t a0, int64_t a1, prox_index *j)
+static void merge_hits(void *user, prox_index a, prox_index *row, int64_t entries, int64_t room)
 {
-    for (int64_t a = a0; a < a1; a++)
-        if (hit_start[a] < hit_start[a + 1])
-            merge_hits(j, starts[a], starts[a + 1], hits, hit_start[a], hit_start[a + 1]);
+    const row_hits *r = user;
+    const halo_hit *hits = r->hits + r->start[a];
+    int64_t m = entries - 1, x = room - 1;
+    for (int64_t p = entries + room - 1; x >= 0; p--) {
+        halo_hit main_entry = {.j = m >= 0 ? row[m] : 0};
+        if (m >= 0 && hit_before(&hits[x], &main_entry))
+            row[p] = row[m--];
+        else
+            row[p] = hits[x--].j;
+    }
 }
 
 static prox_status main_rows_split(const halo *h, const prox_points *all, prox_grid_split *split,
@@ -1049,17 +1048,12 @@ static prox_status output_from_rows(const halo *h, const halo_hit *hits,
                                     prox_stats *ms)
 {
     prox_points all = base_view(h);
-    prox_grid_split split = {.full = h->full, .room_start = hit_start,
-                             .allocator = &out->allocator};
+    row_hits rows = {hits, hit_start};
+    prox_grid_split split = {.full = h->full, .room_start = hit_start, .fill_room = merge_hits,
+                             .user = &rows, .allocator = &out->allocator};
     prox_status st = main_rows_split(h, &all, &split, ms);
     if (st)
         return st;
-    int threads = prox_threads_resolve(h->grid.threads);
-    int64_t parts = h->n > 65536 ? 8 * threads : 1;
-#pragma omp parallel for num_threads(threads) if (parts > 1) schedule(dynamic, 1)
-    for (int64_t k = 0; k < parts; k++)
-        merge_rows(split.starts, hits, hit_start, h->n * k / parts, h->n * (k + 1) / parts,
-                   split.j);
     prox_free(&out->allocator, split.starts);
     out->i = split.i;
     out->j = split.j;

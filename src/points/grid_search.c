@@ -751,18 +751,21 @@ static prox_status deliver_rows(const prox_grid *g, grid_work *w, row_chunk *row
  * list's, each row then followed by its free slots. The first chunk's
  * staging becomes the i array (grown first, as the rows' places point
  * into it), written once the rows have been read out of it. */
-static void place_split_rows(const int64_t *starts, const uint32_t *room,
+static void place_split_rows(const prox_grid_split *split, const int64_t *starts,
                              const prox_index *const *row_at, int64_t i0, int64_t i1,
                              prox_index *j)
 {
+    const uint32_t *room = split->room_start;
     for (int64_t i = i0; i < i1; i++) {
         if (i + PLACE_AHEAD < i1)
             __builtin_prefetch(row_at[i + PLACE_AHEAD]);
         const prox_index *from = row_at[i];
         prox_index *to = j + starts[i];
-        int64_t len = starts[i + 1] - starts[i] - (room ? room[i + 1] - room[i] : 0);
+        int64_t free = room ? room[i + 1] - room[i] : 0, len = starts[i + 1] - starts[i] - free;
         for (int64_t t = 0; t < len; t++)
             to[t] = from[t];
+        if (free && split->fill_room)
+            split->fill_room(split->user, (prox_index)i, to, len, free);
     }
 }
 
@@ -811,12 +814,14 @@ static prox_status deliver_split(const prox_grid *g, grid_work *w, row_chunk *ro
     int parts = n > 65536 ? PROX_PARTS_PER_THREAD * g->threads : 1;
 #pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(dynamic, 1)
     for (int k = 0; k < parts; k++)
-        place_split_rows(starts, room, row_at, n * k / parts, n * (k + 1) / parts, j);
+        place_split_rows(split, starts, row_at, n * k / parts, n * (k + 1) / parts, j);
 #pragma omp parallel for num_threads(g->threads) if (parts > 1) schedule(dynamic, 1)
     for (int k = 0; k < parts; k++)
         fill_split_rows(starts, n * k / parts, n * (k + 1) / parts, first->entries);
-    *split = (prox_grid_split){.full = split->full, .room_start = room, .allocator = al,
-                               .i = first->entries, .j = j, .starts = starts, .count = out};
+    split->i = first->entries;
+    split->j = j;
+    split->starts = starts;
+    split->count = out;
     first->entries = NULL;
     first->cap = 0;
     return PROX_OK;

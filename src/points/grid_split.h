@@ -18,10 +18,16 @@ typedef struct prox_grid_split {
     /* n + 1 nondecreasing entries, or NULL: row id is followed by
      * room_start[id + 1] - room_start[id] free slots */
     const uint32_t *room_start;
+    /* called, when set, for each row with room right after its entries are
+     * placed (the row still in cache), to fill the room: row[0 .. entries)
+     * are the entries, row[entries .. entries + room) the room. Rows are
+     * handed out from several threads at once, each row once. */
+    void (*fill_room)(void *user, prox_index id, prox_index *row, int64_t entries, int64_t room);
+    void *user;
     const prox_allocator *allocator; /* of i, j and starts: the caller frees them with it */
     /* out: count entries each. Row id spans [starts[id], starts[id + 1]):
-     * its entries ascending, then its free slots (unwritten); i[t] is the
-     * row of entry t, free slots included. */
+     * its entries ascending, then its free slots (filled by fill_room, else
+     * unwritten); i[t] is the row of entry t, free slots included. */
     prox_index *i, *j;
     int64_t *starts; /* n + 1 */
     int64_t count;
