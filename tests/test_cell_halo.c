@@ -304,6 +304,92 @@ static void the_bins_serve_the_rest(void **state)
     }
 }
 
+/* An allocator that fails its `fail_at`-th request, counting the blocks
+ * still out. */
+typedef struct failing {
+    int64_t calls, fail_at, live;
+} failing;
+
+static void *failing_alloc(size_t size, void *user)
+{
+    failing *f = user;
+    if (++f->calls == f->fail_at)
+        return NULL;
+    void *p = malloc(size);
+    f->live += p != NULL;
+    return p;
+}
+
+static void failing_free(void *ptr, void *user)
+{
+    failing *f = user;
+    f->live -= ptr != NULL;
+    free(ptr);
+}
+
+/* Each allocation of a halo call failing in turn, for the search's memory
+ * and the output's alike: PROX_ERR_NO_MEMORY with an empty output, or
+ * (a reservation the search can do without) the output itself; every
+ * block given back either way. i and j alone (the rows written into the
+ * output) and every array (the merge). */
+static void out_of_memory_gives_everything_back(void **state)
+{
+    (void)state;
+    rng r = rng_seeded(4810);
+    double m[3][3];
+    cell_random(&r, 3, 1, m);
+    int64_t n = 3000;
+    double *x = halo_points(&r, m, 3, n, 0);
+    prox_points view = prox_points_f64(x, n, 3);
+    prox_cell_halo_set_min_points(TEST_MIN_POINTS);
+    prox_cell_desc d = prox_default_cell_desc();
+    double h = fmin(cell_height(m, 3, 0), fmin(cell_height(m, 3, 1), cell_height(m, 3, 2)));
+    d.cutoff = 0.1 * h;
+    memcpy(d.cell, m, sizeof m);
+    d.pbc[0] = d.pbc[1] = d.pbc[2] = true;
+    for (int full = 0; full < 2; full++)
+        for (int fields = 0; fields < 2; fields++) {
+            unsigned asked = fields ? PROX_GEOMETRY_ALL : PROX_GEOMETRY_I | PROX_GEOMETRY_J;
+            char context[80];
+            snprintf(context, sizeof context, "full %d, fields %u", full, asked);
+            d.full = full;
+            d.allocator = (prox_allocator){0};
+            prox_geometry want;
+            prox_geometry_init(&want, PROX_GEOMETRY_ALL, NULL);
+            CHECK_STATUS(prox_cell_pairs(&view, &d, &want, NULL), PROX_OK, context);
+            bool reached = true;
+            for (int64_t at = 1; reached; at++) {
+                failing f = {.fail_at = at};
+                prox_allocator al = {failing_alloc, failing_free, &f};
+                d.threads = 1 + (int)(at % 2);
+                d.allocator = al;
+                prox_geometry g;
+                prox_geometry_init(&g, asked, &al);
+                prox_stats stats;
+                prox_status st = prox_cell_pairs(&view, &d, &g, &stats);
+                reached = f.calls >= at;
+                CHECK(st == PROX_OK || (st == PROX_ERR_NO_MEMORY && reached), context,
+                      "allocation %lld failing: status %d", (long long)at, (int)st);
+                size_t bytes = (size_t)want.count * sizeof *want.i;
+                if (st == PROX_OK)
+                    CHECK(strcmp(stats.method, "cell.halo") == 0 && g.count == want.count &&
+                              memcmp(g.i, want.i, bytes) == 0 && memcmp(g.j, want.j, bytes) == 0 &&
+                              (!fields || memcmp(g.D, want.D, 3 * bytes * 2) == 0),
+                          context, "allocation %lld failing: %s, another output", (long long)at,
+                          stats.method);
+                else
+                    CHECK(g.count == 0 && !g.i && !g.j && !g.d && !g.D && !g.S, context,
+                          "allocation %lld failing: an output left", (long long)at);
+                prox_geometry_free(&g);
+                CHECK(f.live == 0, context, "allocation %lld failing: %lld blocks not freed",
+                      (long long)at, (long long)f.live);
+                CHECK(at < 10000, context, "no end to the allocations");
+            }
+            prox_geometry_free(&want);
+        }
+    free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +398,7 @@ int main(void)
         cmocka_unit_test(fcc_cutoff_at_the_neighbours),
         cmocka_unit_test(large_sets_match_the_bins),
         cmocka_unit_test(the_bins_serve_the_rest),
+        cmocka_unit_test(out_of_memory_gives_everything_back),
     };
     /* the small sets here are the halo's and the bins' (test_cell holds the
      * small-cell enumeration) */

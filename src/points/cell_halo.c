@@ -1145,9 +1145,10 @@ prox_status prox_cell_halo_pairs(const prox_points *points, const prox_cell_desc
     h.grid.threads = desc->threads;
     h.grid.allocator = al;
     prox_status st = PROX_OK;
-    if (!classify_all(&h))
+    if (!classify_all(&h)) {
         st = prox_fail(PROX_ERR_NO_MEMORY, "cell: no memory for %lld points", (long long)h.n);
-    else if (h.moved <= h.n / 8) {
+        *served = true; /* refused here: the bins would need more */
+    } else if (h.moved <= h.n / 8) {
         st = halo_run(&h, out, stats);
         *served = st != PROX_ERR_RANGE;
     }
