@@ -121,14 +121,86 @@ CELL_WIDEN_CLONES static void cell_widen_shift(int64_t *restrict out,
         out[k] = v[k];
 }
 
-static PyObject *cell_index_array(const prox_index *v, int64_t n)
+/* ---- streamed output -------------------------------------------------
+ * A batch's arrays carved from the kept blocks (pages faulted in long
+ * ago, their lines out of cache), past the caches' size, are written with
+ * non-temporal stores: they would be evicted before they are read anyway,
+ * and a plain store first reads each line it writes (a third more traffic
+ * for the widenings, a half more for the copies). Not fresh arrays: the
+ * kernel's zeroing has just brought their lines in. SSE2, so every x86-64
+ * CPU has it; elsewhere, the plain loops. */
+#define CELL_STREAM_BYTES ((size_t)8 << 20)
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* out[0 .. n) from v: each 16-byte line of out streamed, the unaligned
+ * head and the tail stored plainly. */
+#define CELL_STREAM_LOOP(out, n, plain, pair)                                                   \
+    do {                                                                                         \
+        int64_t k_ = 0;                                                                          \
+        for (; k_ < (n) && ((uintptr_t)((out) + k_) & 15); k_++)                                 \
+            plain;                                                                               \
+        for (; k_ + 2 <= (n); k_ += 2)                                                           \
+            pair;                                                                                \
+        for (; k_ < (n); k_++)                                                                   \
+            plain;                                                                               \
+        _mm_sfence();                                                                            \
+    } while (0)
+
+static void stream_index(npy_intp *restrict out, const prox_index *restrict v, int64_t n)
 {
-    npy_intp dims[1] = {(npy_intp)n};
-    PyObject *a = PyArray_SimpleNew(1, dims, NPY_INTP);
-    if (!a)
-        return NULL;
-    cell_widen_index((npy_intp *)PyArray_DATA((PyArrayObject *)a), v, n);
-    return a;
+    const __m128i zero = _mm_setzero_si128();
+    CELL_STREAM_LOOP(out, n, out[k_] = (npy_intp)v[k_],
+                     _mm_stream_si128((__m128i *)(out + k_),
+                                      _mm_unpacklo_epi32(_mm_loadl_epi64((const __m128i *)(v + k_)),
+                                                         zero)));
+}
+
+static void stream_shift(int64_t *restrict out, const int32_t *restrict v, int64_t n)
+{
+    CELL_STREAM_LOOP(out, n, out[k_] = v[k_], {
+        __m128i x = _mm_loadl_epi64((const __m128i *)(v + k_));
+        _mm_stream_si128((__m128i *)(out + k_), _mm_unpacklo_epi32(x, _mm_srai_epi32(x, 31)));
+    });
+}
+
+static void stream_doubles(double *restrict out, const double *restrict v, int64_t n)
+{
+    CELL_STREAM_LOOP(out, n, out[k_] = v[k_], _mm_stream_pd(out + k_, _mm_loadu_pd(v + k_)));
+}
+#else
+static void stream_index(npy_intp *restrict out, const prox_index *restrict v, int64_t n)
+{
+    cell_widen_index(out, v, n);
+}
+
+static void stream_shift(int64_t *restrict out, const int32_t *restrict v, int64_t n)
+{
+    cell_widen_shift(out, v, n);
+}
+
+static void stream_doubles(double *restrict out, const double *restrict v, int64_t n)
+{
+    memcpy(out, v, (size_t)n * sizeof *out);
+}
+#endif
+
+/* One quantity's values into out (8 bytes each): widened or copied,
+ * streamed when `stream`. */
+static void cell_fill(void *out, const prox_geometry *g, char q, int64_t n, int dim, bool stream)
+{
+    const prox_index *index = q == 'i' ? g->i : g->j;
+    const double *values = q == 'd' ? g->d : g->D;
+    int64_t count = q == 'D' || q == 'S' ? n * dim : n;
+    if (q == 'i' || q == 'j')
+        stream ? stream_index(out, index, count) : cell_widen_index(out, index, count);
+    else if (q == 'S')
+        stream ? stream_shift(out, g->S, count) : cell_widen_shift(out, g->S, count);
+    else if (stream)
+        stream_doubles(out, values, count);
+    else
+        memcpy(out, values, (size_t)count * sizeof(double));
 }
 
 /* The geometry's arrays come from malloc (cell_malloc), so that d and D
@@ -180,26 +252,19 @@ static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
     int64_t n = g->count;
     int dim = g->dim ? g->dim : 3;
     npy_intp dims[2] = {(npy_intp)n, dim};
-    if (q == 'i')
-        return cell_index_array(g->i, n);
-    if (q == 'j')
-        return cell_index_array(g->j, n);
     if (take && n > 0 && (q == 'd' || q == 'D')) {
         double **v = q == 'd' ? &g->d : &g->D;
         void *data = *v;
         *v = NULL;
         return cell_adopt(data, q == 'd' ? 1 : 2, dims, NPY_DOUBLE);
     }
-    PyObject *a = PyArray_SimpleNew(q == 'd' ? 1 : 2, dims, q == 'S' ? NPY_INT64 : NPY_DOUBLE);
+    bool rows = q == 'D' || q == 'S';
+    int type = q == 'i' || q == 'j' ? NPY_INTP : q == 'S' ? NPY_INT64 : NPY_DOUBLE;
+    PyObject *a = PyArray_SimpleNew(rows ? 2 : 1, dims, type);
     if (!a || n == 0)
         return a;
-    void *data = PyArray_DATA((PyArrayObject *)a);
-    if (q == 'd')
-        memcpy(data, g->d, (size_t)n * sizeof(double));
-    else if (q == 'D')
-        memcpy(data, g->D, (size_t)(n * dim) * sizeof(double));
-    else
-        cell_widen_shift(data, g->S, n * dim);
+    /* fresh pages, zeroed by the kernel just before: in cache, not streamed */
+    cell_fill(PyArray_DATA((PyArrayObject *)a), g, q, n, dim, false);
     return a;
 }
 
@@ -231,6 +296,7 @@ static PyObject *cell_quantity(prox_geometry *g, char q, bool take)
 typedef struct arena_block {
     char *start;
     size_t bytes;
+    bool kept; /* taken from the cache: its pages faulted in by an earlier call */
 } arena_block;
 
 typedef struct cell_arena {
@@ -239,6 +305,8 @@ typedef struct cell_arena {
     size_t left;
     size_t carved;   /* the bytes of the blocks this call took */
     size_t expect;   /* the bytes still to come, as cell_value estimates them */
+    bool many;       /* they pass CELL_STREAM_BYTES */
+    bool stream;     /* many, and the block is a kept one: arrays written with streaming stores */
 } cell_arena;
 
 /* An array's room in a block: whole cache lines, so that every array of a
@@ -266,6 +334,7 @@ static arena_block *block_get(size_t bytes)
         if (b && b->bytes >= bytes && b->bytes / 2 <= bytes) {
             arena_cache[k] = NULL;
             arena_cached -= b->bytes;
+            b->kept = true;
             return b;
         }
     }
@@ -273,6 +342,7 @@ static arena_block *block_get(size_t bytes)
     if (!b)
         return NULL;
     b->bytes = bytes;
+    b->kept = false;
     b->start = malloc(bytes);
     if (!b->start) {
         free(b);
@@ -334,6 +404,7 @@ static int arena_grow(cell_arena *a, size_t need)
     a->block = capsule;
     a->at = b->start;
     a->left = b->bytes;
+    a->stream = a->many && b->kept;
     a->carved += b->bytes;
     return 0;
 }
@@ -390,13 +461,7 @@ static PyObject *cell_arena_quantity(cell_arena *a, const prox_geometry *g, char
                                                      : NPY_DOUBLE);
     if (!arr || n == 0)
         return arr;
-    void *data = PyArray_DATA((PyArrayObject *)arr);
-    if (q == 'i' || q == 'j')
-        cell_widen_index(data, q == 'i' ? g->i : g->j, n);
-    else if (q == 'S')
-        cell_widen_shift(data, g->S, n * dim);
-    else
-        memcpy(data, q == 'd' ? g->d : g->D, (size_t)(n * (q == 'd' ? 1 : dim)) * sizeof(double));
+    cell_fill(PyArray_DATA((PyArrayObject *)arr), g, q, n, dim, a->stream);
     return arr;
 }
 
@@ -417,6 +482,8 @@ static PyObject *cell_value(cell_system *s, const char *quantities, cell_arena *
 {
     Py_ssize_t n = (Py_ssize_t)strlen(quantities);
     arena->expect = cell_value_bytes(s, quantities) * (size_t)left;
+    arena->many = arena->expect >= CELL_STREAM_BYTES;
+    arena->stream &= arena->many;
     bool carve = arena->block || arena->expect >= ARENA_MIN;
     PyObject *t = PyTuple_New(n);
     size_t count = (size_t)s->out.count, dim = (size_t)(s->out.dim ? s->out.dim : 3);
