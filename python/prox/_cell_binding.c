@@ -206,9 +206,26 @@ static void cell_fill(void *out, const prox_geometry *g, char q, int64_t n, int 
 /* The geometry's arrays come from malloc (cell_malloc), so that d and D
  * become numpy arrays without a copy: taken from the geometry, freed with
  * the array (through a capsule, its base). */
+/* Past 4 MiB a block is allocated as numpy allocates its own arrays on
+ * Linux: aligned to 2 MiB and offered transparent huge pages (madvise),
+ * so that a large system's arrays, handed to numpy as they are (d, D) or
+ * widened into numpy's arrays (i, j, S), fault in as prox.pairs' arrays
+ * do. Elsewhere, malloc. */
+#define CELL_HUGE_BYTES ((size_t)4 << 20)
+#define CELL_HUGE_ALIGN ((size_t)2 << 20)
+
 static void *cell_malloc(size_t size, void *user)
 {
     (void)user;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= CELL_HUGE_BYTES) {
+        void *p = NULL;
+        if (posix_memalign(&p, CELL_HUGE_ALIGN, size))
+            return NULL;
+        madvise(p, size, MADV_HUGEPAGE); /* advice: refused, the block is still good */
+        return p;
+    }
+#endif
     return malloc(size);
 }
 

@@ -30,6 +30,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h> /* madvise: _cell_binding.c's large blocks */
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
