@@ -18,7 +18,7 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
 BUILD_DEPS = build-essential cmake pkg-config libcmocka-dev libpng-dev python3-dev python3-numpy groff-base man-db
-TEST_DEPS  = python3-pytest python3-scipy python3-ase
+TEST_DEPS  = python3-pytest python3-scipy python3-ase lammps
 RUN_DEPS   = gnuplot-nox
 # The Python module is built for Debian's python3 (where python3-numpy is),
 # whatever python3 comes first on PATH.

@@ -283,3 +283,51 @@ def test_bad_cells_are_refused():
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="point 3"):
         prox.neighbor_list("ij", bad, 0.5, cell=np.eye(3) + 0.1, pbc=True)
+
+
+def lammps_half_count(x, cell, cutoff):
+    """LAMMPS' half neighbour list count (Debian's lmp, pair_style zero,
+    newton on) of the points in LAMMPS' restricted triclinic cell (rows
+    a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz)), or None without lmp."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    lmp = shutil.which("lmp")
+    if lmp is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="prox-lammps-") as work:
+        with open(os.path.join(work, "data.lmp"), "w") as out:
+            out.write(f"prox test\n\n{len(x)} atoms\n1 atom types\n\n"
+                      f"0 {cell[0, 0]!r} xlo xhi\n0 {cell[1, 1]!r} ylo yhi\n"
+                      f"0 {cell[2, 2]!r} zlo zhi\n{cell[1, 0]!r} {cell[2, 0]!r} {cell[2, 1]!r} "
+                      "xy xz yz\n\nMasses\n\n1 1.0\n\nAtoms # atomic\n\n")
+            out.writelines(f"{k + 1} 1 {p[0]!r} {p[1]!r} {p[2]!r}\n" for k, p in enumerate(x))
+        with open(os.path.join(work, "in.lmp"), "w") as out:
+            out.write(f"units lj\nboundary p p p\natom_style atomic\nbox tilt large\n"
+                      f"read_data data.lmp\npair_style zero {cutoff!r}\npair_coeff * *\n"
+                      "neighbor 0.0 bin\nneigh_modify every 1 delay 0 check no\n"
+                      "thermo_style custom step\nrun 0\n")
+        run = subprocess.run([lmp, "-in", "in.lmp", "-log", "none"], cwd=work, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=dict(os.environ, OMP_NUM_THREADS="1"))
+    m = re.search(r"^Total # of neighbors = (\d+)", run.stdout, re.M)
+    assert run.returncode == 0 and m, run.stdout[-500:]
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("tilts", [(0.3, 0.2, 0.25), (-0.45, 0.4, -0.35), (0.0, 0.0, 0.0)])
+def test_half_list_count_is_lammps(tilts):
+    """The half list's pair count in a LAMMPS triclinic box (tilts xy, xz,
+    yz in units of the box's lengths) equals LAMMPS' own neighbour count."""
+    xy, xz, yz = tilts
+    cell = np.array([[6.0, 0, 0], [xy * 6.0, 5.5, 0], [xz * 6.0, yz * 5.5, 5.0]])
+    f = np.random.default_rng(int(100 * (xy + 2 * xz + 4 * yz)) & 0xffff).random((1500, 3))
+    x = f @ cell
+    cutoff = 0.3 * float(heights(cell).min())
+    want = lammps_half_count(x, cell, cutoff)
+    if want is None:
+        pytest.skip("lmp not found (Debian package lammps)")
+    i = prox.neighbor_list("i", x, cutoff, cell=cell, pbc=True, full=False)
+    assert len(i) == want > 0

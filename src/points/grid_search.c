@@ -761,11 +761,11 @@ static void place_split_rows(const prox_grid_split *split, const int64_t *starts
             __builtin_prefetch(row_at[i + PLACE_AHEAD]);
         const prox_index *from = row_at[i];
         prox_index *to = j + starts[i];
-        int64_t free = room ? room[i + 1] - room[i] : 0, len = starts[i + 1] - starts[i] - free;
+        int64_t slots = room ? room[i + 1] - room[i] : 0, len = starts[i + 1] - starts[i] - slots;
         for (int64_t t = 0; t < len; t++)
             to[t] = from[t];
-        if (free && split->fill_room)
-            split->fill_room(split->user, (prox_index)i, to, len, free);
+        if (slots && split->fill_room)
+            split->fill_room(split->user, (prox_index)i, to, len, slots);
     }
 }
 
