@@ -121,9 +121,7 @@ static inline void load_point(const prox_points *p, bool packed, int64_t i, doub
     x[2] = p->dim == 3 ? v[2] : 0.0;
 }
 
-/* The largest |coordinate|; false on a non-finite one. Four maxima and
- * four checks side by side, so that no chain of compares waits on the
- * last. */
+/* The largest |coordinate|; false on a non-finite one. */
 static bool measure(const halo *h, double *xmax)
 {
     const prox_points *p = h->points;
@@ -131,22 +129,11 @@ static bool measure(const halo *h, double *xmax)
     bool finite = true;
     if (packed_f64(p)) {
         const double *x = p->axis[0];
-        int64_t count = h->n * p->dim, t = 0;
-        double m[4] = {0, 0, 0, 0};
-        int bad[4] = {0, 0, 0, 0};
-        for (; t + 4 <= count; t += 4)
-            for (int l = 0; l < 4; l++) {
-                double a = fabs(x[t + l]);
-                bad[l] |= !(a <= DBL_MAX); /* inf and NaN */
-                m[l] = a > m[l] ? a : m[l];
-            }
-        for (; t < count; t++) {
+        for (int64_t t = 0; t < h->n * p->dim; t++) {
             double a = fabs(x[t]);
-            bad[0] |= !(a <= DBL_MAX);
-            m[0] = a > m[0] ? a : m[0];
+            finite &= a <= DBL_MAX; /* false for inf and NaN */
+            xm = a > xm ? a : xm;
         }
-        finite = !(bad[0] | bad[1] | bad[2] | bad[3]);
-        xm = fmax(fmax(m[0], m[1]), fmax(m[2], m[3]));
     } else
         for (int64_t i = 0; i < h->n; i++) {
             double x[3];
@@ -226,43 +213,25 @@ static face_limits face_limits_of(const halo *h)
     return l;
 }
 
-/* classify's face bits for a point inside the cell, without a branch;
- * *outside is set when the point is not (classify then decides it). */
-static inline uint8_t faces_inside(const prox_cell_frame *c, const face_limits *l,
-                                   const double *x, bool *outside)
+/* The wrap and the face bits of a point (x: its coordinates); true when
+ * it lies outside the cell (then wrapped into it, w its whole cells). */
+static inline bool classify(const prox_cell_frame *c, const face_limits *l, const double *x,
+                            int32_t *w, uint8_t *faces)
 {
     uint8_t bits = 0;
-    bool out = false;
+    bool moved = false;
     for (int k = 0; k < 3; k++) {
         double f = prox_cell_fraction(c, x, k);
-        out |= (f < l->out_lo[k]) | (f >= l->out_hi[k]);
-        bits |= (uint8_t)((f < l->near_lo[k]) << (2 * k));
-        bits |= (uint8_t)((f >= l->near_hi[k]) << (2 * k + 1));
-    }
-    *outside = out;
-    return bits;
-}
-
-/* The wrap and the face bits of point i (x: its coordinates); true when
- * the point lies outside the cell. */
-static bool classify(const halo *h, const double *x, int32_t *w, uint8_t *faces)
-{
-    const prox_cell_frame *c = h->frame;
-    uint8_t bits = 0;
-    for (int k = 0; k < 3; k++) {
         w[k] = 0;
-        if (!c->pbc[k])
-            continue;
-        double f = prox_cell_fraction(c, x, k);
-        if (f < -h->eta || f >= 1 + h->eta) {
+        if (f < l->out_lo[k] || f >= l->out_hi[k]) { /* never along an open axis */
             double fl = floor(f);
             w[k] = (int32_t)fl;
             f -= fl;
+            moved = true;
         }
-        bits |= (uint8_t)((f < h->reach[k]) << (2 * k));
-        bits |= (uint8_t)((f >= 1 - h->reach[k]) << (2 * k + 1));
+        bits |= (uint8_t)((f < l->near_lo[k]) << (2 * k));
+        bits |= (uint8_t)((f >= l->near_hi[k]) << (2 * k + 1));
     }
-    bool moved = w[0] | w[1] | w[2];
     *faces = (uint8_t)(bits | (moved ? HALO_MOVED : 0));
     return moved;
 }
@@ -281,7 +250,7 @@ static bool classify_all(halo *h)
     h->faces = prox_alloc_array(h->al, h->n, 1);
     if (!h->faces)
         return false;
-    bool packed = packed_f64(h->points), outside;
+    bool packed = packed_f64(h->points);
     /* local copies: the face bytes written may alias anything read through h */
     const face_limits limits = face_limits_of(h);
     const prox_cell_frame frame = *h->frame;
@@ -291,8 +260,7 @@ static bool classify_all(halo *h)
         double x[3];
         int32_t w[3];
         load_point(&points, packed, i, x);
-        faces[i] = faces_inside(&frame, &limits, x, &outside);
-        if (!outside || !classify(h, x, w, &faces[i]))
+        if (!classify(&frame, &limits, x, w, &faces[i]))
             continue;
         if (!h->w) {
             h->w = prox_alloc_array(h->al, 3 * h->n, sizeof *h->w);
