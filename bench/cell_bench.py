@@ -141,40 +141,51 @@ def bench_small(a, rows):
                      f"{t_ase / len(few) / per:.0f}x faster"))
 
 
-def bench_lammps(a, rows):
+def lammps_half_count(x, cell, cutoff):
+    """LAMMPS' half neighbour list count (Debian's lmp, pair_style zero,
+    newton on) of the points x in LAMMPS' restricted triclinic cell (rows
+    a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz)); None without lmp.
+    RuntimeError with lmp's last output when it fails. Also the oracle of
+    python/tests/test_cell.py."""
     lmp = shutil.which("lmp")
-    if "lammps" in a.skip or lmp is None:
+    if lmp is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="prox-cell-lammps-") as work:
+        with open(os.path.join(work, "data.lmp"), "w") as out:
+            out.write(f"prox cell\n\n{len(x)} atoms\n1 atom types\n\n"
+                      f"0 {cell[0, 0]!r} xlo xhi\n0 {cell[1, 1]!r} ylo yhi\n"
+                      f"0 {cell[2, 2]!r} zlo zhi\n{cell[1, 0]!r} {cell[2, 0]!r} {cell[2, 1]!r} "
+                      "xy xz yz\n\nMasses\n\n1 1.0\n\nAtoms # atomic\n\n")
+            out.writelines(f"{k + 1} 1 {p[0]!r} {p[1]!r} {p[2]!r}\n" for k, p in enumerate(x))
+        with open(os.path.join(work, "in.lmp"), "w") as out:
+            out.write(f"units lj\nboundary p p p\natom_style atomic\nbox tilt large\n"
+                      f"read_data data.lmp\npair_style zero {cutoff!r}\npair_coeff * *\n"
+                      "neighbor 0.0 bin\nneigh_modify every 1 delay 0 check no\n"
+                      "thermo_style custom step\nrun 0\n")
+        run = subprocess.run([lmp, "-in", "in.lmp", "-log", "none"], cwd=work, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=dict(os.environ, OMP_NUM_THREADS="1"))
+    m = re.search(r"^Total # of neighbors = (\d+)", run.stdout, re.M)
+    if run.returncode != 0 or not m:
+        raise RuntimeError(f"lmp failed: {run.stdout[-300:]!r}")
+    return int(m.group(1))
+
+
+def bench_lammps(a, rows):
+    if "lammps" in a.skip or shutil.which("lmp") is None:
         rows.append(("LAMMPS neighbour count, triclinic box", a.lammps_n, None, None,
-                     "skipped" if lmp else "lmp not found (Debian package lammps)"))
+                     "skipped" if "lammps" in a.skip else "lmp not found (Debian package lammps)"))
         return
     n = a.lammps_n
     f, r = w1(n, seed=2)
     cell = unit_volume(TRICLINIC) * 10.0  # LAMMPS lj units: a box of side ~10
     r *= 10.0
     x = f @ cell
-    work = tempfile.mkdtemp(prefix="prox-cell-lammps-")
     try:
-        with open(os.path.join(work, "data.lmp"), "w") as out:
-            out.write(f"triclinic W1\n\n{n} atoms\n1 atom types\n\n")
-            out.write(f"0 {cell[0, 0]!r} xlo xhi\n0 {cell[1, 1]!r} ylo yhi\n"
-                      f"0 {cell[2, 2]!r} zlo zhi\n{cell[1, 0]!r} {cell[2, 0]!r} {cell[2, 1]!r} "
-                      "xy xz yz\n\nMasses\n\n1 1.0\n\nAtoms # atomic\n\n")
-            out.writelines(f"{k + 1} 1 {p[0]!r} {p[1]!r} {p[2]!r}\n" for k, p in enumerate(x))
-        with open(os.path.join(work, "in.lmp"), "w") as out:
-            out.write(f"units lj\nboundary p p p\natom_style atomic\nread_data data.lmp\n"
-                      f"pair_style zero {r!r}\npair_coeff * *\nneighbor 0.0 bin\n"
-                      "neigh_modify every 1 delay 0 check no\nthermo_style custom step\nrun 0\n")
-        run = subprocess.run([lmp, "-in", "in.lmp", "-log", "none"], cwd=work, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env=dict(os.environ, OMP_NUM_THREADS="1"))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    m = re.search(r"^Total # of neighbors = (\d+)", run.stdout, re.M)
-    if run.returncode != 0 or not m:
-        rows.append(("LAMMPS neighbour count, triclinic box", n, None, None,
-                     f"lmp failed: {run.stdout[-300:]!r}"))
+        lammps = lammps_half_count(x, cell, r)
+    except RuntimeError as e:
+        rows.append(("LAMMPS neighbour count, triclinic box", n, None, None, str(e)))
         return
-    lammps = int(m.group(1))
     i, _ = prox.neighbor_list("ij", x, r, cell=cell, pbc=True, full=False)
     rows.append(("LAMMPS neighbour count (half list), triclinic box", n, None, lammps,
                  f"prox {len(i)}: {'the same' if lammps == len(i) else 'DIFFERENT'}"))

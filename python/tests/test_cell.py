@@ -286,35 +286,19 @@ def test_bad_cells_are_refused():
 
 
 def lammps_half_count(x, cell, cutoff):
-    """LAMMPS' half neighbour list count (Debian's lmp, pair_style zero,
-    newton on) of the points in LAMMPS' restricted triclinic cell (rows
-    a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz)), or None without lmp."""
-    import os
-    import re
-    import shutil
-    import subprocess
-    import tempfile
-    lmp = shutil.which("lmp")
-    if lmp is None:
+    """LAMMPS' half list count, by bench/cell_bench.py's driver (None
+    without lmp or without the bench beside the tests)."""
+    import pathlib
+    import sys
+    bench = pathlib.Path(__file__).resolve().parents[2] / "bench"
+    if not (bench / "cell_bench.py").exists():
         return None
-    with tempfile.TemporaryDirectory(prefix="prox-lammps-") as work:
-        with open(os.path.join(work, "data.lmp"), "w") as out:
-            out.write(f"prox test\n\n{len(x)} atoms\n1 atom types\n\n"
-                      f"0 {cell[0, 0]!r} xlo xhi\n0 {cell[1, 1]!r} ylo yhi\n"
-                      f"0 {cell[2, 2]!r} zlo zhi\n{cell[1, 0]!r} {cell[2, 0]!r} {cell[2, 1]!r} "
-                      "xy xz yz\n\nMasses\n\n1 1.0\n\nAtoms # atomic\n\n")
-            out.writelines(f"{k + 1} 1 {p[0]!r} {p[1]!r} {p[2]!r}\n" for k, p in enumerate(x))
-        with open(os.path.join(work, "in.lmp"), "w") as out:
-            out.write(f"units lj\nboundary p p p\natom_style atomic\nbox tilt large\n"
-                      f"read_data data.lmp\npair_style zero {cutoff!r}\npair_coeff * *\n"
-                      "neighbor 0.0 bin\nneigh_modify every 1 delay 0 check no\n"
-                      "thermo_style custom step\nrun 0\n")
-        run = subprocess.run([lmp, "-in", "in.lmp", "-log", "none"], cwd=work, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env=dict(os.environ, OMP_NUM_THREADS="1"))
-    m = re.search(r"^Total # of neighbors = (\d+)", run.stdout, re.M)
-    assert run.returncode == 0 and m, run.stdout[-500:]
-    return int(m.group(1))
+    sys.path.insert(0, str(bench))
+    try:
+        from cell_bench import lammps_half_count as count
+    finally:
+        sys.path.remove(str(bench))
+    return count(x, cell, cutoff)
 
 
 @pytest.mark.parametrize("tilts", [(0.3, 0.2, 0.25), (-0.45, 0.4, -0.35), (0.0, 0.0, 0.0)])
@@ -328,6 +312,6 @@ def test_half_list_count_is_lammps(tilts):
     cutoff = 0.3 * float(heights(cell).min())
     want = lammps_half_count(x, cell, cutoff)
     if want is None:
-        pytest.skip("lmp not found (Debian package lammps)")
+        pytest.skip("lmp (Debian package lammps) or bench/cell_bench.py not found")
     i = prox.neighbor_list("i", x, cutoff, cell=cell, pbc=True, full=False)
     assert len(i) == want > 0
