@@ -322,8 +322,7 @@ typedef struct cell_arena {
     size_t left;
     size_t carved;   /* the bytes of the blocks this call took */
     size_t expect;   /* the bytes still to come, as cell_value estimates them */
-    bool many;       /* they pass CELL_STREAM_BYTES */
-    bool stream;     /* many, and the block is a kept one: arrays written with streaming stores */
+    bool kept;       /* the block being carved is a kept one (streamed output) */
 } cell_arena;
 
 /* An array's room in a block: whole cache lines, so that every array of a
@@ -421,7 +420,7 @@ static int arena_grow(cell_arena *a, size_t need)
     a->block = capsule;
     a->at = b->start;
     a->left = b->bytes;
-    a->stream = a->many && b->kept;
+    a->kept = b->kept;
     a->carved += b->bytes;
     return 0;
 }
@@ -478,16 +477,24 @@ static PyObject *cell_arena_quantity(cell_arena *a, const prox_geometry *g, char
                                                      : NPY_DOUBLE);
     if (!arr || n == 0)
         return arr;
-    cell_fill(PyArray_DATA((PyArrayObject *)arr), g, q, n, dim, a->stream);
+    cell_fill(PyArray_DATA((PyArrayObject *)arr), g, q, n, dim,
+              a->kept && a->expect >= CELL_STREAM_BYTES);
     return arr;
 }
 
 /* The bytes system s's arrays take in the arena. */
+/* The room quantity q of g takes in a block (8-byte values). */
+static size_t cell_quantity_bytes(const prox_geometry *g, char q)
+{
+    size_t n = (size_t)g->count, dim = (size_t)(g->dim ? g->dim : 3);
+    return arena_room((q == 'D' || q == 'S' ? n * dim : n) * 8);
+}
+
 static size_t cell_value_bytes(const cell_system *s, const char *quantities)
 {
-    size_t n = (size_t)s->out.count, dim = (size_t)(s->out.dim ? s->out.dim : 3), t = 0;
+    size_t t = 0;
     for (const char *q = quantities; *q; q++)
-        t += arena_room((*q == 'D' || *q == 'S' ? n * dim : n) * 8);
+        t += cell_quantity_bytes(&s->out, *q);
     return t;
 }
 
@@ -499,17 +506,13 @@ static PyObject *cell_value(cell_system *s, const char *quantities, cell_arena *
 {
     Py_ssize_t n = (Py_ssize_t)strlen(quantities);
     arena->expect = cell_value_bytes(s, quantities) * (size_t)left;
-    arena->many = arena->expect >= CELL_STREAM_BYTES;
-    arena->stream &= arena->many;
     bool carve = arena->block || arena->expect >= ARENA_MIN;
     PyObject *t = PyTuple_New(n);
-    size_t count = (size_t)s->out.count, dim = (size_t)(s->out.dim ? s->out.dim : 3);
     for (Py_ssize_t k = 0; t && k < n; k++) {
         char q = quantities[k];
         /* an array larger than a kept block gains nothing from the arena:
          * it comes from numpy, as every other large result of prox does */
-        size_t bytes = arena_room((q == 'D' || q == 'S' ? count * dim : count) * 8);
-        PyObject *a = carve && bytes <= ARENA_BLOCK
+        PyObject *a = carve && cell_quantity_bytes(&s->out, q) <= ARENA_BLOCK
                           ? cell_arena_quantity(arena, &s->out, q)
                           : cell_quantity(&s->out, q,
                                           adopt && strchr(quantities, q) == strrchr(quantities, q));
